@@ -1,0 +1,82 @@
+"""Rules for Convoy's CUDA sources.
+
+cuda_library: compiles .cu files with nvcc into real SASS for sm_80 and sm_90 plus PTX for compute_90, and wraps the
+objects in a cc_library that links the static CUDA runtime. Where CUDA is absent (or CONVOY_DISABLE_CUDA=1) the
+macro creates no targets: use `if CUDA_ENABLED` (from @local_cuda//:defs.bzl) around anything that depends on it.
+
+cuda_emulated_library: compiles the very same .cu files as ordinary C++ against the CUDA emulation layer, so kernel
+tests run on any CPU. Each x.cu becomes x.emu.cc = a prelude include + `#line` + the file's text.
+"""
+
+load("@local_cuda//:defs.bzl", "CUDA_ENABLED", "NVCC")
+
+CUDA_ARCH_FLAGS = [
+    "-gencode=arch=compute_80,code=sm_80",
+    "-gencode=arch=compute_90,code=sm_90",
+    "-gencode=arch=compute_90,code=compute_90",
+]
+
+NVCC_FLAGS = [
+    "-std=c++17",
+    "-O3",
+    "-I.",
+    "-I$(GENDIR)",
+    "-Xcompiler=-fPIC",
+    "-Xcompiler=-Wall",
+    "-Werror=all-warnings",
+    "--expt-relaxed-constexpr",
+    "-DCONVOY_CUDA_DEVICE=1",
+]
+
+def cuda_library(name, srcs, hdrs = [], compile_deps = [], deps = [], nvcc_flags = [], visibility = None, **kwargs):
+    """srcs: .cu files; hdrs: headers they include; compile_deps: other files (filegroups) nvcc must see."""
+    if not CUDA_ENABLED:
+        return
+    objs = []
+    for src in srcs:
+        obj = name + "_" + src.replace("/", "_")[:-len(".cu")] + ".pic.o"
+        native.genrule(
+            name = obj.replace(".", "_") + "_nvcc",
+            srcs = [src] + hdrs + compile_deps,
+            outs = [obj],
+            cmd = " ".join([NVCC] + CUDA_ARCH_FLAGS + NVCC_FLAGS + nvcc_flags + ["-c", "$(location %s)" % src, "-o", "$@"]),
+            message = "nvcc " + src,
+        )
+        objs.append(obj)
+    native.cc_library(
+        name = name,
+        srcs = objs,
+        hdrs = hdrs,
+        deps = deps + ["@local_cuda//:cudart"],
+        alwayslink = True,
+        visibility = visibility,
+        **kwargs
+    )
+
+def cuda_emulated_library(name, srcs, prelude, hdrs = [], deps = [], copts = [], visibility = None, **kwargs):
+    """srcs: .cu files; prelude: the emulation header to include first (a workspace-relative path)."""
+    gen = []
+    for src in srcs:
+        out = name + "_" + src.replace("/", "_")[:-len(".cu")] + ".emu.cc"
+        native.genrule(
+            name = out.replace(".", "_") + "_gen",
+            srcs = [src],
+            outs = [out],
+            cmd = "(echo '#include \"%s\"'; echo '#line 1 \"%s/%s\"'; cat $(location %s)) > $@" % (
+                prelude,
+                native.package_name(),
+                src,
+                src,
+            ),
+        )
+        gen.append(out)
+    native.cc_library(
+        name = name,
+        srcs = gen,
+        hdrs = hdrs,
+        copts = copts + ["-DCONVOY_CUDA_EMULATION=1"],
+        deps = deps,
+        alwayslink = True,
+        visibility = visibility,
+        **kwargs
+    )
