@@ -1,0 +1,116 @@
+// The fused epilogue: what a conv or GEMM kernel does to each accumulator before its single store.
+//
+//   y = act(acc * scale[k] + bias[k])             residual = kNone
+//   y = act(acc * scale[k] + bias[k] + r)          residual = kBeforeActivation (ResNet: add, then relu)
+//   y = act(acc * scale[k] + bias[k]) + r          residual = kAfterActivation  (MobileNetV2: linear bottleneck add)
+//
+// scale is the folded batch-norm multiplier (absent = 1), bias the conv bias or folded shift (absent = 0), k the output
+// channel, r the element of the residual tensor at the same position as y. ApplyActivation is plain inline math so
+// CPU kernels, CUDA kernels and the emulation share one definition.
+#ifndef CONVOY_KERNELS_COMMON_EPILOGUE_H_
+#define CONVOY_KERNELS_COMMON_EPILOGUE_H_
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+#include "kernels/common/host_device.h"
+
+namespace convoy {
+
+enum class ActivationKind : uint8_t {
+  kIdentity = 0,
+  kRelu,
+  kClip,         // min(max(x, alpha), beta); relu6 is Clip(0, 6)
+  kLeakyRelu,    // x >= 0 ? x : alpha * x
+  kSigmoid,
+  kTanh,
+  kSilu,         // x * sigmoid(x), a.k.a. swish
+  kHardSigmoid,  // max(0, min(1, alpha * x + beta)); ONNX defaults alpha=0.2, beta=0.5 (PyTorch: 1/6, 0.5)
+  kHardSwish,    // x * max(0, min(1, x / 6 + 0.5))
+  kGelu,         // 0.5 x (1 + erf(x / sqrt(2)))
+};
+
+struct Activation {
+  ActivationKind kind = ActivationKind::kIdentity;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+
+  static Activation Identity() { return {}; }
+  static Activation Relu() { return {ActivationKind::kRelu, 0, 0}; }
+  static Activation Relu6() { return {ActivationKind::kClip, 0.0f, 6.0f}; }
+  static Activation Clip(float lo, float hi) { return {ActivationKind::kClip, lo, hi}; }
+  static Activation LeakyRelu(float slope) { return {ActivationKind::kLeakyRelu, slope, 0}; }
+  static Activation Of(ActivationKind kind, float alpha = 0, float beta = 0) { return {kind, alpha, beta}; }
+
+  auto Tie() const { return std::tie(kind, alpha, beta); }
+  bool operator==(const Activation& o) const { return Tie() == o.Tie(); }
+  bool operator!=(const Activation& o) const { return !(*this == o); }
+  template <typename H>
+  friend H AbslHashValue(H h, const Activation& a) {
+    return H::combine(std::move(h), a.kind, a.alpha, a.beta);
+  }
+};
+
+std::string ActivationName(ActivationKind kind);
+std::string ToString(const Activation& activation);
+
+enum class ResidualMode : uint8_t { kNone = 0, kBeforeActivation, kAfterActivation };
+
+struct Epilogue {
+  bool has_bias = false;
+  bool has_scale = false;
+  ResidualMode residual = ResidualMode::kNone;
+  Activation activation;
+
+  auto Tie() const { return std::tie(has_bias, has_scale, residual, activation); }
+  bool operator==(const Epilogue& o) const { return Tie() == o.Tie(); }
+  bool operator!=(const Epilogue& o) const { return !(*this == o); }
+  template <typename H>
+  friend H AbslHashValue(H h, const Epilogue& e) {
+    return H::combine(std::move(h), e.has_bias, e.has_scale, e.residual, e.activation);
+  }
+};
+
+std::string ToString(const Epilogue& epilogue);
+
+CONVOY_HOST_DEVICE float ApplyActivation(float x, ActivationKind kind, float alpha, float beta) {
+  switch (kind) {
+    case ActivationKind::kIdentity: return x;
+    case ActivationKind::kRelu: return x > 0.0f ? x : 0.0f;
+    case ActivationKind::kClip: return fminf(fmaxf(x, alpha), beta);
+    case ActivationKind::kLeakyRelu: return x >= 0.0f ? x : alpha * x;
+    case ActivationKind::kSigmoid: return 1.0f / (1.0f + expf(-x));
+    case ActivationKind::kTanh: return tanhf(x);
+    case ActivationKind::kSilu: return x / (1.0f + expf(-x));
+    case ActivationKind::kHardSigmoid: return fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
+    case ActivationKind::kHardSwish: return x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f));
+    case ActivationKind::kGelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  }
+  return x;
+}
+
+CONVOY_HOST_DEVICE float ApplyActivation(float x, const Activation& a) {
+  return ApplyActivation(x, a.kind, a.alpha, a.beta);
+}
+
+// Applies the whole epilogue to one accumulator. scale/bias may be null when the epilogue lacks them; residual is
+// the residual element (ignored when residual == kNone).
+CONVOY_HOST_DEVICE float ApplyEpilogue(float acc, const Epilogue& e, const float* scale, const float* bias,
+                                       int channel, float residual) {
+  float v = acc;
+  if (e.has_scale) v *= scale[channel];
+  if (e.has_bias) v += bias[channel];
+  if (e.residual == ResidualMode::kBeforeActivation) v += residual;
+  v = ApplyActivation(v, e.activation);
+  if (e.residual == ResidualMode::kAfterActivation) v += residual;
+  return v;
+}
+
+// Double-precision twin for the reference implementations.
+double ApplyActivationReference(double x, const Activation& a);
+
+}  // namespace convoy
+
+#endif  // CONVOY_KERNELS_COMMON_EPILOGUE_H_

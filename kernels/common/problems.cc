@@ -1,0 +1,318 @@
+#include "kernels/common/problems.h"
+
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace convoy {
+namespace {
+
+absl::Status Invalid(const std::string& problem, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(problem, ": ", what));
+}
+
+std::string ImageString(int n, int c, int h, int w) { return absl::StrCat("n=", n, " c=", c, " h=", h, " w=", w); }
+
+std::string PadString(int t, int b, int l, int r) { return absl::StrCat("pad=", t, ",", b, ",", l, ",", r); }
+
+absl::Status CheckPositive(const std::string& name, std::initializer_list<std::pair<const char*, int64_t>> fields) {
+  for (const auto& [field, value] : fields) {
+    if (value <= 0) return Invalid(name, absl::StrCat(field, " must be positive, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckNonNegative(const std::string& name, std::initializer_list<std::pair<const char*, int64_t>> fields) {
+  for (const auto& [field, value] : fields) {
+    if (value < 0) return Invalid(name, absl::StrCat(field, " must be >= 0, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckComputeType(const std::string& name, DataType dtype) {
+  if (!IsFloatingPoint(dtype)) {
+    return Invalid(name, absl::StrCat("data type must be FP32, FP16 or BF16, got ", DataTypeName(dtype)));
+  }
+  return absl::OkStatus();
+}
+
+std::string ChannelList(const std::vector<int>& channels) { return absl::StrJoin(channels, ","); }
+
+}  // namespace
+
+absl::string_view OpKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kConv2d: return "conv2d";
+    case OpKind::kPool2d: return "pool2d";
+    case OpKind::kGemm: return "gemm";
+    case OpKind::kBatchNorm: return "batch_norm";
+    case OpKind::kActivation: return "activation";
+    case OpKind::kBinary: return "binary";
+    case OpKind::kConcat: return "concat";
+    case OpKind::kSplit: return "split";
+    case OpKind::kChannelShuffle: return "channel_shuffle";
+    case OpKind::kSoftmax: return "softmax";
+    case OpKind::kPad: return "pad";
+    case OpKind::kConvert: return "convert";
+    case OpKind::kPreprocess: return "preprocess";
+  }
+  return "unknown";
+}
+
+// ---- conv2d ----
+std::string Conv2dProblem::ToString() const {
+  return absl::StrCat("conv2d n=", n, " h=", h, " w=", w, " c=", c, " k=", k, " r=", r, " s=", s, " ",
+                      PadString(pad_top, pad_bottom, pad_left, pad_right), " stride=", stride_h, ",", stride_w,
+                      " dilation=", dilation_h, ",", dilation_w, " groups=", groups, " ", DataTypeName(dtype), " ",
+                      LayoutName(layout), allow_tf32 ? " tf32" : "", " epilogue=", convoy::ToString(epilogue));
+}
+
+absl::Status Conv2dProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"h", h}, {"w", w}, {"c", c}, {"k", k}, {"r", r}, {"s", this->s},
+                                    {"stride_h", stride_h}, {"stride_w", stride_w}, {"dilation_h", dilation_h},
+                                    {"dilation_w", dilation_w}, {"groups", groups}});
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = CheckNonNegative(name, {{"pad_top", pad_top}, {"pad_bottom", pad_bottom}, {"pad_left", pad_left},
+                                       {"pad_right", pad_right}});
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
+  if (c % groups != 0 || k % groups != 0) {
+    return Invalid(name, absl::StrCat("groups=", groups, " must divide c=", c, " and k=", k));
+  }
+  if (p() <= 0 || q() <= 0) {
+    return Invalid(name, absl::StrCat("output would be ", p(), "x", q(), ": the dilated filter is larger than the padded input"));
+  }
+  return absl::OkStatus();
+}
+
+// ---- pool2d ----
+int Pool2dProblem::p() const {
+  if (mode == PoolMode::kGlobalAverage || mode == PoolMode::kGlobalMax) return 1;
+  const int span = h + pad_top + pad_bottom - r;
+  int out = (ceil_mode ? (span + stride_h - 1) / stride_h : span / stride_h) + 1;
+  // With ceil mode the last window must start inside the input or the top padding (PyTorch and ONNX agree).
+  if (ceil_mode && (out - 1) * stride_h >= h + pad_top) --out;
+  return out;
+}
+
+int Pool2dProblem::q() const {
+  if (mode == PoolMode::kGlobalAverage || mode == PoolMode::kGlobalMax) return 1;
+  const int span = w + pad_left + pad_right - s;
+  int out = (ceil_mode ? (span + stride_w - 1) / stride_w : span / stride_w) + 1;
+  if (ceil_mode && (out - 1) * stride_w >= w + pad_left) --out;
+  return out;
+}
+
+std::string Pool2dProblem::ToString() const {
+  static constexpr const char* kModes[] = {"max", "avg", "global_avg", "global_max"};
+  return absl::StrCat("pool2d ", kModes[static_cast<int>(mode)], " ", ImageString(n, c, h, w), " r=", r, " s=", s,
+                      " ", PadString(pad_top, pad_bottom, pad_left, pad_right), " stride=", stride_h, ",", stride_w,
+                      count_include_pad ? " count_include_pad" : "", ceil_mode ? " ceil" : "", " ",
+                      DataTypeName(dtype), " ", LayoutName(layout));
+}
+
+absl::Status Pool2dProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}, {"r", r}, {"s", s},
+                                     {"stride_h", stride_h}, {"stride_w", stride_w}});
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = CheckNonNegative(name, {{"pad_top", pad_top}, {"pad_bottom", pad_bottom}, {"pad_left", pad_left},
+                                        {"pad_right", pad_right}});
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
+  if (pad_top >= r || pad_bottom >= r || pad_left >= s || pad_right >= s) {
+    if (mode == PoolMode::kMax || mode == PoolMode::kAverage) {
+      return Invalid(name, absl::StrCat("padding must be smaller than the ", r, "x", s, " window"));
+    }
+  }
+  if (p() <= 0 || q() <= 0) return Invalid(name, absl::StrCat("output would be ", p(), "x", q()));
+  return absl::OkStatus();
+}
+
+// ---- gemm ----
+std::string GemmProblem::ToString() const {
+  return absl::StrCat("gemm m=", m, " n=", n, " k=", k, " ", DataTypeName(dtype), allow_tf32 ? " tf32" : "",
+                      " epilogue=", convoy::ToString(epilogue));
+}
+
+absl::Status GemmProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"m", m}, {"n", n}, {"k", k}}); !st.ok()) return st;
+  return CheckComputeType(name, dtype);
+}
+
+// ---- batch norm ----
+std::string BatchNormProblem::ToString() const {
+  return absl::StrCat("batch_norm ", ImageString(n, c, h, w), " eps=", epsilon, " ", DataTypeName(dtype), " ",
+                      LayoutName(layout), " act=", convoy::ToString(activation));
+}
+
+absl::Status BatchNormProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
+  if (!(epsilon >= 0)) return Invalid(name, absl::StrCat("epsilon must be >= 0, got ", epsilon));
+  return CheckComputeType(name, dtype);
+}
+
+// ---- activation ----
+std::string ActivationProblem::ToString() const {
+  return absl::StrCat("activation ", convoy::ToString(activation), " count=", count, " ", DataTypeName(dtype));
+}
+
+absl::Status ActivationProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"count", count}}); !st.ok()) return st;
+  return CheckComputeType(name, dtype);
+}
+
+// ---- binary ----
+int64_t BinaryProblem::b_elements() const {
+  switch (broadcast) {
+    case BinaryBroadcast::kNone: return int64_t{n} * c * h * w;
+    case BinaryBroadcast::kPerImageChannel: return int64_t{n} * c;
+    case BinaryBroadcast::kPerChannel: return c;
+    case BinaryBroadcast::kScalar: return 1;
+  }
+  return 0;
+}
+
+std::string BinaryProblem::ToString() const {
+  static constexpr const char* kOps[] = {"add", "sub", "mul", "div"};
+  static constexpr const char* kBroadcasts[] = {"same", "nc11", "c", "scalar"};
+  return absl::StrCat("binary ", kOps[static_cast<int>(op)], " b=", kBroadcasts[static_cast<int>(broadcast)], " ",
+                      ImageString(n, c, h, w), " ", DataTypeName(dtype), " ", LayoutName(layout),
+                      " act=", convoy::ToString(activation));
+}
+
+absl::Status BinaryProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
+  return CheckComputeType(name, dtype);
+}
+
+// ---- concat / split / shuffle ----
+int ConcatProblem::total_channels() const { return std::accumulate(channels.begin(), channels.end(), 0); }
+
+std::string ConcatProblem::ToString() const {
+  return absl::StrCat("concat n=", n, " h=", h, " w=", w, " channels=", ChannelList(channels), " ",
+                      DataTypeName(dtype), " ", LayoutName(layout));
+}
+
+absl::Status ConcatProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"h", h}, {"w", w}}); !st.ok()) return st;
+  if (channels.empty()) return Invalid(name, "needs at least one input");
+  for (size_t i = 0; i < channels.size(); ++i) {
+    if (channels[i] <= 0) return Invalid(name, absl::StrCat("input ", i, " has ", channels[i], " channels"));
+  }
+  return absl::OkStatus();
+}
+
+int SplitProblem::total_channels() const { return std::accumulate(channels.begin(), channels.end(), 0); }
+
+std::string SplitProblem::ToString() const {
+  return absl::StrCat("split n=", n, " h=", h, " w=", w, " channels=", ChannelList(channels), " ",
+                      DataTypeName(dtype), " ", LayoutName(layout));
+}
+
+absl::Status SplitProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"h", h}, {"w", w}}); !st.ok()) return st;
+  if (channels.empty()) return Invalid(name, "needs at least one output");
+  for (size_t i = 0; i < channels.size(); ++i) {
+    if (channels[i] <= 0) return Invalid(name, absl::StrCat("output ", i, " has ", channels[i], " channels"));
+  }
+  return absl::OkStatus();
+}
+
+std::string ChannelShuffleProblem::ToString() const {
+  return absl::StrCat("channel_shuffle ", ImageString(n, c, h, w), " groups=", groups, " ", DataTypeName(dtype), " ",
+                      LayoutName(layout));
+}
+
+absl::Status ChannelShuffleProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}, {"groups", groups}}); !st.ok()) {
+    return st;
+  }
+  if (c % groups != 0) return Invalid(name, absl::StrCat("groups=", groups, " must divide c=", c));
+  return absl::OkStatus();
+}
+
+// ---- softmax ----
+std::string SoftmaxProblem::ToString() const {
+  return absl::StrCat("softmax outer=", outer, " axis=", axis, " inner=", inner, " ", DataTypeName(dtype));
+}
+
+absl::Status SoftmaxProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"outer", outer}, {"axis", axis}, {"inner", inner}}); !st.ok()) return st;
+  return CheckComputeType(name, dtype);
+}
+
+// ---- pad ----
+std::string PadProblem::ToString() const {
+  static constexpr const char* kModes[] = {"constant", "reflect", "edge"};
+  return absl::StrCat("pad ", kModes[static_cast<int>(mode)], " ", ImageString(n, c, h, w), " ",
+                      PadString(pad_top, pad_bottom, pad_left, pad_right), " value=", value, " ",
+                      DataTypeName(dtype), " ", LayoutName(layout));
+}
+
+absl::Status PadProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
+  if (auto st = CheckNonNegative(name, {{"pad_top", pad_top}, {"pad_bottom", pad_bottom}, {"pad_left", pad_left},
+                                        {"pad_right", pad_right}});
+      !st.ok()) {
+    return st;
+  }
+  if (mode == PadMode::kReflect && (pad_top >= h || pad_bottom >= h || pad_left >= w || pad_right >= w)) {
+    return Invalid(name, absl::StrCat("reflect padding must be smaller than the ", h, "x", w, " input"));
+  }
+  return CheckComputeType(name, dtype);
+}
+
+// ---- convert ----
+std::string ConvertProblem::ToString() const {
+  return absl::StrCat("convert ", ImageString(n, c, h, w), " ", DataTypeName(src_dtype), " ", LayoutName(src_layout),
+                      " -> ", DataTypeName(dst_dtype), " ", LayoutName(dst_layout));
+}
+
+absl::Status ConvertProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
+  if (auto st = CheckComputeType(name, src_dtype); !st.ok()) return st;
+  return CheckComputeType(name, dst_dtype);
+}
+
+// ---- preprocess ----
+std::string PreprocessProblem::ToString() const {
+  std::string s = absl::StrCat("preprocess n=", n, " h=", h, " w=", w, " c=", c, " mean=");
+  for (int i = 0; i < kMaxChannels; ++i) absl::StrAppend(&s, i ? "," : "", mean[i]);
+  absl::StrAppend(&s, " std=");
+  for (int i = 0; i < kMaxChannels; ++i) absl::StrAppend(&s, i ? "," : "", stddev[i]);
+  absl::StrAppend(&s, scale_to_unit ? " unit" : "", " -> ", DataTypeName(dst_dtype), " ", LayoutName(dst_layout));
+  return s;
+}
+
+absl::Status PreprocessProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"h", h}, {"w", w}, {"c", c}}); !st.ok()) return st;
+  if (c > kMaxChannels) return Invalid(name, absl::StrCat("at most ", kMaxChannels, " channels, got ", c));
+  for (int i = 0; i < c; ++i) {
+    if (!(stddev[i] != 0)) return Invalid(name, absl::StrCat("std[", i, "] must be non-zero"));
+  }
+  return CheckComputeType(name, dst_dtype);
+}
+
+}  // namespace convoy

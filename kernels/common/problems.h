@@ -1,0 +1,369 @@
+// Problem descriptors: everything an algorithm needs to know about one operation, and nothing about where the data
+// lives. Each descriptor has equality and an Abseil hash over EVERY field (two convolutions that differ only in groups
+// or dilation are different problems), a canonical ToString() that is also the algorithm-cache key, Validate(), and
+// the argument bundle its kernels take (pointers only: kernels never allocate).
+//
+// Conventions shared by all ops:
+// - Image tensors are 4-D with logical dims (N, C, H, W); `layout` says whether they lie as NCHW or NHWC.
+// - Conv weights lie as [K, C/groups, R, S] for NCHW problems and [K, R, S, C/groups] for NHWC problems, in `dtype`.
+// - Per-channel epilogue parameters (bias, scale) and batch-norm statistics are always FP32 arrays.
+// - A residual tensor has the output's shape, dtype and layout.
+#ifndef CONVOY_KERNELS_COMMON_PROBLEMS_H_
+#define CONVOY_KERNELS_COMMON_PROBLEMS_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kernels/common/dtype.h"
+#include "kernels/common/epilogue.h"
+#include "kernels/common/tensor.h"
+
+namespace convoy {
+
+enum class OpKind : uint8_t {
+  kConv2d = 0,
+  kPool2d,
+  kGemm,
+  kBatchNorm,
+  kActivation,
+  kBinary,
+  kConcat,
+  kSplit,
+  kChannelShuffle,
+  kSoftmax,
+  kPad,
+  kConvert,
+  kPreprocess,
+};
+absl::string_view OpKindName(OpKind kind);
+
+#define CONVOY_PROBLEM_COMPARISONS(Type)                                  \
+  bool operator==(const Type& o) const { return Tie() == o.Tie(); }       \
+  bool operator!=(const Type& o) const { return !(*this == o); }          \
+  template <typename H>                                                   \
+  friend H AbslHashValue(H h, const Type& p) {                            \
+    return H::combine(std::move(h), p.Tie());                             \
+  }
+
+// ---- conv2d ------------------------------------------------------------------------------------------------------
+struct Conv2dProblem {
+  static constexpr OpKind kKind = OpKind::kConv2d;
+  int n = 1, h = 1, w = 1, c = 1;  // input
+  int k = 1, r = 1, s = 1;         // output channels, filter height, filter width
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int stride_h = 1, stride_w = 1;
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+  bool allow_tf32 = false;  // FP32 problems may compute products in TF32 on tensor cores
+  Epilogue epilogue;
+
+  int p() const { return (h + pad_top + pad_bottom - dilation_h * (r - 1) - 1) / stride_h + 1; }  // output H
+  int q() const { return (w + pad_left + pad_right - dilation_w * (s - 1) - 1) / stride_w + 1; }  // output W
+  int c_per_group() const { return c / groups; }
+  int k_per_group() const { return k / groups; }
+  bool is_depthwise() const { return groups == c && groups == k; }
+  TensorDesc input_desc() const { return TensorDesc::Image(dtype, n, c, h, w, layout); }
+  TensorDesc output_desc() const { return TensorDesc::Image(dtype, n, k, p(), q(), layout); }
+  int64_t filter_elements() const { return int64_t{k} * c_per_group() * r * s; }
+  int64_t flops() const { return 2 * int64_t{n} * k * p() * q() * c_per_group() * r * s; }
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const {
+    return std::tie(n, h, w, c, k, r, s, pad_top, pad_bottom, pad_left, pad_right, stride_h, stride_w, dilation_h,
+                    dilation_w, groups, dtype, layout, allow_tf32, epilogue);
+  }
+  CONVOY_PROBLEM_COMPARISONS(Conv2dProblem)
+};
+
+struct Conv2dArgs {
+  const void* x = nullptr;        // input, problem.input_desc()
+  const void* w = nullptr;        // filter (or the algorithm's packed filter, see Algorithm::PackedFilterBytes)
+  const float* bias = nullptr;    // [K] when epilogue.has_bias
+  const float* scale = nullptr;   // [K] when epilogue.has_scale
+  const void* residual = nullptr; // output-shaped when epilogue.residual != kNone
+  void* y = nullptr;              // output, problem.output_desc()
+};
+
+// ---- pooling -----------------------------------------------------------------------------------------------------
+enum class PoolMode : uint8_t { kMax = 0, kAverage, kGlobalAverage, kGlobalMax };
+
+struct Pool2dProblem {
+  static constexpr OpKind kKind = OpKind::kPool2d;
+  PoolMode mode = PoolMode::kMax;
+  int n = 1, c = 1, h = 1, w = 1;
+  int r = 1, s = 1;  // window (ignored by global modes)
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int stride_h = 1, stride_w = 1;
+  bool count_include_pad = false;  // average: divide by the full window instead of the valid elements
+  bool ceil_mode = false;
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+
+  int p() const;  // output H (1 for global modes)
+  int q() const;  // output W
+  TensorDesc input_desc() const { return TensorDesc::Image(dtype, n, c, h, w, layout); }
+  TensorDesc output_desc() const { return TensorDesc::Image(dtype, n, c, p(), q(), layout); }
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const {
+    return std::tie(mode, n, c, h, w, r, s, pad_top, pad_bottom, pad_left, pad_right, stride_h, stride_w,
+                    count_include_pad, ceil_mode, dtype, layout);
+  }
+  CONVOY_PROBLEM_COMPARISONS(Pool2dProblem)
+};
+
+struct Pool2dArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+};
+
+// ---- GEMM / fully connected: Y[m, n] = epilogue(A[m, k] * B[n, k]^T) -------------------------------------------
+struct GemmProblem {
+  static constexpr OpKind kKind = OpKind::kGemm;
+  int m = 1, n = 1, k = 1;
+  DataType dtype = DataType::kFloat32;
+  bool allow_tf32 = false;
+  Epilogue epilogue;  // bias and scale index the n dimension; residual is [m, n]
+
+  int64_t flops() const { return 2 * int64_t{m} * n * k; }
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(m, n, k, dtype, allow_tf32, epilogue); }
+  CONVOY_PROBLEM_COMPARISONS(GemmProblem)
+};
+
+struct GemmArgs {
+  const void* a = nullptr;  // [m, k] row-major
+  const void* b = nullptr;  // [n, k] row-major (the FC weight as ONNX Gemm transB=1 stores it), or packed
+  const float* bias = nullptr;
+  const float* scale = nullptr;
+  const void* residual = nullptr;
+  void* y = nullptr;        // [m, n] row-major
+};
+
+// ---- batch norm (inference): y = act(gamma * (x - mean) / sqrt(var + eps) + beta) ---------------------------------
+struct BatchNormProblem {
+  static constexpr OpKind kKind = OpKind::kBatchNorm;
+  int n = 1, c = 1, h = 1, w = 1;
+  float epsilon = 1e-5f;
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+  Activation activation;
+
+  TensorDesc desc() const { return TensorDesc::Image(dtype, n, c, h, w, layout); }
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(n, c, h, w, epsilon, dtype, layout, activation); }
+  CONVOY_PROBLEM_COMPARISONS(BatchNormProblem)
+};
+
+struct BatchNormArgs {
+  const void* x = nullptr;
+  const float* gamma = nullptr;  // [C]
+  const float* beta = nullptr;   // [C]
+  const float* mean = nullptr;   // [C]
+  const float* var = nullptr;    // [C]
+  void* y = nullptr;
+};
+
+// ---- standalone activation over `count` elements --------------------------------------------------------------
+struct ActivationProblem {
+  static constexpr OpKind kKind = OpKind::kActivation;
+  int64_t count = 1;
+  DataType dtype = DataType::kFloat32;
+  Activation activation;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(count, dtype, activation); }
+  CONVOY_PROBLEM_COMPARISONS(ActivationProblem)
+};
+
+struct ActivationArgs {
+  const void* x = nullptr;
+  void* y = nullptr;  // may equal x
+};
+
+// ---- binary element-wise: y = act(a OP b), b broadcast per BinaryBroadcast ----------------------------------------
+enum class BinaryOp : uint8_t { kAdd = 0, kSub, kMul, kDiv };
+enum class BinaryBroadcast : uint8_t {
+  kNone = 0,         // b has a's shape
+  kPerImageChannel,  // b is [N, C, 1, 1] (squeeze-excitation)
+  kPerChannel,       // b is [1, C, 1, 1], FP32 or dtype
+  kScalar,           // b is one element
+};
+
+struct BinaryProblem {
+  static constexpr OpKind kKind = OpKind::kBinary;
+  BinaryOp op = BinaryOp::kAdd;
+  BinaryBroadcast broadcast = BinaryBroadcast::kNone;
+  int n = 1, c = 1, h = 1, w = 1;  // a and y
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+  Activation activation;
+
+  TensorDesc desc() const { return TensorDesc::Image(dtype, n, c, h, w, layout); }
+  int64_t b_elements() const;
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(op, broadcast, n, c, h, w, dtype, layout, activation); }
+  CONVOY_PROBLEM_COMPARISONS(BinaryProblem)
+};
+
+struct BinaryArgs {
+  const void* a = nullptr;
+  const void* b = nullptr;  // in dtype; for kPerImageChannel [N, C] contiguous, kPerChannel [C], kScalar [1]
+  void* y = nullptr;        // may equal a
+};
+
+// ---- channel concat / split / shuffle --------------------------------------------------------------------------
+struct ConcatProblem {
+  static constexpr OpKind kKind = OpKind::kConcat;
+  int n = 1, h = 1, w = 1;
+  std::vector<int> channels;  // channels of each input, in order
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+
+  int total_channels() const;
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(n, h, w, channels, dtype, layout); }
+  CONVOY_PROBLEM_COMPARISONS(ConcatProblem)
+};
+
+struct ConcatArgs {
+  std::vector<const void*> inputs;
+  void* y = nullptr;
+};
+
+struct SplitProblem {
+  static constexpr OpKind kKind = OpKind::kSplit;
+  int n = 1, h = 1, w = 1;
+  std::vector<int> channels;  // channels of each output, in order
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+
+  int total_channels() const;
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(n, h, w, channels, dtype, layout); }
+  CONVOY_PROBLEM_COMPARISONS(SplitProblem)
+};
+
+struct SplitArgs {
+  const void* x = nullptr;
+  std::vector<void*> outputs;
+};
+
+// y[:, j * groups + g] = x[:, g * (C / groups) + j]: ShuffleNet's reshape-transpose-reshape.
+struct ChannelShuffleProblem {
+  static constexpr OpKind kKind = OpKind::kChannelShuffle;
+  int n = 1, c = 1, h = 1, w = 1;
+  int groups = 1;
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(n, c, h, w, groups, dtype, layout); }
+  CONVOY_PROBLEM_COMPARISONS(ChannelShuffleProblem)
+};
+
+struct ChannelShuffleArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+};
+
+// ---- softmax over the middle axis of a dense [outer, axis, inner] tensor -----------------------------------------
+struct SoftmaxProblem {
+  static constexpr OpKind kKind = OpKind::kSoftmax;
+  int64_t outer = 1, axis = 1, inner = 1;
+  DataType dtype = DataType::kFloat32;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(outer, axis, inner, dtype); }
+  CONVOY_PROBLEM_COMPARISONS(SoftmaxProblem)
+};
+
+struct SoftmaxArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+};
+
+// ---- spatial padding -------------------------------------------------------------------------------------------
+enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
+
+struct PadProblem {
+  static constexpr OpKind kKind = OpKind::kPad;
+  int n = 1, c = 1, h = 1, w = 1;
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  PadMode mode = PadMode::kConstant;
+  float value = 0.0f;
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+
+  int out_h() const { return h + pad_top + pad_bottom; }
+  int out_w() const { return w + pad_left + pad_right; }
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(n, c, h, w, pad_top, pad_bottom, pad_left, pad_right, mode, value, dtype, layout); }
+  CONVOY_PROBLEM_COMPARISONS(PadProblem)
+};
+
+struct PadArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+};
+
+// ---- layout and dtype conversion of a 4-D tensor (a flat array is n=count, c=h=w=1) -----------------------------
+struct ConvertProblem {
+  static constexpr OpKind kKind = OpKind::kConvert;
+  int n = 1, c = 1, h = 1, w = 1;
+  DataType src_dtype = DataType::kFloat32, dst_dtype = DataType::kFloat32;
+  Layout src_layout = Layout::kNCHW, dst_layout = Layout::kNCHW;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(n, c, h, w, src_dtype, dst_dtype, src_layout, dst_layout); }
+  CONVOY_PROBLEM_COMPARISONS(ConvertProblem)
+};
+
+struct ConvertArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+};
+
+// ---- image pre-processing: UINT8 [N, H, W, C] -> (x / 255 - mean[c]) / stddev[c] in dst dtype and layout ---------------
+struct PreprocessProblem {
+  static constexpr int kMaxChannels = 4;
+  static constexpr OpKind kKind = OpKind::kPreprocess;
+  int n = 1, h = 1, w = 1, c = 3;
+  std::array<float, kMaxChannels> mean = {0, 0, 0, 0};
+  std::array<float, kMaxChannels> stddev = {1, 1, 1, 1};
+  bool scale_to_unit = true;  // divide by 255 before subtracting the mean
+  DataType dst_dtype = DataType::kFloat32;
+  Layout dst_layout = Layout::kNCHW;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(n, h, w, c, mean, stddev, scale_to_unit, dst_dtype, dst_layout); }
+  CONVOY_PROBLEM_COMPARISONS(PreprocessProblem)
+};
+
+struct PreprocessArgs {
+  const uint8_t* x = nullptr;
+  void* y = nullptr;
+};
+
+#undef CONVOY_PROBLEM_COMPARISONS
+
+}  // namespace convoy
+
+#endif  // CONVOY_KERNELS_COMMON_PROBLEMS_H_

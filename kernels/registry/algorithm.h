@@ -1,0 +1,104 @@
+// The kernel contract. Every algorithm of every op, on every backend, is an Algorithm<Problem, Args>:
+//
+//   CanImplement(problem)        OK, or UNIMPLEMENTED with the reason (never crashes on any valid problem);
+//   WorkspaceBytes(problem)      scratch it needs per Run (the caller owns and passes it);
+//   PackedFilterBytes / PackFilter   optional one-time weight transform done at plan time (Winograd, tiled layouts);
+//   Run(problem, args, workspace, context)   runs on the context's stream (CUDA) or thread pool (CPU). It never
+//                                 allocates and never synchronizes a CUDA stream; errors come back as absl::Status.
+//
+// Ops are named by traits structs (Conv2dOp, Pool2dOp, ...) that tie a problem type to its argument bundle, so the
+// registry, the algorithm cache and the autotuner are written once for all ops.
+#ifndef CONVOY_KERNELS_REGISTRY_ALGORITHM_H_
+#define CONVOY_KERNELS_REGISTRY_ALGORITHM_H_
+
+#include <cstddef>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "kernels/common/problems.h"
+#include "kernels/common/thread_pool.h"
+
+namespace convoy {
+
+enum class Backend : uint8_t { kCpu = 0, kCuda = 1 };
+absl::string_view BackendName(Backend backend);
+
+// Where a kernel runs. CPU kernels use `thread_pool` (never null for CPU); CUDA kernels launch on `cuda_stream`
+// (a cudaStream_t; null means the legacy default stream).
+struct ExecutionContext {
+  Backend backend = Backend::kCpu;
+  ThreadPool* thread_pool = nullptr;
+  void* cuda_stream = nullptr;
+  int cuda_device = 0;
+};
+
+// Scratch memory handed to Run: device memory for CUDA, host memory for CPU.
+struct Workspace {
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+template <typename ProblemT, typename ArgsT>
+class Algorithm {
+ public:
+  using Problem = ProblemT;
+  using Args = ArgsT;
+  virtual ~Algorithm() = default;
+
+  // Stable, unique within (op, backend): it is what the algorithm cache stores. E.g. "cpu.conv2d.winograd_f4x4".
+  virtual absl::string_view name() const = 0;
+  virtual Backend backend() const = 0;
+  virtual absl::Status CanImplement(const Problem& problem) const = 0;
+  virtual size_t WorkspaceBytes(const Problem& problem) const { return 0; }
+  // Bytes of the pre-transformed filter this algorithm wants in Args::w (Conv2d) / Args::b (Gemm); 0 = raw filter.
+  virtual size_t PackedFilterBytes(const Problem& problem) const { return 0; }
+  virtual absl::Status PackFilter(const Problem& problem, const void* filter, void* packed,
+                                  const ExecutionContext& context) const {
+    return absl::UnimplementedError(std::string(name()) + " has no packed filter");
+  }
+  virtual absl::Status Run(const Problem& problem, const Args& args, Workspace workspace,
+                           const ExecutionContext& context) const = 0;
+  // Cheap shape predicate for heuristic selection: higher wins among the algorithms that CanImplement the problem.
+  virtual int HeuristicScore(const Problem& problem) const { return 0; }
+};
+
+template <typename ProblemT, typename ArgsT>
+struct OpTraits {
+  using Problem = ProblemT;
+  using Args = ArgsT;
+  using AlgorithmType = Algorithm<ProblemT, ArgsT>;
+  static constexpr OpKind kKind = ProblemT::kKind;
+};
+
+using Conv2dOp = OpTraits<Conv2dProblem, Conv2dArgs>;
+using Pool2dOp = OpTraits<Pool2dProblem, Pool2dArgs>;
+using GemmOp = OpTraits<GemmProblem, GemmArgs>;
+using BatchNormOp = OpTraits<BatchNormProblem, BatchNormArgs>;
+using ActivationOp = OpTraits<ActivationProblem, ActivationArgs>;
+using BinaryElementwiseOp = OpTraits<BinaryProblem, BinaryArgs>;
+using ConcatOp = OpTraits<ConcatProblem, ConcatArgs>;
+using SplitOp = OpTraits<SplitProblem, SplitArgs>;
+using ChannelShuffleOp = OpTraits<ChannelShuffleProblem, ChannelShuffleArgs>;
+using SoftmaxOp = OpTraits<SoftmaxProblem, SoftmaxArgs>;
+using PadOp = OpTraits<PadProblem, PadArgs>;
+using ConvertOp = OpTraits<ConvertProblem, ConvertArgs>;
+using PreprocessOp = OpTraits<PreprocessProblem, PreprocessArgs>;
+
+using Conv2dAlgorithm = Conv2dOp::AlgorithmType;
+using Pool2dAlgorithm = Pool2dOp::AlgorithmType;
+using GemmAlgorithm = GemmOp::AlgorithmType;
+using BatchNormAlgorithm = BatchNormOp::AlgorithmType;
+using ActivationAlgorithm = ActivationOp::AlgorithmType;
+using BinaryAlgorithm = BinaryElementwiseOp::AlgorithmType;
+using ConcatAlgorithm = ConcatOp::AlgorithmType;
+using SplitAlgorithm = SplitOp::AlgorithmType;
+using ChannelShuffleAlgorithm = ChannelShuffleOp::AlgorithmType;
+using SoftmaxAlgorithm = SoftmaxOp::AlgorithmType;
+using PadAlgorithm = PadOp::AlgorithmType;
+using ConvertAlgorithm = ConvertOp::AlgorithmType;
+using PreprocessAlgorithm = PreprocessOp::AlgorithmType;
+
+}  // namespace convoy
+
+#endif  // CONVOY_KERNELS_REGISTRY_ALGORITHM_H_

@@ -1,0 +1,196 @@
+// Algorithm selection through the cache: the one entry point the runtime uses to pick a kernel for a problem.
+//
+//   auto selected = SelectAlgorithm<Conv2dOp>(problem, device, AlgorithmCache::Global(),
+//                                             AlgorithmSelection::kTune, TuningOptions());
+//
+// kHeuristic never times anything: a cached entry if one exists (tuned earlier or shipped in a cache file), else the
+// registry's heuristic default. kTune looks the problem up and, on a miss, times every candidate on `device` with
+// fresh random inputs (warm-up runs, then several timed runs, the median), skipping with a reason the candidates
+// that fail or need more workspace than allowed, stores the result and returns the fastest. Tuning "ahead of time"
+// is calling this with kTune for each batch size at model load, so no request ever waits for it.
+#ifndef CONVOY_KERNELS_REGISTRY_AUTOTUNER_H_
+#define CONVOY_KERNELS_REGISTRY_AUTOTUNER_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/registry/algorithm_cache.h"
+#include "kernels/registry/device.h"
+#include "kernels/registry/registry.h"
+
+namespace convoy {
+
+enum class AlgorithmSelection { kHeuristic, kTune };
+
+struct TuningOptions {
+  int warmup_runs = 2;
+  int timed_runs = 5;
+  size_t max_workspace_bytes = size_t{256} << 20;
+};
+
+template <typename Op>
+struct SelectedAlgorithm {
+  const typename Op::AlgorithmType* algorithm = nullptr;
+  size_t workspace_bytes = 0;
+  bool from_cache = false;
+  bool tuned = false;
+  double time_ms = 0;  // measured median when tuned
+};
+
+// Buffers with random contents for timing one problem on a device. Specialized for the ops that have several
+// algorithms (tuning_buffers.cc); other ops are never timed (one algorithm each, or the heuristic decides).
+template <typename Op>
+struct TuningBuffers {
+  static constexpr bool kSupported = false;
+  static absl::StatusOr<std::unique_ptr<TuningBuffers>> Create(const typename Op::Problem&, Device&) {
+    return absl::UnimplementedError("no tuning buffers for this op");
+  }
+  typename Op::Args args;
+};
+
+template <>
+struct TuningBuffers<Conv2dOp> {
+  static constexpr bool kSupported = true;
+  static absl::StatusOr<std::unique_ptr<TuningBuffers>> Create(const Conv2dProblem& problem, Device& device);
+  std::vector<DeviceAllocation> allocations;
+  Conv2dArgs args;
+};
+
+template <>
+struct TuningBuffers<GemmOp> {
+  static constexpr bool kSupported = true;
+  static absl::StatusOr<std::unique_ptr<TuningBuffers>> Create(const GemmProblem& problem, Device& device);
+  std::vector<DeviceAllocation> allocations;
+  GemmArgs args;
+};
+
+namespace autotuner_internal {
+
+// Points the filter argument of args at packed (per op).
+inline void SetFilter(Conv2dArgs& args, const void* filter) { args.w = filter; }
+inline const void* GetFilter(const Conv2dArgs& args) { return args.w; }
+inline void SetFilter(GemmArgs& args, const void* filter) { args.b = filter; }
+inline const void* GetFilter(const GemmArgs& args) { return args.b; }
+template <typename Args>
+void SetFilter(Args&, const void*) {}
+template <typename Args>
+const void* GetFilter(const Args&) { return nullptr; }
+
+double Median(std::vector<double> values);
+
+}  // namespace autotuner_internal
+
+// Times one algorithm on prepared buffers. Returns the candidate record (ok or with the skip reason).
+template <typename Op>
+CandidateTiming TimeCandidate(const typename Op::AlgorithmType& algorithm, const typename Op::Problem& problem,
+                              TuningBuffers<Op>& buffers, Device& device, const TuningOptions& options) {
+  CandidateTiming record;
+  record.algorithm = std::string(algorithm.name());
+  record.workspace_bytes = algorithm.WorkspaceBytes(problem);
+  if (record.workspace_bytes > options.max_workspace_bytes) {
+    record.skip_reason = absl::StrCat("needs ", record.workspace_bytes, " workspace bytes, limit ",
+                                      options.max_workspace_bytes);
+    return record;
+  }
+  auto fail = [&record](const absl::Status& s) {
+    record.skip_reason = std::string(s.message());
+    return record;
+  };
+  auto workspace = device.Allocate(record.workspace_bytes);
+  if (!workspace.ok()) return fail(workspace.status());
+  typename Op::Args args = buffers.args;
+  DeviceAllocation packed;
+  if (const size_t packed_bytes = algorithm.PackedFilterBytes(problem); packed_bytes > 0) {
+    auto p = device.Allocate(packed_bytes);
+    if (!p.ok()) return fail(p.status());
+    packed = std::move(p).value();
+    absl::Status s = algorithm.PackFilter(problem, autotuner_internal::GetFilter(args), packed.data(), device.context());
+    if (!s.ok()) return fail(s);
+    autotuner_internal::SetFilter(args, packed.data());
+  }
+  const Workspace ws{workspace->data(), record.workspace_bytes};
+  const ExecutionContext context = device.context();
+  auto times = device.TimeRuns([&] { return algorithm.Run(problem, args, ws, context); }, options.warmup_runs,
+                               options.timed_runs);
+  if (!times.ok()) return fail(times.status());
+  record.ok = true;
+  record.median_ms = autotuner_internal::Median(*times);
+  return record;
+}
+
+// Times every candidate and returns the cache entry (NOT_FOUND if none ran).
+template <typename Op>
+absl::StatusOr<CacheEntry> TuneProblem(const typename Op::Problem& problem, Device& device,
+                                       const TuningOptions& options) {
+  CONVOY_ASSIGN_OR_RETURN(auto buffers, TuningBuffers<Op>::Create(problem, device));
+  CacheEntry entry;
+  entry.tuned = true;
+  for (const auto* algorithm : OpRegistry<Op>::Global().All(device.backend())) {
+    absl::Status can = algorithm->CanImplement(problem);
+    if (!can.ok()) {
+      CandidateTiming skipped;
+      skipped.algorithm = std::string(algorithm->name());
+      skipped.skip_reason = std::string(can.message());
+      entry.candidates.push_back(std::move(skipped));
+      continue;
+    }
+    CandidateTiming timing = TimeCandidate<Op>(*algorithm, problem, *buffers, device, options);
+    if (timing.ok && (entry.algorithm.empty() || timing.median_ms < entry.time_ms)) {
+      entry.algorithm = timing.algorithm;
+      entry.time_ms = timing.median_ms;
+      entry.workspace_bytes = timing.workspace_bytes;
+    }
+    entry.candidates.push_back(std::move(timing));
+  }
+  if (entry.algorithm.empty()) {
+    std::string reasons;
+    for (const auto& c : entry.candidates) absl::StrAppend(&reasons, "\n  ", c.algorithm, ": ", c.skip_reason);
+    return absl::NotFoundError(absl::StrCat("no algorithm could run ", problem.ToString(), reasons));
+  }
+  return entry;
+}
+
+template <typename Op>
+absl::StatusOr<SelectedAlgorithm<Op>> SelectAlgorithm(const typename Op::Problem& problem, Device& device,
+                                                      AlgorithmCache& cache, AlgorithmSelection selection,
+                                                      const TuningOptions& options = TuningOptions()) {
+  CONVOY_RETURN_IF_ERROR(problem.Validate());
+  const auto& registry = OpRegistry<Op>::Global();
+  const std::string key = AlgorithmCache::MakeKey(Op::kKind, problem.ToString(), device.Identity());
+  auto from_entry = [&](const CacheEntry& e) -> const typename Op::AlgorithmType* {
+    const auto* a = registry.Find(e.algorithm);
+    return (a != nullptr && a->backend() == device.backend() && a->CanImplement(problem).ok()) ? a : nullptr;
+  };
+  if (auto cached = cache.Lookup(key); cached.has_value()) {
+    if (const auto* a = from_entry(*cached)) {
+      return SelectedAlgorithm<Op>{a, a->WorkspaceBytes(problem), true, cached->tuned, cached->time_ms};
+    }
+  }
+  const bool can_tune = TuningBuffers<Op>::kSupported && selection == AlgorithmSelection::kTune &&
+                        registry.Candidates(problem, device.backend()).size() > 1;
+  if (can_tune && cache.BeginTuning(key)) {
+    const absl::Time start = absl::Now();
+    auto tuned = TuneProblem<Op>(problem, device, options);
+    cache.FinishTuning(key, tuned.ok() ? std::optional<CacheEntry>(*tuned) : std::nullopt,
+                       absl::ToDoubleSeconds(absl::Now() - start));
+    if (!tuned.ok()) return tuned.status();
+  }
+  if (auto cached = cache.Peek(key); cached.has_value()) {
+    if (const auto* a = from_entry(*cached)) {
+      return SelectedAlgorithm<Op>{a, a->WorkspaceBytes(problem), false, cached->tuned, cached->time_ms};
+    }
+  }
+  CONVOY_ASSIGN_OR_RETURN(const auto* heuristic, registry.Heuristic(problem, device.backend()));
+  return SelectedAlgorithm<Op>{heuristic, heuristic->WorkspaceBytes(problem), false, false, 0};
+}
+
+}  // namespace convoy
+
+#endif  // CONVOY_KERNELS_REGISTRY_AUTOTUNER_H_

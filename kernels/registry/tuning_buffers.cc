@@ -1,0 +1,60 @@
+// Random-filled device buffers for timing conv2d and GEMM candidates.
+#include <random>
+
+#include "kernels/registry/autotuner.h"
+
+namespace convoy {
+namespace {
+
+absl::StatusOr<DeviceAllocation> RandomBuffer(Device& device, DataType dtype, int64_t elements, uint32_t seed) {
+  const size_t bytes = static_cast<size_t>(elements) * DataTypeSize(dtype);
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation buffer, device.Allocate(bytes));
+  std::vector<unsigned char> host(bytes);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < elements; ++i) StoreFromFloat(host.data(), dtype, static_cast<size_t>(i), dist(rng));
+  CONVOY_RETURN_IF_ERROR(device.CopyToDevice(buffer.data(), host.data(), bytes));
+  return buffer;
+}
+
+}  // namespace
+
+namespace autotuner_internal {
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+}  // namespace autotuner_internal
+
+absl::StatusOr<std::unique_ptr<TuningBuffers<Conv2dOp>>> TuningBuffers<Conv2dOp>::Create(const Conv2dProblem& p,
+                                                                                         Device& device) {
+  auto b = std::make_unique<TuningBuffers<Conv2dOp>>();
+  const int64_t out_elements = p.output_desc().num_elements();
+  CONVOY_ASSIGN_OR_RETURN(auto x, RandomBuffer(device, p.dtype, p.input_desc().num_elements(), 1));
+  CONVOY_ASSIGN_OR_RETURN(auto w, RandomBuffer(device, p.dtype, p.filter_elements(), 2));
+  CONVOY_ASSIGN_OR_RETURN(auto bias, RandomBuffer(device, DataType::kFloat32, p.k, 3));
+  CONVOY_ASSIGN_OR_RETURN(auto scale, RandomBuffer(device, DataType::kFloat32, p.k, 4));
+  CONVOY_ASSIGN_OR_RETURN(auto residual, RandomBuffer(device, p.dtype, out_elements, 5));
+  CONVOY_ASSIGN_OR_RETURN(auto y, device.Allocate(static_cast<size_t>(out_elements) * DataTypeSize(p.dtype)));
+  b->args = Conv2dArgs{x.data(), w.data(), bias.as<float>(), scale.as<float>(), residual.data(), y.data()};
+  for (auto* a : {&x, &w, &bias, &scale, &residual, &y}) b->allocations.push_back(std::move(*a));
+  return b;
+}
+
+absl::StatusOr<std::unique_ptr<TuningBuffers<GemmOp>>> TuningBuffers<GemmOp>::Create(const GemmProblem& p,
+                                                                                     Device& device) {
+  auto b = std::make_unique<TuningBuffers<GemmOp>>();
+  CONVOY_ASSIGN_OR_RETURN(auto a, RandomBuffer(device, p.dtype, int64_t{p.m} * p.k, 1));
+  CONVOY_ASSIGN_OR_RETURN(auto w, RandomBuffer(device, p.dtype, int64_t{p.n} * p.k, 2));
+  CONVOY_ASSIGN_OR_RETURN(auto bias, RandomBuffer(device, DataType::kFloat32, p.n, 3));
+  CONVOY_ASSIGN_OR_RETURN(auto scale, RandomBuffer(device, DataType::kFloat32, p.n, 4));
+  CONVOY_ASSIGN_OR_RETURN(auto residual, RandomBuffer(device, p.dtype, int64_t{p.m} * p.n, 5));
+  CONVOY_ASSIGN_OR_RETURN(auto y, device.Allocate(size_t{1} * p.m * p.n * DataTypeSize(p.dtype)));
+  b->args = GemmArgs{a.data(), w.data(), bias.as<float>(), scale.as<float>(), residual.data(), y.data()};
+  for (auto* x : {&a, &w, &bias, &scale, &residual, &y}) b->allocations.push_back(std::move(*x));
+  return b;
+}
+
+}  // namespace convoy
