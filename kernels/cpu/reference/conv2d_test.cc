@@ -1,0 +1,205 @@
+// Checks the reference conv2d against cases with independent, cheaply derived answers: a delta filter shifts the
+// input, a 1x1 conv is a naive GEMM, depthwise is a loop of single-channel convs, NHWC is NCHW transposed, dilation
+// equals a larger filter with zeros, and the epilogue composes as documented.
+#include <cmath>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+#include "kernels/cpu/reference/reference_ops.h"
+#include "kernels/testing/test_tensors.h"
+
+namespace convoy::reference {
+namespace {
+
+using ::convoy::testing::CompareFloats;
+using ::convoy::testing::IsOk;
+using ::convoy::testing::StatusIs;
+using ::convoy::testing::Tolerance;
+using ::testing::HasSubstr;
+
+constexpr Tolerance kFp32{1e-5, 1e-5};
+
+// Output as floats (in the problem's layout) of the reference conv with the given buffers; y is poisoned first.
+std::vector<float> RunConv(const Conv2dProblem& p, const std::vector<float>& x, const std::vector<float>& w,
+                           const std::vector<float>* residual = nullptr, const float* bias = nullptr,
+                           const float* scale = nullptr) {
+  std::vector<float> y(static_cast<size_t>(p.output_desc().num_elements()));
+  testing::PoisonWithNaN(y.data(), DataType::kFloat32, static_cast<int64_t>(y.size()));
+  Conv2dArgs args{x.data(), w.data(), bias, scale, residual ? residual->data() : nullptr, y.data()};
+  EXPECT_THAT(Conv2d(p, args), IsOk());
+  return y;
+}
+
+std::vector<float> RandomFloats(size_t count, uint32_t seed) {
+  std::vector<float> v(count);
+  testing::FillUniform(v.data(), DataType::kFloat32, static_cast<int64_t>(count), seed);
+  return v;
+}
+
+TEST(ReferenceConv2dTest, DeltaFilterShiftsTheInput) {
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    Conv2dProblem p;
+    p.n = 2, p.c = 3, p.k = 3, p.h = 7, p.w = 6, p.r = 3, p.s = 3, p.layout = layout;
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    const int tap_r = 2, tap_s = 0;  // the filter picks x[y + 1, x - 1] for output (y, x)
+    const std::vector<float> x = RandomFloats(p.input_desc().num_elements(), 11);
+    std::vector<float> w(p.filter_elements(), 0.0f);
+    for (int k = 0; k < p.k; ++k) {
+      const int64_t offset = layout == Layout::kNCHW ? ((k * p.c + k) * p.r + tap_r) * p.s + tap_s
+                                                     : ((k * p.r + tap_r) * p.s + tap_s) * p.c + k;
+      w[offset] = 1.0f;
+    }
+    const std::vector<float> y = RunConv(p, x, w);
+    const TensorDesc xd = p.input_desc(), yd = p.output_desc();
+    for (int n = 0; n < p.n; ++n)
+      for (int k = 0; k < p.k; ++k)
+        for (int oy = 0; oy < p.p(); ++oy)
+          for (int ox = 0; ox < p.q(); ++ox) {
+            const int iy = oy + 1, ix = ox - 1;
+            const float expected = (iy < p.h && ix >= 0) ? x[xd.Offset4(n, k, iy, ix)] : 0.0f;
+            ASSERT_EQ(y[yd.Offset4(n, k, oy, ox)], expected) << LayoutName(layout) << " at " << n << "," << k << ","
+                                                             << oy << "," << ox;
+          }
+  }
+}
+
+TEST(ReferenceConv2dTest, PointwiseConvEqualsNaiveGemm) {
+  Conv2dProblem p;
+  p.n = 2, p.c = 5, p.k = 4, p.h = 3, p.w = 5;
+  const std::vector<float> x = RandomFloats(p.input_desc().num_elements(), 21);
+  const std::vector<float> w = RandomFloats(p.filter_elements(), 22);
+  const std::vector<float> y = RunConv(p, x, w);
+  std::vector<float> expected(y.size());
+  const int hw = p.h * p.w;
+  for (int n = 0; n < p.n; ++n)
+    for (int k = 0; k < p.k; ++k)
+      for (int i = 0; i < hw; ++i) {
+        double sum = 0;
+        for (int c = 0; c < p.c; ++c) sum += double{w[k * p.c + c]} * x[(n * p.c + c) * hw + i];
+        expected[(n * p.k + k) * hw + i] = static_cast<float>(sum);
+      }
+  EXPECT_THAT(CompareFloats(y, expected, kFp32), IsOk());
+}
+
+TEST(ReferenceConv2dTest, DepthwiseEqualsOneSingleChannelConvPerChannel) {
+  Conv2dProblem p;
+  p.n = 1, p.c = 4, p.k = 4, p.groups = 4, p.h = 9, p.w = 8, p.r = 3, p.s = 3, p.stride_h = 2, p.stride_w = 2;
+  p.pad_top = 1, p.pad_bottom = 0, p.pad_left = 1, p.pad_right = 1;
+  const std::vector<float> x = RandomFloats(p.input_desc().num_elements(), 31);
+  const std::vector<float> w = RandomFloats(p.filter_elements(), 32);
+  const std::vector<float> y = RunConv(p, x, w);
+  Conv2dProblem single = p;
+  single.c = single.k = single.groups = 1;
+  const int in_plane = p.h * p.w, out_plane = p.p() * p.q(), taps = p.r * p.s;
+  for (int c = 0; c < p.c; ++c) {
+    std::vector<float> xc(x.begin() + c * in_plane, x.begin() + (c + 1) * in_plane);
+    std::vector<float> wc(w.begin() + c * taps, w.begin() + (c + 1) * taps);
+    const std::vector<float> yc = RunConv(single, xc, wc);
+    std::vector<float> got(y.begin() + c * out_plane, y.begin() + (c + 1) * out_plane);
+    EXPECT_THAT(CompareFloats(got, yc, kFp32), IsOk()) << "channel " << c;
+  }
+}
+
+TEST(ReferenceConv2dTest, NhwcEqualsTransposedNchw) {
+  Conv2dProblem p;
+  p.n = 2, p.c = 6, p.k = 4, p.groups = 2, p.h = 5, p.w = 7, p.r = 3, p.s = 2, p.stride_w = 2, p.pad_left = 1;
+  const std::vector<float> x = RandomFloats(p.input_desc().num_elements(), 41);
+  const std::vector<float> w = RandomFloats(p.filter_elements(), 42);
+  const std::vector<float> y_nchw = RunConv(p, x, w);
+  Conv2dProblem q = p;
+  q.layout = Layout::kNHWC;
+  const TensorDesc x_nchw = p.input_desc(), x_nhwc = q.input_desc();
+  std::vector<float> xt(x.size()), wt(w.size());
+  for (int n = 0; n < p.n; ++n)
+    for (int c = 0; c < p.c; ++c)
+      for (int i = 0; i < p.h; ++i)
+        for (int j = 0; j < p.w; ++j) xt[x_nhwc.Offset4(n, c, i, j)] = x[x_nchw.Offset4(n, c, i, j)];
+  const int cg = p.c_per_group();
+  for (int k = 0; k < p.k; ++k)
+    for (int c = 0; c < cg; ++c)
+      for (int r = 0; r < p.r; ++r)
+        for (int s = 0; s < p.s; ++s) wt[((k * p.r + r) * p.s + s) * cg + c] = w[((k * cg + c) * p.r + r) * p.s + s];
+  const std::vector<float> y_nhwc = RunConv(q, xt, wt);
+  const TensorDesc y1 = p.output_desc(), y2 = q.output_desc();
+  for (int n = 0; n < p.n; ++n)
+    for (int k = 0; k < p.k; ++k)
+      for (int i = 0; i < p.p(); ++i)
+        for (int j = 0; j < p.q(); ++j) ASSERT_EQ(y_nhwc[y2.Offset4(n, k, i, j)], y_nchw[y1.Offset4(n, k, i, j)]);
+}
+
+TEST(ReferenceConv2dTest, DilationEqualsLargerFilterWithZeros) {
+  Conv2dProblem p;
+  p.n = 1, p.c = 2, p.k = 3, p.h = 9, p.w = 9, p.r = 3, p.s = 3, p.dilation_h = 2, p.dilation_w = 2;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 2;
+  const std::vector<float> x = RandomFloats(p.input_desc().num_elements(), 51);
+  const std::vector<float> w = RandomFloats(p.filter_elements(), 52);
+  Conv2dProblem big = p;
+  big.r = big.s = 5, big.dilation_h = big.dilation_w = 1;
+  std::vector<float> wbig(big.filter_elements(), 0.0f);
+  for (int k = 0; k < p.k; ++k)
+    for (int c = 0; c < p.c; ++c)
+      for (int r = 0; r < 3; ++r)
+        for (int s = 0; s < 3; ++s) wbig[((k * p.c + c) * 5 + 2 * r) * 5 + 2 * s] = w[((k * p.c + c) * 3 + r) * 3 + s];
+  EXPECT_THAT(CompareFloats(RunConv(p, x, w), RunConv(big, x, wbig), kFp32), IsOk());
+}
+
+TEST(ReferenceConv2dTest, EpilogueComposesScaleBiasResidualAndActivation) {
+  Conv2dProblem p;
+  p.n = 2, p.c = 3, p.k = 4, p.h = 5, p.w = 5, p.r = 3, p.s = 3, p.pad_top = p.pad_left = 1;
+  const std::vector<float> x = RandomFloats(p.input_desc().num_elements(), 61);
+  const std::vector<float> w = RandomFloats(p.filter_elements(), 62);
+  const std::vector<float> plain = RunConv(p, x, w);
+  const std::vector<float> residual = RandomFloats(plain.size(), 63);
+  const std::vector<float> bias = RandomFloats(p.k, 64), scale = RandomFloats(p.k, 65);
+  const int plane = p.p() * p.q();
+  for (ResidualMode mode : {ResidualMode::kNone, ResidualMode::kBeforeActivation, ResidualMode::kAfterActivation}) {
+    Conv2dProblem fused = p;
+    fused.epilogue = Epilogue{true, true, mode, Activation::Relu()};
+    const std::vector<float> y = RunConv(fused, x, w, &residual, bias.data(), scale.data());
+    std::vector<float> expected(y.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      const int k = static_cast<int>(i / plane) % p.k;
+      double v = double{plain[i]} * scale[k] + bias[k];
+      if (mode == ResidualMode::kBeforeActivation) v += residual[i];
+      v = std::max(v, 0.0);
+      if (mode == ResidualMode::kAfterActivation) v += residual[i];
+      expected[i] = static_cast<float>(v);
+    }
+    EXPECT_THAT(CompareFloats(y, expected, kFp32), IsOk()) << ToString(fused.epilogue);
+  }
+}
+
+TEST(ReferenceConv2dTest, Fp16OutputIsTheRoundedFp32Result) {
+  Conv2dProblem p;
+  p.n = 1, p.c = 3, p.k = 2, p.h = 6, p.w = 5, p.r = 3, p.s = 3;
+  Conv2dProblem half = p;
+  half.dtype = DataType::kFloat16;
+  CONVOY_ASSERT_OK_AND_ASSIGN(HostBuffer x16, testing::RandomBuffer(DataType::kFloat16, p.input_desc().num_elements(), 71));
+  CONVOY_ASSERT_OK_AND_ASSIGN(HostBuffer w16, testing::RandomBuffer(DataType::kFloat16, p.filter_elements(), 72));
+  const int64_t out = p.output_desc().num_elements();
+  std::vector<uint16_t> y16(out);
+  ASSERT_THAT(Conv2d(half, Conv2dArgs{x16.data(), w16.data(), nullptr, nullptr, nullptr, y16.data()}), IsOk());
+  const std::vector<float> y32 =
+      RunConv(p, testing::ToFloats(x16.data(), DataType::kFloat16, p.input_desc().num_elements()),
+              testing::ToFloats(w16.data(), DataType::kFloat16, p.filter_elements()));
+  for (int64_t i = 0; i < out; ++i) ASSERT_EQ(y16[i], FloatToHalfBits(y32[i])) << i;
+}
+
+TEST(ReferenceConv2dTest, RejectsInvalidProblemsAndMissingOperands) {
+  Conv2dProblem p;
+  p.c = 3, p.k = 4, p.groups = 2;
+  float buffer[64] = {};
+  EXPECT_THAT(Conv2d(p, Conv2dArgs{buffer, buffer, nullptr, nullptr, nullptr, buffer}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("groups=2 must divide c=3")));
+  p.groups = 1;
+  EXPECT_THAT(Conv2d(p, Conv2dArgs{buffer, nullptr, nullptr, nullptr, nullptr, buffer}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("args.w is null")));
+  p.epilogue.has_bias = true;
+  EXPECT_THAT(Conv2d(p, Conv2dArgs{buffer, buffer, nullptr, nullptr, nullptr, buffer}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bias")));
+}
+
+}  // namespace
+}  // namespace convoy::reference

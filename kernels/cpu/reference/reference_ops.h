@@ -1,0 +1,57 @@
+// Reference implementations of every op in kernels/common/problems.h: the oracle every CPU and CUDA algorithm is
+// tested against (kernels/testing/cross_backend_suite.h).
+//
+// Each function validates the problem first, checks that the pointers the problem needs are non-null, then computes
+// the op the plain way: single-threaded, one output element at a time, accumulating in double, reading and writing
+// every data type through LoadAsFloat/StoreFromFloat and every layout through TensorDesc strides. They are slow on
+// purpose and are NOT registered algorithms: nothing in the runtime should call them.
+//
+//   CONVOY_RETURN_IF_ERROR(reference::Conv2d(problem, args));
+#ifndef CONVOY_KERNELS_CPU_REFERENCE_REFERENCE_OPS_H_
+#define CONVOY_KERNELS_CPU_REFERENCE_REFERENCE_OPS_H_
+
+#include "absl/status/status.h"
+#include "kernels/common/problems.h"
+
+namespace convoy::reference {
+
+// Conv2d: Y = epilogue(X * W) with the filter in the problem's layout convention (see problems.h); args.w is the
+// raw (never packed) filter.
+absl::Status Conv2d(const Conv2dProblem& problem, const Conv2dArgs& args);
+// Gemm: Y[m, n] = epilogue(sum_k A[m, k] * B[n, k]); args.b is the raw [n, k] weight.
+absl::Status Gemm(const GemmProblem& problem, const GemmArgs& args);
+// Pool2d: max / average (PyTorch divisor rules: count_include_pad counts the window clipped to the padded input) and
+// the global modes.
+absl::Status Pool2d(const Pool2dProblem& problem, const Pool2dArgs& args);
+absl::Status BatchNorm(const BatchNormProblem& problem, const BatchNormArgs& args);
+absl::Status Activation(const ActivationProblem& problem, const ActivationArgs& args);
+absl::Status Binary(const BinaryProblem& problem, const BinaryArgs& args);
+// Concat, Split and ChannelShuffle move elements bit for bit, so they accept every data type.
+absl::Status Concat(const ConcatProblem& problem, const ConcatArgs& args);
+absl::Status Split(const SplitProblem& problem, const SplitArgs& args);
+absl::Status ChannelShuffle(const ChannelShuffleProblem& problem, const ChannelShuffleArgs& args);
+// Softmax along the middle axis of [outer, axis, inner], computed stably (max subtracted).
+absl::Status Softmax(const SoftmaxProblem& problem, const SoftmaxArgs& args);
+// Pad: reflect mirrors without repeating the edge (ONNX "reflect"), edge repeats the border element.
+absl::Status Pad(const PadProblem& problem, const PadArgs& args);
+absl::Status Convert(const ConvertProblem& problem, const ConvertArgs& args);
+absl::Status Preprocess(const PreprocessProblem& problem, const PreprocessArgs& args);
+
+// Overloads named after the op traits, so templated test code can call reference::Run(problem, args) for any op.
+inline absl::Status Run(const Conv2dProblem& p, const Conv2dArgs& a) { return Conv2d(p, a); }
+inline absl::Status Run(const GemmProblem& p, const GemmArgs& a) { return Gemm(p, a); }
+inline absl::Status Run(const Pool2dProblem& p, const Pool2dArgs& a) { return Pool2d(p, a); }
+inline absl::Status Run(const BatchNormProblem& p, const BatchNormArgs& a) { return BatchNorm(p, a); }
+inline absl::Status Run(const ActivationProblem& p, const ActivationArgs& a) { return Activation(p, a); }
+inline absl::Status Run(const BinaryProblem& p, const BinaryArgs& a) { return Binary(p, a); }
+inline absl::Status Run(const ConcatProblem& p, const ConcatArgs& a) { return Concat(p, a); }
+inline absl::Status Run(const SplitProblem& p, const SplitArgs& a) { return Split(p, a); }
+inline absl::Status Run(const ChannelShuffleProblem& p, const ChannelShuffleArgs& a) { return ChannelShuffle(p, a); }
+inline absl::Status Run(const SoftmaxProblem& p, const SoftmaxArgs& a) { return Softmax(p, a); }
+inline absl::Status Run(const PadProblem& p, const PadArgs& a) { return Pad(p, a); }
+inline absl::Status Run(const ConvertProblem& p, const ConvertArgs& a) { return Convert(p, a); }
+inline absl::Status Run(const PreprocessProblem& p, const PreprocessArgs& a) { return Preprocess(p, a); }
+
+}  // namespace convoy::reference
+
+#endif  // CONVOY_KERNELS_CPU_REFERENCE_REFERENCE_OPS_H_
