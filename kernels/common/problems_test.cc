@@ -1,0 +1,174 @@
+#include "kernels/common/problems.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/hash/hash.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+
+namespace convoy {
+namespace {
+
+using ::convoy::testing::IsOk;
+using ::convoy::testing::StatusIs;
+using ::testing::HasSubstr;
+
+Conv2dProblem ResNetConv() {
+  Conv2dProblem p;
+  p.n = 2, p.h = 14, p.w = 14, p.c = 64, p.k = 64, p.r = 3, p.s = 3;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+  p.groups = 1;
+  return p;
+}
+
+// Every field mutated in turn must change equality, the hash and the cache-key string.
+TEST(ProblemsTest, Conv2dEveryFieldDistinguishesProblems) {
+  const Conv2dProblem base = ResNetConv();
+  std::vector<std::function<void(Conv2dProblem&)>> mutations = {
+      [](auto& p) { p.n = 3; },          [](auto& p) { p.h = 15; },
+      [](auto& p) { p.w = 15; },         [](auto& p) { p.c = 32; },
+      [](auto& p) { p.k = 32; },         [](auto& p) { p.r = 1; },
+      [](auto& p) { p.s = 1; },          [](auto& p) { p.pad_top = 0; },
+      [](auto& p) { p.pad_bottom = 0; }, [](auto& p) { p.pad_left = 0; },
+      [](auto& p) { p.pad_right = 0; },  [](auto& p) { p.stride_h = 2; },
+      [](auto& p) { p.stride_w = 2; },   [](auto& p) { p.dilation_h = 2; },
+      [](auto& p) { p.dilation_w = 2; }, [](auto& p) { p.groups = 2; },
+      [](auto& p) { p.dtype = DataType::kFloat16; },
+      [](auto& p) { p.layout = Layout::kNHWC; },
+      [](auto& p) { p.allow_tf32 = true; },
+      [](auto& p) { p.epilogue.has_bias = true; },
+      [](auto& p) { p.epilogue.has_scale = true; },
+      [](auto& p) { p.epilogue.residual = ResidualMode::kBeforeActivation; },
+      [](auto& p) { p.epilogue.activation = Activation::Relu(); },
+      [](auto& p) { p.epilogue.activation = Activation::Clip(0, 5.5f); },
+  };
+  EXPECT_EQ(std::tuple_size<decltype(base.Tie())>::value, 20u) << "a new field needs a mutation here";
+  for (size_t i = 0; i < mutations.size(); ++i) {
+    Conv2dProblem p = base;
+    mutations[i](p);
+    EXPECT_NE(p, base) << "mutation " << i;
+    EXPECT_NE(absl::HashOf(p), absl::HashOf(base)) << "mutation " << i;
+    EXPECT_NE(p.ToString(), base.ToString()) << "mutation " << i;
+  }
+  Conv2dProblem copy = base;
+  EXPECT_EQ(copy, base);
+  EXPECT_EQ(absl::HashOf(copy), absl::HashOf(base));
+}
+
+TEST(ProblemsTest, GroupsAndDilationNeverCollide) {
+  Conv2dProblem grouped = ResNetConv();
+  grouped.groups = 64;  // depthwise
+  Conv2dProblem dilated = ResNetConv();
+  dilated.dilation_h = dilated.dilation_w = 2;
+  EXPECT_NE(grouped, ResNetConv());
+  EXPECT_NE(dilated, ResNetConv());
+  EXPECT_NE(grouped.ToString(), dilated.ToString());
+}
+
+TEST(ProblemsTest, Conv2dOutputShapes) {
+  Conv2dProblem p;
+  p.n = 1, p.h = 224, p.w = 224, p.c = 3, p.k = 64, p.r = 7, p.s = 7;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 3;
+  p.stride_h = p.stride_w = 2;
+  EXPECT_EQ(p.p(), 112);
+  EXPECT_EQ(p.q(), 112);
+  p.pad_right = 0;  // asymmetric
+  EXPECT_EQ(p.q(), 111);  // (224 + 3 + 0 - 7) / 2 + 1
+  p.dilation_h = 2;
+  EXPECT_EQ(p.p(), (224 + 6 - 13) / 2 + 1);
+  EXPECT_EQ(p.flops(), 2LL * 64 * p.p() * p.q() * 3 * 49);
+}
+
+TEST(ProblemsTest, Conv2dValidateNamesTheProblem) {
+  Conv2dProblem p = ResNetConv();
+  EXPECT_THAT(p.Validate(), IsOk());
+  p.groups = 3;
+  EXPECT_THAT(p.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("groups=3 must divide c=64")));
+  p = ResNetConv();
+  p.h = 1;
+  p.pad_top = p.pad_bottom = 0;
+  EXPECT_THAT(p.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("output would be")));
+  p = ResNetConv();
+  p.dtype = DataType::kUInt8;
+  EXPECT_THAT(p.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("UINT8")));
+}
+
+TEST(ProblemsTest, PoolCeilModeMatchesOnnxRule) {
+  Pool2dProblem p;
+  p.mode = PoolMode::kMax;
+  p.h = p.w = 112, p.r = p.s = 3, p.stride_h = p.stride_w = 2;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+  EXPECT_EQ(p.p(), 56);
+  Pool2dProblem q;
+  q.h = q.w = 6, q.r = q.s = 3, q.stride_h = q.stride_w = 2, q.ceil_mode = true;
+  EXPECT_EQ(q.p(), 3);  // floor would give 2
+  q.ceil_mode = false;
+  EXPECT_EQ(q.p(), 2);
+  Pool2dProblem g;
+  g.mode = PoolMode::kGlobalAverage;
+  g.h = 7, g.w = 9;
+  EXPECT_EQ(g.p(), 1);
+  EXPECT_EQ(g.q(), 1);
+  Pool2dProblem flags = p;
+  flags.count_include_pad = true;
+  EXPECT_NE(flags, p);
+  EXPECT_NE(flags.ToString(), p.ToString());
+}
+
+TEST(ProblemsTest, ConcatChannelsAreKeyed) {
+  ConcatProblem a;
+  a.channels = {16, 32};
+  ConcatProblem b = a;
+  b.channels = {32, 16};
+  EXPECT_NE(a, b);
+  EXPECT_NE(a.ToString(), b.ToString());
+  EXPECT_EQ(a.total_channels(), 48);
+  ConcatProblem empty;
+  EXPECT_THAT(empty.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at least one input")));
+}
+
+TEST(ProblemsTest, TensorDescStridesFollowLayout) {
+  TensorDesc nchw = TensorDesc::Image(DataType::kFloat32, 2, 3, 4, 5, Layout::kNCHW);
+  TensorDesc nhwc = TensorDesc::Image(DataType::kFloat16, 2, 3, 4, 5, Layout::kNHWC);
+  EXPECT_EQ(nchw.strides(), (std::vector<int64_t>{60, 20, 5, 1}));
+  EXPECT_EQ(nhwc.strides(), (std::vector<int64_t>{60, 1, 15, 3}));
+  EXPECT_EQ(nhwc.Offset4(1, 2, 3, 4), 60 + 2 + 45 + 12);
+  EXPECT_EQ(nhwc.size_bytes(), 240u);
+  EXPECT_EQ(nchw.ToString(), "[2,3,4,5] FP32 NCHW");
+  EXPECT_TRUE(nhwc.is_dense());
+}
+
+TEST(ProblemsTest, EpilogueOrderOfResidual) {
+  Epilogue before;
+  before.residual = ResidualMode::kBeforeActivation;
+  before.activation = Activation::Relu();
+  Epilogue after = before;
+  after.residual = ResidualMode::kAfterActivation;
+  // acc=-2, residual=1: relu(-2 + 1) = 0, relu(-2) + 1 = 1.
+  EXPECT_EQ(ApplyEpilogue(-2.0f, before, nullptr, nullptr, 0, 1.0f), 0.0f);
+  EXPECT_EQ(ApplyEpilogue(-2.0f, after, nullptr, nullptr, 0, 1.0f), 1.0f);
+  const float scale[] = {2.0f}, bias[] = {0.5f};
+  Epilogue folded;
+  folded.has_scale = folded.has_bias = true;
+  EXPECT_EQ(ApplyEpilogue(3.0f, folded, scale, bias, 0, 0.0f), 6.5f);
+}
+
+TEST(ProblemsTest, ActivationsMatchDoubleReference) {
+  const std::vector<Activation> activations = {
+      Activation::Identity(), Activation::Relu(), Activation::Relu6(), Activation::LeakyRelu(0.1f),
+      Activation::Of(ActivationKind::kSigmoid), Activation::Of(ActivationKind::kTanh),
+      Activation::Of(ActivationKind::kSilu), Activation::Of(ActivationKind::kHardSigmoid, 0.2f, 0.5f),
+      Activation::Of(ActivationKind::kHardSwish), Activation::Of(ActivationKind::kGelu)};
+  for (const Activation& a : activations) {
+    for (float x = -8.0f; x <= 8.0f; x += 0.37f) {
+      EXPECT_NEAR(ApplyActivation(x, a), ApplyActivationReference(x, a), 1e-5 * (1 + std::fabs(x)))
+          << ToString(a) << " at " << x;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace convoy

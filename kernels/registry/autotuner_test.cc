@@ -1,0 +1,197 @@
+// Autotuner tests with fake GEMM algorithms of known speed, registered only in this test binary.
+#include "kernels/registry/autotuner.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+#include "kernels/cpu/cpu_device.h"
+
+namespace convoy {
+namespace {
+
+using ::convoy::testing::IsOk;
+using ::convoy::testing::StatusIs;
+using ::testing::HasSubstr;
+
+std::atomic<int> g_sleepy_runs{0};
+
+// Computes Y = A * B^T naively, after sleeping `delay_us`.
+template <int kDelayUs, int kScore>
+class FakeGemm : public GemmAlgorithm {
+ public:
+  Backend backend() const override { return Backend::kCpu; }
+  absl::Status CanImplement(const GemmProblem& p) const override {
+    return p.dtype == DataType::kFloat32 ? absl::OkStatus() : absl::UnimplementedError("FP32 only");
+  }
+  int HeuristicScore(const GemmProblem&) const override { return kScore; }
+  absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace, const ExecutionContext&) const override {
+    if (kDelayUs > 0) {
+      g_sleepy_runs.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(kDelayUs));
+    }
+    const float* a = static_cast<const float*>(args.a);
+    const float* b = static_cast<const float*>(args.b);
+    float* y = static_cast<float*>(args.y);
+    for (int i = 0; i < p.m; ++i) {
+      for (int j = 0; j < p.n; ++j) {
+        float acc = 0;
+        for (int k = 0; k < p.k; ++k) acc += a[i * p.k + k] * b[j * p.k + k];
+        y[i * p.n + j] = acc;
+      }
+    }
+    return absl::OkStatus();
+  }
+};
+
+class SleepyGemm : public FakeGemm<3000, 10> {
+ public:
+  absl::string_view name() const override { return "test.gemm.sleepy"; }
+};
+class QuickGemm : public FakeGemm<0, 1> {
+ public:
+  absl::string_view name() const override { return "test.gemm.quick"; }
+};
+class BrokenGemm : public FakeGemm<0, 0> {
+ public:
+  absl::string_view name() const override { return "test.gemm.broken"; }
+  absl::Status Run(const GemmProblem&, const GemmArgs&, Workspace, const ExecutionContext&) const override {
+    return absl::InternalError("deliberately broken");
+  }
+};
+class HungryGemm : public FakeGemm<0, 0> {
+ public:
+  absl::string_view name() const override { return "test.gemm.hungry"; }
+  size_t WorkspaceBytes(const GemmProblem&) const override { return size_t{1} << 40; }
+};
+class Fp16OnlyGemm : public FakeGemm<0, 100> {
+ public:
+  absl::string_view name() const override { return "test.gemm.fp16_only"; }
+  absl::Status CanImplement(const GemmProblem& p) const override {
+    return p.dtype == DataType::kFloat16 ? absl::OkStatus() : absl::UnimplementedError("FP16 only");
+  }
+};
+
+CONVOY_REGISTER_ALGORITHM(GemmOp, SleepyGemm);
+CONVOY_REGISTER_ALGORITHM(GemmOp, QuickGemm);
+CONVOY_REGISTER_ALGORITHM(GemmOp, BrokenGemm);
+CONVOY_REGISTER_ALGORITHM(GemmOp, HungryGemm);
+CONVOY_REGISTER_ALGORITHM(GemmOp, Fp16OnlyGemm);
+
+GemmProblem Problem(int m) {
+  GemmProblem p;
+  p.m = m, p.n = 8, p.k = 16;
+  return p;
+}
+
+const CandidateTiming* FindCandidate(const CacheEntry& e, absl::string_view name) {
+  for (const auto& c : e.candidates) {
+    if (c.algorithm == name) return &c;
+  }
+  return nullptr;
+}
+
+TEST(AutotunerTest, TunePicksTheFastestAndRecordsEveryCandidate) {
+  AlgorithmCache cache;
+  CpuDevice& device = CpuDevice::Default();
+  auto selected = SelectAlgorithm<GemmOp>(Problem(4), device, cache, AlgorithmSelection::kTune);
+  ASSERT_THAT(selected, IsOk());
+  EXPECT_EQ(selected->algorithm->name(), "test.gemm.quick");
+  EXPECT_TRUE(selected->tuned);
+  EXPECT_FALSE(selected->from_cache);
+
+  const std::string key = AlgorithmCache::MakeKey(OpKind::kGemm, Problem(4).ToString(), device.Identity());
+  auto entry = cache.Peek(key);
+  ASSERT_TRUE(entry.has_value());
+  ASSERT_NE(FindCandidate(*entry, "test.gemm.sleepy"), nullptr);
+  EXPECT_TRUE(FindCandidate(*entry, "test.gemm.sleepy")->ok);
+  EXPECT_GE(FindCandidate(*entry, "test.gemm.sleepy")->median_ms, 2.5);
+  EXPECT_LT(FindCandidate(*entry, "test.gemm.quick")->median_ms, FindCandidate(*entry, "test.gemm.sleepy")->median_ms);
+  EXPECT_THAT(FindCandidate(*entry, "test.gemm.broken")->skip_reason, HasSubstr("deliberately broken"));
+  EXPECT_THAT(FindCandidate(*entry, "test.gemm.hungry")->skip_reason, HasSubstr("workspace bytes, limit"));
+  EXPECT_THAT(FindCandidate(*entry, "test.gemm.fp16_only")->skip_reason, HasSubstr("FP16 only"));
+
+  // Second time: a cache hit, nothing timed.
+  const int sleepy_runs = g_sleepy_runs.load();
+  auto again = SelectAlgorithm<GemmOp>(Problem(4), device, cache, AlgorithmSelection::kTune);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_TRUE(again->from_cache);
+  EXPECT_EQ(again->algorithm->name(), "test.gemm.quick");
+  EXPECT_EQ(g_sleepy_runs.load(), sleepy_runs);
+  EXPECT_EQ(cache.stats().hits, 1);
+}
+
+TEST(AutotunerTest, HeuristicModeTimesNothingAndPrefersTheHighestScore) {
+  AlgorithmCache cache;
+  const int sleepy_runs = g_sleepy_runs.load();
+  auto selected = SelectAlgorithm<GemmOp>(Problem(5), CpuDevice::Default(), cache, AlgorithmSelection::kHeuristic);
+  ASSERT_THAT(selected, IsOk());
+  EXPECT_EQ(selected->algorithm->name(), "test.gemm.sleepy");  // score 10; fp16_only (100) can't implement FP32
+  EXPECT_FALSE(selected->tuned);
+  EXPECT_EQ(g_sleepy_runs.load(), sleepy_runs);
+  EXPECT_EQ(cache.stats().entries, 0);
+}
+
+TEST(AutotunerTest, HeuristicModeHonoursAShippedCacheEntry) {
+  AlgorithmCache shipped;
+  CpuDevice& device = CpuDevice::Default();
+  CacheEntry entry;
+  entry.algorithm = "test.gemm.quick";
+  entry.tuned = true;
+  entry.time_ms = 0.01;
+  shipped.Insert(AlgorithmCache::MakeKey(OpKind::kGemm, Problem(6).ToString(), device.Identity()), entry);
+  AlgorithmCache fleet;
+  ASSERT_THAT(fleet.Deserialize(shipped.Serialize(), "shipped"), IsOk());
+  auto selected = SelectAlgorithm<GemmOp>(Problem(6), device, fleet, AlgorithmSelection::kHeuristic);
+  ASSERT_THAT(selected, IsOk());
+  EXPECT_EQ(selected->algorithm->name(), "test.gemm.quick");
+  EXPECT_TRUE(selected->from_cache);
+}
+
+TEST(AutotunerTest, StaleEntryNamingAnUnknownAlgorithmFallsBack) {
+  AlgorithmCache cache;
+  CpuDevice& device = CpuDevice::Default();
+  CacheEntry entry;
+  entry.algorithm = "test.gemm.removed_long_ago";
+  cache.Insert(AlgorithmCache::MakeKey(OpKind::kGemm, Problem(7).ToString(), device.Identity()), entry);
+  auto selected = SelectAlgorithm<GemmOp>(Problem(7), device, cache, AlgorithmSelection::kHeuristic);
+  ASSERT_THAT(selected, IsOk());
+  EXPECT_EQ(selected->algorithm->name(), "test.gemm.sleepy");
+}
+
+TEST(AutotunerTest, NoImplementationNamesEveryReason) {
+  AlgorithmCache cache;
+  GemmProblem p = Problem(2);
+  p.dtype = DataType::kBFloat16;
+  auto selected = SelectAlgorithm<GemmOp>(p, CpuDevice::Default(), cache, AlgorithmSelection::kTune);
+  EXPECT_THAT(selected, StatusIs(absl::StatusCode::kNotFound, HasSubstr("test.gemm.fp16_only: FP16 only")));
+}
+
+TEST(AutotunerTest, InvalidProblemIsRejected) {
+  AlgorithmCache cache;
+  GemmProblem p = Problem(0);
+  EXPECT_THAT(SelectAlgorithm<GemmOp>(p, CpuDevice::Default(), cache, AlgorithmSelection::kTune),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("m must be positive")));
+}
+
+TEST(AutotunerTest, ConcurrentSelectionsTuneOnce) {
+  AlgorithmCache cache;
+  std::vector<std::thread> threads;
+  std::atomic<int> quick{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      auto s = SelectAlgorithm<GemmOp>(Problem(9), CpuDevice::Default(), cache, AlgorithmSelection::kTune);
+      if (s.ok() && s->algorithm->name() == "test.gemm.quick") quick.fetch_add(1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(quick.load(), 4);
+  EXPECT_EQ(cache.stats().tunings, 1);
+}
+
+}  // namespace
+}  // namespace convoy
