@@ -1,0 +1,196 @@
+// BatchQueue: priority queues, timeouts and batch formation for one model. See batch_queue.h.
+#include "server/batching/batch_queue.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+
+namespace convoy::batching {
+
+absl::StatusOr<std::unique_ptr<BatchQueue>> BatchQueue::Create(BatchingPolicy policy) {
+  CONVOY_RETURN_IF_ERROR(ValidateBatchingPolicy(policy));
+  return std::unique_ptr<BatchQueue>(new BatchQueue(std::move(policy)));
+}
+
+BatchQueue::BatchQueue(BatchingPolicy policy) : policy_(std::move(policy)), levels_(policy_.level_count()) {}
+
+int64_t BatchQueue::size_at_level(uint64_t level) const {
+  if (level < 1 || level > levels_.size()) return 0;
+  const Level& queue = levels_[level - 1];
+  return static_cast<int64_t>(queue.in_time.size() + queue.delayed.size());
+}
+
+absl::StatusOr<uint64_t> BatchQueue::LevelFor(const BatchRequest& request) const {
+  if (policy_.priority_levels == 0) return 1;
+  const uint64_t priority = request.spec().priority;
+  if (priority == 0) return policy_.default_priority_level;
+  if (priority > policy_.priority_levels) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", policy_.model_name, "': priority ", priority,
+                                                   " is outside 1..", policy_.priority_levels));
+  }
+  return priority;
+}
+
+absl::Duration BatchQueue::TimeoutFor(const BatchRequest& request, const QueuePolicy& queue) const {
+  const absl::Duration asked = request.spec().timeout;
+  const bool shorter = queue.default_timeout == absl::ZeroDuration() || asked < queue.default_timeout;
+  if (queue.allow_timeout_override && asked > absl::ZeroDuration() && shorter) return asked;
+  return queue.default_timeout;
+}
+
+absl::Status BatchQueue::Add(std::unique_ptr<BatchRequest>& request, absl::Time now) {
+  const std::string model = absl::StrCat("model '", policy_.model_name, "': ");
+  if (request == nullptr) return absl::InvalidArgumentError(absl::StrCat(model, "null request"));
+  const int64_t batch_size = request->batch_size();
+  const int64_t limit = std::max<int64_t>(policy_.max_batch_size, 1);
+  if (batch_size < 1 || batch_size > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(model, "request batch size ", batch_size, " is outside 1..",
+                                                   limit, " (max_batch_size ", policy_.max_batch_size, ")"));
+  }
+  CONVOY_ASSIGN_OR_RETURN(const uint64_t level, LevelFor(*request));
+  const QueuePolicy& queue = policy_.PolicyForLevel(level);
+  const int64_t queued = size_at_level(level);
+  if (queue.max_queue_size > 0 && queued >= queue.max_queue_size) {
+    return absl::UnavailableError(absl::StrCat(model, "priority ", level, " queue is full (", queued, " of ",
+                                               queue.max_queue_size, " requests queued)"));
+  }
+  const absl::Duration timeout = TimeoutFor(*request, queue);
+  request->priority_level_ = level;
+  request->enqueue_time_ = now;
+  request->deadline_ = timeout > absl::ZeroDuration() ? now + timeout : absl::InfiniteFuture();
+  levels_[level - 1].in_time.push_back(std::move(request));
+  ++size_;
+  return absl::OkStatus();
+}
+
+std::vector<BatchQueue::Removed> BatchQueue::RemoveCancelledAndExpired(absl::Time now) {
+  std::vector<Removed> removed;
+  for (size_t index = 0; index < levels_.size(); ++index) {
+    Level& level = levels_[index];
+    const QueuePolicy& queue = policy_.PolicyForLevel(index + 1);
+    for (RequestList* list : {&level.in_time, &level.delayed}) {
+      for (auto it = list->begin(); it != list->end();) {
+        BatchRequest& request = **it;
+        absl::Status status;
+        if (request.IsCancelled()) {
+          status = absl::CancelledError(absl::StrCat("model '", policy_.model_name,
+                                                     "': request cancelled by the client while queued"));
+        } else if (now >= request.deadline_ && queue.timeout_action == TimeoutAction::kReject) {
+          status = absl::DeadlineExceededError(
+              absl::StrCat("model '", policy_.model_name, "': request timed out in the priority ", index + 1,
+                           " queue after ", absl::FormatDuration(now - request.enqueue_time_), " (timeout ",
+                           absl::FormatDuration(request.deadline_ - request.enqueue_time_), ")"));
+        } else if (now >= request.deadline_) {  // kDelay: keep it, behind everything still in time
+          request.delayed_ = true;
+          request.deadline_ = absl::InfiniteFuture();
+          level.delayed.splice(level.delayed.end(), *list, it++);
+          continue;
+        } else {
+          ++it;
+          continue;
+        }
+        removed.push_back(Removed{std::move(*it), std::move(status)});
+        it = list->erase(it);
+        --size_;
+      }
+    }
+  }
+  return removed;
+}
+
+std::vector<BatchQueue::Position> BatchQueue::Candidates() {
+  std::vector<Position> candidates;
+  candidates.reserve(size_);
+  for (Level& level : levels_) {
+    for (RequestList* list : {&level.in_time, &level.delayed}) {
+      for (auto it = list->begin(); it != list->end(); ++it) candidates.push_back(Position{list, it});
+    }
+  }
+  return candidates;
+}
+
+std::vector<BatchQueue::Position> BatchQueue::GatherBatch(const std::vector<Position>& candidates,
+                                                          bool* full) const {
+  std::vector<Position> members;
+  const std::string& key = (*candidates.front().it)->shape_key();
+  const int64_t limit = policy_.max_batch_size;
+  int64_t total = 0;
+  *full = false;
+  for (const Position& position : candidates) {
+    const BatchRequest& request = **position.it;
+    if (request.shape_key() != key) continue;
+    if (limit == 0 || total + request.batch_size() > limit) {  // no batching, or the next one does not fit
+      *full = !members.empty();
+      if (members.empty()) members.push_back(position);
+      break;
+    }
+    members.push_back(position);
+    total += request.batch_size();
+  }
+  return members;
+}
+
+size_t BatchQueue::ChooseBatchLength(const std::vector<Position>& members) const {
+  const std::vector<int64_t>& preferred = policy_.preferred_batch_sizes;
+  int64_t total = 0;
+  size_t best = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    total += (*members[i].it)->batch_size();
+    if (total == policy_.max_batch_size || std::find(preferred.begin(), preferred.end(), total) != preferred.end()) {
+      best = i + 1;
+    }
+  }
+  return best == 0 ? members.size() : best;
+}
+
+absl::Time BatchQueue::EarliestDeadline() const {
+  absl::Time earliest = absl::InfiniteFuture();
+  for (const Level& level : levels_) {
+    for (const auto& request : level.in_time) earliest = std::min(earliest, request->deadline_);
+  }
+  return earliest;
+}
+
+BatchQueue::Decision BatchQueue::TakeBatch(absl::Time now, bool flush) {
+  Decision decision;
+  if (size_ == 0) return decision;
+  bool full = false;
+  const std::vector<Position> members = GatherBatch(Candidates(), &full);
+  int64_t total = 0;
+  absl::Time oldest = absl::InfiniteFuture();
+  for (const Position& position : members) {
+    total += (*position.it)->batch_size();
+    oldest = std::min(oldest, (*position.it)->enqueue_time_);
+  }
+  const std::vector<int64_t>& preferred = policy_.preferred_batch_sizes;
+  const int64_t target = preferred.empty() ? policy_.max_batch_size
+                                           : *std::max_element(preferred.begin(), preferred.end());
+  const absl::Time delay_end = oldest + policy_.max_queue_delay;
+  if (!(flush || full || total >= target || now >= delay_end)) {
+    decision.next_check = std::min(delay_end, EarliestDeadline());
+    return decision;
+  }
+  const size_t length = ChooseBatchLength(members);
+  for (size_t i = 0; i < length; ++i) {
+    std::unique_ptr<BatchRequest> request = std::move(*members[i].it);
+    members[i].list->erase(members[i].it);
+    request->dispatch_time_ = now;
+    decision.batch.push_back(std::move(request));
+  }
+  size_ -= static_cast<int64_t>(length);
+  return decision;
+}
+
+std::vector<std::unique_ptr<BatchRequest>> BatchQueue::TakeAll() {
+  std::vector<std::unique_ptr<BatchRequest>> all;
+  for (const Position& position : Candidates()) {
+    all.push_back(std::move(*position.it));
+    position.list->erase(position.it);
+  }
+  size_ = 0;
+  return all;
+}
+
+}  // namespace convoy::batching

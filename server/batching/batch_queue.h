@@ -1,0 +1,102 @@
+// BatchQueue: the decisions of dynamic batching, without threads or clocks: which requests wait at which priority
+// level, which leave because they were cancelled or timed out, and which form the next batch at a given time.
+// DynamicBatcher (dynamic_batcher.h) drives it from its instance threads under its own mutex; tests drive it
+// directly with explicit times. Not thread-safe.
+//
+// Batch formation, at time `now`:
+//  - Candidates are visited in priority order: level 1 first; within a level, requests still in time in arrival
+//    order, then the ones delayed by a DELAY timeout in the order they timed out.
+//  - The first candidate (the head) fixes the batch's shape key. Later candidates with the same key join in order
+//    while the sum of batch sizes stays within max_batch_size; the first same-key request that does not fit ends
+//    the batch. Requests with other keys are skipped, never mixed in; they wait for a batch of their own.
+//  - The batch runs now when it is full (max_batch_size, or the largest preferred size, or the next request does
+//    not fit), when its oldest request has waited max_queue_delay, or when flushing (shutdown drain). It is then
+//    cut to the longest prefix whose size is a preferred size or max_batch_size, when there is one.
+//  - Otherwise nothing runs and the queue says when to look again: when the oldest request of that batch reaches
+//    the queue delay, or when the first queued request times out, whichever is first. Requests with another key
+//    wait behind the head's batch (bounded by max_queue_delay).
+#ifndef CONVOY_SERVER_BATCHING_BATCH_QUEUE_H_
+#define CONVOY_SERVER_BATCHING_BATCH_QUEUE_H_
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/batching/batch_request.h"
+#include "server/batching/batching_policy.h"
+
+namespace convoy::batching {
+
+class BatchQueue {
+ public:
+  // InvalidArgument when the policy does not validate (ValidateBatchingPolicy).
+  static absl::StatusOr<std::unique_ptr<BatchQueue>> Create(BatchingPolicy policy);
+
+  // Queues `request` at time `now`, fixing its level, enqueue time and deadline. On success `request` is moved
+  // from (null); on failure it is untouched and the caller still owns it. Errors: InvalidArgument for a batch size
+  // below 1 or above max_batch_size, or a priority outside 1..priority_levels (a priority is ignored when the model
+  // has no priority levels); Unavailable when the level's queue holds max_queue_size requests already.
+  absl::Status Add(std::unique_ptr<BatchRequest>& request, absl::Time now);
+
+  // A request that left the queue without running, and the status to complete it with.
+  struct Removed {
+    std::unique_ptr<BatchRequest> request;
+    absl::Status status;
+  };
+  // Takes out requests whose client is gone (CANCELLED) and requests past their deadline under REJECT
+  // (DEADLINE_EXCEEDED); moves requests past their deadline under DELAY behind their level's requests in time.
+  std::vector<Removed> RemoveCancelledAndExpired(absl::Time now);
+
+  struct Decision {
+    std::vector<std::unique_ptr<BatchRequest>> batch;  // empty: nothing runs now
+    absl::Time next_check = absl::InfiniteFuture();    // with an empty batch: when the answer may change
+  };
+  // The next batch if one should run at `now` (its requests get dispatch time `now`). `flush` runs a partial batch
+  // without waiting for the queue delay.
+  Decision TakeBatch(absl::Time now, bool flush);
+
+  // Empties the queue (shutdown), in candidate order.
+  std::vector<std::unique_ptr<BatchRequest>> TakeAll();
+
+  int64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // Requests queued at `level` (1-based), in time and delayed.
+  int64_t size_at_level(uint64_t level) const;
+  const BatchingPolicy& policy() const { return policy_; }
+
+ private:
+  using RequestList = std::list<std::unique_ptr<BatchRequest>>;
+  struct Level {
+    RequestList in_time;  // arrival order
+    RequestList delayed;  // timed out under DELAY, in the order they timed out
+  };
+  // A position among the candidates: which list, and where in it.
+  struct Position {
+    RequestList* list;
+    RequestList::iterator it;
+  };
+
+  explicit BatchQueue(BatchingPolicy policy);
+
+  absl::StatusOr<uint64_t> LevelFor(const BatchRequest& request) const;
+  absl::Duration TimeoutFor(const BatchRequest& request, const QueuePolicy& queue) const;
+  // All requests in candidate order.
+  std::vector<Position> Candidates();
+  // The head's batch before cutting: same-key candidates in order, while they fit.
+  std::vector<Position> GatherBatch(const std::vector<Position>& candidates, bool* full) const;
+  // How many of `members` to send: the longest prefix whose size is preferred or max_batch_size, else all.
+  size_t ChooseBatchLength(const std::vector<Position>& members) const;
+  absl::Time EarliestDeadline() const;
+
+  const BatchingPolicy policy_;
+  std::vector<Level> levels_;  // index = level - 1
+  int64_t size_ = 0;
+};
+
+}  // namespace convoy::batching
+
+#endif  // CONVOY_SERVER_BATCHING_BATCH_QUEUE_H_
