@@ -25,7 +25,7 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads))
 
 ThreadPool::~ThreadPool() {
   {
-    absl::MutexLock lock(&mu_);
+    convoy::MutexLock lock(&mu_);
     stopping_ = true;
   }
   for (auto& t : workers_) t.join();
@@ -56,7 +56,7 @@ void ThreadPool::WorkerLoop() {
   for (;;) {
     Job* job = nullptr;
     {
-      absl::MutexLock lock(&mu_);
+      convoy::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](WaitState* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
             return s->pool->stopping_ || (s->pool->job_ != nullptr && s->pool->job_generation_ != s->seen_generation);
@@ -68,7 +68,7 @@ void ThreadPool::WorkerLoop() {
       ++job->active_workers;
     }
     RunChunks(job);
-    absl::MutexLock lock(&mu_);
+    convoy::MutexLock lock(&mu_);
     --job->active_workers;
   }
 }
@@ -86,14 +86,14 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t, in
   job.count = count;
   job.chunk = chunk;
   {
-    absl::MutexLock lock(&mu_);
+    convoy::MutexLock lock(&mu_);
     job_ = &job;
     ++job_generation_;
   }
   RunChunks(&job);
   {
     // Retire the job, then wait for workers that picked it up (fn and job live on this stack frame).
-    absl::MutexLock lock(&mu_);
+    convoy::MutexLock lock(&mu_);
     job_ = nullptr;
     mu_.Await(absl::Condition(
         +[](Job* j) ABSL_NO_THREAD_SAFETY_ANALYSIS { return j->active_workers == 0; }, &job));

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "kernels/common/mutex.h"
 
 namespace convoy {
 
@@ -39,11 +39,11 @@ class ThreadPool {
   static void RunChunks(Job* job);
 
   const int num_threads_;
-  absl::Mutex mu_;
+  convoy::Mutex mu_;
   Job* job_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t job_generation_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Mutex submit_mu_;  // one ParallelFor at a time uses the workers; others run inline
+  convoy::Mutex submit_mu_;  // one ParallelFor at a time uses the workers; others run inline
   std::vector<std::thread> workers_;
 };
 

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "kernels/common/mutex.h"
 #include "gtest/gtest.h"
 
 namespace convoy {
@@ -28,13 +28,13 @@ TEST(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
 
 TEST(ThreadPoolTest, UsesMoreThanOneThread) {
   ThreadPool pool(2);
-  absl::Mutex mu;
+  convoy::Mutex mu;
   std::set<std::thread::id> ids;
   // Enough work per chunk that the worker gets a chance to pick some up.
   for (int attempt = 0; attempt < 50 && ids.size() < 2; ++attempt) {
     pool.ParallelFor(64, [&](int64_t, int64_t) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
-      absl::MutexLock lock(&mu);
+      convoy::MutexLock lock(&mu);
       ids.insert(std::this_thread::get_id());
     });
   }

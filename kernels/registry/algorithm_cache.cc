@@ -76,7 +76,7 @@ std::string AlgorithmCache::MakeKey(OpKind op, const std::string& problem, const
 }
 
 std::optional<CacheEntry> AlgorithmCache::Lookup(const std::string& key) {
-  absl::MutexLock lock(&mu_);
+  convoy::MutexLock lock(&mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     ++stats_.misses;
@@ -87,19 +87,19 @@ std::optional<CacheEntry> AlgorithmCache::Lookup(const std::string& key) {
 }
 
 std::optional<CacheEntry> AlgorithmCache::Peek(const std::string& key) const {
-  absl::MutexLock lock(&mu_);
+  convoy::MutexLock lock(&mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
   return it->second;
 }
 
 void AlgorithmCache::Insert(const std::string& key, CacheEntry entry) {
-  absl::MutexLock lock(&mu_);
+  convoy::MutexLock lock(&mu_);
   entries_[key] = std::move(entry);
 }
 
 bool AlgorithmCache::BeginTuning(const std::string& key) {
-  absl::MutexLock lock(&mu_);
+  convoy::MutexLock lock(&mu_);
   if (entries_.contains(key)) return false;
   if (!tuning_in_progress_.contains(key)) {
     tuning_in_progress_.insert(key);
@@ -120,7 +120,7 @@ bool AlgorithmCache::BeginTuning(const std::string& key) {
 }
 
 void AlgorithmCache::FinishTuning(const std::string& key, std::optional<CacheEntry> entry, double seconds) {
-  absl::MutexLock lock(&mu_);
+  convoy::MutexLock lock(&mu_);
   tuning_in_progress_.erase(key);
   ++stats_.tunings;
   stats_.tuning_seconds += seconds;
@@ -130,7 +130,7 @@ void AlgorithmCache::FinishTuning(const std::string& key, std::optional<CacheEnt
 std::string AlgorithmCache::Serialize() const {
   std::string body;
   {
-    absl::MutexLock lock(&mu_);
+    convoy::MutexLock lock(&mu_);
     // Sorted so that the same cache always writes the same file.
     std::vector<const std::pair<const std::string, CacheEntry>*> sorted;
     for (const auto& kv : entries_) sorted.push_back(&kv);
@@ -182,7 +182,7 @@ absl::StatusOr<int> AlgorithmCache::Deserialize(const std::string& text, const s
     e.candidates = std::move(candidates).value();
     parsed[f[0]] = std::move(e);
   }
-  absl::MutexLock lock(&mu_);
+  convoy::MutexLock lock(&mu_);
   for (auto& kv : parsed) entries_[kv.first] = std::move(kv.second);
   return static_cast<int>(parsed.size());
 }
@@ -213,14 +213,14 @@ absl::StatusOr<int> AlgorithmCache::Load(const std::string& path) {
 }
 
 AlgorithmCacheStats AlgorithmCache::stats() const {
-  absl::MutexLock lock(&mu_);
+  convoy::MutexLock lock(&mu_);
   AlgorithmCacheStats s = stats_;
   s.entries = static_cast<int64_t>(entries_.size());
   return s;
 }
 
 std::vector<std::string> AlgorithmCache::Keys() const {
-  absl::MutexLock lock(&mu_);
+  convoy::MutexLock lock(&mu_);
   std::vector<std::string> keys;
   for (const auto& kv : entries_) keys.push_back(kv.first);
   std::sort(keys.begin(), keys.end());
@@ -228,7 +228,7 @@ std::vector<std::string> AlgorithmCache::Keys() const {
 }
 
 void AlgorithmCache::Clear() {
-  absl::MutexLock lock(&mu_);
+  convoy::MutexLock lock(&mu_);
   entries_.clear();
   stats_ = AlgorithmCacheStats();
 }

@@ -26,7 +26,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "kernels/common/mutex.h"
 #include "kernels/common/problems.h"
 
 namespace convoy {
@@ -93,7 +93,7 @@ class AlgorithmCache {
   void Clear();
 
  private:
-  mutable absl::Mutex mu_;
+  mutable convoy::Mutex mu_;
   absl::flat_hash_map<std::string, CacheEntry> entries_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> tuning_in_progress_ ABSL_GUARDED_BY(mu_);
   AlgorithmCacheStats stats_ ABSL_GUARDED_BY(mu_);

@@ -17,7 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "kernels/common/mutex.h"
 #include "kernels/registry/algorithm.h"
 
 namespace convoy {
@@ -34,12 +34,12 @@ class OpRegistry {
   }
 
   void Register(std::unique_ptr<AlgorithmType> algorithm) {
-    absl::MutexLock lock(&mu_);
+    convoy::MutexLock lock(&mu_);
     algorithms_.push_back(std::move(algorithm));
   }
 
   std::vector<const AlgorithmType*> All(Backend backend) const {
-    absl::MutexLock lock(&mu_);
+    convoy::MutexLock lock(&mu_);
     std::vector<const AlgorithmType*> out;
     for (const auto& a : algorithms_) {
       if (a->backend() == backend) out.push_back(a.get());
@@ -80,7 +80,7 @@ class OpRegistry {
   }
 
   const AlgorithmType* Find(absl::string_view name) const {
-    absl::MutexLock lock(&mu_);
+    convoy::MutexLock lock(&mu_);
     for (const auto& a : algorithms_) {
       if (a->name() == name) return a.get();
     }
@@ -89,7 +89,7 @@ class OpRegistry {
 
  private:
   OpRegistry() = default;
-  mutable absl::Mutex mu_;
+  mutable convoy::Mutex mu_;
   std::vector<std::unique_ptr<AlgorithmType>> algorithms_ ABSL_GUARDED_BY(mu_);
 };
 

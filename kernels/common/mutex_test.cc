@@ -1,0 +1,62 @@
+#include "kernels/common/mutex.h"
+
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace convoy {
+namespace {
+
+struct Counter {
+  Mutex mu;
+  int value ABSL_GUARDED_BY(mu) = 0;
+};
+
+TEST(MutexTest, ExcludesAndAwaitsConditions) {
+  Counter c;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&c] {
+      for (int i = 0; i < 1000; ++i) {
+        MutexLock lock(&c.mu);
+        ++c.value;
+      }
+    });
+  }
+  {
+    MutexLock lock(&c.mu);
+    c.mu.Await(absl::Condition(+[](Counter* x) ABSL_NO_THREAD_SAFETY_ANALYSIS { return x->value == 4000; }, &c));
+    EXPECT_EQ(c.value, 4000);
+  }
+  for (auto& t : threads) t.join();
+}
+
+TEST(MutexTest, AwaitWithTimeoutReturnsFalseWhenConditionStaysFalse) {
+  Counter c;
+  MutexLock lock(&c.mu);
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(c.mu.AwaitWithTimeout(
+      absl::Condition(+[](Counter* x) ABSL_NO_THREAD_SAFETY_ANALYSIS { return x->value == 1; }, &c),
+      absl::Milliseconds(20)));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(19));
+}
+
+TEST(MutexTest, CondVarWakesWaiter) {
+  Counter c;
+  CondVar cv;
+  std::thread setter([&] {
+    MutexLock lock(&c.mu);
+    c.value = 7;
+    cv.Signal();
+  });
+  {
+    MutexLock lock(&c.mu);
+    while (c.value != 7) cv.Wait(&c.mu);
+    EXPECT_EQ(c.value, 7);
+  }
+  setter.join();
+}
+
+}  // namespace
+}  // namespace convoy
