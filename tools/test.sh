@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds everything and runs every test: the C++ unit and integration tests (Bazel), the emulated CUDA kernel tests
-# again under AddressSanitizer, a CPU-only build with CUDA hidden, and the Python client tests (pytest, .venv).
+# Builds everything and runs every test: the C++ unit and integration tests (Bazel), the fast unit tests again under
+# AddressSanitizer+UBSan (tag "asan") and the concurrency tests under ThreadSanitizer (tag "tsan"), a CPU-only build
+# with CUDA hidden, and the Python client tests (pytest, .venv).
 # Ends with one line "N passed, M failed, K skipped" counted from the JUnit results of this run.
 #
 #   tools/test.sh               # everything
@@ -74,8 +75,10 @@ fi
 run_bazel_tests bazel
 
 if [ "${CONVOY_TEST_QUICK:-0}" != 1 ]; then
-  # The kernel tests (emulated CUDA included) again under AddressSanitizer.
+  # Fast unit tests (emulated CUDA kernels included) again under AddressSanitizer + UBSan (tag "asan"),
+  # and the concurrency tests under ThreadSanitizer (tag "tsan").
   run_bazel_tests asan --config=asan --test_tag_filters=asan --build_tag_filters=asan
+  run_bazel_tests tsan --config=tsan --test_tag_filters=tsan --build_tag_filters=tsan
 fi
 
 if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
