@@ -225,7 +225,8 @@ absl::Status Graph::SortTopologically() {
       auto it = producer.find(in);
       if (it != producer.end()) {
         deps.insert(it->second);
-      } else if (!shapes_.count(in)) {
+      } else if (!IsConstant(in) && std::none_of(inputs_.begin(), inputs_.end(),
+                                                     [&](const GraphInput& gi) { return gi.name == in; })) {
         return absl::InvalidArgumentError(absl::StrCat("node '", nodes_[i].name, "' (", OpKindName(nodes_[i].op()),
                                                        ") reads '", in, "', which no node, input or constant provides"));
       }

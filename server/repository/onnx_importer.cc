@@ -1,0 +1,1044 @@
+// ONNX -> graph IR. One OnnxImporter walks the (already topologically ordered) ONNX nodes once: each handler either
+// folds the node into a known constant or emits IR nodes. See onnx_importer.h for what is supported.
+#include "server/repository/onnx_importer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/common/status_macros.h"
+#include "server/repository/onnx_proto_reader.h"
+#include "server/runtime/reference_interpreter.h"
+
+namespace convoy::repository {
+namespace {
+
+using runtime::Graph;
+using runtime::Shape;
+
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 17;
+
+class OnnxImporter {
+ public:
+  OnnxImporter(std::string source, const OnnxImportOptions& options) : source_(std::move(source)), options_(options) {}
+
+  absl::StatusOr<Graph> Import(const onnx::ModelProto& model);
+
+ private:
+  using Handler = absl::Status (OnnxImporter::*)(const onnx::NodeProto&, const OnnxAttributes&);
+
+  absl::Status ImportOpset(const onnx::ModelProto& model);
+  absl::Status ImportInputs(const onnx::GraphProto& g);
+  absl::Status ImportNode(const onnx::NodeProto& node, int index);
+  absl::Status ImportOutputs(const onnx::GraphProto& g);
+
+  // Tensor bookkeeping.
+  const KnownValue* Known(const std::string& name) const;
+  absl::StatusOr<Shape> ShapeOf(const std::string& name) const;
+  absl::StatusOr<std::string> GraphTensor(const std::string& name);
+  absl::StatusOr<const KnownValue*> RequireKnown(const OnnxAttributes& a, const onnx::NodeProto& n, int input,
+                                                 bool want_int);
+  absl::StatusOr<std::vector<int64_t>> KnownInts(const OnnxAttributes& a, const onnx::NodeProto& n, int input);
+  // Adds an IR node, or evaluates it right away when every input is a known float constant.
+  absl::Status Emit(const std::string& name, runtime::NodeAttrs attrs, const std::vector<std::string>& inputs,
+                    const std::vector<std::string>& outputs);
+  std::string FreshNodeName(const std::string& stem);
+  absl::Status ExpectInputs(const OnnxAttributes& a, const onnx::NodeProto& n, int min, int max);
+  absl::Status OnlyFirstOutput(const OnnxAttributes& a, const onnx::NodeProto& n);
+
+  // Op handlers.
+  absl::Status Conv(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status Pool(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status GlobalPool(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ReduceMean(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status BatchNorm(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ActivationOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status Clip(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status BinaryOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ConcatOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status SplitOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status FlattenOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ReshapeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status TransposeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status GemmOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status MatMulOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status SoftmaxOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status IdentityOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status PadOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ConstantOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status GatherOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status UnsqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status CastOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status SliceOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ConstantOfShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+
+  absl::StatusOr<runtime::Window2d> ResolveWindow(const OnnxAttributes& a, const Shape& x, int64_t kernel_h,
+                                                  int64_t kernel_w, bool allow_dilation);
+
+  static const std::map<std::string, Handler>& Handlers();
+
+  std::string source_;
+  const OnnxImportOptions& options_;
+  int64_t opset_ = 0;
+  Graph graph_;
+  std::map<std::string, KnownValue> known_;
+  std::map<std::string, Shape> shapes_;  // runtime tensors (graph inputs and IR node outputs)
+  std::set<std::string> constants_in_graph_;
+  std::set<std::string> node_names_;
+};
+
+const std::map<std::string, OnnxImporter::Handler>& OnnxImporter::Handlers() {
+  static const auto* handlers = new std::map<std::string, Handler>{
+      {"Conv", &OnnxImporter::Conv},
+      {"MaxPool", &OnnxImporter::Pool},
+      {"AveragePool", &OnnxImporter::Pool},
+      {"GlobalAveragePool", &OnnxImporter::GlobalPool},
+      {"GlobalMaxPool", &OnnxImporter::GlobalPool},
+      {"ReduceMean", &OnnxImporter::ReduceMean},
+      {"BatchNormalization", &OnnxImporter::BatchNorm},
+      {"Relu", &OnnxImporter::ActivationOp},
+      {"Sigmoid", &OnnxImporter::ActivationOp},
+      {"Tanh", &OnnxImporter::ActivationOp},
+      {"LeakyRelu", &OnnxImporter::ActivationOp},
+      {"HardSigmoid", &OnnxImporter::ActivationOp},
+      {"HardSwish", &OnnxImporter::ActivationOp},
+      {"Clip", &OnnxImporter::Clip},
+      {"Add", &OnnxImporter::BinaryOp},
+      {"Sub", &OnnxImporter::BinaryOp},
+      {"Mul", &OnnxImporter::BinaryOp},
+      {"Div", &OnnxImporter::BinaryOp},
+      {"Concat", &OnnxImporter::ConcatOp},
+      {"Split", &OnnxImporter::SplitOp},
+      {"Flatten", &OnnxImporter::FlattenOp},
+      {"Reshape", &OnnxImporter::ReshapeOp},
+      {"Transpose", &OnnxImporter::TransposeOp},
+      {"Gemm", &OnnxImporter::GemmOp},
+      {"MatMul", &OnnxImporter::MatMulOp},
+      {"Softmax", &OnnxImporter::SoftmaxOp},
+      {"Identity", &OnnxImporter::IdentityOp},
+      {"Dropout", &OnnxImporter::IdentityOp},
+      {"Pad", &OnnxImporter::PadOp},
+      {"Constant", &OnnxImporter::ConstantOp},
+      {"Shape", &OnnxImporter::ShapeOp},
+      {"Gather", &OnnxImporter::GatherOp},
+      {"Unsqueeze", &OnnxImporter::UnsqueezeOp},
+      {"Squeeze", &OnnxImporter::SqueezeOp},
+      {"Cast", &OnnxImporter::CastOp},
+      {"Slice", &OnnxImporter::SliceOp},
+      {"ConstantOfShape", &OnnxImporter::ConstantOfShapeOp},
+  };
+  return *handlers;
+}
+
+absl::StatusOr<Graph> OnnxImporter::Import(const onnx::ModelProto& model) {
+  CONVOY_RETURN_IF_ERROR(ImportOpset(model));
+  const onnx::GraphProto& g = model.graph();
+  for (const onnx::TensorProto& init : g.initializer()) {
+    CONVOY_ASSIGN_OR_RETURN(KnownValue v, DecodeTensor(init, absl::StrCat("initializer '", init.name(), "'")));
+    known_[init.name()] = std::move(v);
+  }
+  CONVOY_RETURN_IF_ERROR(ImportInputs(g));
+  for (int i = 0; i < g.node_size(); ++i) CONVOY_RETURN_IF_ERROR(ImportNode(g.node(i), i));
+  CONVOY_RETURN_IF_ERROR(ImportOutputs(g));
+  CONVOY_RETURN_IF_ERROR(graph_.Finalize());
+  return std::move(graph_);
+}
+
+absl::Status OnnxImporter::ImportOpset(const onnx::ModelProto& model) {
+  for (const auto& entry : model.opset_import()) {
+    if (entry.domain().empty() || entry.domain() == "ai.onnx") opset_ = entry.version();
+  }
+  if (opset_ < kMinOpset || opset_ > kMaxOpset) {
+    return absl::UnimplementedError(absl::StrCat(source_, ": ONNX opset ", opset_, " is not supported (", kMinOpset,
+                                                 " to ", kMaxOpset, ")"));
+  }
+  if (!model.has_graph()) return absl::InvalidArgumentError(absl::StrCat(source_, ": the model has no graph"));
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::ImportInputs(const onnx::GraphProto& g) {
+  for (const onnx::ValueInfoProto& in : g.input()) {
+    if (known_.count(in.name())) continue;  // IR v3 lists initializers as inputs too
+    const std::string what = absl::StrCat(source_, ": input '", in.name(), "'");
+    if (!in.type().has_tensor_type()) return absl::InvalidArgumentError(absl::StrCat(what, " is not a tensor"));
+    const auto& tt = in.type().tensor_type();
+    if (tt.elem_type() != onnx::TensorProto::FLOAT) {
+      return absl::UnimplementedError(absl::StrCat(what, " has element type ",
+                                                   onnx::TensorProto::DataType_Name(tt.elem_type()),
+                                                   "; only FLOAT inputs are supported"));
+    }
+    Shape shape;
+    auto override_it = options_.input_shapes.find(in.name());
+    if (override_it != options_.input_shapes.end()) {
+      shape = override_it->second;
+    } else {
+      for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        const auto& dim = tt.shape().dim(d);
+        if (dim.has_dim_value() && dim.dim_value() > 0) {
+          shape.push_back(dim.dim_value());
+        } else if (d == 0) {
+          shape.push_back(runtime::kBatch);
+        } else {
+          return absl::InvalidArgumentError(absl::StrCat(what, ": dimension ", d, " is symbolic ('", dim.dim_param(),
+                                                         "'); give the input's dims in the model config"));
+        }
+      }
+    }
+    CONVOY_RETURN_IF_ERROR(graph_.AddInput(in.name(), shape));
+    shapes_[in.name()] = shape;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::ImportNode(const onnx::NodeProto& node, int index) {
+  std::string name = node.name().empty() ? absl::StrCat(node.op_type(), "_", index) : node.name();
+  OnnxAttributes attrs(node, absl::StrCat(source_, ": node '", name, "' (", node.op_type(), ")"));
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    return absl::UnimplementedError(absl::StrCat(attrs.label(), ": domain '", node.domain(), "' is not supported"));
+  }
+  auto it = Handlers().find(node.op_type());
+  if (it == Handlers().end()) {
+    return absl::UnimplementedError(absl::StrCat(attrs.label(), ": op '", node.op_type(), "' is not supported"));
+  }
+  if (node.output_size() == 0) return attrs.Error("has no outputs");
+  for (const std::string& out : node.output()) {
+    if (!out.empty() && (known_.count(out) || shapes_.count(out))) {
+      return attrs.Error(absl::StrCat("output '", out, "' is produced twice"));
+    }
+  }
+  return (this->*(it->second))(node, attrs);
+}
+
+absl::Status OnnxImporter::ImportOutputs(const onnx::GraphProto& g) {
+  if (g.output_size() == 0) return absl::InvalidArgumentError(absl::StrCat(source_, ": the graph has no outputs"));
+  for (const onnx::ValueInfoProto& out : g.output()) {
+    CONVOY_RETURN_IF_ERROR(GraphTensor(out.name()).status());
+    CONVOY_RETURN_IF_ERROR(graph_.AddOutput(out.name()));
+  }
+  return absl::OkStatus();
+}
+
+const KnownValue* OnnxImporter::Known(const std::string& name) const {
+  auto it = known_.find(name);
+  return it == known_.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<Shape> OnnxImporter::ShapeOf(const std::string& name) const {
+  if (const KnownValue* v = Known(name)) return v->shape;
+  auto it = shapes_.find(name);
+  if (it == shapes_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_, ": tensor '", name, "' is used before it is produced"));
+  }
+  return it->second;
+}
+
+// The name of `name` as a graph tensor, adding a known float value to the graph as a constant on first use.
+absl::StatusOr<std::string> OnnxImporter::GraphTensor(const std::string& name) {
+  if (shapes_.count(name)) return name;
+  const KnownValue* v = Known(name);
+  if (!v) return absl::InvalidArgumentError(absl::StrCat(source_, ": tensor '", name, "' has no producer"));
+  if (v->is_int) {
+    return absl::UnimplementedError(
+        absl::StrCat(source_, ": integer tensor '", name, "' used as data; only float data is supported"));
+  }
+  if (constants_in_graph_.insert(name).second) {
+    CONVOY_RETURN_IF_ERROR(graph_.AddConstant(name, runtime::Tensor{v->shape, v->floats}));
+  }
+  return name;
+}
+
+absl::StatusOr<const KnownValue*> OnnxImporter::RequireKnown(const OnnxAttributes& a, const onnx::NodeProto& n,
+                                                             int input, bool want_int) {
+  const KnownValue* v = input < n.input_size() ? Known(n.input(input)) : nullptr;
+  if (!v) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": input ", input, " ('",
+                                                 input < n.input_size() ? n.input(input) : "", "') must be a constant"));
+  }
+  if (want_int && !v->is_int) return a.Error(absl::StrCat("input ", input, " must be an integer tensor"));
+  return v;
+}
+
+absl::StatusOr<std::vector<int64_t>> OnnxImporter::KnownInts(const OnnxAttributes& a, const onnx::NodeProto& n,
+                                                             int input) {
+  CONVOY_ASSIGN_OR_RETURN(const KnownValue* v, RequireKnown(a, n, input, true));
+  return v->ints;
+}
+
+std::string OnnxImporter::FreshNodeName(const std::string& stem) {
+  std::string name = stem;
+  for (int i = 1; node_names_.count(name); ++i) name = absl::StrCat(stem, "_", i);
+  node_names_.insert(name);
+  return name;
+}
+
+absl::Status OnnxImporter::Emit(const std::string& name, runtime::NodeAttrs attrs,
+                                const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  bool all_known = true;
+  for (const std::string& in : inputs) {
+    const KnownValue* v = in.empty() ? nullptr : Known(in);
+    if (!in.empty() && (!v || v->is_int)) all_known = false;
+  }
+  runtime::Node node = runtime::MakeNode(FreshNodeName(name), std::move(attrs), {}, outputs);
+  if (all_known) {
+    std::vector<runtime::Tensor> args;
+    args.reserve(inputs.size());
+    std::vector<const runtime::Tensor*> pointers;
+    for (const std::string& in : inputs) {
+      if (in.empty()) {
+        pointers.push_back(nullptr);
+        continue;
+      }
+      args.push_back(runtime::Tensor{Known(in)->shape, Known(in)->floats});
+      pointers.push_back(&args.back());
+    }
+    node.inputs = inputs;
+    CONVOY_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> values, runtime::EvaluateNode(node, pointers));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      known_[outputs[i]] = KnownValue{false, values[i].shape, std::move(values[i].data), {}};
+    }
+    return absl::OkStatus();
+  }
+  std::vector<Shape> in_shapes;
+  for (const std::string& in : inputs) {
+    if (in.empty()) {
+      node.inputs.push_back("");
+      in_shapes.push_back({});
+      continue;
+    }
+    CONVOY_ASSIGN_OR_RETURN(std::string tensor, GraphTensor(in));
+    node.inputs.push_back(tensor);
+    CONVOY_ASSIGN_OR_RETURN(Shape shape, ShapeOf(in));
+    in_shapes.push_back(shape);
+  }
+  auto out_shapes = runtime::InferOutputShapes(node, in_shapes);
+  if (!out_shapes.ok()) return absl::InvalidArgumentError(absl::StrCat(source_, ": ", out_shapes.status().message()));
+  for (size_t i = 0; i < outputs.size(); ++i) shapes_[outputs[i]] = (*out_shapes)[i];
+  return graph_.AddNode(std::move(node));
+}
+
+absl::Status OnnxImporter::ExpectInputs(const OnnxAttributes& a, const onnx::NodeProto& n, int min, int max) {
+  if (n.input_size() < min || n.input_size() > max) {
+    return a.Error(absl::StrCat("expected ", min, "-", max, " inputs, got ", n.input_size()));
+  }
+  for (int i = 0; i < min; ++i) {
+    if (n.input(i).empty()) return a.Error(absl::StrCat("required input ", i, " is empty"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::OnlyFirstOutput(const OnnxAttributes& a, const onnx::NodeProto& n) {
+  for (int i = 1; i < n.output_size(); ++i) {
+    if (!n.output(i).empty()) {
+      return absl::UnimplementedError(absl::StrCat(a.label(), ": optional output ", i, " ('", n.output(i),
+                                                   "') is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Kernel, strides, dilations and padding (explicit or auto_pad) of a 2-D window over x [N,C,H,W].
+absl::StatusOr<runtime::Window2d> OnnxImporter::ResolveWindow(const OnnxAttributes& a, const Shape& x,
+                                                              int64_t kernel_h, int64_t kernel_w,
+                                                              bool allow_dilation) {
+  if (x.size() != 4) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": only 2-D spatial inputs [N,C,H,W] are supported, got ",
+                                                 runtime::ShapeToString(x)));
+  }
+  runtime::Window2d w;
+  w.kernel_h = kernel_h;
+  w.kernel_w = kernel_w;
+  CONVOY_ASSIGN_OR_RETURN(auto strides, a.Ints("strides", {1, 1}));
+  CONVOY_ASSIGN_OR_RETURN(auto dilations, a.Ints("dilations", {1, 1}));
+  CONVOY_ASSIGN_OR_RETURN(auto pads, a.Ints("pads", {0, 0, 0, 0}));
+  CONVOY_ASSIGN_OR_RETURN(std::string auto_pad, a.String("auto_pad", "NOTSET"));
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) {
+    return a.Error(absl::StrCat("expected 2 strides, 2 dilations and 4 pads, got ", strides.size(), ", ",
+                                dilations.size(), " and ", pads.size()));
+  }
+  if (!allow_dilation && (dilations[0] != 1 || dilations[1] != 1)) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'dilations' other than 1 is not supported"));
+  }
+  w.stride_h = strides[0];
+  w.stride_w = strides[1];
+  w.dilation_h = dilations[0];
+  w.dilation_w = dilations[1];
+  if (w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 || w.dilation_w < 1) {
+    return a.Error("strides and dilations must be positive");
+  }
+  if (auto_pad == "NOTSET") {
+    w.pad_top = pads[0];
+    w.pad_left = pads[1];
+    w.pad_bottom = pads[2];
+    w.pad_right = pads[3];
+  } else if (auto_pad == "VALID") {
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    auto same = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t& begin, int64_t& end) {
+      int64_t out = (in + s - 1) / s;
+      int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
+      begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end = total - begin;
+    };
+    same(x[2], kernel_h, w.stride_h, w.dilation_h, w.pad_top, w.pad_bottom);
+    same(x[3], kernel_w, w.stride_w, w.dilation_w, w.pad_left, w.pad_right);
+  } else {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'auto_pad' value '", auto_pad,
+                                                 "' is not supported"));
+  }
+  return w;
+}
+
+absl::Status OnnxImporter::Conv(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 3));
+  CONVOY_ASSIGN_OR_RETURN(const KnownValue* weight, RequireKnown(a, n, 1, false));
+  if (weight->shape.size() != 4) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": only 2-D convolution is supported; weight has shape ",
+                                                 runtime::ShapeToString(weight->shape)));
+  }
+  CONVOY_ASSIGN_OR_RETURN(auto kernel, a.Ints("kernel_shape", {weight->shape[2], weight->shape[3]}));
+  if (kernel.size() != 2 || kernel[0] != weight->shape[2] || kernel[1] != weight->shape[3]) {
+    return a.Error(absl::StrCat("kernel_shape [", absl::StrJoin(kernel, ","), "] does not match weight ",
+                                runtime::ShapeToString(weight->shape)));
+  }
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  runtime::Conv2dAttrs conv;
+  CONVOY_ASSIGN_OR_RETURN(conv.window, ResolveWindow(a, x, kernel[0], kernel[1], true));
+  CONVOY_ASSIGN_OR_RETURN(conv.groups, a.Int("group", 1));
+  std::vector<std::string> inputs = {n.input(0), n.input(1)};
+  if (n.input_size() == 3 && !n.input(2).empty()) {
+    conv.has_bias = true;
+    inputs.push_back(n.input(2));
+  }
+  return Emit(n.name().empty() ? "conv" : n.name(), conv, inputs, {n.output(0)});
+}
+
+absl::Status OnnxImporter::Pool(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  const bool is_max = n.op_type() == "MaxPool";
+  if (is_max) {
+    CONVOY_RETURN_IF_ERROR(
+        a.CheckKnown({"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad", "storage_order"}));
+    CONVOY_ASSIGN_OR_RETURN(int64_t storage_order, a.Int("storage_order", 0));
+    if (storage_order != 0) return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'storage_order' 1"));
+  } else {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"kernel_shape", "strides", "pads", "ceil_mode", "auto_pad",
+                                         "count_include_pad"}));
+  }
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_RETURN_IF_ERROR(OnlyFirstOutput(a, n));
+  CONVOY_ASSIGN_OR_RETURN(auto kernel, a.Ints("kernel_shape", {}));
+  if (kernel.size() != 2) return a.Error(absl::StrCat("kernel_shape must have 2 entries, got ", kernel.size()));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  runtime::Pool2dAttrs pool;
+  pool.kind = is_max ? runtime::PoolKind::kMax : runtime::PoolKind::kAverage;
+  CONVOY_ASSIGN_OR_RETURN(pool.window, ResolveWindow(a, x, kernel[0], kernel[1], is_max));
+  CONVOY_ASSIGN_OR_RETURN(int64_t ceil_mode, a.Int("ceil_mode", 0));
+  CONVOY_ASSIGN_OR_RETURN(int64_t include_pad, a.Int("count_include_pad", 0));
+  pool.ceil_mode = ceil_mode != 0;
+  pool.count_include_pad = include_pad != 0;
+  return Emit(n.name().empty() ? "pool" : n.name(), pool, {n.input(0)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::GlobalPool(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  if (x.size() != 4) return absl::UnimplementedError(absl::StrCat(a.label(), ": input must be [N,C,H,W]"));
+  runtime::Pool2dAttrs pool;
+  pool.global = true;
+  pool.kind = n.op_type() == "GlobalMaxPool" ? runtime::PoolKind::kMax : runtime::PoolKind::kAverage;
+  return Emit(n.name().empty() ? "global_pool" : n.name(), pool, {n.input(0)}, {n.output(0)});
+}
+
+// ReduceMean over the two spatial axes is a global average pool (followed by a flatten when keepdims is 0).
+absl::Status OnnxImporter::ReduceMean(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axes", "keepdims"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  CONVOY_ASSIGN_OR_RETURN(auto axes, a.Ints("axes", {}));
+  CONVOY_ASSIGN_OR_RETURN(int64_t keepdims, a.Int("keepdims", 1));
+  for (int64_t& axis : axes) axis = axis < 0 ? axis + static_cast<int64_t>(x.size()) : axis;
+  std::sort(axes.begin(), axes.end());
+  if (x.size() != 4 || axes != std::vector<int64_t>{2, 3}) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": only a mean over axes [2,3] of [N,C,H,W] is supported"));
+  }
+  runtime::Pool2dAttrs pool;
+  pool.global = true;
+  pool.kind = runtime::PoolKind::kAverage;
+  std::string name = n.name().empty() ? "reduce_mean" : n.name();
+  if (keepdims) return Emit(name, pool, {n.input(0)}, {n.output(0)});
+  std::string pooled = graph_.UniqueName(n.output(0) + "_keepdims");
+  CONVOY_RETURN_IF_ERROR(Emit(name, pool, {n.input(0)}, {pooled}));
+  return Emit(name + "_flatten", runtime::FlattenAttrs{1}, {pooled}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::BatchNorm(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"epsilon", "momentum", "training_mode", "spatial", "is_test"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 5, 5));
+  CONVOY_RETURN_IF_ERROR(OnlyFirstOutput(a, n));
+  CONVOY_ASSIGN_OR_RETURN(int64_t training, a.Int("training_mode", 0));
+  CONVOY_ASSIGN_OR_RETURN(int64_t spatial, a.Int("spatial", 1));
+  if (training != 0 || spatial != 1) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": training_mode 1 / spatial 0 is not supported"));
+  }
+  runtime::BatchNormAttrs bn;
+  CONVOY_ASSIGN_OR_RETURN(bn.epsilon, a.Float("epsilon", 1e-5f));
+  return Emit(n.name().empty() ? "batch_norm" : n.name(), bn,
+              {n.input(0), n.input(1), n.input(2), n.input(3), n.input(4)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::ActivationOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  runtime::Activation act;
+  const std::string& op = n.op_type();
+  if (op == "LeakyRelu") {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"alpha"}));
+    act.kind = runtime::ActivationKind::kLeakyRelu;
+    CONVOY_ASSIGN_OR_RETURN(act.alpha, a.Float("alpha", 0.01f));
+  } else if (op == "HardSigmoid") {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"alpha", "beta"}));
+    act.kind = runtime::ActivationKind::kHardSigmoid;
+    CONVOY_ASSIGN_OR_RETURN(act.alpha, a.Float("alpha", 0.2f));
+    CONVOY_ASSIGN_OR_RETURN(act.beta, a.Float("beta", 0.5f));
+  } else {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({}));
+    act.kind = op == "Relu"      ? runtime::ActivationKind::kRelu
+               : op == "Sigmoid" ? runtime::ActivationKind::kSigmoid
+               : op == "Tanh"    ? runtime::ActivationKind::kTanh
+                                 : runtime::ActivationKind::kHardSwish;
+  }
+  return Emit(n.name().empty() ? op : n.name(), runtime::ActivationAttrs{act}, {n.input(0)}, {n.output(0)});
+}
+
+// Clip takes min/max as attributes before opset 11 and as optional constant inputs from 11 on.
+absl::Status OnnxImporter::Clip(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  if (opset_ < 11) {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"min", "max"}));
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+    CONVOY_ASSIGN_OR_RETURN(lo, a.Float("min", lo));
+    CONVOY_ASSIGN_OR_RETURN(hi, a.Float("max", hi));
+  } else {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({}));
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 3));
+    for (int i = 1; i < n.input_size(); ++i) {
+      if (n.input(i).empty()) continue;
+      CONVOY_ASSIGN_OR_RETURN(const KnownValue* v, RequireKnown(a, n, i, false));
+      if (v->size() != 1) return a.Error(absl::StrCat("input ", i, " must be a scalar"));
+      (i == 1 ? lo : hi) = v->is_int ? static_cast<float>(v->ints[0]) : v->floats[0];
+    }
+  }
+  return Emit(n.name().empty() ? "clip" : n.name(), runtime::ActivationAttrs{runtime::Activation::Clip(lo, hi)},
+              {n.input(0)}, {n.output(0)});
+}
+
+// Integer arithmetic on folded shapes; refuses the symbolic batch stand-in.
+absl::Status FoldIntBinary(const OnnxAttributes& a, const std::string& op, const KnownValue& x, const KnownValue& y,
+                           KnownValue& out) {
+  if (x.size() != y.size() && x.size() != 1 && y.size() != 1) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": integer broadcasting beyond scalars"));
+  }
+  out.is_int = true;
+  out.shape = x.size() >= y.size() ? x.shape : y.shape;
+  int64_t count = std::max(x.size(), y.size());
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t p = x.ints[x.size() == 1 ? 0 : i], q = y.ints[y.size() == 1 ? 0 : i];
+    if (p == kSymbolicBatchValue || q == kSymbolicBatchValue) {
+      return absl::UnimplementedError(absl::StrCat(a.label(), ": arithmetic on the dynamic batch size"));
+    }
+    if (op == "Div" && q == 0) return a.Error("integer division by zero");
+    out.ints.push_back(op == "Add" ? p + q : op == "Sub" ? p - q : op == "Mul" ? p * q : p / q);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::BinaryOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
+  const KnownValue* x = Known(n.input(0));
+  const KnownValue* y = Known(n.input(1));
+  const std::string& op = n.op_type();
+  if (x && y && x->is_int && y->is_int) {
+    KnownValue out;
+    CONVOY_RETURN_IF_ERROR(FoldIntBinary(a, op, *x, *y, out));
+    known_[n.output(0)] = std::move(out);
+    return absl::OkStatus();
+  }
+  runtime::BinaryKind kind = op == "Add"   ? runtime::BinaryKind::kAdd
+                             : op == "Sub" ? runtime::BinaryKind::kSub
+                             : op == "Mul" ? runtime::BinaryKind::kMul
+                                           : runtime::BinaryKind::kDiv;
+  return Emit(n.name().empty() ? op : n.name(), runtime::BinaryAttrs{kind}, {n.input(0), n.input(1)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::ConcatOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1 << 20));
+  CONVOY_ASSIGN_OR_RETURN(int64_t axis, a.Int("axis", 1));
+  bool all_int = true;
+  for (const std::string& in : n.input()) all_int = all_int && Known(in) && Known(in)->is_int;
+  if (all_int) {  // shape vectors: 1-D concatenation
+    KnownValue out{true, {0}, {}, {}};
+    for (const std::string& in : n.input()) {
+      if (Known(in)->shape.size() != 1) return absl::UnimplementedError(a.label() + ": integer concat beyond 1-D");
+      out.ints.insert(out.ints.end(), Known(in)->ints.begin(), Known(in)->ints.end());
+    }
+    out.shape[0] = static_cast<int64_t>(out.ints.size());
+    known_[n.output(0)] = std::move(out);
+    return absl::OkStatus();
+  }
+  std::vector<std::string> inputs(n.input().begin(), n.input().end());
+  return Emit(n.name().empty() ? "concat" : n.name(), runtime::ConcatAttrs{axis}, inputs, {n.output(0)});
+}
+
+absl::Status OnnxImporter::SplitOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis", "split"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 2));
+  CONVOY_ASSIGN_OR_RETURN(int64_t axis, a.Int("axis", 0));
+  CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, a.Ints("split", {}));
+  if (n.input_size() == 2 && !n.input(1).empty()) {
+    CONVOY_ASSIGN_OR_RETURN(sizes, KnownInts(a, n, 1));
+  }
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  int64_t rank = static_cast<int64_t>(x.size());
+  if (axis < -rank || axis >= rank) return a.Error(absl::StrCat("axis ", axis, " out of range for rank ", rank));
+  if (axis < 0) axis += rank;
+  const int64_t parts = n.output_size();
+  if (sizes.empty()) {
+    if (x[axis] < 0 || x[axis] % parts != 0) {
+      return a.Error(absl::StrCat("cannot split extent ", x[axis], " into ", parts, " equal parts"));
+    }
+    sizes.assign(parts, x[axis] / parts);
+  }
+  std::vector<std::string> outputs(n.output().begin(), n.output().end());
+  return Emit(n.name().empty() ? "split" : n.name(), runtime::SplitAttrs{axis, sizes}, {n.input(0)}, outputs);
+}
+
+absl::Status OnnxImporter::FlattenOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_ASSIGN_OR_RETURN(int64_t axis, a.Int("axis", 1));
+  return Emit(n.name().empty() ? "flatten" : n.name(), runtime::FlattenAttrs{axis}, {n.input(0)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::ReshapeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"allowzero", "shape"}));
+  CONVOY_ASSIGN_OR_RETURN(int64_t allow_zero, a.Int("allowzero", 0));
+  if (allow_zero != 0) return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'allowzero' 1"));
+  std::vector<int64_t> target;
+  if (opset_ < 5 || n.input_size() == 1) {
+    CONVOY_ASSIGN_OR_RETURN(target, a.Ints("shape", {}));
+  } else {
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
+    CONVOY_ASSIGN_OR_RETURN(target, KnownInts(a, n, 1));
+  }
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] != kSymbolicBatchValue) continue;
+    if (i != 0 || x.empty() || x[0] != runtime::kBatch) {
+      return absl::UnimplementedError(absl::StrCat(a.label(), ": the dynamic batch size used at position ", i));
+    }
+    target[i] = 0;  // copy the batch dimension
+  }
+  if (const KnownValue* v = Known(n.input(0)); v && v->is_int) {
+    KnownValue out = *v;
+    auto shapes = runtime::InferOutputShapes(runtime::MakeNode(n.name(), runtime::ReshapeAttrs{target}, {"x"}, {"y"}),
+                                             {v->shape});
+    if (!shapes.ok()) return a.Error(std::string(shapes.status().message()));
+    out.shape = (*shapes)[0];
+    known_[n.output(0)] = std::move(out);
+    return absl::OkStatus();
+  }
+  return Emit(n.name().empty() ? "reshape" : n.name(), runtime::ReshapeAttrs{target}, {n.input(0)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::TransposeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"perm"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  std::vector<int64_t> reversed;
+  for (int64_t i = static_cast<int64_t>(x.size()) - 1; i >= 0; --i) reversed.push_back(i);
+  CONVOY_ASSIGN_OR_RETURN(auto perm, a.Ints("perm", reversed));
+  return Emit(n.name().empty() ? "transpose" : n.name(), runtime::TransposeAttrs{perm}, {n.input(0)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::GemmOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"alpha", "beta", "transA", "transB", "broadcast"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 3));
+  runtime::GemmAttrs gemm;
+  CONVOY_ASSIGN_OR_RETURN(gemm.alpha, a.Float("alpha", 1.0f));
+  CONVOY_ASSIGN_OR_RETURN(gemm.beta, a.Float("beta", 1.0f));
+  CONVOY_ASSIGN_OR_RETURN(int64_t ta, a.Int("transA", 0));
+  CONVOY_ASSIGN_OR_RETURN(int64_t tb, a.Int("transB", 0));
+  gemm.transpose_a = ta != 0;
+  gemm.transpose_b = tb != 0;
+  std::vector<std::string> inputs = {n.input(0), n.input(1)};
+  if (n.input_size() == 3 && !n.input(2).empty()) {
+    gemm.has_bias = true;
+    inputs.push_back(n.input(2));
+  }
+  return Emit(n.name().empty() ? "gemm" : n.name(), gemm, inputs, {n.output(0)});
+}
+
+absl::Status OnnxImporter::MatMulOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  CONVOY_ASSIGN_OR_RETURN(Shape y, ShapeOf(n.input(1)));
+  if (x.size() != 2 || y.size() != 2) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": only 2-D MatMul is supported, got ",
+                                                 runtime::ShapeToString(x), " x ", runtime::ShapeToString(y)));
+  }
+  return Emit(n.name().empty() ? "matmul" : n.name(), runtime::GemmAttrs{}, {n.input(0), n.input(1)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::SoftmaxOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  CONVOY_ASSIGN_OR_RETURN(int64_t axis, a.Int("axis", opset_ < 13 ? 1 : -1));
+  int64_t rank = static_cast<int64_t>(x.size());
+  if (axis < 0) axis += rank;
+  // Before opset 13 Softmax flattens from `axis` on; that equals a softmax over one axis only when it is the last.
+  if (opset_ < 13 && axis != rank - 1) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": opset ", opset_, " softmax with axis ", axis,
+                                                 " of rank ", rank, " (only the last axis)"));
+  }
+  return Emit(n.name().empty() ? "softmax" : n.name(), runtime::SoftmaxAttrs{axis}, {n.input(0)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::IdentityOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"ratio", "seed", "is_test"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, n.op_type() == "Dropout" ? 3 : 1));
+  CONVOY_RETURN_IF_ERROR(OnlyFirstOutput(a, n));
+  if (n.op_type() == "Dropout" && n.input_size() == 3 && !n.input(2).empty()) {
+    CONVOY_ASSIGN_OR_RETURN(const KnownValue* training, RequireKnown(a, n, 2, false));
+    bool on = training->is_int ? training->ints.at(0) != 0 : training->floats.at(0) != 0.0f;
+    if (on) return absl::UnimplementedError(absl::StrCat(a.label(), ": training_mode true"));
+  }
+  if (const KnownValue* v = Known(n.input(0))) {
+    known_[n.output(0)] = *v;
+    return absl::OkStatus();
+  }
+  return Emit(n.name().empty() ? "identity" : n.name(), runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::PadOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"mode", "pads", "value"}));
+  runtime::PadAttrs pad;
+  CONVOY_ASSIGN_OR_RETURN(std::string mode, a.String("mode", "constant"));
+  if (mode == "constant") {
+    pad.mode = runtime::PadMode::kConstant;
+  } else if (mode == "reflect") {
+    pad.mode = runtime::PadMode::kReflect;
+  } else if (mode == "edge") {
+    pad.mode = runtime::PadMode::kEdge;
+  } else {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'mode' value '", mode, "'"));
+  }
+  if (opset_ < 11) {
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+    CONVOY_ASSIGN_OR_RETURN(pad.pads, a.Ints("pads", {}));
+    CONVOY_ASSIGN_OR_RETURN(pad.value, a.Float("value", 0.0f));
+  } else {
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 3));
+    CONVOY_ASSIGN_OR_RETURN(pad.pads, KnownInts(a, n, 1));
+    if (n.input_size() == 3 && !n.input(2).empty()) {
+      CONVOY_ASSIGN_OR_RETURN(const KnownValue* v, RequireKnown(a, n, 2, false));
+      if (v->size() != 1) return a.Error("constant_value must be a scalar");
+      pad.value = v->is_int ? static_cast<float>(v->ints[0]) : v->floats[0];
+    }
+  }
+  return Emit(n.name().empty() ? "pad" : n.name(), pad, {n.input(0)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::ConstantOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"value", "value_float", "value_floats", "value_int", "value_ints"}));
+  KnownValue v;
+  if (a.Has("value")) {
+    CONVOY_ASSIGN_OR_RETURN(const onnx::TensorProto* t, a.TensorAttr("value"));
+    CONVOY_ASSIGN_OR_RETURN(v, DecodeTensor(*t, a.label()));
+  } else if (a.Has("value_float")) {
+    CONVOY_ASSIGN_OR_RETURN(float f, a.Float("value_float", 0));
+    v = KnownValue{false, {}, {f}, {}};
+  } else if (a.Has("value_floats")) {
+    CONVOY_ASSIGN_OR_RETURN(v.floats, a.Floats("value_floats"));
+    v.shape = {static_cast<int64_t>(v.floats.size())};
+  } else if (a.Has("value_int")) {
+    CONVOY_ASSIGN_OR_RETURN(int64_t i, a.Int("value_int", 0));
+    v = KnownValue{true, {}, {}, {i}};
+  } else if (a.Has("value_ints")) {
+    v.is_int = true;
+    CONVOY_ASSIGN_OR_RETURN(v.ints, a.Ints("value_ints", {}));
+    v.shape = {static_cast<int64_t>(v.ints.size())};
+  } else {
+    return a.Error("no value attribute");
+  }
+  known_[n.output(0)] = std::move(v);
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::ShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"start", "end"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  int64_t rank = static_cast<int64_t>(x.size());
+  CONVOY_ASSIGN_OR_RETURN(int64_t start, a.Int("start", 0));
+  CONVOY_ASSIGN_OR_RETURN(int64_t end, a.Int("end", rank));
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  KnownValue v{true, {std::max<int64_t>(0, end - start)}, {}, {}};
+  for (int64_t i = start; i < end; ++i) v.ints.push_back(x[i] == runtime::kBatch ? kSymbolicBatchValue : x[i]);
+  known_[n.output(0)] = std::move(v);
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::GatherOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
+  CONVOY_ASSIGN_OR_RETURN(const KnownValue* data, RequireKnown(a, n, 0, false));
+  CONVOY_ASSIGN_OR_RETURN(const KnownValue* indices, RequireKnown(a, n, 1, true));
+  CONVOY_ASSIGN_OR_RETURN(int64_t axis, a.Int("axis", 0));
+  int64_t rank = static_cast<int64_t>(data->shape.size());
+  if (rank == 0 || axis < -rank || axis >= rank) return a.Error(absl::StrCat("axis ", axis, " for rank ", rank));
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1, extent = data->shape[axis];
+  for (int64_t d = 0; d < axis; ++d) outer *= data->shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= data->shape[d];
+  KnownValue out{data->is_int, {}, {}, {}};
+  out.shape.assign(data->shape.begin(), data->shape.begin() + axis);
+  out.shape.insert(out.shape.end(), indices->shape.begin(), indices->shape.end());
+  out.shape.insert(out.shape.end(), data->shape.begin() + axis + 1, data->shape.end());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t index : indices->ints) {
+      if (index < -extent || index >= extent) return a.Error(absl::StrCat("index ", index, " out of range ", extent));
+      if (index < 0) index += extent;
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t src = (o * extent + index) * inner + i;
+        if (data->is_int) {
+          out.ints.push_back(data->ints[src]);
+        } else {
+          out.floats.push_back(data->floats[src]);
+        }
+      }
+    }
+  }
+  known_[n.output(0)] = std::move(out);
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::UnsqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axes"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 2));
+  std::vector<int64_t> axes;
+  if (opset_ < 13) {
+    CONVOY_ASSIGN_OR_RETURN(axes, a.Ints("axes", {}));
+  } else {
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
+    CONVOY_ASSIGN_OR_RETURN(axes, KnownInts(a, n, 1));
+  }
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  int64_t out_rank = static_cast<int64_t>(x.size() + axes.size());
+  for (int64_t& axis : axes) {
+    if (axis < -out_rank || axis >= out_rank) return a.Error(absl::StrCat("axis ", axis, " for rank ", out_rank));
+    if (axis < 0) axis += out_rank;
+  }
+  std::vector<int64_t> target;
+  size_t next = 0;
+  for (int64_t d = 0; d < out_rank; ++d) {
+    bool inserted = std::count(axes.begin(), axes.end(), d) > 0;
+    target.push_back(inserted ? 1 : (next < x.size() ? (x[next] == runtime::kBatch ? 0 : x[next]) : 1));
+    if (!inserted) ++next;
+  }
+  if (const KnownValue* v = Known(n.input(0))) {
+    KnownValue out = *v;
+    out.shape = target;
+    known_[n.output(0)] = std::move(out);
+    return absl::OkStatus();
+  }
+  return Emit(n.name().empty() ? "unsqueeze" : n.name(), runtime::ReshapeAttrs{target}, {n.input(0)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axes"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 2));
+  std::vector<int64_t> axes;
+  if (opset_ < 13) {
+    CONVOY_ASSIGN_OR_RETURN(axes, a.Ints("axes", {}));
+  } else if (n.input_size() == 2 && !n.input(1).empty()) {
+    CONVOY_ASSIGN_OR_RETURN(axes, KnownInts(a, n, 1));
+  }
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  int64_t rank = static_cast<int64_t>(x.size());
+  for (int64_t& axis : axes) axis = axis < 0 ? axis + rank : axis;
+  std::vector<int64_t> target;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool drop = axes.empty() ? x[d] == 1 : std::count(axes.begin(), axes.end(), d) > 0;
+    if (drop && x[d] != 1) return a.Error(absl::StrCat("cannot squeeze axis ", d, " of extent ", x[d]));
+    if (!drop) target.push_back(x[d] == runtime::kBatch ? 0 : x[d]);
+  }
+  if (const KnownValue* v = Known(n.input(0))) {
+    KnownValue out = *v;
+    out.shape = target;
+    known_[n.output(0)] = std::move(out);
+    return absl::OkStatus();
+  }
+  return Emit(n.name().empty() ? "squeeze" : n.name(), runtime::ReshapeAttrs{target}, {n.input(0)}, {n.output(0)});
+}
+
+absl::Status OnnxImporter::CastOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"to", "saturate"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_ASSIGN_OR_RETURN(int64_t to, a.Int("to", 0));
+  const bool to_int = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
+  const bool to_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
+  if (!to_int && !to_float) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'to' value ", to, " is not supported"));
+  }
+  const KnownValue* v = Known(n.input(0));
+  if (!v) {
+    if (to_float) return Emit(n.name().empty() ? "cast" : n.name(), runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": cast of runtime data to integers"));
+  }
+  KnownValue out{to_int, v->shape, {}, {}};
+  if (to_int) {
+    if (v->is_int) {
+      out.ints = v->ints;
+    } else {
+      for (float f : v->floats) out.ints.push_back(static_cast<int64_t>(f));
+    }
+  } else {
+    if (v->is_int) {
+      for (int64_t i : v->ints) {
+        if (i == kSymbolicBatchValue) return absl::UnimplementedError(a.label() + ": cast of the dynamic batch size");
+        out.floats.push_back(static_cast<float>(i));
+      }
+    } else {
+      out.floats = v->floats;
+    }
+  }
+  known_[n.output(0)] = std::move(out);
+  return absl::OkStatus();
+}
+
+// Slice of a known tensor (any rank), ONNX semantics with clamping and negative steps.
+absl::Status OnnxImporter::SliceOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"starts", "ends", "axes"}));
+  CONVOY_ASSIGN_OR_RETURN(const KnownValue* data, RequireKnown(a, n, 0, false));
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset_ < 10) {
+    CONVOY_ASSIGN_OR_RETURN(starts, a.Ints("starts", {}));
+    CONVOY_ASSIGN_OR_RETURN(ends, a.Ints("ends", {}));
+    CONVOY_ASSIGN_OR_RETURN(axes, a.Ints("axes", {}));
+  } else {
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 3, 5));
+    CONVOY_ASSIGN_OR_RETURN(starts, KnownInts(a, n, 1));
+    CONVOY_ASSIGN_OR_RETURN(ends, KnownInts(a, n, 2));
+    if (n.input_size() > 3 && !n.input(3).empty()) {
+      CONVOY_ASSIGN_OR_RETURN(axes, KnownInts(a, n, 3));
+    }
+    if (n.input_size() > 4 && !n.input(4).empty()) {
+      CONVOY_ASSIGN_OR_RETURN(steps, KnownInts(a, n, 4));
+    }
+  }
+  const int64_t rank = static_cast<int64_t>(data->shape.size());
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    return a.Error("starts, ends, axes and steps differ in length");
+  }
+  std::vector<int64_t> begin(rank, 0), step(rank, 1), count(data->shape.begin(), data->shape.end());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank || steps[i] == 0) return a.Error("invalid slice axis or zero step");
+    int64_t dim = data->shape[axis], s = starts[i], e = ends[i];
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    if (steps[i] > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      count[axis] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      count[axis] = s > e ? (s - e - steps[i] - 1) / -steps[i] : 0;
+    }
+    begin[axis] = s;
+    step[axis] = steps[i];
+  }
+  KnownValue out{data->is_int, count, {}, {}};
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) strides[d] = strides[d + 1] * data->shape[d + 1];
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t flat = 0; flat < runtime::NumElements(count); ++flat) {
+    int64_t src = 0;
+    for (int64_t d = 0; d < rank; ++d) src += (begin[d] + coord[d] * step[d]) * strides[d];
+    if (data->is_int) {
+      out.ints.push_back(data->ints[src]);
+    } else {
+      out.floats.push_back(data->floats[src]);
+    }
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++coord[d] < count[d]) break;
+      coord[d] = 0;
+    }
+  }
+  known_[n.output(0)] = std::move(out);
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::ConstantOfShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"value"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> shape, KnownInts(a, n, 0));
+  KnownValue fill{false, {}, {0.0f}, {}};
+  if (a.Has("value")) {
+    CONVOY_ASSIGN_OR_RETURN(const onnx::TensorProto* t, a.TensorAttr("value"));
+    CONVOY_ASSIGN_OR_RETURN(fill, DecodeTensor(*t, a.label()));
+    if (fill.size() != 1) return a.Error("value must hold one element");
+  }
+  for (int64_t d : shape) {
+    if (d < 0 || d > (1 << 24)) return a.Error(absl::StrCat("invalid dimension ", d));
+  }
+  KnownValue out{fill.is_int, shape, {}, {}};
+  if (fill.is_int) {
+    out.ints.assign(runtime::NumElements(shape), fill.ints[0]);
+  } else {
+    out.floats.assign(runtime::NumElements(shape), fill.floats[0]);
+  }
+  known_[n.output(0)] = std::move(out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> ImportOnnxModel(std::string_view serialized_model, const std::string& source_name,
+                                      const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  if (serialized_model.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(serialized_model.data(), static_cast<int>(serialized_model.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ": not a valid ONNX model (protobuf parse failed, ", serialized_model.size(), " bytes)"));
+  }
+  return OnnxImporter(source_name, options).Import(model);
+}
+
+absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot open ONNX model '", path, "'"));
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  return ImportOnnxModel(buffer.str(), path, options);
+}
+
+}  // namespace convoy::repository

@@ -1,0 +1,38 @@
+// Imports an ONNX model (opsets 7 to 17, tested with 11 to 17) into Convoy's graph IR.
+//
+// Supported ops: Conv, BatchNormalization, Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Add, Sub,
+// Mul, Div, Concat, Split, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean (over H,W), Flatten,
+// Reshape, Transpose, Gemm, MatMul (2-D, constant B), Softmax, Identity, Dropout, Pad, Constant, and the shape
+// arithmetic exporters emit for fixed shapes (Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Slice,
+// ConstantOfShape), which is folded at import time. Ops whose inputs are all constants are evaluated at import.
+// An unsupported op, attribute or attribute value fails the import with the node, op and attribute named.
+//
+// Graph inputs must be FLOAT. A symbolic dimension 0 becomes the dynamic batch; any other symbolic dimension must be
+// fixed through OnnxImportOptions::input_shapes (the model config's dims).
+//
+//   CONVOY_ASSIGN_OR_RETURN(runtime::Graph graph, ImportOnnxFile("model_repo/resnet/1/model.onnx", {}));
+#ifndef CONVOY_SERVER_REPOSITORY_ONNX_IMPORTER_H_
+#define CONVOY_SERVER_REPOSITORY_ONNX_IMPORTER_H_
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "server/runtime/graph.h"
+
+namespace convoy::repository {
+
+struct OnnxImportOptions {
+  // Shapes replacing those in the file, by input name; dimension 0 may be runtime::kBatch.
+  std::map<std::string, runtime::Shape> input_shapes;
+};
+
+// `source_name` names the model in error messages (usually its path).
+absl::StatusOr<runtime::Graph> ImportOnnxModel(std::string_view serialized_model, const std::string& source_name,
+                                               const OnnxImportOptions& options);
+absl::StatusOr<runtime::Graph> ImportOnnxFile(const std::string& path, const OnnxImportOptions& options);
+
+}  // namespace convoy::repository
+
+#endif  // CONVOY_SERVER_REPOSITORY_ONNX_IMPORTER_H_

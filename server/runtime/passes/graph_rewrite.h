@@ -1,0 +1,37 @@
+// Small graph-editing operations shared by the passes: renaming a tensor everywhere, erasing nodes, and the
+// single-consumer test every fusion needs.
+#ifndef CONVOY_SERVER_RUNTIME_PASSES_GRAPH_REWRITE_H_
+#define CONVOY_SERVER_RUNTIME_PASSES_GRAPH_REWRITE_H_
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/runtime/graph.h"
+
+namespace convoy::runtime::passes {
+
+// Replaces every read of `from` (node inputs and graph outputs) by `to`.
+void ReplaceUses(Graph& graph, const std::string& from, const std::string& to);
+
+// Renames the node output `from` to `to` and every read of it.
+void RenameProducedTensor(Graph& graph, const std::string& from, const std::string& to);
+
+// Removes the nodes at the given indices (indices into graph.nodes()).
+void EraseNodes(Graph& graph, const std::set<int>& indices);
+
+// The index of the only node reading `tensor`, or -1 when it has several readers, none, or is a graph output
+// (then fusing it away would lose a value someone needs).
+int SoleConsumer(const Graph& graph, const std::string& tensor);
+
+// Adds `value` as a new constant named after `stem` and returns its name.
+std::string AddFreshConstant(Graph& graph, const std::string& stem, Tensor value);
+
+// Rewrites the Conv2d `conv` (constant weight and bias) so that its output becomes out * multiplier[k] + addend[k]
+// for each output channel k: new weight and bias constants are added, and a bias input is added if it had none.
+void ApplyChannelAffineToConv(Graph& graph, Node& conv, const std::vector<double>& multiplier,
+                              const std::vector<double>& addend);
+
+}  // namespace convoy::runtime::passes
+
+#endif  // CONVOY_SERVER_RUNTIME_PASSES_GRAPH_REWRITE_H_

@@ -1,0 +1,188 @@
+// Tests for every pass: each builds random graphs, runs the pass on a copy, checks the node counts show the rewrite
+// happened (or did not, where it must not), and checks the reference interpreter gives the same outputs before and
+// after (max |diff| <= 1e-5 * max |reference| per output).
+#include "server/runtime/passes/passes.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+#include "server/runtime/passes/pass_test_graphs.h"
+
+namespace convoy::runtime::passes {
+namespace {
+
+using ::convoy::runtime::testing::CountOps;
+using ::convoy::runtime::testing::ExpectSameOutputs;
+using ::convoy::runtime::testing::RandomGraphBuilder;
+using ::convoy::testing::IsOk;
+
+// Finalizes b's graph, applies `pass` to a copy, returns the copy.
+template <typename Pass>
+Graph ApplyToCopy(RandomGraphBuilder& b, Pass pass, int expected_rewrites) {
+  EXPECT_THAT(b.graph().Finalize(), IsOk());
+  Graph after = b.graph();
+  auto rewrites = pass(after);
+  EXPECT_THAT(rewrites, IsOk());
+  if (rewrites.ok() && expected_rewrites >= 0) {
+    EXPECT_EQ(*rewrites, expected_rewrites);
+  }
+  return after;
+}
+
+TEST(FoldConstantsTest, FoldsConstantSubgraph) {
+  RandomGraphBuilder b(4, 5, 5);
+  std::string scale = b.Binary(BinaryKind::kAdd, b.Constant({1, 4, 1, 1}), b.Constant({1, 4, 1, 1}));
+  std::string y = b.Binary(BinaryKind::kMul, "x", b.Act(scale, Activation{ActivationKind::kTanh}));
+  ASSERT_THAT(b.graph().AddOutput(y), IsOk());
+  Graph after = ApplyToCopy(b, FoldConstants, 2);
+  EXPECT_EQ(b.graph().nodes().size(), 3u);
+  EXPECT_EQ(after.nodes().size(), 1u);
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(EliminateIdentitiesTest, RemovesIdentitiesAndKeepsOutputNames) {
+  RandomGraphBuilder b(3, 4, 4);
+  std::string y = b.Identity(b.Act(b.Identity("x"), Activation::Relu()));
+  ASSERT_THAT(b.graph().AddOutput(y), IsOk());
+  Graph after = ApplyToCopy(b, EliminateIdentities, 2);
+  EXPECT_EQ(CountOps(after, OpKind::kIdentity), 0);
+  EXPECT_EQ(after.nodes().size(), 1u);
+  EXPECT_EQ(after.outputs()[0], y);
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(EliminateIdentitiesTest, KeepsIdentityFromInputToOutput) {
+  RandomGraphBuilder b(3, 4, 4);
+  ASSERT_THAT(b.graph().AddOutput(b.Identity("x")), IsOk());
+  Graph after = ApplyToCopy(b, EliminateIdentities, 0);
+  EXPECT_EQ(CountOps(after, OpKind::kIdentity), 1);
+}
+
+TEST(EliminateDeadNodesTest, RemovesUnreachableBranchAndItsConstants) {
+  RandomGraphBuilder b(3, 6, 6);
+  std::string live = b.Conv("x", 4, 3, 1, 1);
+  b.Act(b.Conv("x", 8, 1, 1, 0), Activation::Relu());  // read by nobody
+  ASSERT_THAT(b.graph().AddOutput(live), IsOk());
+  Graph after = ApplyToCopy(b, EliminateDeadNodes, 2);
+  EXPECT_EQ(after.nodes().size(), 1u);
+  EXPECT_EQ(after.constants().size(), 2u);
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(FoldBatchNormIntoConvTest, FoldsIntoConvWithAndWithoutBias) {
+  RandomGraphBuilder b(3, 9, 9);
+  std::string a = b.BatchNorm(b.Conv("x", 8, 3, 2, 1, 1, /*bias=*/false));
+  std::string c = b.BatchNorm(b.Conv(b.Act(a, Activation::Relu()), 8, 3, 1, 1, /*groups=*/8, /*bias=*/true));
+  ASSERT_THAT(b.graph().AddOutput(c), IsOk());
+  Graph after = ApplyToCopy(b, FoldBatchNormIntoConv, 2);
+  EXPECT_EQ(CountOps(after, OpKind::kBatchNorm), 0);
+  EXPECT_EQ(CountOps(after, OpKind::kConv2d), 2);
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(FoldBatchNormIntoConvTest, LeavesBatchNormAfterActivationOrSharedConv) {
+  RandomGraphBuilder b(3, 6, 6);
+  std::string conv = b.Conv("x", 4, 3, 1, 1);
+  std::string after_relu = b.BatchNorm(b.Act(conv, Activation::Relu()));
+  std::string shared = b.BatchNorm(conv);  // conv output also read by the relu
+  ASSERT_THAT(b.graph().AddOutput(after_relu), IsOk());
+  ASSERT_THAT(b.graph().AddOutput(shared), IsOk());
+  Graph after = ApplyToCopy(b, FoldBatchNormIntoConv, 0);
+  EXPECT_EQ(CountOps(after, OpKind::kBatchNorm), 2);
+}
+
+TEST(FuseActivationPatternsTest, RecognizesSiluAndHardSwish) {
+  RandomGraphBuilder b(4, 5, 5);
+  std::string silu = b.Binary(BinaryKind::kMul, "x", b.Act("x", Activation{ActivationKind::kSigmoid}));
+  std::string hswish = b.Binary(BinaryKind::kMul, b.Act(silu, Activation{ActivationKind::kHardSigmoid, 1.0f / 6, 0.5f}),
+                                silu);
+  // alpha 0.2 is ONNX's default hard sigmoid, not hard swish's gate: must stay.
+  std::string other = b.Binary(BinaryKind::kMul, hswish, b.Act(hswish, Activation{ActivationKind::kHardSigmoid, 0.2f, 0.5f}));
+  ASSERT_THAT(b.graph().AddOutput(other), IsOk());
+  Graph after = ApplyToCopy(b, FuseActivationPatterns, 2);
+  EXPECT_EQ(CountOps(after, OpKind::kBinary), 1);
+  EXPECT_EQ(after.nodes().size(), 4u);
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(FuseConvEpilogueTest, ResNetBlockBecomesTwoFusedConvs) {
+  RandomGraphBuilder b(8, 6, 6);
+  std::string h = b.Act(b.Conv("x", 8, 3, 1, 1), Activation::Relu());
+  std::string y = b.Act(b.Binary(BinaryKind::kAdd, b.Conv(h, 8, 3, 1, 1), "x"), Activation::Relu());
+  ASSERT_THAT(b.graph().AddOutput(y), IsOk());
+  Graph after = ApplyToCopy(b, FuseConvEpilogue, 3);
+  ASSERT_EQ(after.nodes().size(), 2u);
+  const auto& second = after.nodes()[1].As<Conv2dAttrs>();
+  EXPECT_EQ(second.residual, ResidualPosition::kBeforeActivation);
+  EXPECT_EQ(second.activation.kind, ActivationKind::kRelu);
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(FuseConvEpilogueTest, ResidualAfterActivationAndChannelConstants) {
+  RandomGraphBuilder b(6, 5, 5);
+  std::string scaled = b.Binary(BinaryKind::kMul, b.Conv("x", 6, 1, 1, 0, 1, false), b.Constant({1, 6, 1, 1}, 0.5f, 2.0f));
+  std::string shifted = b.Binary(BinaryKind::kSub, scaled, b.Constant({6, 1, 1}));
+  std::string divided = b.Binary(BinaryKind::kDiv, shifted, b.Constant({1}, 1.0f, 2.0f));
+  std::string y = b.Binary(BinaryKind::kAdd, "x", b.Act(divided, Activation::Clip(0.0f, 6.0f)));
+  ASSERT_THAT(b.graph().AddOutput(y), IsOk());
+  Graph after = ApplyToCopy(b, FuseConvEpilogue, 5);
+  ASSERT_EQ(after.nodes().size(), 1u);
+  const auto& conv = after.nodes()[0].As<Conv2dAttrs>();
+  EXPECT_TRUE(conv.has_bias);
+  EXPECT_EQ(conv.residual, ResidualPosition::kAfterActivation);
+  EXPECT_EQ(conv.activation.kind, ActivationKind::kClip);
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(FuseConvEpilogueTest, DoesNotFuseWhatIsNotPerChannel) {
+  RandomGraphBuilder b(4, 4, 4);
+  // [4] broadcasts along W, and constant - conv is not affine in the conv's direction with Sub's sign kept.
+  std::string along_w = b.Binary(BinaryKind::kMul, b.Conv("x", 4, 1, 1, 0), b.Constant({4}));
+  std::string reversed = b.Binary(BinaryKind::kDiv, b.Constant({1, 4, 1, 1}, 1.0f, 2.0f), b.Conv("x", 4, 1, 1, 0));
+  ASSERT_THAT(b.graph().AddOutput(along_w), IsOk());
+  ASSERT_THAT(b.graph().AddOutput(reversed), IsOk());
+  Graph after = ApplyToCopy(b, FuseConvEpilogue, 0);
+  EXPECT_EQ(CountOps(after, OpKind::kBinary), 2);
+}
+
+TEST(FuseChannelShuffleTest, ReshapeTransposeReshapeBecomesShuffle) {
+  RandomGraphBuilder b(6, 3, 3);
+  std::string v = b.Node(ReshapeAttrs{{0, 3, 2, 3, 3}}, {"x"});
+  std::string t = b.Node(TransposeAttrs{{0, 2, 1, 3, 4}}, {v});
+  std::string y = b.Node(ReshapeAttrs{{0, -1, 3, 3}}, {t});
+  ASSERT_THAT(b.graph().AddOutput(y), IsOk());
+  Graph after = ApplyToCopy(b, FuseChannelShuffle, 1);
+  ASSERT_EQ(after.nodes().size(), 1u);
+  EXPECT_EQ(after.nodes()[0].As<ChannelShuffleAttrs>().groups, 3);
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(OptimizeGraphTest, RandomResNetLikeNetworkKeepsOnlyFusedOps) {
+  RandomGraphBuilder b(3, 12, 12);
+  std::string h = b.Act(b.BatchNorm(b.Conv("x", 8, 3, 2, 1, 1, false)), Activation::Relu());
+  for (int block = 0; block < 2; ++block) {
+    std::string r = b.Act(b.BatchNorm(b.Conv(b.Identity(h), 8, 3, 1, 1, 1, false)), Activation::Relu());
+    r = b.BatchNorm(b.Conv(r, 8, 3, 1, 1, 2, false));
+    h = b.Act(b.Binary(BinaryKind::kAdd, r, h), Activation::Relu());
+  }
+  Pool2dAttrs gap;
+  gap.global = true;
+  gap.kind = PoolKind::kAverage;
+  std::string pooled = b.Node(FlattenAttrs{1}, {b.Node(gap, {h})});
+  GemmAttrs fc;
+  fc.transpose_b = true;
+  fc.has_bias = true;
+  std::string logits = b.Node(fc, {pooled, b.Constant({5, 8}), b.Constant({5})});
+  ASSERT_THAT(b.graph().AddOutput(b.Node(SoftmaxAttrs{1}, {logits})), IsOk());
+  ASSERT_THAT(b.graph().Finalize(), IsOk());
+  Graph after = b.graph();
+  CONVOY_ASSERT_OK_AND_ASSIGN(OptimizeStats stats, OptimizeGraph(after));
+  EXPECT_EQ(stats.batch_norms_folded, 5);
+  EXPECT_EQ(stats.identities_removed, 2);
+  // 5 convs + pool + flatten + gemm + softmax.
+  EXPECT_EQ(after.nodes().size(), 9u) << after.ToString();
+  ExpectSameOutputs(b.graph(), after);
+}
+
+}  // namespace
+}  // namespace convoy::runtime::passes
