@@ -1,0 +1,333 @@
+#include "kernels/testing/problem_list.h"
+
+namespace convoy::testing {
+namespace {
+
+constexpr Layout kLayouts[] = {Layout::kNCHW, Layout::kNHWC};
+constexpr DataType kDtypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
+
+// Appends `problem` once per layout, in FP32, and (if `all_dtypes`) in FP16 and BF16 too.
+template <typename Problem>
+void AddEveryLayout(std::vector<Problem>& out, Problem problem, bool all_dtypes) {
+  for (Layout layout : kLayouts) {
+    for (DataType dtype : kDtypes) {
+      if (!all_dtypes && dtype != DataType::kFloat32) continue;
+      problem.layout = layout;
+      problem.dtype = dtype;
+      out.push_back(problem);
+    }
+  }
+}
+
+Conv2dProblem Conv(int n, int c, int h, int w, int k, int r, int s, int stride, int pad) {
+  Conv2dProblem p;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s, p.stride_h = p.stride_w = stride;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = pad;
+  return p;
+}
+
+Epilogue BiasAnd(Activation activation) { return Epilogue{true, false, ResidualMode::kNone, activation}; }
+
+}  // namespace
+
+std::vector<Activation> AllActivations() {
+  return {Activation::Identity(),
+          Activation::Relu(),
+          Activation::Relu6(),
+          Activation::LeakyRelu(0.1f),
+          Activation::Of(ActivationKind::kSigmoid),
+          Activation::Of(ActivationKind::kTanh),
+          Activation::Of(ActivationKind::kSilu),
+          Activation::Of(ActivationKind::kHardSigmoid, 0.2f, 0.5f),
+          Activation::Of(ActivationKind::kHardSwish),
+          Activation::Of(ActivationKind::kGelu)};
+}
+
+std::vector<Conv2dProblem> Conv2dProblems() {
+  std::vector<Conv2dProblem> out;
+  Conv2dProblem p = Conv(1, 3, 17, 16, 8, 7, 7, 2, 3);  // ResNet stem, C=3, odd input
+  p.epilogue = Epilogue{true, true, ResidualMode::kNone, Activation::Relu()};
+  AddEveryLayout(out, p, true);
+  p = Conv(2, 8, 9, 9, 16, 3, 3, 1, 1);  // 3x3 s1, batch 2 (Winograd's shape)
+  p.epilogue = BiasAnd(Activation::Relu());
+  AddEveryLayout(out, p, true);
+  p = Conv(1, 5, 11, 10, 6, 3, 3, 2, 0);  // 3x3 s2, asymmetric padding (TF "SAME")
+  p.pad_bottom = p.pad_right = 1;
+  AddEveryLayout(out, p, false);
+  p = Conv(2, 16, 7, 7, 8, 1, 1, 1, 0);  // 1x1 with folded BN and the ResNet residual
+  p.epilogue = Epilogue{true, true, ResidualMode::kBeforeActivation, Activation::Relu()};
+  AddEveryLayout(out, p, true);
+  p = Conv(1, 8, 8, 9, 12, 1, 1, 2, 0);  // 1x1 s2 downsample
+  AddEveryLayout(out, p, false);
+  p = Conv(1, 4, 8, 8, 4, 5, 5, 1, 2);  // 5x5
+  p.epilogue = BiasAnd(Activation::Identity());
+  AddEveryLayout(out, p, false);
+  p = Conv(1, 4, 10, 9, 6, 3, 3, 1, 2);  // dilation 2
+  p.dilation_h = p.dilation_w = 2;
+  AddEveryLayout(out, p, false);
+  p = Conv(2, 8, 6, 7, 8, 3, 3, 1, 1);  // grouped (ResNeXt)
+  p.groups = 2;
+  AddEveryLayout(out, p, true);
+  p = Conv(1, 16, 9, 9, 16, 3, 3, 1, 1);  // depthwise s1 with the MobileNetV2 linear-bottleneck residual
+  p.groups = 16;
+  p.epilogue = Epilogue{true, true, ResidualMode::kAfterActivation, Activation::Relu6()};
+  AddEveryLayout(out, p, true);
+  p = Conv(2, 8, 10, 11, 8, 3, 3, 2, 1);  // depthwise s2
+  p.groups = 8;
+  AddEveryLayout(out, p, false);
+  p = Conv(1, 6, 9, 8, 6, 5, 5, 1, 2);  // depthwise 5x5
+  p.groups = 6;
+  p.epilogue = BiasAnd(Activation::Of(ActivationKind::kHardSwish));
+  AddEveryLayout(out, p, false);
+  p = Conv(1, 3, 5, 6, 4, 1, 7, 1, 0);  // 1x7 with horizontal padding only
+  p.pad_left = p.pad_right = 3;
+  AddEveryLayout(out, p, false);
+  for (const Activation& a : AllActivations()) {  // every activation on a small 3x3
+    p = Conv(1, 4, 5, 5, 4, 3, 3, 1, 1);
+    p.epilogue = BiasAnd(a);
+    out.push_back(p);
+  }
+  p = Conv(1, 8, 6, 6, 8, 3, 3, 1, 1);  // TF32 allowed: may compute products in TF32 on tensor cores
+  p.allow_tf32 = true;
+  out.push_back(p);
+  return out;
+}
+
+std::vector<GemmProblem> GemmProblems() {
+  std::vector<GemmProblem> out;
+  struct Shape {
+    int m, n, k;
+  };
+  const Shape shapes[] = {{1, 10, 64}, {4, 17, 33}, {7, 5, 1}, {32, 32, 32}, {3, 1, 9}};
+  const Epilogue epilogues[] = {
+      Epilogue{},
+      BiasAnd(Activation::Identity()),
+      Epilogue{true, true, ResidualMode::kBeforeActivation, Activation::Relu()},
+      Epilogue{false, false, ResidualMode::kAfterActivation, Activation::Of(ActivationKind::kGelu)},
+  };
+  for (size_t i = 0; i < std::size(shapes); ++i) {
+    for (DataType dtype : kDtypes) {
+      GemmProblem p;
+      p.m = shapes[i].m, p.n = shapes[i].n, p.k = shapes[i].k, p.dtype = dtype;
+      p.epilogue = epilogues[i % std::size(epilogues)];
+      out.push_back(p);
+    }
+  }
+  GemmProblem tf32;
+  tf32.m = 8, tf32.n = 16, tf32.k = 24, tf32.allow_tf32 = true;
+  out.push_back(tf32);
+  return out;
+}
+
+std::vector<Pool2dProblem> Pool2dProblems() {
+  std::vector<Pool2dProblem> out;
+  auto pool = [](PoolMode mode, int n, int c, int h, int w, int window, int stride, int pad) {
+    Pool2dProblem p;
+    p.mode = mode, p.n = n, p.c = c, p.h = h, p.w = w, p.r = p.s = window, p.stride_h = p.stride_w = stride;
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = pad;
+    return p;
+  };
+  AddEveryLayout(out, pool(PoolMode::kMax, 2, 4, 9, 9, 3, 2, 1), true);  // ResNet max pool
+  Pool2dProblem p = pool(PoolMode::kMax, 1, 3, 7, 7, 2, 2, 0);            // ceil mode, odd input
+  p.ceil_mode = true;
+  AddEveryLayout(out, p, false);
+  p = pool(PoolMode::kAverage, 1, 5, 6, 7, 3, 1, 1);
+  AddEveryLayout(out, p, true);
+  p.count_include_pad = true;
+  AddEveryLayout(out, p, false);
+  p = pool(PoolMode::kAverage, 2, 3, 8, 8, 3, 2, 1);  // ceil mode: the last window is clipped by the padded edge
+  p.ceil_mode = true, p.count_include_pad = true;
+  AddEveryLayout(out, p, false);
+  p = pool(PoolMode::kAverage, 1, 4, 8, 6, 2, 2, 0);
+  p.pad_bottom = 1;  // asymmetric
+  AddEveryLayout(out, p, false);
+  AddEveryLayout(out, pool(PoolMode::kGlobalAverage, 2, 6, 7, 5, 1, 1, 0), true);
+  AddEveryLayout(out, pool(PoolMode::kGlobalMax, 1, 5, 4, 9, 1, 1, 0), true);
+  AddEveryLayout(out, pool(PoolMode::kGlobalAverage, 3, 17, 1, 1, 1, 1, 0), false);  // 1x1 planes
+  return out;
+}
+
+std::vector<BatchNormProblem> BatchNormProblems() {
+  std::vector<BatchNormProblem> out;
+  BatchNormProblem p;
+  p.n = 2, p.c = 5, p.h = 3, p.w = 7;
+  AddEveryLayout(out, p, true);
+  p.n = 1, p.c = 16, p.h = 4, p.w = 4, p.activation = Activation::Relu(), p.epsilon = 1e-3f;
+  AddEveryLayout(out, p, true);
+  p.n = 3, p.c = 1, p.h = 1, p.w = 9, p.activation = Activation::Of(ActivationKind::kSilu);
+  AddEveryLayout(out, p, false);
+  return out;
+}
+
+std::vector<ActivationProblem> ActivationProblems() {
+  std::vector<ActivationProblem> out;
+  const int64_t counts[] = {1, 37, 1031};
+  for (const Activation& a : AllActivations()) {
+    for (DataType dtype : kDtypes) {
+      for (int64_t count : counts) {
+        ActivationProblem p;
+        p.count = count, p.dtype = dtype, p.activation = a;
+        out.push_back(p);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<BinaryProblem> BinaryProblems() {
+  std::vector<BinaryProblem> out;
+  const BinaryOp ops[] = {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv};
+  const BinaryBroadcast broadcasts[] = {BinaryBroadcast::kNone, BinaryBroadcast::kPerImageChannel,
+                                        BinaryBroadcast::kPerChannel, BinaryBroadcast::kScalar};
+  for (BinaryOp op : ops) {
+    for (BinaryBroadcast broadcast : broadcasts) {
+      BinaryProblem p;
+      p.op = op, p.broadcast = broadcast, p.n = 2, p.c = 5, p.h = 3, p.w = 7;
+      AddEveryLayout(out, p, op == BinaryOp::kAdd || op == BinaryOp::kMul);
+    }
+  }
+  BinaryProblem se;  // squeeze-excitation scale, then an activation
+  se.op = BinaryOp::kMul, se.broadcast = BinaryBroadcast::kPerImageChannel, se.n = 1, se.c = 16, se.h = se.w = 5;
+  se.activation = Activation::Of(ActivationKind::kHardSwish);
+  AddEveryLayout(out, se, true);
+  BinaryProblem residual;  // the standalone residual add + relu
+  residual.n = 1, residual.c = 8, residual.h = 6, residual.w = 6, residual.activation = Activation::Relu();
+  AddEveryLayout(out, residual, false);
+  return out;
+}
+
+std::vector<ConcatProblem> ConcatProblems() {
+  std::vector<ConcatProblem> out;
+  const std::vector<int> channel_lists[] = {{3, 1, 6}, {8, 8}, {5}, {1, 2, 3, 4}};
+  for (const std::vector<int>& channels : channel_lists) {
+    ConcatProblem p;
+    p.n = 2, p.h = 3, p.w = 5, p.channels = channels;
+    AddEveryLayout(out, p, channels.size() == 3);
+  }
+  return out;
+}
+
+std::vector<SplitProblem> SplitProblems() {
+  std::vector<SplitProblem> out;
+  const std::vector<int> channel_lists[] = {{3, 1, 6}, {8, 8}, {5}, {4, 3, 2, 1}};
+  for (const std::vector<int>& channels : channel_lists) {
+    SplitProblem p;
+    p.n = 2, p.h = 5, p.w = 3, p.channels = channels;
+    AddEveryLayout(out, p, channels.size() == 3);
+  }
+  return out;
+}
+
+std::vector<ChannelShuffleProblem> ChannelShuffleProblems() {
+  std::vector<ChannelShuffleProblem> out;
+  struct Shape {
+    int c, groups;
+  };
+  for (Shape shape : {Shape{12, 3}, Shape{8, 2}, Shape{6, 1}, Shape{5, 5}}) {
+    ChannelShuffleProblem p;
+    p.n = 2, p.c = shape.c, p.groups = shape.groups, p.h = 3, p.w = 4;
+    AddEveryLayout(out, p, shape.groups == 2);
+  }
+  return out;
+}
+
+std::vector<SoftmaxProblem> SoftmaxProblems() {
+  std::vector<SoftmaxProblem> out;
+  struct Shape {
+    int64_t outer, axis, inner;
+  };
+  // [N, C] classifier heads, a single row, and NCHW along C (inner = H * W).
+  for (Shape shape : {Shape{2, 10, 1}, Shape{1, 1000, 1}, Shape{3, 1, 1}, Shape{2, 5, 12}, Shape{1, 21, 7}}) {
+    for (DataType dtype : kDtypes) {
+      SoftmaxProblem p;
+      p.outer = shape.outer, p.axis = shape.axis, p.inner = shape.inner, p.dtype = dtype;
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+std::vector<PadProblem> PadProblems() {
+  std::vector<PadProblem> out;
+  for (PadMode mode : {PadMode::kConstant, PadMode::kReflect, PadMode::kEdge}) {
+    PadProblem p;
+    p.mode = mode, p.n = 2, p.c = 3, p.h = 5, p.w = 6, p.value = -1.25f;
+    p.pad_top = 2, p.pad_bottom = 1, p.pad_left = 0, p.pad_right = 3;
+    AddEveryLayout(out, p, mode == PadMode::kConstant);
+    p.n = 1, p.c = 4, p.h = 4, p.w = 4, p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    AddEveryLayout(out, p, mode == PadMode::kReflect);
+  }
+  return out;
+}
+
+std::vector<ConvertProblem> ConvertProblems() {
+  std::vector<ConvertProblem> out;
+  for (DataType src : kDtypes) {
+    for (DataType dst : kDtypes) {
+      for (Layout src_layout : kLayouts) {
+        for (Layout dst_layout : kLayouts) {
+          ConvertProblem p;
+          p.n = 2, p.c = 5, p.h = 3, p.w = 7;
+          p.src_dtype = src, p.dst_dtype = dst, p.src_layout = src_layout, p.dst_layout = dst_layout;
+          out.push_back(p);
+        }
+      }
+      ConvertProblem flat;  // a flat array: n = count
+      flat.n = 101, flat.src_dtype = src, flat.dst_dtype = dst;
+      out.push_back(flat);
+    }
+  }
+  return out;
+}
+
+std::vector<PreprocessProblem> PreprocessProblems() {
+  std::vector<PreprocessProblem> out;
+  PreprocessProblem imagenet;
+  imagenet.n = 2, imagenet.h = 5, imagenet.w = 7, imagenet.c = 3;
+  imagenet.mean = {0.485f, 0.456f, 0.406f, 0}, imagenet.stddev = {0.229f, 0.224f, 0.225f, 1};
+  PreprocessProblem gray;
+  gray.n = 1, gray.h = 4, gray.w = 9, gray.c = 1, gray.mean = {127.5f, 0, 0, 0}, gray.stddev = {127.5f, 1, 1, 1};
+  gray.scale_to_unit = false;
+  PreprocessProblem rgba;
+  rgba.n = 1, rgba.h = 3, rgba.w = 3, rgba.c = 4, rgba.mean = {0.5f, 0.5f, 0.5f, 0.5f};
+  rgba.stddev = {0.5f, 0.25f, 2.0f, 1.0f};
+  for (const PreprocessProblem& base : {imagenet, gray, rgba}) {
+    for (Layout layout : kLayouts) {
+      for (DataType dtype : kDtypes) {
+        PreprocessProblem p = base;
+        p.dst_layout = layout, p.dst_dtype = dtype;
+        out.push_back(p);
+      }
+    }
+  }
+  return out;
+}
+
+template <>
+std::vector<Conv2dProblem> ProblemsFor<Conv2dProblem>() { return Conv2dProblems(); }
+template <>
+std::vector<GemmProblem> ProblemsFor<GemmProblem>() { return GemmProblems(); }
+template <>
+std::vector<Pool2dProblem> ProblemsFor<Pool2dProblem>() { return Pool2dProblems(); }
+template <>
+std::vector<BatchNormProblem> ProblemsFor<BatchNormProblem>() { return BatchNormProblems(); }
+template <>
+std::vector<ActivationProblem> ProblemsFor<ActivationProblem>() { return ActivationProblems(); }
+template <>
+std::vector<BinaryProblem> ProblemsFor<BinaryProblem>() { return BinaryProblems(); }
+template <>
+std::vector<ConcatProblem> ProblemsFor<ConcatProblem>() { return ConcatProblems(); }
+template <>
+std::vector<SplitProblem> ProblemsFor<SplitProblem>() { return SplitProblems(); }
+template <>
+std::vector<ChannelShuffleProblem> ProblemsFor<ChannelShuffleProblem>() { return ChannelShuffleProblems(); }
+template <>
+std::vector<SoftmaxProblem> ProblemsFor<SoftmaxProblem>() { return SoftmaxProblems(); }
+template <>
+std::vector<PadProblem> ProblemsFor<PadProblem>() { return PadProblems(); }
+template <>
+std::vector<ConvertProblem> ProblemsFor<ConvertProblem>() { return ConvertProblems(); }
+template <>
+std::vector<PreprocessProblem> ProblemsFor<PreprocessProblem>() { return PreprocessProblems(); }
+
+}  // namespace convoy::testing

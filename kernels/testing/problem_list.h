@@ -1,0 +1,40 @@
+// The shared problem list: for every op, small problems that exercise its corners (odd sizes, C=3 stems, every
+// filter size, stride, asymmetric padding, dilation, groups, depthwise, batch 1 and larger, every epilogue and
+// activation, FP32/FP16/BF16, NCHW/NHWC, pooling ceil mode and count_include_pad, uneven concat/split, ...).
+//
+// Every backend's algorithms are checked against the reference over these lists (cross_backend_suite.h). They are
+// kept small so that running every algorithm, including emulated CUDA kernels (~100x slower than native), takes
+// seconds per op. Add a problem here when a bug slips through; every backend then covers it.
+#ifndef CONVOY_KERNELS_TESTING_PROBLEM_LIST_H_
+#define CONVOY_KERNELS_TESTING_PROBLEM_LIST_H_
+
+#include <vector>
+
+#include "kernels/common/problems.h"
+
+namespace convoy::testing {
+
+std::vector<Conv2dProblem> Conv2dProblems();
+std::vector<GemmProblem> GemmProblems();
+std::vector<Pool2dProblem> Pool2dProblems();
+std::vector<BatchNormProblem> BatchNormProblems();
+std::vector<ActivationProblem> ActivationProblems();
+std::vector<BinaryProblem> BinaryProblems();
+std::vector<ConcatProblem> ConcatProblems();
+std::vector<SplitProblem> SplitProblems();
+std::vector<ChannelShuffleProblem> ChannelShuffleProblems();
+std::vector<SoftmaxProblem> SoftmaxProblems();
+std::vector<PadProblem> PadProblems();
+std::vector<ConvertProblem> ConvertProblems();
+std::vector<PreprocessProblem> PreprocessProblems();
+
+// Every activation kind with representative parameters (clip as relu6, leaky slope 0.1, ONNX hard sigmoid).
+std::vector<Activation> AllActivations();
+
+// The list for an op chosen by its problem type: ProblemsFor<Conv2dProblem>() == Conv2dProblems().
+template <typename Problem>
+std::vector<Problem> ProblemsFor();
+
+}  // namespace convoy::testing
+
+#endif  // CONVOY_KERNELS_TESTING_PROBLEM_LIST_H_
