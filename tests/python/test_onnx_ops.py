@@ -1,0 +1,205 @@
+"""Per-op importer tests: a single-op ONNX model built with the onnx helper, evaluated by onnxruntime and by Convoy
+(import, optimize, reference interpreter); outputs must agree to 1e-5 relative error (max |diff| / max |ref|).
+Fresh random inputs and weights each run."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from convoy_model_tool import inspect_model, relative_error, run_model
+
+RNG = np.random.default_rng()
+
+
+def rand(*shape, low=-1.0, high=1.0):
+    return RNG.uniform(low, high, size=shape).astype(np.float32)
+
+
+def make_model(nodes, inputs, output_names, initializers=(), opset=13):
+    graph = helper.make_graph(
+        nodes, "op_test",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N"] + list(v.shape[1:])) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in output_names],
+        initializer=[numpy_helper.from_array(v, n) for n, v in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def check(tmp_path, model, inputs, tol=1e-5):
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    expected = session.run(None, inputs)
+    for optimize in (False, True):
+        actual = run_model(path, inputs, optimize=optimize)
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert a.shape == e.shape, (a.shape, e.shape)
+            assert relative_error(a, e) <= tol, f"optimize={optimize}: rel err {relative_error(a, e)}"
+
+
+CONV_CASES = [
+    dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 1, 0]),
+    dict(kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 2, 2, 2]),
+    dict(kernel_shape=[3, 3], group=4),
+    dict(kernel_shape=[5, 5], strides=[2, 2], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[4, 4], strides=[3, 3], auto_pad="SAME_LOWER"),
+    dict(kernel_shape=[1, 1], auto_pad="VALID"),
+]
+
+
+@pytest.mark.parametrize("attrs", CONV_CASES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv(tmp_path, attrs, bias):
+    group = attrs.get("group", 1)
+    w = rand(8, 8 // group, *attrs["kernel_shape"])
+    inits = [("w", w)] + ([("b", rand(8))] if bias else [])
+    node = helper.make_node("Conv", ["x", "w"] + (["b"] if bias else []), ["y"], **attrs)
+    x = {"x": rand(2, 8, 11, 10)}
+    check(tmp_path, make_model([node], x, ["y"], inits), x)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+    ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),
+    ("MaxPool", dict(kernel_shape=[2, 2], dilations=[2, 2])),
+    ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+    ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)),
+    ("AveragePool", dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)),
+    ("AveragePool", dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER")),
+    ("GlobalAveragePool", {}),
+    ("GlobalMaxPool", {}),
+])
+def test_pool(tmp_path, op, attrs):
+    x = {"x": rand(2, 3, 9, 11)}
+    check(tmp_path, make_model([helper.make_node(op, ["x"], ["y"], **attrs)], x, ["y"]), x)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("Relu", {}), ("Sigmoid", {}), ("Tanh", {}), ("LeakyRelu", dict(alpha=0.2)), ("HardSigmoid", {}),
+    ("HardSigmoid", dict(alpha=0.3, beta=0.4)), ("HardSwish", {}), ("Softmax", dict(axis=1)), ("Identity", {}),
+])
+def test_unary(tmp_path, op, attrs):
+    x = {"x": rand(2, 6, 4, 4, low=-4, high=4)}
+    opset = 14 if op == "HardSwish" else 13
+    check(tmp_path, make_model([helper.make_node(op, ["x"], ["y"], **attrs)], x, ["y"], opset=opset), x)
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13])
+def test_clip_attrs_and_inputs(tmp_path, opset):
+    x = {"x": rand(2, 3, 4, 4, low=-8, high=8)}
+    if opset < 11:
+        node = helper.make_node("Clip", ["x"], ["y"], min=0.0, max=6.0)
+        inits = []
+    else:
+        node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"])
+        inits = [("lo", np.array(0.0, np.float32)), ("hi", np.array(6.0, np.float32))]
+    check(tmp_path, make_model([node], x, ["y"], inits, opset=opset), x)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("other_shape", [(1, 6, 1, 1), (6, 1, 1), (1,), (1, 6, 5, 5), (5,)])
+def test_binary_broadcast(tmp_path, op, other_shape):
+    other = rand(*other_shape, low=0.5, high=2.0)
+    x = {"x": rand(2, 6, 5, 5)}
+    check(tmp_path, make_model([helper.make_node(op, ["x", "c"], ["y"])], x, ["y"], [("c", other)]), x)
+
+
+def test_batch_norm_after_conv_and_alone(tmp_path):
+    c = 6
+    bn = lambda p: [(f"{p}s", rand(c, low=0.5, high=1.5)), (f"{p}b", rand(c)), (f"{p}m", rand(c)),
+                    (f"{p}v", rand(c, low=0.2, high=2.0))]
+    inits = [("w", rand(c, 3, 3, 3))] + bn("a") + bn("b")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "as", "ab", "am", "av"], ["y"], epsilon=1e-3),
+             helper.make_node("Relu", ["y"], ["r"]),
+             helper.make_node("BatchNormalization", ["r", "bs", "bb", "bm", "bv"], ["z"])]
+    x = {"x": rand(2, 3, 7, 7)}
+    check(tmp_path, make_model(nodes, x, ["z"], inits), x)
+
+
+def test_concat_split(tmp_path):
+    nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1),
+             helper.make_node("Relu", ["a"], ["ra"]),
+             helper.make_node("Concat", ["b", "ra"], ["y"], axis=1)]
+    x = {"x": rand(2, 6, 3, 3)}
+    check(tmp_path, make_model(nodes, x, ["y"], [("sizes", np.array([2, 4], np.int64))]), x)
+
+
+def test_split_opset11_equal_parts(tmp_path):
+    nodes = [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1)]
+    x = {"x": rand(2, 6, 3, 3)}
+    check(tmp_path, make_model(nodes, x, ["a", "b", "c"], opset=11), x)
+
+
+def test_flatten_gemm_matmul_softmax(tmp_path):
+    inits = [("w", rand(10, 48)), ("b", rand(10)), ("m", rand(10, 7))]
+    nodes = [helper.make_node("Flatten", ["x"], ["f"], axis=1),
+             helper.make_node("Gemm", ["f", "w", "b"], ["g"], transB=1, alpha=0.5, beta=2.0),
+             helper.make_node("MatMul", ["g", "m"], ["mm"]),
+             helper.make_node("Softmax", ["mm"], ["y"], axis=-1)]
+    x = {"x": rand(3, 3, 4, 4)}
+    check(tmp_path, make_model(nodes, x, ["y"], inits), x)
+
+
+def test_reduce_mean_keepdims(tmp_path):
+    nodes = [helper.make_node("ReduceMean", ["x"], ["k"], axes=[2, 3], keepdims=1),
+             helper.make_node("ReduceMean", ["x"], ["d"], axes=[-1, -2], keepdims=0)]
+    x = {"x": rand(2, 5, 4, 6)}
+    check(tmp_path, make_model(nodes, x, ["k", "d"]), x)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad(tmp_path, mode):
+    nodes = [helper.make_node("Pad", ["x", "pads", "v"], ["y"], mode=mode)]
+    inits = [("pads", np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)), ("v", np.array(0.5, np.float32))]
+    x = {"x": rand(2, 3, 4, 5)}
+    check(tmp_path, make_model(nodes, x, ["y"], inits), x)
+
+
+def test_exporter_shape_chain_reshape_and_channel_shuffle(tmp_path):
+    # What exporters emit for x.view(n, g, c // g, h, w).transpose(1, 2).reshape(n, -1, h, w) with n dynamic.
+    i64 = lambda *v: np.array(v, np.int64)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+        helper.make_node("Concat", ["n1", "mid"], ["shape5"], axis=0),
+        helper.make_node("Reshape", ["x", "shape5"], ["v"]),
+        helper.make_node("Transpose", ["v"], ["t"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Slice", ["s", "start", "end"], ["hw"]),
+        helper.make_node("Concat", ["n1", "minus1", "hw"], ["shape4"], axis=0),
+        helper.make_node("Cast", ["shape4"], ["shape4i"], to=TensorProto.INT64),
+        helper.make_node("Reshape", ["t", "shape4i"], ["y"]),
+    ]
+    inits = [("zero", np.array(0, np.int64)), ("axes0", i64(0)), ("mid", i64(3, 2, 4, 5)), ("start", i64(2)),
+             ("end", i64(4)), ("minus1", i64(-1))]
+    x = {"x": rand(2, 6, 4, 5)}
+    model = make_model(nodes, x, ["y"], inits)
+    check(tmp_path, model, x)
+    rc, text = inspect_model(tmp_path / "model.onnx")
+    assert rc == 0 and "ChannelShuffle" in text and "Transpose" not in text, text
+
+
+def test_constant_and_dropout(tmp_path):
+    nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(rand(1, 4, 1, 1))),
+             helper.make_node("Mul", ["x", "c"], ["m"]),
+             helper.make_node("Dropout", ["m"], ["y"])]
+    x = {"x": rand(2, 4, 3, 3)}
+    check(tmp_path, make_model(nodes, x, ["y"]), x)
+
+
+@pytest.mark.parametrize("nodes,message", [
+    ([helper.make_node("LRN", ["x"], ["y"], size=3)], "op 'LRN' is not supported"),
+    ([helper.make_node("Relu", ["x"], ["y"], bogus=1)], "attribute 'bogus' is not supported"),
+    ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], auto_pad="WHATEVER")], "auto_pad"),
+])
+def test_unsupported_fails_naming_node_op_attribute(tmp_path, nodes, message):
+    x = {"x": rand(1, 3, 4, 4)}
+    path = tmp_path / "model.onnx"
+    onnx.save(make_model(nodes, x, ["y"]), str(path))
+    rc, text = inspect_model(path)
+    assert rc != 0 and message in text, text
