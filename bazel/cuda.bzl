@@ -53,8 +53,14 @@ def cuda_library(name, srcs, hdrs = [], compile_deps = [], deps = [], nvcc_flags
         **kwargs
     )
 
-def cuda_emulated_library(name, srcs, prelude, hdrs = [], deps = [], copts = [], visibility = None, **kwargs):
-    """srcs: .cu files; prelude: the emulation header to include first (a workspace-relative path)."""
+CUDA_EMULATION_PRELUDE = "kernels/cuda_emulation/cuda_emulation.h"
+CUDA_EMULATION_LIBRARY = "//kernels/cuda_emulation"
+
+def cuda_emulated_library(name, srcs, prelude = CUDA_EMULATION_PRELUDE, hdrs = [], deps = [], copts = [], visibility = None, **kwargs):
+    """srcs: .cu files; prelude: the emulation header to include first (a workspace-relative path).
+
+    Defines CONVOY_CUDA_EMULATION=1 for the sources and for every target that depends on the library (host code
+    uses it to pick the emulated runtime, see kernels/cuda_emulation/cuda_host_api.h), and links the emulation."""
     gen = []
     for src in srcs:
         out = name + "_" + src.replace("/", "_")[:-len(".cu")] + ".emu.cc"
@@ -74,8 +80,9 @@ def cuda_emulated_library(name, srcs, prelude, hdrs = [], deps = [], copts = [],
         name = name,
         srcs = gen,
         hdrs = hdrs,
-        copts = copts + ["-DCONVOY_CUDA_EMULATION=1"],
-        deps = deps,
+        copts = copts,
+        defines = ["CONVOY_CUDA_EMULATION=1"],
+        deps = deps + ([] if [d for d in deps if d in [CUDA_EMULATION_LIBRARY, CUDA_EMULATION_LIBRARY + ":cuda_emulation"]] else [CUDA_EMULATION_LIBRARY]),
         alwayslink = True,
         visibility = visibility,
         **kwargs

@@ -1,0 +1,164 @@
+// Runs one thread block of an emulated CUDA kernel: every thread is a Fiber, all run by the calling OS thread.
+//
+// Threads run one at a time, each until it reaches a barrier (__syncthreads), a warp collective (__shfl_sync, mma,
+// ldmatrix, ...) or its end. When no thread can run:
+//   - waiting warp collectives whose named lanes have all arrived are resolved and their lanes run again;
+//   - if every live thread waits at the same __syncthreads, the barrier opens;
+//   - anything else (a thread exited or waits elsewhere while others wait at a barrier, a lane named in a mask never
+//     arrives) is a divergence bug: RunBlock returns an error naming the threads, lanes and source lines. No hang.
+// Shared memory is per block, poisoned with 0xFF bytes (NaN for float, half and bfloat16) when the block starts, and
+// under ASAN everything outside the declared arrays is poisoned for the sanitizer too.
+//
+// Device-side builtins (device_builtins.h, tensor_core_emulation.h) reach the running block through
+// BlockScheduler::Current(). One BlockScheduler per OS thread; it keeps its fiber stacks and shared-memory arena for
+// reuse by every later block.
+#ifndef CONVOY_KERNELS_CUDA_EMULATION_BLOCK_SCHEDULER_H_
+#define CONVOY_KERNELS_CUDA_EMULATION_BLOCK_SCHEDULER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/cuda_emulation/fiber.h"
+#include "kernels/cuda_emulation/schedule.h"
+#include "kernels/cuda_emulation/vector_types.h"
+
+namespace convoy::cuda_emulation {
+
+// Device limits the emulation enforces (those of an sm_90 part).
+inline constexpr int kWarpSize = 32;
+inline constexpr int kMaxThreadsPerBlock = 1024;
+inline constexpr size_t kMaxStaticSharedBytes = 48 * 1024;
+inline constexpr size_t kDefaultMaxDynamicSharedBytes = 48 * 1024;
+inline constexpr size_t kMaxSharedBytesPerBlock = 227 * 1024;
+
+// Where in the kernel source a thread waits (file is a string literal from __builtin_FILE()).
+struct SourceLocation {
+  const char* file = "?";
+  int line = 0;
+  std::string ToString() const;
+};
+
+// The coordinates device code reads through threadIdx, blockIdx, blockDim and gridDim. The scheduler rewrites
+// thread_idx before it resumes each fiber; they never move between OS threads.
+struct ThreadCoordinates {
+  uint3 thread_idx{0, 0, 0};
+  uint3 block_idx{0, 0, 0};
+  dim3 block_dim;
+  dim3 grid_dim;
+};
+inline thread_local ThreadCoordinates tls_coordinates;
+
+// A warp collective kind: `resolve` runs once when every lane named in the mask has arrived. `payloads[lane]` is the
+// lane's own argument/result block (nullptr for lanes outside the mask). It returns an error message, or "" if fine.
+struct WarpCollectiveKind {
+  const char* name;
+  std::string (*resolve)(void* const payloads[kWarpSize], unsigned mask);
+};
+
+// The body every thread of the grid runs: invoke(closure).
+struct KernelBody {
+  void (*invoke)(const void* closure) = nullptr;
+  const void* closure = nullptr;
+};
+
+struct BlockLaunch {
+  dim3 grid_dim;
+  dim3 block_dim;
+  uint3 block_idx{0, 0, 0};
+  size_t dynamic_shared_bytes = 0;
+  Schedule schedule;
+  KernelBody body;
+};
+
+// A cp.async copy issued but not yet waited for (it lands in shared memory at cp.async.wait_group).
+struct PendingAsyncCopy {
+  void* destination;
+  unsigned char bytes[16];
+  int size;
+  int64_t group;  // -1 until cp.async.commit_group
+};
+
+class BlockScheduler {
+ public:
+  // The scheduler of the calling OS thread (created on first use).
+  static BlockScheduler& ForThisThread();
+  // The scheduler running the calling fiber; aborts if called outside a kernel.
+  static BlockScheduler& Current();
+  ~BlockScheduler();
+  BlockScheduler(const BlockScheduler&) = delete;
+  BlockScheduler& operator=(const BlockScheduler&) = delete;
+
+  // Runs every thread of the block to completion or to the first bug found.
+  absl::Status RunBlock(const BlockLaunch& launch);
+
+  // ------------------------------------------------------------- called from a running emulated thread (a fiber)
+  enum class BarrierReduction { kNone, kCount, kAnd, kOr };
+  // __syncthreads() and its _count/_and/_or forms; returns the reduction (0 for kNone).
+  int SyncThreads(SourceLocation where, BarrierReduction reduction, int predicate);
+  // Waits until every lane in `mask` arrived at the same kind of collective, then kind.resolve ran.
+  void WarpCollective(const WarpCollectiveKind& kind, unsigned mask, void* payload, SourceLocation where);
+  // Lanes of the caller's warp that exist and have not exited (what __activemask() reports here).
+  unsigned LiveLanesOfCurrentWarp() const;
+  int current_lane() const;
+  // Stops the block: RunBlock returns `message` (prefixed with the thread's coordinates). Never returns.
+  [[noreturn]] void FailCurrentThread(const std::string& message);
+
+  // Per-block storage for the static __shared__ array declared at `key` (CONVOY_SHARED_ARRAY). All threads of a
+  // block get the same bytes, poisoned when first declared in the block.
+  void* StaticShared(const void* key, size_t bytes, size_t alignment, SourceLocation where);
+  void* DynamicShared();
+  // True if [address, address + bytes) lies inside this block's shared memory.
+  bool IsShared(const void* address, size_t bytes) const;
+
+  // cp.async bookkeeping of the current thread.
+  std::vector<PendingAsyncCopy>& pending_async_copies();
+  int64_t& committed_async_groups();
+
+ private:
+  struct EmulatedThread;
+
+  BlockScheduler();
+  static void ThreadMain(void* thread);
+
+  absl::Status PrepareBlock(const BlockLaunch& launch);
+  void ResetSharedMemory(size_t dynamic_bytes);
+  void BuildRunOrder(int round);
+  absl::Status RunUntilQuiet();
+  // Resolves every complete warp collective; returns true if any lane can run again.
+  absl::StatusOr<bool> ResolveWarpCollectives();
+  absl::StatusOr<bool> ResolveWarp(int warp);
+  absl::Status OpenBarrier();
+  absl::Status DescribeStall() const;
+  std::string DescribeThread(const EmulatedThread& thread) const;
+  void SuspendCurrent();
+
+  FiberStackPool stacks_;
+  std::vector<std::unique_ptr<EmulatedThread>> threads_;
+  std::vector<int> run_order_;
+  int thread_count_ = 0;
+  int warp_count_ = 0;
+  EmulatedThread* current_ = nullptr;
+  BlockLaunch launch_;
+  std::string failure_;  // set by FailCurrentThread
+  bool failed_ = false;
+
+  // Shared memory: [0, dynamic) is the dynamic part, static arrays follow.
+  unsigned char* shared_arena_ = nullptr;
+  size_t shared_capacity_ = 0;
+  size_t shared_cursor_ = 0;
+  size_t static_shared_bytes_ = 0;
+  struct StaticSlot {
+    const void* key;
+    size_t offset;
+  };
+  std::vector<StaticSlot> static_slots_;
+};
+
+}  // namespace convoy::cuda_emulation
+
+#endif  // CONVOY_KERNELS_CUDA_EMULATION_BLOCK_SCHEDULER_H_

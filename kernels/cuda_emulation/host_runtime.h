@@ -1,0 +1,143 @@
+// The subset of the CUDA runtime API that Convoy's launchers and tests use, for the CUDA emulation. Device memory is
+// host memory, every call is synchronous (a launch has finished when it returns), streams and events only order and
+// time work. It has CUDA's names in the global namespace (C++ linkage, so a binary never mixes it up with libcudart,
+// but never link an emulated kernel library and an nvcc-built one into the same binary).
+//
+// Errors: a failing call returns its cudaError_t and records it as the thread's last error (cudaGetLastError reads and
+// clears it). The emulation also keeps a detailed message for the last failure (which thread, which barrier, which
+// limit): convoy::cuda_emulation::LastErrorDetail(), which kernels/cuda_emulation/cuda_status.h puts into the
+// absl::Status it builds.
+#ifndef CONVOY_KERNELS_CUDA_EMULATION_HOST_RUNTIME_H_
+#define CONVOY_KERNELS_CUDA_EMULATION_HOST_RUNTIME_H_
+
+#include <cstddef>
+#include <string>
+
+#include "kernels/cuda_emulation/vector_types.h"
+
+enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDeviceFunction = 98,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
+  cudaErrorIllegalAddress = 700,
+  cudaErrorLaunchOutOfResources = 701,
+  cudaErrorAssert = 710,
+  cudaErrorLaunchFailure = 719,
+  cudaErrorNotSupported = 801,
+  cudaErrorUnknown = 999,
+};
+typedef enum cudaError cudaError_t;
+
+struct CUstream_st;
+typedef CUstream_st* cudaStream_t;
+struct CUevent_st;
+typedef CUevent_st* cudaEvent_t;
+
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDefault 0x00
+#define cudaEventDisableTiming 0x02
+#define cudaStreamLegacy (reinterpret_cast<cudaStream_t>(0x1))
+#define cudaStreamPerThread (reinterpret_cast<cudaStream_t>(0x2))
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9,
+};
+
+enum cudaDeviceAttr {
+  cudaDevAttrMaxThreadsPerBlock = 1,
+  cudaDevAttrMaxSharedMemoryPerBlock = 8,
+  cudaDevAttrWarpSize = 10,
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrL2CacheSize = 38,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
+
+const char* cudaGetErrorString(cudaError_t error);
+const char* cudaGetErrorName(cudaError_t error);
+cudaError_t cudaGetLastError();
+cudaError_t cudaPeekAtLastError();
+
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device);
+cudaError_t cudaDeviceSynchronize();
+
+cudaError_t cudaMalloc(void** pointer, size_t bytes);
+template <typename T>
+cudaError_t cudaMalloc(T** pointer, size_t bytes) {
+  return cudaMalloc(reinterpret_cast<void**>(pointer), bytes);
+}
+cudaError_t cudaFree(void* pointer);
+cudaError_t cudaMallocHost(void** pointer, size_t bytes);
+cudaError_t cudaFreeHost(void* pointer);
+cudaError_t cudaMemcpy(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemset(void* destination, int value, size_t bytes);
+cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStream_t stream = nullptr);
+
+// __constant__ and __device__ variables are ordinary globals in the emulation.
+template <typename T>
+cudaError_t cudaMemcpyToSymbol(T& symbol, const void* source, size_t bytes, size_t offset = 0,
+                               cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+  return cudaMemcpy(reinterpret_cast<char*>(&symbol) + offset, source, bytes, kind);
+}
+template <typename T>
+cudaError_t cudaMemcpyFromSymbol(void* destination, const T& symbol, size_t bytes, size_t offset = 0,
+                                 cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
+  return cudaMemcpy(destination, reinterpret_cast<const char*>(&symbol) + offset, bytes, kind);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags = 0);
+
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventQuery(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end);
+
+// The dynamic shared memory a kernel may request above the default 48 KiB, up to 227 KiB (as on sm_90).
+cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value);
+template <typename... Params>
+cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attribute, int value) {
+  return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), attribute, value);
+}
+
+namespace convoy::cuda_emulation {
+
+// The detailed message of the last failing runtime call or launch on this thread ("" if none failed yet).
+std::string LastErrorDetail();
+// Records a failure: sets the thread's last error and detail; returns `error`.
+cudaError_t RecordError(cudaError_t error, std::string detail);
+// The dynamic shared memory limit set for `kernel` with cudaFuncSetAttribute (48 KiB by default).
+size_t MaxDynamicSharedBytes(const void* kernel);
+
+}  // namespace convoy::cuda_emulation
+
+#endif  // CONVOY_KERNELS_CUDA_EMULATION_HOST_RUNTIME_H_
