@@ -1,0 +1,77 @@
+// Times Convoy on one conv layer, for bench/onnxruntime_compare.py: tunes the layer through SelectAlgorithm (kTune,
+// fresh cache), re-times the chosen algorithm, and prints one machine-readable line:
+//
+//   conv_layer_bench --layer=resnet50:l1_3x3_64:56:56:64:64:3:3:1:1:1:3:0 --batch=1 [--layout=nchw] [--reps=20]
+//   CONVOY_LAYER resnet50:l1_3x3_64 batch=1 layout=NCHW algorithm=cpu.conv2d.winograd_f4x4_3x3_nchw ms=1.234
+//
+// Several --layer flags may be given; each gets its line.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "kernels/benchmarks/layer_benchmarks.h"
+#include "kernels/registry/autotuner.h"
+
+namespace convoy::benchmarks {
+namespace {
+
+int TimeLayer(const std::string& spec, int batch, Layout layout, int reps) {
+  auto layer = ParseLayerSpec(spec);
+  if (!layer.ok()) {
+    std::fprintf(stderr, "%s\n", layer.status().ToString().c_str());
+    return 1;
+  }
+  CpuDevice& device = CpuDevice::Default();
+  const Conv2dProblem problem = LayerProblem(*layer, batch, layout);
+  AlgorithmCache cache;
+  auto chosen = SelectAlgorithm<Conv2dOp>(problem, device, cache, AlgorithmSelection::kTune);
+  auto buffers = chosen.ok() ? MakeLayerBuffers(problem, device) : chosen.status();
+  if (!buffers.ok()) {
+    std::fprintf(stderr, "%s: %s\n", spec.c_str(), buffers.status().ToString().c_str());
+    return 1;
+  }
+  auto ms = TimeAlgorithm(*chosen->algorithm, problem, **buffers, device, 2, reps);
+  if (!ms.ok()) {
+    std::fprintf(stderr, "%s: %s\n", spec.c_str(), ms.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("CONVOY_LAYER %s:%s batch=%d layout=%s algorithm=%s ms=%.4f\n", layer->model.c_str(),
+              layer->name.c_str(), batch, std::string(LayoutName(layout)).c_str(),
+              std::string(chosen->algorithm->name()).c_str(), *ms);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace convoy::benchmarks
+
+int main(int argc, char** argv) {
+  std::vector<std::string> specs;
+  int batch = 1, reps = 20;
+  convoy::Layout layout = convoy::Layout::kNCHW;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    bool ok = true;
+    if (absl::ConsumePrefix(&arg, "--layer=")) {
+      specs.emplace_back(arg);
+    } else if (absl::ConsumePrefix(&arg, "--batch=")) {
+      ok = absl::SimpleAtoi(arg, &batch) && batch > 0;
+    } else if (absl::ConsumePrefix(&arg, "--reps=")) {
+      ok = absl::SimpleAtoi(arg, &reps) && reps > 0;
+    } else if (absl::ConsumePrefix(&arg, "--layout=")) {
+      ok = arg == "nchw" || arg == "nhwc";
+      layout = arg == "nhwc" ? convoy::Layout::kNHWC : convoy::Layout::kNCHW;
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "usage: %s --layer=SPEC... [--batch=N] [--layout=nchw|nhwc] [--reps=N]\n", argv[0]);
+      return 2;
+    }
+  }
+  int failures = 0;
+  for (const std::string& spec : specs) failures += convoy::benchmarks::TimeLayer(spec, batch, layout, reps);
+  return failures == 0 && !specs.empty() ? 0 : 1;
+}
