@@ -177,6 +177,15 @@ absl::StatusOr<YamlMap> YamlMap::Map(const std::string& key) const {
   return Create(node_[key], ChildPath(key), source_);
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, YAML::Node>>> YamlMap::Entries() const {
+  std::vector<std::pair<std::string, YAML::Node>> out;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (!it->first.IsScalar()) return YamlError(source_, it->first, path_, "map keys must be plain names");
+    out.emplace_back(it->first.Scalar(), it->second);
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<std::pair<YAML::Node, std::string>>> YamlMap::Sequence(const std::string& key) const {
   if (!Has(key)) return Error(key, "required field is missing");
   YAML::Node value = node_[key];

@@ -57,6 +57,8 @@ class YamlMap {
                                                       std::optional<std::vector<std::string>> fallback = {},
                                                       bool allow_scalar = false) const;
   absl::StatusOr<YamlMap> Map(const std::string& key) const;
+  // Every key (must be plain scalars) with its value, in file order.
+  absl::StatusOr<std::vector<std::pair<std::string, YAML::Node>>> Entries() const;
   // Items of a sequence field with their paths ("key[i]").
   absl::StatusOr<std::vector<std::pair<YAML::Node, std::string>>> Sequence(const std::string& key) const;
 

@@ -1,0 +1,109 @@
+// A model's config.yaml (<repo>/<model>/config.yaml) as a plain struct, and its strict parser. The schema, with
+// every field, type, default and meaning, is in docs/model_config.md; concepts follow Triton's model configuration.
+//
+//   CONVOY_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig("model_repo/simple_cnn/config.yaml"));
+//
+// Errors name the file, line and column, the field path ("dynamic_batching.preferred_batch_size[1]"), what was
+// expected and what was found. Unknown fields are errors. Cross-field rules (preferred sizes <= max_batch_size,
+// priority levels in range, ...) are checked after parsing.
+#ifndef CONVOY_SERVER_REPOSITORY_MODEL_CONFIG_H_
+#define CONVOY_SERVER_REPOSITORY_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace convoy::repository {
+
+enum class ModelFormat { kConvoy, kOnnx };
+enum class TensorDataType { kFp32, kFp16, kBf16, kUint8, kInt64 };
+enum class TensorLayout { kNchw, kNhwc };
+enum class TimeoutAction { kReject, kDelay };
+enum class InstanceKind { kAuto, kGpu, kCpu };
+enum class Precision { kFp32, kTf32, kFp16, kBf16 };
+enum class AlgorithmSelection { kHeuristic, kTune };
+enum class VersionPolicyKind { kLatest, kAll, kSpecific };
+
+const char* TensorDataTypeName(TensorDataType type);
+
+// Turns a UINT8 HWC image into the model's float input: (pixel * scale - mean[c]) / std[c], laid out as the
+// model input's layout.
+struct ImagePreprocessing {
+  std::vector<float> mean;  // one per channel
+  std::vector<float> std;   // one per channel, > 0
+  float scale = 1.0f / 255.0f;
+};
+
+struct TensorConfig {
+  std::string name;
+  TensorDataType data_type = TensorDataType::kFp32;
+  std::vector<int64_t> dims;  // without the batch dimension
+  TensorLayout layout = TensorLayout::kNchw;
+  std::optional<ImagePreprocessing> preprocessing;  // inputs only
+  std::string labels_file;                          // outputs only, relative to the model folder
+};
+
+struct QueuePolicy {
+  int64_t max_queue_size = 0;  // 0 = unbounded
+  int64_t default_timeout_microseconds = 0;  // 0 = no timeout
+  TimeoutAction timeout_action = TimeoutAction::kReject;
+  bool allow_timeout_override = false;
+};
+
+struct DynamicBatchingConfig {
+  std::vector<int64_t> preferred_batch_size;
+  int64_t max_queue_delay_microseconds = 0;
+  bool preserve_ordering = false;
+  int64_t priority_levels = 0;  // 0 = priorities off
+  int64_t default_priority_level = 0;
+  QueuePolicy default_queue_policy;
+  std::map<int64_t, QueuePolicy> priority_queue_policy;  // by level, 1..priority_levels
+};
+
+struct InstanceGroupConfig {
+  int64_t count = 1;
+  InstanceKind kind = InstanceKind::kAuto;
+  std::vector<int64_t> gpus;  // empty = all visible GPUs
+};
+
+struct OptimizationConfig {
+  Precision precision = Precision::kFp32;
+  bool cuda_graphs = false;
+  AlgorithmSelection algorithm_selection = AlgorithmSelection::kHeuristic;
+  std::vector<int64_t> tune_batch_sizes;  // empty = every batch size up to max_batch_size when tuning
+};
+
+struct WarmupConfig {
+  std::vector<int64_t> batch_sizes;
+  int64_t iterations = 1;
+};
+
+struct VersionPolicy {
+  VersionPolicyKind kind = VersionPolicyKind::kLatest;
+  int64_t latest_count = 1;         // kLatest
+  std::vector<int64_t> versions;    // kSpecific
+};
+
+struct ModelConfig {
+  std::string name;
+  ModelFormat format = ModelFormat::kOnnx;
+  int64_t max_batch_size = 0;  // 0 = no batching: the model's inputs carry no batch dimension of ours
+  std::vector<TensorConfig> inputs;
+  std::vector<TensorConfig> outputs;
+  std::optional<DynamicBatchingConfig> dynamic_batching;
+  std::vector<InstanceGroupConfig> instance_groups;
+  OptimizationConfig optimization;
+  std::optional<WarmupConfig> warmup;
+  VersionPolicy version_policy;
+};
+
+absl::StatusOr<ModelConfig> ParseModelConfigText(const std::string& text, const std::string& source_name);
+absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& path);
+
+}  // namespace convoy::repository
+
+#endif  // CONVOY_SERVER_REPOSITORY_MODEL_CONFIG_H_

@@ -1,0 +1,136 @@
+// Tests for config.yaml parsing: a full config round-trips into the struct; each kind of mistake fails with the
+// location, field path and the expected/found values.
+#include "server/repository/model_config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+
+namespace convoy::repository {
+namespace {
+
+using ::convoy::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr char kFullConfig[] = R"(
+name: resnet
+format: onnx
+max_batch_size: 16
+inputs:
+  - name: images
+    datatype: UINT8
+    dims: [224, 224, 3]
+    layout: NHWC
+    preprocessing: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}
+outputs:
+  - {name: logits, dims: [1000], labels: labels.txt}
+dynamic_batching:
+  preferred_batch_size: [4, 8]
+  max_queue_delay_microseconds: 100
+  preserve_ordering: true
+  priority_levels: 3
+  default_priority_level: 2
+  default_queue_policy: {max_queue_size: 10, timeout_action: DELAY, allow_timeout_override: true}
+  priority_queue_policy:
+    1: {max_queue_size: 5, default_timeout_microseconds: 2000}
+instance_group:
+  - {count: 2, kind: gpu, gpus: [0, 1]}
+  - {count: 1, kind: cpu}
+optimization: {precision: fp16, cuda_graphs: true, algorithm_selection: tune, tune_batch_sizes: [1, 8]}
+warmup: {batch_sizes: [1, 16], iterations: 3}
+version_policy: {specific: [1, 3]}
+)";
+
+TEST(ModelConfigTest, ParsesEveryField) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelConfig c, ParseModelConfigText(kFullConfig, "config.yaml"));
+  EXPECT_EQ(c.name, "resnet");
+  EXPECT_EQ(c.format, ModelFormat::kOnnx);
+  EXPECT_EQ(c.max_batch_size, 16);
+  ASSERT_EQ(c.inputs.size(), 1u);
+  EXPECT_EQ(c.inputs[0].data_type, TensorDataType::kUint8);
+  EXPECT_EQ(c.inputs[0].layout, TensorLayout::kNhwc);
+  ASSERT_TRUE(c.inputs[0].preprocessing.has_value());
+  EXPECT_FLOAT_EQ(c.inputs[0].preprocessing->std[2], 0.225f);
+  EXPECT_EQ(c.outputs[0].labels_file, "labels.txt");
+  EXPECT_EQ(c.outputs[0].data_type, TensorDataType::kFp32);
+  ASSERT_TRUE(c.dynamic_batching.has_value());
+  EXPECT_EQ(c.dynamic_batching->preferred_batch_size, (std::vector<int64_t>{4, 8}));
+  EXPECT_TRUE(c.dynamic_batching->preserve_ordering);
+  EXPECT_EQ(c.dynamic_batching->default_queue_policy.timeout_action, TimeoutAction::kDelay);
+  EXPECT_EQ(c.dynamic_batching->priority_queue_policy.at(1).default_timeout_microseconds, 2000);
+  ASSERT_EQ(c.instance_groups.size(), 2u);
+  EXPECT_EQ(c.instance_groups[0].gpus, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(c.instance_groups[1].kind, InstanceKind::kCpu);
+  EXPECT_EQ(c.optimization.precision, Precision::kFp16);
+  EXPECT_EQ(c.optimization.algorithm_selection, AlgorithmSelection::kTune);
+  EXPECT_EQ(c.warmup->iterations, 3);
+  EXPECT_EQ(c.version_policy.kind, VersionPolicyKind::kSpecific);
+  EXPECT_EQ(c.version_policy.versions, (std::vector<int64_t>{1, 3}));
+}
+
+TEST(ModelConfigTest, DefaultsForAMinimalConfig) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(
+      ModelConfig c, ParseModelConfigText("name: m\nformat: convoy\ninputs: [{name: x, dims: [3]}]\n"
+                                          "outputs: [{name: y, dims: [2]}]\n", "config.yaml"));
+  EXPECT_EQ(c.max_batch_size, 0);
+  EXPECT_FALSE(c.dynamic_batching.has_value());
+  ASSERT_EQ(c.instance_groups.size(), 1u);
+  EXPECT_EQ(c.instance_groups[0].kind, InstanceKind::kAuto);
+  EXPECT_EQ(c.version_policy.kind, VersionPolicyKind::kLatest);
+  EXPECT_EQ(c.version_policy.latest_count, 1);
+}
+
+struct BadCase {
+  const char* description;
+  const char* find;     // replaced in kFullConfig
+  const char* replace;
+  const char* message;  // expected substring
+};
+
+class ModelConfigErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ModelConfigErrorTest, FailsWithLocationAndFieldPath) {
+  std::string text = kFullConfig;
+  size_t at = text.find(GetParam().find);
+  ASSERT_NE(at, std::string::npos) << GetParam().find;
+  text.replace(at, std::string(GetParam().find).size(), GetParam().replace);
+  EXPECT_THAT(ParseModelConfigText(text, "m/config.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("m/config.yaml:"),
+                                                                 HasSubstr(GetParam().message))))
+      << GetParam().description;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Mistakes, ModelConfigErrorTest,
+    ::testing::Values(
+        BadCase{"typo in a field", "preserve_ordering", "preserve_order", "dynamic_batching.preserve_order: unknown field"},
+        BadCase{"wrong type in a list", "[4, 8]", "[4, eight]",
+                "dynamic_batching.preferred_batch_size[1]: expected an integer, got 'eight'"},
+        BadCase{"preferred size over max", "[4, 8]", "[4, 32]", "preferred_batch_size[1] is 32, larger than max_batch_size 16"},
+        BadCase{"default priority out of range", "default_priority_level: 2", "default_priority_level: 4",
+                "must be in 1..3"},
+        BadCase{"priority policy level out of range", "    1: {max_queue_size: 5", "    7: {max_queue_size: 5",
+                "priority level 7 outside 1..3"},
+        BadCase{"bad enum", "precision: fp16", "precision: fp8", "expected one of fp32, tf32, fp16, bf16, got 'fp8'"},
+        BadCase{"negative dim", "dims: [1000]", "dims: [-1]", "entry 0 must be >= 1, got -1"},
+        BadCase{"preprocessing on float input", "datatype: UINT8", "datatype: FP32", "needs datatype UINT8"},
+        BadCase{"two version policies", "{specific: [1, 3]}", "{specific: [1], latest: 2}", "exactly one of"},
+        BadCase{"warmup batch over max", "batch_sizes: [1, 16]", "batch_sizes: [1, 17]", "exceeds max_batch_size 16"},
+        BadCase{"syntax error", "max_batch_size: 16", "max_batch_size: [16", "YAML syntax error"},
+        BadCase{"duplicate tensor", "{name: logits, dims: [1000], labels: labels.txt}",
+                "{name: logits, dims: [1]}\n  - {name: logits, dims: [2]}", "duplicate name 'logits'"},
+        BadCase{"bool field", "cuda_graphs: true", "cuda_graphs: yes please", "expected true or false"}));
+
+TEST(ModelConfigTest, ReportsLineAndColumnOfTheBadValue) {
+  EXPECT_THAT(ParseModelConfigText("name: m\nformat: onnx\nmax_batch_size: lots\n", "c.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("c.yaml:3:17: max_batch_size: expected an integer, got 'lots'")));
+}
+
+TEST(ModelConfigTest, MissingFileIsNotFound) {
+  EXPECT_THAT(ParseModelConfig("/nonexistent/config.yaml"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot open")));
+}
+
+}  // namespace
+}  // namespace convoy::repository
