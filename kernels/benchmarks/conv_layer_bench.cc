@@ -4,20 +4,22 @@
 //   conv_layer_bench --layer=resnet50:l1_3x3_64:56:56:64:64:3:3:1:1:1:3:0 --batch=1 [--layout=nchw] [--reps=20]
 //   CONVOY_LAYER resnet50:l1_3x3_64 batch=1 layout=NCHW algorithm=cpu.conv2d.winograd_f4x4_3x3_nchw ms=1.234
 //
-// Several --layer flags may be given; each gets its line.
+// Several --layer flags may be given; each gets its line. --algorithm=NAME times that algorithm instead of tuning.
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "kernels/benchmarks/layer_benchmarks.h"
 #include "kernels/registry/autotuner.h"
+#include "kernels/registry/registry.h"
 
 namespace convoy::benchmarks {
 namespace {
 
-int TimeLayer(const std::string& spec, int batch, Layout layout, int reps) {
+int TimeLayer(const std::string& spec, int batch, Layout layout, int reps, const std::string& forced) {
   auto layer = ParseLayerSpec(spec);
   if (!layer.ok()) {
     std::fprintf(stderr, "%s\n", layer.status().ToString().c_str());
@@ -26,7 +28,14 @@ int TimeLayer(const std::string& spec, int batch, Layout layout, int reps) {
   CpuDevice& device = CpuDevice::Default();
   const Conv2dProblem problem = LayerProblem(*layer, batch, layout);
   AlgorithmCache cache;
-  auto chosen = SelectAlgorithm<Conv2dOp>(problem, device, cache, AlgorithmSelection::kTune);
+  absl::StatusOr<SelectedAlgorithm<Conv2dOp>> chosen;
+  if (forced.empty()) {
+    chosen = SelectAlgorithm<Conv2dOp>(problem, device, cache, AlgorithmSelection::kTune);
+  } else if (const auto* a = OpRegistry<Conv2dOp>::Global().Find(forced); a != nullptr) {
+    chosen = SelectedAlgorithm<Conv2dOp>{a};
+  } else {
+    chosen = absl::NotFoundError(absl::StrCat("no algorithm named ", forced));
+  }
   auto buffers = chosen.ok() ? MakeLayerBuffers(problem, device) : chosen.status();
   if (!buffers.ok()) {
     std::fprintf(stderr, "%s: %s\n", spec.c_str(), buffers.status().ToString().c_str());
@@ -49,6 +58,7 @@ int TimeLayer(const std::string& spec, int batch, Layout layout, int reps) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> specs;
+  std::string forced;
   int batch = 1, reps = 20;
   convoy::Layout layout = convoy::Layout::kNCHW;
   for (int i = 1; i < argc; ++i) {
@@ -58,6 +68,8 @@ int main(int argc, char** argv) {
       specs.emplace_back(arg);
     } else if (absl::ConsumePrefix(&arg, "--batch=")) {
       ok = absl::SimpleAtoi(arg, &batch) && batch > 0;
+    } else if (absl::ConsumePrefix(&arg, "--algorithm=")) {
+      forced = std::string(arg);
     } else if (absl::ConsumePrefix(&arg, "--reps=")) {
       ok = absl::SimpleAtoi(arg, &reps) && reps > 0;
     } else if (absl::ConsumePrefix(&arg, "--layout=")) {
@@ -67,11 +79,11 @@ int main(int argc, char** argv) {
       ok = false;
     }
     if (!ok) {
-      std::fprintf(stderr, "usage: %s --layer=SPEC... [--batch=N] [--layout=nchw|nhwc] [--reps=N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s --layer=SPEC... [--batch=N] [--layout=nchw|nhwc] [--reps=N] [--algorithm=NAME]\n", argv[0]);
       return 2;
     }
   }
   int failures = 0;
-  for (const std::string& spec : specs) failures += convoy::benchmarks::TimeLayer(spec, batch, layout, reps);
+  for (const std::string& spec : specs) failures += convoy::benchmarks::TimeLayer(spec, batch, layout, reps, forced);
   return failures == 0 && !specs.empty() ? 0 : 1;
 }

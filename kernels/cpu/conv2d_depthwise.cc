@@ -22,29 +22,39 @@ void ValidColumns(const Conv2dProblem& p, int s, int64_t* lo, int64_t* hi) {
   *hi = std::max(*lo, std::min<int64_t>(p.q(), FloorDiv(p.w - 1 - offset, p.stride_w) + 1));
 }
 
+// Filters wider than this go to im2col: the per-column valid ranges live in a fixed array (Run never allocates).
+constexpr int kMaxFilterWidth = 32;
+
 struct DepthwiseCall {
   const Conv2dProblem* p;
   const void* x;
   const float* w;  // FP32: NCHW [C, R, S], NHWC packed [R, S, C]
   void* y;
   EpilogueOperands epilogue;
+  int64_t out_h, out_w;
+  // Output columns [column_lo[s], column_hi[s]) read inside the input for filter column s (hoisted out of the
+  // row loop: computing them per row cost more than the multiply-adds on small feature maps).
+  int64_t column_lo[kMaxFilterWidth], column_hi[kMaxFilterWidth];
 };
 
 // acc[ow] += w[r, s] * x_plane[ih, ow * stride + s * dilation - pad] over the taps that land in the input.
-void AccumulateRow(const Conv2dProblem& p, const float* x_plane, const float* w, int64_t oh, float* acc) {
+void AccumulateRow(const DepthwiseCall& call, const float* x_plane, const float* w, int64_t oh, float* acc) {
+  const Conv2dProblem& p = *call.p;
+  const int64_t stride = p.stride_w;
   for (int r = 0; r < p.r; ++r) {
     const int64_t ih = oh * p.stride_h - p.pad_top + int64_t{r} * p.dilation_h;
     if (ih < 0 || ih >= p.h) continue;
     const float* x_row = x_plane + ih * p.w;  // x[ih, :]
     for (int s = 0; s < p.s; ++s) {
       const float tap = w[r * p.s + s];
-      int64_t lo, hi;
-      ValidColumns(p, s, &lo, &hi);
+      const int64_t lo = call.column_lo[s], hi = call.column_hi[s];
       const float* src = x_row + int64_t{s} * p.dilation_w - p.pad_left;  // src[ow * stride] = x[ih, iw]
-      if (p.stride_w == 1) {
+      if (stride == 1) {
         for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += tap * src[ow];
+      } else if (stride == 2) {
+        for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += tap * src[2 * ow];
       } else {
-        for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += tap * src[ow * p.stride_w];
+        for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += tap * src[ow * stride];
       }
     }
   }
@@ -54,7 +64,7 @@ void AccumulateRow(const Conv2dProblem& p, const float* x_plane, const float* w,
 void RunNchwPlane(const DepthwiseCall& call, int64_t plane, float* scratch) {
   const Conv2dProblem& p = *call.p;
   const int channel = static_cast<int>(plane % p.c);
-  const int64_t in_size = int64_t{p.h} * p.w, out_size = int64_t{p.p()} * p.q();
+  const int64_t in_size = int64_t{p.h} * p.w, out_size = call.out_h * call.out_w;
   const bool fp32 = p.dtype == DataType::kFloat32;
   const float* x_plane = static_cast<const float*>(call.x) + plane * in_size;
   float* row = scratch;
@@ -63,23 +73,23 @@ void RunNchwPlane(const DepthwiseCall& call, int64_t plane, float* scratch) {
     x_plane = scratch;
     row = scratch + in_size;
   }
-  for (int64_t oh = 0; oh < p.p(); ++oh) {
-    const int64_t y_offset = plane * out_size + oh * p.q();  // y[n, c, oh, 0]
+  for (int64_t oh = 0; oh < call.out_h; ++oh) {
+    const int64_t y_offset = plane * out_size + oh * call.out_w;  // y[n, c, oh, 0]
     float* acc = fp32 ? static_cast<float*>(call.y) + y_offset : row;
-    std::fill(acc, acc + p.q(), 0.0f);
-    AccumulateRow(p, x_plane, call.w + int64_t{channel} * p.r * p.s, oh, acc);
-    ApplyChannelEpilogue(call.epilogue, channel, acc, p.q(), call.y, y_offset);
+    std::fill(acc, acc + call.out_w, 0.0f);
+    AccumulateRow(call, x_plane, call.w + int64_t{channel} * p.r * p.s, oh, acc);
+    ApplyChannelEpilogue(call.epilogue, channel, acc, call.out_w, call.y, y_offset);
   }
 }
 
 // One output row (image n, row oh) of an NHWC problem. scratch: [C] accumulators + [C] converted input pixel.
 void RunNhwcRow(const DepthwiseCall& call, int64_t n_oh, float* scratch) {
   const Conv2dProblem& p = *call.p;
-  const int64_t n = n_oh / p.p(), oh = n_oh % p.p();
+  const int64_t n = n_oh / call.out_h, oh = n_oh % call.out_h;
   const bool fp32 = p.dtype == DataType::kFloat32;
   float* acc = scratch;
   float* pixel = scratch + p.c;
-  for (int64_t ow = 0; ow < p.q(); ++ow) {
+  for (int64_t ow = 0; ow < call.out_w; ++ow) {
     std::fill(acc, acc + p.c, 0.0f);
     for (int r = 0; r < p.r; ++r) {
       const int64_t ih = oh * p.stride_h - p.pad_top + int64_t{r} * p.dilation_h;
@@ -97,7 +107,7 @@ void RunNhwcRow(const DepthwiseCall& call, int64_t n_oh, float* scratch) {
         for (int c = 0; c < p.c; ++c) acc[c] += taps[c] * x[c];
       }
     }
-    ApplyPixelEpilogue(call.epilogue, 0, acc, p.c, call.y, ((n * p.p() + oh) * p.q() + ow) * p.c);
+    ApplyPixelEpilogue(call.epilogue, 0, acc, p.c, call.y, ((n * call.out_h + oh) * call.out_w + ow) * p.c);
   }
 }
 
@@ -122,6 +132,10 @@ absl::Status Conv2dDepthwise<kLayout>::CanImplement(const Conv2dProblem& problem
   if (!problem.is_depthwise()) {
     return absl::UnimplementedError(absl::StrCat(name(), " needs groups == C == K (depthwise), got groups=",
                                                  problem.groups, " C=", problem.c, " K=", problem.k));
+  }
+  if (problem.s > kMaxFilterWidth) {
+    return absl::UnimplementedError(absl::StrCat(name(), " takes filters up to ", kMaxFilterWidth, " wide, got ",
+                                                 problem.s));
   }
   return absl::OkStatus();
 }
@@ -160,8 +174,10 @@ absl::Status Conv2dDepthwise<kLayout>::Run(const Conv2dProblem& problem, const C
   const size_t scratch_floats = ScratchFloats(problem);
   CONVOY_RETURN_IF_ERROR(ScratchSlots::Check(workspace.bytes, scratch_floats));
   ScratchSlots slots(workspace.data, workspace.bytes, scratch_floats);
-  const DepthwiseCall call{&problem, args.x, static_cast<const float*>(args.w), args.y,
-                           EpilogueOperands{problem.epilogue, args.scale, args.bias, args.residual, problem.dtype}};
+  DepthwiseCall call{&problem, args.x, static_cast<const float*>(args.w), args.y,
+                     EpilogueOperands{problem.epilogue, args.scale, args.bias, args.residual, problem.dtype},
+                     problem.p(), problem.q(), {}, {}};
+  for (int s = 0; s < problem.s; ++s) ValidColumns(problem, s, &call.column_lo[s], &call.column_hi[s]);
   const int64_t tasks = kLayout == Layout::kNCHW ? int64_t{problem.n} * problem.c : int64_t{problem.n} * problem.p();
   context.thread_pool->ParallelFor(tasks, [&](int64_t begin, int64_t end) {
     ScratchSlots::Lease lease = slots.Acquire();
