@@ -7,8 +7,8 @@ stage installs the Debian package of every library the locally built binaries li
 server its drain time; the dashboard is generated from deploy/metrics.yaml and every PromQL query names only
 metrics listed there; and the server really exports them (a live /metrics scrape).
 
-Binaries come from bazel-bin/ (tools/test.sh builds them first); CONVOY_BAZEL_BIN points elsewhere, e.g. a helper's
-own output base.
+Binaries come from bazel-out/k8-opt/bin or bazel-bin (tools/test.sh builds them first); CONVOY_BAZEL_BIN points
+elsewhere, e.g. another output base.
 """
 
 import json
@@ -92,15 +92,24 @@ def flag_values(args):
     return values
 
 
-def bazel_bin():
-    return pathlib.Path(os.environ.get("CONVOY_BAZEL_BIN", REPO_ROOT / "bazel-bin"))
+def bazel_bin_candidates():
+    """Where built binaries are looked for: $CONVOY_BAZEL_BIN, else the default (-c opt) output folder, else bazel-bin.
+
+    bazel-bin follows the configuration of the LAST build in the tree (tools/test.sh ends with an asan pass, -c dbg,
+    that builds only asan-tagged targets), so the opt folder under bazel-out comes first.
+    """
+    if os.environ.get("CONVOY_BAZEL_BIN"):
+        return [pathlib.Path(os.environ["CONVOY_BAZEL_BIN"])]
+    return [REPO_ROOT / "bazel-out" / "k8-opt" / "bin", REPO_ROOT / "bazel-bin"]
 
 
 def built_binary(label_path):
-    path = bazel_bin() / label_path
-    assert path.exists(), (f"{path} is missing: build it first (bazel build //{label_path.rsplit('/', 1)[0]}:"
-                           f"{label_path.rsplit('/', 1)[1]}; tools/test.sh does) or set CONVOY_BAZEL_BIN")
-    return path
+    for folder in bazel_bin_candidates():
+        if (folder / label_path).exists():
+            return folder / label_path
+    package, name = label_path.rsplit("/", 1)
+    pytest.fail(f"{label_path} not found in {[str(f) for f in bazel_bin_candidates()]}: build it first "
+                f"(bazel build //{package}:{name}; tools/test.sh does) or set CONVOY_BAZEL_BIN")
 
 
 def free_port():
