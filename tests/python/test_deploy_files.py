@@ -746,3 +746,20 @@ def test_deploy_doc_says_images_are_checked_by_tests_not_built_here():
     assert "docker run --gpus all -p 8001:8001 -p 8002:8002 -v $PWD/model_repo:/models" in doc
     assert "tests/python/test_deploy_files.py" in doc
     assert re.search(r"Docker cannot run on the development machines", doc)
+
+
+def test_kustomization_lists_every_manifest_and_services_select_the_pods():
+    folder = DEPLOY / "kubernetes"
+    kustomization = load_yaml(folder / "kustomization.yaml")
+    listed = set(kustomization["resources"])
+    present = {p.name for p in folder.glob("*.yaml")} - {"kustomization.yaml"}
+    assert listed == present, f"kustomization.yaml lists {sorted(listed)}, the folder has {sorted(present)}"
+    deployment, container = deployment_container()
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert all(pod_labels.get(k) == v for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+    for service in load_yaml_documents(folder / "service.yaml"):
+        assert all(pod_labels.get(k) == v for k, v in service["spec"]["selector"].items()), service["metadata"]
+    assert {i["name"] for i in kustomization["images"]} == {container["image"].split(":")[0]}
+    seed = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "algorithm-cache-seed")
+    configmap = k8s_object(folder / "algorithm-cache-configmap.yaml", "ConfigMap")
+    assert seed["configMap"]["name"] == configmap["metadata"]["name"]
