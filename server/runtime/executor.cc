@@ -1,0 +1,136 @@
+// Runs an ExecutionPlan: binds tensors to the arena or the caller's buffers, runs each step, copies outputs out
+// (see executor.h).
+#include "server/runtime/executor.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+
+namespace convoy::runtime {
+namespace {
+
+std::string DescribeView(const TensorDesc& desc) {
+  return absl::StrCat(DimsToString(desc.dims()), " ", DataTypeName(desc.dtype()));
+}
+
+absl::Status CheckView(const char* role, const std::string& name, const TensorView& view, const TensorDesc& expected) {
+  if (view.desc.dims() != expected.dims() || view.desc.dtype() != expected.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(role, " '", name, "': expected ", DescribeView(expected), " (",
+                                                   expected.size_bytes(), " bytes), got ", DescribeView(view.desc),
+                                                   " (", view.desc.size_bytes(), " bytes)"));
+  }
+  if (!view.desc.is_dense()) {
+    return absl::InvalidArgumentError(absl::StrCat(role, " '", name, "': the view must be dense"));
+  }
+  if (view.data == nullptr && expected.size_bytes() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(role, " '", name, "': data pointer is null"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const Options& options) {
+  if (options.plan == nullptr) return absl::InvalidArgumentError("Executor::Options.plan is required");
+  const ExecutionPlan& plan = *options.plan;
+  std::unique_ptr<Executor> executor(
+      new Executor(options.plan, options.context.value_or(plan.device().context())));
+  CONVOY_ASSIGN_OR_RETURN(executor->arena_, plan.device().Allocate(plan.arena_bytes()));
+  CONVOY_ASSIGN_OR_RETURN(executor->workspace_, plan.device().Allocate(plan.workspace_bytes()));
+  executor->pointers_.resize(plan.tensors().size(), nullptr);
+  return executor;
+}
+
+TensorDesc Executor::ExpectedInputDesc(size_t index, int batch_size) const {
+  return plan_->tensors()[plan_->inputs()[index].tensor].Desc(batch_size);
+}
+
+TensorDesc Executor::ExpectedOutputDesc(size_t index, int batch_size) const {
+  return plan_->tensors()[plan_->outputs()[index].tensor].Desc(batch_size);
+}
+
+absl::Status Executor::Validate(int batch_size, absl::Span<const TensorView> inputs,
+                                absl::Span<const TensorView> outputs) const {
+  if (batch_size < 1 || batch_size > plan_->max_batch_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("batch size ", batch_size, " is outside [1, ",
+                                                   plan_->max_batch_size(), "]"));
+  }
+  if (inputs.size() != plan_->inputs().size() || outputs.size() != plan_->outputs().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("expected ", plan_->inputs().size(), " inputs and ",
+                                                   plan_->outputs().size(), " outputs, got ", inputs.size(), " and ",
+                                                   outputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CONVOY_RETURN_IF_ERROR(CheckView("input", plan_->inputs()[i].name, inputs[i], ExpectedInputDesc(i, batch_size)));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    CONVOY_RETURN_IF_ERROR(
+        CheckView("output", plan_->outputs()[i].name, outputs[i], ExpectedOutputDesc(i, batch_size)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::BindTensors(int batch_size, absl::Span<const TensorView> inputs,
+                                   absl::Span<const TensorView> outputs) {
+  const MemoryPlan& memory = plan_->memory_plan(batch_size);
+  const auto& tensors = plan_->tensors();
+  char* arena = arena_.as<char>();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    pointers_[i] = memory.offsets[i] >= 0 ? arena + memory.offsets[i] : nullptr;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int id = plan_->inputs()[i].tensor;
+    if (tensors[id].external) {
+      pointers_[id] = inputs[i].data;  // read in place; steps never write their inputs
+    } else {
+      CONVOY_RETURN_IF_ERROR(plan_->device().CopyToDevice(pointers_[id], inputs[i].data, tensors[id].Bytes(batch_size)));
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const int root = memory.roots[plan_->outputs()[i].tensor];
+    if (tensors[root].external && pointers_[root] == nullptr) pointers_[root] = outputs[i].data;
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) pointers_[i] = pointers_[memory.roots[i]];
+  return absl::OkStatus();
+}
+
+absl::Status Executor::RunSteps(int batch_size) {
+  const Workspace workspace{workspace_.data(), plan_->workspace_bytes()};
+  const auto& steps = plan_->steps();
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const PlanStep& step = *steps[s];
+    const auto start = std::chrono::steady_clock::now();
+    absl::Status status = step.Run(batch_size, pointers_, workspace, context_);
+    if (status.ok() && observer_) {
+      status = plan_->device().Synchronize();
+      const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+      if (status.ok()) observer_(static_cast<int>(s), step, elapsed.count());
+    }
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("step ", s, " '", step.name(), "' (", OpKindName(step.op()),
+                                                      ") at batch size ", batch_size, ": ", status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::CopyOutputs(int batch_size, absl::Span<const TensorView> outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const int id = plan_->outputs()[i].tensor;
+    if (pointers_[id] == outputs[i].data) continue;  // written in place
+    CONVOY_RETURN_IF_ERROR(
+        plan_->device().CopyToHost(outputs[i].data, pointers_[id], plan_->tensors()[id].Bytes(batch_size)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Run(int batch_size, absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs) {
+  CONVOY_RETURN_IF_ERROR(Validate(batch_size, inputs, outputs));
+  CONVOY_RETURN_IF_ERROR(BindTensors(batch_size, inputs, outputs));
+  CONVOY_RETURN_IF_ERROR(RunSteps(batch_size));
+  if (plan_->device().backend() != Backend::kCpu) CONVOY_RETURN_IF_ERROR(plan_->device().Synchronize());
+  return CopyOutputs(batch_size, outputs);
+}
+
+}  // namespace convoy::runtime

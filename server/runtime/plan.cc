@@ -1,0 +1,69 @@
+// Precision names, tensor sizes and the plan's human-readable dump (see plan.h).
+#include "server/runtime/plan.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace convoy::runtime {
+
+absl::string_view PrecisionName(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+    case Precision::kTf32: return "tf32";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16, Precision::kTf32}) {
+    if (lower == PrecisionName(p)) return p;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown precision '", name, "'; expected fp32, fp16, bf16 or tf32"));
+}
+
+DataType ComputeDataType(Precision precision) {
+  switch (precision) {
+    case Precision::kFp16: return DataType::kFloat16;
+    case Precision::kBf16: return DataType::kBFloat16;
+    default: return DataType::kFloat32;
+  }
+}
+
+size_t PlanTensor::Bytes(int batch_size) const {
+  return static_cast<size_t>(NumElements(shape, batch_size)) * DataTypeSize(dtype);
+}
+
+TensorDesc PlanTensor::Desc(int batch_size) const { return TensorDesc(dtype, Dims(batch_size), layout); }
+
+std::string ExecutionPlan::ToString(int batch_size) const {
+  std::string out = absl::StrFormat("plan: %d steps, %d tensors, precision %s, layout %s, device %s\n",
+                                    steps_.size(), tensors_.size(), PrecisionName(precision_),
+                                    LayoutName(layout_), device_->Identity());
+  absl::StrAppend(&out, "weights: ", FormatBytes(weight_bytes_), ", workspace: ", FormatBytes(workspace_bytes_),
+                  "\n");
+  auto tensor_names = [&](const std::vector<int>& ids) {
+    return absl::StrJoin(ids, ", ", [&](std::string* s, int id) { absl::StrAppend(s, tensors_[id].name); });
+  };
+  absl::StrAppend(&out, "steps at batch size ", batch_size, ":\n");
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const PlanStep& step = *steps_[i];
+    absl::StrAppendFormat(&out, "  [%d] %s (%s): %s -> %s\n      %s\n      algorithm %s", i, step.name(),
+                          OpKindName(step.op()), tensor_names(step.inputs()), tensor_names(step.outputs()),
+                          step.ProblemString(batch_size), step.AlgorithmName(batch_size));
+    if (const double ms = step.TunedMilliseconds(batch_size); ms > 0) absl::StrAppendFormat(&out, " (tuned %.4f ms)", ms);
+    if (const size_t ws = step.WorkspaceBytes(batch_size); ws > 0) absl::StrAppend(&out, ", workspace ", FormatBytes(ws));
+    absl::StrAppend(&out, "\n");
+  }
+  absl::StrAppend(&out, "memory plan (activation arena per batch size):\n");
+  for (int b = 1; b <= max_batch_size_; ++b) {
+    absl::StrAppend(&out, "  batch ", b, ": ", DescribeMemoryPlan(memory_plans_[b - 1]), "\n");
+  }
+  return out;
+}
+
+}  // namespace convoy::runtime

@@ -1,0 +1,270 @@
+// The planner's skeleton (see planner.h): graph inputs, node dispatch, dtype/layout conversions, weight upload,
+// graph outputs and the per-batch-size memory plans. The op mappings live in planner_ops.cc.
+#include "server/runtime/planner.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+#include "server/runtime/planner_internal.h"
+
+namespace convoy::runtime {
+namespace {
+
+constexpr size_t kArenaAlignment = 256;  // suits CUDA vector loads as well as CPU cache lines
+
+bool LayoutAgnostic(const PlanTensor& t) {
+  return t.shape.size() != 4 || (t.shape[2] == 1 && t.shape[3] == 1);
+}
+
+std::string ConversionName(const std::string& source, DataType dtype, Layout layout) {
+  return absl::StrCat(source, ":to_", absl::AsciiStrToLower(DataTypeName(dtype)), "_",
+                      absl::AsciiStrToLower(LayoutName(layout)));
+}
+
+}  // namespace
+
+PlanBuilder::PlanBuilder(const Graph& graph, const PlannerOptions& options)
+    : graph_(graph), options_(options), plan_(new ExecutionPlan()) {}
+
+absl::Status PlanBuilder::NodeError(const Node& node, const std::string& what) const {
+  return absl::InvalidArgumentError(absl::StrCat("node '", node.name, "' (", OpKindName(node.op()), "): ", what));
+}
+
+bool PlanBuilder::Tuned(int batch_size) const {
+  const auto& sizes = options_.tuned_batch_sizes;
+  return sizes.empty() || std::find(sizes.begin(), sizes.end(), batch_size) != sizes.end();
+}
+
+int PlanBuilder::Root(int id) const {
+  while (plan_->tensors_[id].alias_of >= 0) id = plan_->tensors_[id].alias_of;
+  return id;
+}
+
+absl::StatusOr<int> PlanBuilder::Value(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' has no computed value (is it a constant "
+                                                   "where the planner needs a runtime tensor?)"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<const Tensor*> PlanBuilder::Constant(const Node& node, size_t index) const {
+  if (index >= node.inputs.size()) return NodeError(node, absl::StrCat("input ", index, " is missing"));
+  const Tensor* value = graph_.FindConstant(node.inputs[index]);
+  if (value == nullptr) {
+    return NodeError(node, absl::StrCat("input ", index, " '", node.inputs[index],
+                                        "' must be a constant for the kernel library"));
+  }
+  return value;
+}
+
+ImageDims PlanBuilder::Dims(int id, int batch_size) const {
+  const Shape dims = plan_->tensors_[id].Dims(batch_size);
+  ImageDims d;
+  if (dims.size() == 4) return {int(dims[0]), int(dims[1]), int(dims[2]), int(dims[3])};
+  if (dims.size() == 2) return {int(dims[0]), int(dims[1]), 1, 1};
+  d.n = static_cast<int>(NumElements(dims));
+  return d;
+}
+
+absl::StatusOr<int> PlanBuilder::AddOutput(const std::string& name, DataType dtype, Layout layout) {
+  CONVOY_ASSIGN_OR_RETURN(Shape shape, graph_.ShapeOf(name));
+  PlanTensor t{name, shape, dtype, layout};
+  plan_->tensors_.push_back(std::move(t));
+  producer_.push_back(-1);
+  const int id = static_cast<int>(plan_->tensors_.size()) - 1;
+  values_[name] = id;
+  return id;
+}
+
+absl::StatusOr<int> PlanBuilder::AddAlias(const std::string& name, int source) {
+  CONVOY_ASSIGN_OR_RETURN(Shape shape, graph_.ShapeOf(name));
+  const PlanTensor& src = plan_->tensors_[source];
+  PlanTensor t{name, shape, src.dtype, shape.size() == 4 ? src.layout : Layout::kNCHW, Root(source)};
+  producer_.push_back(producer_[source]);
+  plan_->tensors_.push_back(std::move(t));
+  const int id = static_cast<int>(plan_->tensors_.size()) - 1;
+  values_[name] = id;
+  return id;
+}
+
+absl::StatusOr<int> PlanBuilder::Require(int id, DataType dtype, Layout layout) {
+  const PlanTensor src = plan_->tensors_[id];  // a copy: tensors_ grows below
+  const bool layout_ok = src.layout == layout || LayoutAgnostic(src);
+  if (src.dtype == dtype && layout_ok) return id;
+  const auto key = std::make_tuple(id, dtype, layout);
+  if (auto it = conversions_.find(key); it != conversions_.end()) return it->second;
+
+  PlanTensor converted{ConversionName(src.name, dtype, layout), src.shape, dtype, layout};
+  const bool image = src.shape.size() == 4;
+  const Layout src_layout = image ? src.layout : Layout::kNCHW;
+  const Layout dst_layout = image ? (layout_ok ? src_layout : layout) : Layout::kNCHW;
+  converted.layout = dst_layout;
+  plan_->tensors_.push_back(converted);
+  producer_.push_back(-1);
+  const int out = static_cast<int>(plan_->tensors_.size()) - 1;
+  conversions_[key] = out;
+  const DataType src_dtype = src.dtype;
+  auto problem_for = [this, id, src_dtype, dtype, src_layout, dst_layout](int b) {
+    const ImageDims d = Dims(id, b);
+    ConvertProblem p;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
+    p.src_dtype = src_dtype, p.dst_dtype = dtype, p.src_layout = src_layout, p.dst_layout = dst_layout;
+    return p;
+  };
+  auto bind = [id, out](TensorPointers t) { return ConvertArgs{t[id], t[out]}; };
+  CONVOY_RETURN_IF_ERROR(AddKernelStep<ConvertOp>(converted.name, {id}, {out}, problem_for, bind));
+  return out;
+}
+
+absl::StatusOr<int> PlanBuilder::ComputeInput(const Node& node, size_t index) {
+  if (index >= node.inputs.size()) return NodeError(node, absl::StrCat("input ", index, " is missing"));
+  auto id = Value(node.inputs[index]);
+  if (!id.ok()) return NodeError(node, std::string(id.status().message()));
+  return Require(*id, compute_dtype(), layout());
+}
+
+absl::StatusOr<const void*> PlanBuilder::Upload(const Tensor& value, DataType dtype, Layout layout) {
+  const size_t count = value.data.size();
+  std::vector<float> ordered = value.data;
+  if (value.shape.size() == 4 && layout == Layout::kNHWC) {
+    const int64_t n = value.shape[0], c = value.shape[1], h = value.shape[2], w = value.shape[3];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < c; ++j)
+        for (int64_t y = 0; y < h; ++y)
+          for (int64_t x = 0; x < w; ++x)
+            ordered[((i * h + y) * w + x) * c + j] = value.data[((i * c + j) * h + y) * w + x];
+  }
+  std::vector<uint8_t> host(count * DataTypeSize(dtype));
+  for (size_t i = 0; i < count; ++i) StoreFromFloat(host.data(), dtype, i, ordered[i]);
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation allocation, options_.device->Allocate(std::max<size_t>(host.size(), 1)));
+  CONVOY_RETURN_IF_ERROR(options_.device->CopyToDevice(allocation.data(), host.data(), host.size()));
+  const void* data = allocation.data();
+  plan_->weight_bytes_ += host.size();
+  plan_->weights_.push_back(std::move(allocation));
+  return data;
+}
+
+absl::StatusOr<const void*> PlanBuilder::UploadFloats(const std::vector<float>& values) {
+  Tensor t{{static_cast<int64_t>(values.size())}, values};
+  return Upload(t, DataType::kFloat32, Layout::kNCHW);
+}
+
+absl::Status PlanBuilder::AddGraphInputs() {
+  for (const GraphInput& input : graph_.inputs()) {
+    auto it = options_.io_dtypes.find(input.name);
+    const DataType dtype = it == options_.io_dtypes.end() ? DataType::kFloat32 : it->second;
+    PlanTensor t{input.name, input.shape, dtype, Layout::kNCHW};
+    // On the CPU the executor reads the caller's buffer in place.
+    t.external = options_.device->backend() == Backend::kCpu;
+    plan_->tensors_.push_back(std::move(t));
+    producer_.push_back(-1);
+    const int id = static_cast<int>(plan_->tensors_.size()) - 1;
+    values_[input.name] = id;
+    plan_->inputs_.push_back({input.name, id});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PlanBuilder::PlanNode(const Node& node) {
+  switch (node.op()) {
+    case OpKind::kConv2d: return PlanConv2d(*this, node);
+    case OpKind::kPool2d: return PlanPool2d(*this, node);
+    case OpKind::kBatchNorm: return PlanBatchNorm(*this, node);
+    case OpKind::kActivation: return PlanActivation(*this, node);
+    case OpKind::kBinary: return PlanBinary(*this, node);
+    case OpKind::kConcat: return PlanConcat(*this, node);
+    case OpKind::kSplit: return PlanSplit(*this, node);
+    case OpKind::kChannelShuffle: return PlanChannelShuffle(*this, node);
+    case OpKind::kSoftmax: return PlanSoftmax(*this, node);
+    case OpKind::kGemm: return PlanGemm(*this, node);
+    case OpKind::kPad: return PlanPad(*this, node);
+    case OpKind::kFlatten:
+    case OpKind::kReshape:
+    case OpKind::kIdentity: return PlanAlias(*this, node);
+    case OpKind::kTranspose: break;
+  }
+  return absl::UnimplementedError(absl::StrCat("node '", node.name, "' (", OpKindName(node.op()),
+                                               "): no kernel implements this op; the passes must remove or fuse it"));
+}
+
+absl::Status PlanBuilder::BindGraphOutputs() {
+  std::map<int, int> outputs_per_root;
+  for (const std::string& name : graph_.outputs()) {
+    auto it = options_.io_dtypes.find(name);
+    const DataType dtype = it == options_.io_dtypes.end() ? DataType::kFloat32 : it->second;
+    CONVOY_ASSIGN_OR_RETURN(int id, Value(name));
+    CONVOY_ASSIGN_OR_RETURN(id, Require(id, dtype, Layout::kNCHW));
+    plan_->outputs_.push_back({name, id});
+    ++outputs_per_root[Root(id)];
+  }
+  // On the CPU a step writes a graph output straight into the caller's buffer when that buffer is the output's own
+  // (not a graph input's, not shared with another output).
+  if (options_.device->backend() != Backend::kCpu) return absl::OkStatus();
+  for (const PlanBinding& binding : plan_->outputs_) {
+    const int root = Root(binding.tensor);
+    if (producer_[root] >= 0 && outputs_per_root[root] == 1) plan_->tensors_[root].external = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PlanBuilder::PlanMemory() {
+  const int num_steps = static_cast<int>(plan_->steps_.size());
+  std::vector<int> last_read(plan_->tensors_.size(), -1);
+  for (int s = 0; s < num_steps; ++s) {
+    for (int in : plan_->steps_[s]->inputs()) last_read[in] = s;
+  }
+  std::set<int> graph_outputs;
+  for (const PlanBinding& b : plan_->outputs_) graph_outputs.insert(b.tensor);
+  for (int b = 1; b <= plan_->max_batch_size_; ++b) {
+    std::vector<BufferUse> uses(plan_->tensors_.size());
+    for (size_t i = 0; i < uses.size(); ++i) {
+      const PlanTensor& t = plan_->tensors_[i];
+      BufferUse& u = uses[i];
+      u.bytes = t.Bytes(b);
+      u.alias_of = t.alias_of;
+      u.external = t.external;
+      u.first_step = producer_[i];
+      u.last_step = graph_outputs.count(static_cast<int>(i)) ? num_steps : std::max(last_read[i], u.first_step);
+    }
+    CONVOY_ASSIGN_OR_RETURN(MemoryPlan memory, PlanActivationMemory(uses, kArenaAlignment));
+    plan_->arena_bytes_ = std::max(plan_->arena_bytes_, memory.arena_bytes);
+    plan_->memory_plans_.push_back(std::move(memory));
+    for (const auto& step : plan_->steps_) {
+      plan_->workspace_bytes_ = std::max(plan_->workspace_bytes_, step->WorkspaceBytes(b));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanBuilder::Build() {
+  if (options_.device == nullptr) return absl::InvalidArgumentError("PlannerOptions.device is required");
+  plan_->device_ = options_.device;
+  plan_->precision_ = options_.precision;
+  plan_->layout_ = options_.layout;
+  for (const GraphInput& input : graph_.inputs()) {
+    if (!input.shape.empty() && input.shape[0] == kBatch) plan_->has_batch_dimension_ = true;
+  }
+  if (plan_->has_batch_dimension_ && options_.max_batch_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("max_batch_size must be >= 1 for a graph with a batch dimension, "
+                                                   "got ", options_.max_batch_size));
+  }
+  plan_->max_batch_size_ = plan_->has_batch_dimension_ ? options_.max_batch_size : 1;
+  CONVOY_RETURN_IF_ERROR(AddGraphInputs());
+  for (const Node& node : graph_.nodes()) CONVOY_RETURN_IF_ERROR(PlanNode(node));
+  CONVOY_RETURN_IF_ERROR(BindGraphOutputs());
+  CONVOY_RETURN_IF_ERROR(PlanMemory());
+  return std::shared_ptr<const ExecutionPlan>(std::move(plan_));
+}
+
+absl::StatusOr<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const Graph& graph,
+                                                                        const PlannerOptions& options) {
+  PlanBuilder builder(graph, options);
+  return builder.Build();
+}
+
+}  // namespace convoy::runtime

@@ -1,0 +1,66 @@
+// The planner: turns an optimized Graph into an immutable ExecutionPlan (plan.h) for one device and precision.
+//
+//   PlannerOptions options;
+//   options.device = &CpuDevice::Default();
+//   options.max_batch_size = 8;
+//   CONVOY_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, BuildExecutionPlan(graph, options));
+//
+// What it does, node by node (in the graph's topological order):
+// - Conv2d, Pool2d, BatchNorm, Activation, Binary, Concat/Split (channel axis), ChannelShuffle, Softmax, Gemm and Pad
+//   become one kernel step each, with the fused conv epilogue carried into Conv2dProblem. Binary broadcasting is
+//   classified into the kernel's kinds (same shape, [N,C,1,1], [1,C,1,1], scalar); Gemm weights are transposed to
+//   [n, k] and scaled by alpha once, beta * C becomes the bias.
+// - Flatten, Reshape and Identity become aliases of their input's buffer (no copy).
+// - Anything else fails with the node's name and op.
+// Layout: kernels run in options.layout. Graph inputs and outputs are exchanged in NCHW (in options.io_dtypes, FP32
+// by default) and Convert steps are inserted where a tensor's dtype or layout has to change: at the graph edges and,
+// in NHWC plans, before Flatten/Reshape/Softmax of spatial tensors.
+// Precision: FP16/BF16 convert the weights at load and run every kernel in that type; TF32 sets allow_tf32.
+// Algorithms: for every batch size 1..max_batch_size through SelectAlgorithm (kHeuristic, or kTune for the
+// configured batch sizes, timing each layer at load); packed filters are made once per (step, algorithm).
+#ifndef CONVOY_SERVER_RUNTIME_PLANNER_H_
+#define CONVOY_SERVER_RUNTIME_PLANNER_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/registry/algorithm_cache.h"
+#include "kernels/registry/autotuner.h"
+#include "kernels/registry/device.h"
+#include "server/runtime/graph.h"
+#include "server/runtime/plan.h"
+
+namespace convoy::runtime {
+
+struct PlannerOptions {
+  // Where the plan runs and its weights live. Required; must outlive the plan.
+  Device* device = nullptr;
+  Precision precision = Precision::kFp32;
+  // NCHW suits the CPU kernels; NHWC the CUDA tensor-core kernels (Convert steps at the edges cost one pass each).
+  Layout layout = Layout::kNCHW;
+  // Largest batch the executor may run; every size 1..max_batch_size gets its problems and algorithms. Ignored
+  // (treated as 1) for graphs without a symbolic batch dimension.
+  int max_batch_size = 1;
+  // kHeuristic picks without timing (or takes what the cache already knows); kTune times every candidate for the
+  // batch sizes in tuned_batch_sizes (all of them when empty) at load. Tuning makes loads slower and plans faster.
+  AlgorithmSelection selection = AlgorithmSelection::kHeuristic;
+  std::vector<int> tuned_batch_sizes;
+  TuningOptions tuning;
+  // Null: AlgorithmCache::Global().
+  AlgorithmCache* cache = nullptr;
+  // Data type in which each graph input/output (by name) is exchanged with the caller; FP32 when absent.
+  std::map<std::string, DataType> io_dtypes;
+  // Receives one line per tuned layer (choice and time). May be empty.
+  std::function<void(const std::string&)> log;
+};
+
+absl::StatusOr<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const Graph& graph,
+                                                                        const PlannerOptions& options);
+
+}  // namespace convoy::runtime
+
+#endif  // CONVOY_SERVER_RUNTIME_PLANNER_H_

@@ -1,0 +1,201 @@
+// Internals of the planner shared by planner.cc (tensors, conversions, weights, algorithm selection, memory) and
+// planner_ops.cc (one mapping function per graph op). Not part of the runtime's API.
+#ifndef CONVOY_SERVER_RUNTIME_PLANNER_INTERNAL_H_
+#define CONVOY_SERVER_RUNTIME_PLANNER_INTERNAL_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/registry/autotuner.h"
+#include "server/runtime/plan.h"
+#include "server/runtime/planner.h"
+
+namespace convoy::runtime {
+
+// A kernel argument that is either a plan tensor (resolved per run) or a constant in plan-owned device memory.
+struct Operand {
+  int tensor = -1;
+  const void* constant = nullptr;
+  const void* Get(TensorPointers tensors) const { return tensor >= 0 ? tensors[tensor] : constant; }
+};
+
+// One kernel step of op `Op`: a problem and selected algorithm per batch size, plus a binder that builds the
+// argument bundle from the run's tensor pointers.
+template <typename Op>
+class KernelStep final : public PlanStep {
+ public:
+  using Problem = typename Op::Problem;
+  using Args = typename Op::Args;
+  using Binder = std::function<Args(TensorPointers)>;
+  struct Variant {
+    Problem problem;
+    const typename Op::AlgorithmType* algorithm = nullptr;
+    size_t workspace_bytes = 0;
+    const void* packed_filter = nullptr;  // replaces the raw filter in Args when set
+    double tuned_ms = 0;
+  };
+
+  KernelStep(std::string name, std::vector<int> inputs, std::vector<int> outputs, Binder bind)
+      : PlanStep(std::move(name), Op::kKind, std::move(inputs), std::move(outputs)), bind_(std::move(bind)) {}
+
+  std::vector<Variant>& variants() { return variants_; }
+
+  size_t WorkspaceBytes(int batch_size) const override { return At(batch_size).workspace_bytes; }
+  std::string ProblemString(int batch_size) const override { return At(batch_size).problem.ToString(); }
+  absl::string_view AlgorithmName(int batch_size) const override { return At(batch_size).algorithm->name(); }
+  double TunedMilliseconds(int batch_size) const override { return At(batch_size).tuned_ms; }
+
+  absl::Status Run(int batch_size, TensorPointers tensors, Workspace workspace,
+                   const ExecutionContext& context) const override {
+    const Variant& v = At(batch_size);
+    Args args = bind_(tensors);
+    if (v.packed_filter != nullptr) autotuner_internal::SetFilter(args, v.packed_filter);
+    return v.algorithm->Run(v.problem, args, workspace, context);
+  }
+
+ private:
+  const Variant& At(int batch_size) const { return variants_[batch_size - 1]; }
+  Binder bind_;
+  std::vector<Variant> variants_;
+};
+
+// Logical N, C, H, W of a rank-4 tensor, or of a rank-2 [N, C] tensor as [N, C, 1, 1].
+struct ImageDims {
+  int n = 1, c = 1, h = 1, w = 1;
+};
+
+class PlanBuilder {
+ public:
+  PlanBuilder(const Graph& graph, const PlannerOptions& options);
+  absl::StatusOr<std::shared_ptr<const ExecutionPlan>> Build();
+
+  // ---- used by the op mappings (planner_ops.cc) -----------------------------------------------------------------
+  const Graph& graph() const { return graph_; }
+  const PlannerOptions& options() const { return options_; }
+  DataType compute_dtype() const { return ComputeDataType(options_.precision); }
+  Layout layout() const { return options_.layout; }
+  int max_batch_size() const { return plan_->max_batch_size_; }
+  const PlanTensor& tensor(int id) const { return plan_->tensors_[id]; }
+
+  // The plan tensor currently holding graph tensor `name` (fails for constants: use Constant()).
+  absl::StatusOr<int> Value(const std::string& name) const;
+  // `id` in `dtype` and `layout`, inserting (and remembering) a Convert step when it differs.
+  absl::StatusOr<int> Require(int id, DataType dtype, Layout layout);
+  // The computed value of graph tensor `name` in the compute dtype and the plan layout.
+  absl::StatusOr<int> ComputeInput(const Node& node, size_t index);
+  // A new step output for graph tensor `name`, shaped as the graph says.
+  absl::StatusOr<int> AddOutput(const std::string& name, DataType dtype, Layout layout);
+  // A new tensor viewing `source`'s storage, registered as graph tensor `name`.
+  absl::StatusOr<int> AddAlias(const std::string& name, int source);
+  // The graph constant feeding input `index` of `node`, or an error naming both.
+  absl::StatusOr<const Tensor*> Constant(const Node& node, size_t index) const;
+  // Copies values into plan-owned device memory as `dtype`; rank-4 NCHW data is permuted to NHWC when asked.
+  absl::StatusOr<const void*> Upload(const Tensor& value, DataType dtype, Layout layout);
+  absl::StatusOr<const void*> UploadFloats(const std::vector<float>& values);
+
+  ImageDims Dims(int id, int batch_size) const;
+
+  // Adds a kernel step: for each batch size, problem_for(b) is selected an algorithm (and its filter packed from
+  // raw_filter, if the algorithm wants one).
+  template <typename Op>
+  absl::Status AddKernelStep(const std::string& name, std::vector<int> inputs, std::vector<int> outputs,
+                             const std::function<typename Op::Problem(int)>& problem_for,
+                             typename KernelStep<Op>::Binder bind, const void* raw_filter = nullptr);
+
+  absl::Status NodeError(const Node& node, const std::string& what) const;
+
+ private:
+  absl::Status AddGraphInputs();
+  absl::Status PlanNode(const Node& node);
+  absl::Status BindGraphOutputs();
+  absl::Status PlanMemory();
+  template <typename Op>
+  absl::Status SelectForBatch(KernelStep<Op>& step, int batch_size, typename Op::Problem problem,
+                              const void* raw_filter, std::map<std::string, const void*>& packed);
+  bool Tuned(int batch_size) const;
+  int Root(int id) const;
+
+  const Graph& graph_;
+  PlannerOptions options_;
+  std::unique_ptr<ExecutionPlan> plan_;
+  std::map<std::string, int> values_;                               // graph tensor -> plan tensor
+  std::map<std::tuple<int, DataType, Layout>, int> conversions_;    // (source, dtype, layout) -> converted tensor
+  std::vector<int> producer_;                                       // plan tensor -> step index (-1: graph input)
+};
+
+// One mapping per graph op (planner_ops.cc).
+absl::Status PlanConv2d(PlanBuilder& b, const Node& node);
+absl::Status PlanPool2d(PlanBuilder& b, const Node& node);
+absl::Status PlanBatchNorm(PlanBuilder& b, const Node& node);
+absl::Status PlanActivation(PlanBuilder& b, const Node& node);
+absl::Status PlanBinary(PlanBuilder& b, const Node& node);
+absl::Status PlanConcat(PlanBuilder& b, const Node& node);
+absl::Status PlanSplit(PlanBuilder& b, const Node& node);
+absl::Status PlanChannelShuffle(PlanBuilder& b, const Node& node);
+absl::Status PlanSoftmax(PlanBuilder& b, const Node& node);
+absl::Status PlanGemm(PlanBuilder& b, const Node& node);
+absl::Status PlanPad(PlanBuilder& b, const Node& node);
+absl::Status PlanAlias(PlanBuilder& b, const Node& node);
+
+// ---- template definitions ----------------------------------------------------------------------------------------
+
+template <typename Op>
+absl::Status PlanBuilder::SelectForBatch(KernelStep<Op>& step, int batch_size, typename Op::Problem problem,
+                                         const void* raw_filter, std::map<std::string, const void*>& packed) {
+  AlgorithmCache& cache = options_.cache != nullptr ? *options_.cache : AlgorithmCache::Global();
+  const AlgorithmSelection selection = Tuned(batch_size) ? options_.selection : AlgorithmSelection::kHeuristic;
+  auto selected = SelectAlgorithm<Op>(problem, *options_.device, cache, selection, options_.tuning);
+  if (!selected.ok()) {
+    return absl::Status(selected.status().code(), absl::StrCat("step '", step.name(), "' at batch size ", batch_size,
+                                                               ": ", selected.status().message()));
+  }
+  typename KernelStep<Op>::Variant v{problem, selected->algorithm, selected->workspace_bytes, nullptr,
+                                     selected->tuned ? selected->time_ms : 0.0};
+  const size_t packed_bytes = v.algorithm->PackedFilterBytes(problem);
+  if (packed_bytes > 0) {
+    // The packed filter depends on the filter's shape and the algorithm, not on the batch: one per algorithm.
+    auto [it, inserted] = packed.emplace(std::string(v.algorithm->name()), nullptr);
+    if (inserted) {
+      CONVOY_ASSIGN_OR_RETURN(DeviceAllocation allocation, options_.device->Allocate(packed_bytes));
+      CONVOY_RETURN_IF_ERROR(v.algorithm->PackFilter(problem, raw_filter, allocation.data(),
+                                                     options_.device->context()));
+      it->second = allocation.data();
+      plan_->weight_bytes_ += packed_bytes;
+      plan_->weights_.push_back(std::move(allocation));
+    }
+    v.packed_filter = it->second;
+  }
+  if (selection == AlgorithmSelection::kTune && options_.log) {
+    options_.log(absl::StrCat("tune ", step.name(), " batch ", batch_size, ": ", v.algorithm->name(),
+                              selected->tuned ? absl::StrCat(" ", selected->time_ms, " ms") : " (heuristic)",
+                              selected->from_cache ? " [cache]" : ""));
+  }
+  step.variants().push_back(std::move(v));
+  return absl::OkStatus();
+}
+
+template <typename Op>
+absl::Status PlanBuilder::AddKernelStep(const std::string& name, std::vector<int> inputs, std::vector<int> outputs,
+                                        const std::function<typename Op::Problem(int)>& problem_for,
+                                        typename KernelStep<Op>::Binder bind, const void* raw_filter) {
+  auto step = std::make_unique<KernelStep<Op>>(name, inputs, outputs, std::move(bind));
+  std::map<std::string, const void*> packed;
+  for (int b = 1; b <= max_batch_size(); ++b) {
+    CONVOY_RETURN_IF_ERROR(SelectForBatch<Op>(*step, b, problem_for(b), raw_filter, packed));
+  }
+  const int index = static_cast<int>(plan_->steps_.size());
+  for (int out : step->outputs()) producer_[out] = index;
+  plan_->steps_.push_back(std::move(step));
+  return absl::OkStatus();
+}
+
+}  // namespace convoy::runtime
+
+#endif  // CONVOY_SERVER_RUNTIME_PLANNER_INTERNAL_H_

@@ -1,0 +1,428 @@
+// One mapping per graph op: from a Node of the graph IR to kernel steps of the plan (see planner.h).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+#include "server/runtime/planner_internal.h"
+
+namespace convoy::runtime {
+namespace {
+
+convoy::Activation KernelActivation(const Activation& a) {
+  switch (a.kind) {
+    case ActivationKind::kIdentity: return convoy::Activation::Identity();
+    case ActivationKind::kRelu: return convoy::Activation::Relu();
+    case ActivationKind::kClip: return convoy::Activation::Clip(a.alpha, a.beta);
+    case ActivationKind::kLeakyRelu: return convoy::Activation::LeakyRelu(a.alpha);
+    case ActivationKind::kSigmoid: return convoy::Activation::Of(convoy::ActivationKind::kSigmoid);
+    case ActivationKind::kTanh: return convoy::Activation::Of(convoy::ActivationKind::kTanh);
+    case ActivationKind::kSilu: return convoy::Activation::Of(convoy::ActivationKind::kSilu);
+    case ActivationKind::kHardSigmoid:
+      return convoy::Activation::Of(convoy::ActivationKind::kHardSigmoid, a.alpha, a.beta);
+    case ActivationKind::kHardSwish: return convoy::Activation::Of(convoy::ActivationKind::kHardSwish);
+    case ActivationKind::kGelu: return convoy::Activation::Of(convoy::ActivationKind::kGelu);
+  }
+  return convoy::Activation::Identity();
+}
+
+absl::Status ExpectImage(PlanBuilder& b, const Node& node, int id) {
+  const Shape& s = b.tensor(id).shape;
+  if (s.size() != 4) {
+    return b.NodeError(node, absl::StrCat("input '", b.tensor(id).name, "' must be 4-D [N,C,H,W], got ",
+                                          ShapeToString(s)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExpectImageOrMatrix(PlanBuilder& b, const Node& node, int id) {
+  const Shape& s = b.tensor(id).shape;
+  if (s.size() != 4 && s.size() != 2) {
+    return b.NodeError(node, absl::StrCat("input '", b.tensor(id).name, "' must be [N,C,H,W] or [N,C], got ",
+                                          ShapeToString(s)));
+  }
+  return absl::OkStatus();
+}
+
+// Axis `axis` of `rank`, normalized; must be the channel axis 1.
+absl::Status ExpectChannelAxis(PlanBuilder& b, const Node& node, int64_t axis, size_t rank) {
+  const int64_t normalized = axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+  if (normalized != 1) {
+    return b.NodeError(node, absl::StrCat("only the channel axis 1 is supported, got axis ", axis, " of rank ", rank));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
+  const auto& a = node.As<Conv2dAttrs>();
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
+  CONVOY_ASSIGN_OR_RETURN(const Tensor* weight, b.Constant(node, 1));
+  // Filters lie as [K, C/g, R, S] for NCHW problems and [K, R, S, C/g] for NHWC: the NCHW->NHWC permutation of 4-D.
+  CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(*weight, b.compute_dtype(), b.layout()));
+  size_t next = 2;
+  Operand bias, scale, residual;
+  if (a.has_bias) {
+    CONVOY_ASSIGN_OR_RETURN(const Tensor* t, b.Constant(node, next++));
+    CONVOY_ASSIGN_OR_RETURN(bias.constant, b.UploadFloats(t->data));
+  }
+  if (a.has_channel_scale) {
+    CONVOY_ASSIGN_OR_RETURN(const Tensor* t, b.Constant(node, next++));
+    CONVOY_ASSIGN_OR_RETURN(scale.constant, b.UploadFloats(t->data));
+  }
+  std::vector<int> inputs = {x};
+  if (a.residual != ResidualPosition::kNone) {
+    CONVOY_ASSIGN_OR_RETURN(residual.tensor, b.ComputeInput(node, next++));
+    inputs.push_back(residual.tensor);
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
+  Epilogue epilogue;
+  epilogue.has_bias = a.has_bias;
+  epilogue.has_scale = a.has_channel_scale;
+  epilogue.residual = a.residual == ResidualPosition::kBeforeActivation  ? ResidualMode::kBeforeActivation
+                      : a.residual == ResidualPosition::kAfterActivation ? ResidualMode::kAfterActivation
+                                                                         : ResidualMode::kNone;
+  epilogue.activation = KernelActivation(a.activation);
+  const Window2d& win = a.window;
+  const int k = static_cast<int>(weight->shape[0]);
+  const bool tf32 = b.options().precision == Precision::kTf32;
+  auto problem_for = [&b, &a, &win, x, k, epilogue, tf32](int batch) {
+    const ImageDims d = b.Dims(x, batch);
+    Conv2dProblem p;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w, p.k = k;
+    p.r = int(win.kernel_h), p.s = int(win.kernel_w);
+    p.pad_top = int(win.pad_top), p.pad_bottom = int(win.pad_bottom);
+    p.pad_left = int(win.pad_left), p.pad_right = int(win.pad_right);
+    p.stride_h = int(win.stride_h), p.stride_w = int(win.stride_w);
+    p.dilation_h = int(win.dilation_h), p.dilation_w = int(win.dilation_w);
+    p.groups = int(a.groups);
+    p.dtype = b.compute_dtype(), p.layout = b.layout(), p.allow_tf32 = tf32, p.epilogue = epilogue;
+    return p;
+  };
+  auto bind = [x, w, bias, scale, residual, y](TensorPointers t) {
+    return Conv2dArgs{t[x], w, static_cast<const float*>(bias.constant), static_cast<const float*>(scale.constant),
+                      residual.Get(t), t[y]};
+  };
+  return b.AddKernelStep<Conv2dOp>(node.name, inputs, {y}, problem_for, bind, w);
+}
+
+absl::Status PlanPool2d(PlanBuilder& b, const Node& node) {
+  const auto& a = node.As<Pool2dAttrs>();
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
+  if (!a.global && (a.window.dilation_h != 1 || a.window.dilation_w != 1)) {
+    return b.NodeError(node, absl::StrCat("dilated pooling (", a.window.dilation_h, "x", a.window.dilation_w,
+                                          ") is not supported"));
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
+  PoolMode mode = a.kind == PoolKind::kMax ? PoolMode::kMax : PoolMode::kAverage;
+  if (a.global) mode = a.kind == PoolKind::kMax ? PoolMode::kGlobalMax : PoolMode::kGlobalAverage;
+  auto problem_for = [&b, a, x, mode](int batch) {
+    const ImageDims d = b.Dims(x, batch);
+    Pool2dProblem p;
+    p.mode = mode;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
+    if (!a.global) {
+      p.r = int(a.window.kernel_h), p.s = int(a.window.kernel_w);
+      p.pad_top = int(a.window.pad_top), p.pad_bottom = int(a.window.pad_bottom);
+      p.pad_left = int(a.window.pad_left), p.pad_right = int(a.window.pad_right);
+      p.stride_h = int(a.window.stride_h), p.stride_w = int(a.window.stride_w);
+      p.ceil_mode = a.ceil_mode, p.count_include_pad = a.count_include_pad;
+    }
+    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return Pool2dArgs{t[x], t[y]}; };
+  return b.AddKernelStep<Pool2dOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanBatchNorm(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_RETURN_IF_ERROR(ExpectImageOrMatrix(b, node, x));
+  const float* params[4];
+  for (size_t i = 0; i < 4; ++i) {
+    CONVOY_ASSIGN_OR_RETURN(const Tensor* t, b.Constant(node, i + 1));
+    CONVOY_ASSIGN_OR_RETURN(const void* p, b.UploadFloats(t->data));
+    params[i] = static_cast<const float*>(p);
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.tensor(x).layout));
+  const float epsilon = node.As<BatchNormAttrs>().epsilon;
+  const Layout layout = b.tensor(x).layout;
+  auto problem_for = [&b, x, epsilon, layout](int batch) {
+    const ImageDims d = b.Dims(x, batch);
+    BatchNormProblem p;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w, p.epsilon = epsilon;
+    p.dtype = b.compute_dtype(), p.layout = layout;
+    return p;
+  };
+  const float *gamma = params[0], *beta = params[1], *mean = params[2], *var = params[3];
+  auto bind = [x, y, gamma, beta, mean, var](TensorPointers t) {
+    return BatchNormArgs{t[x], gamma, beta, mean, var, t[y]};
+  };
+  return b.AddKernelStep<BatchNormOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanActivation(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.tensor(x).layout));
+  const convoy::Activation activation = KernelActivation(node.As<ActivationAttrs>().activation);
+  auto problem_for = [&b, x, activation](int batch) {
+    ActivationProblem p;
+    p.count = NumElements(b.tensor(x).shape, batch);
+    p.dtype = b.compute_dtype(), p.activation = activation;
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return ActivationArgs{t[x], t[y]}; };
+  return b.AddKernelStep<ActivationOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanChannelShuffle(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
+  const int groups = static_cast<int>(node.As<ChannelShuffleAttrs>().groups);
+  auto problem_for = [&b, x, groups](int batch) {
+    const ImageDims d = b.Dims(x, batch);
+    ChannelShuffleProblem p;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w, p.groups = groups;
+    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return ChannelShuffleArgs{t[x], t[y]}; };
+  return b.AddKernelStep<ChannelShuffleOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanConcat(PlanBuilder& b, const Node& node) {
+  std::vector<int> xs;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, i));
+    CONVOY_RETURN_IF_ERROR(ExpectImageOrMatrix(b, node, x));
+    xs.push_back(x);
+  }
+  CONVOY_RETURN_IF_ERROR(ExpectChannelAxis(b, node, node.As<ConcatAttrs>().axis, b.tensor(xs[0]).shape.size()));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
+  auto problem_for = [&b, xs](int batch) {
+    ConcatProblem p;
+    const ImageDims d = b.Dims(xs[0], batch);
+    p.n = d.n, p.h = d.h, p.w = d.w;
+    for (int x : xs) p.channels.push_back(b.Dims(x, batch).c);
+    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    return p;
+  };
+  auto bind = [xs, y](TensorPointers t) {
+    ConcatArgs args;
+    for (int x : xs) args.inputs.push_back(t[x]);
+    args.y = t[y];
+    return args;
+  };
+  return b.AddKernelStep<ConcatOp>(node.name, xs, {y}, problem_for, bind);
+}
+
+absl::Status PlanSplit(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_RETURN_IF_ERROR(ExpectImageOrMatrix(b, node, x));
+  CONVOY_RETURN_IF_ERROR(ExpectChannelAxis(b, node, node.As<SplitAttrs>().axis, b.tensor(x).shape.size()));
+  std::vector<int> ys;
+  for (const std::string& out : node.outputs) {
+    CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(out, b.compute_dtype(), b.layout()));
+    ys.push_back(y);
+  }
+  auto problem_for = [&b, x, ys](int batch) {
+    SplitProblem p;
+    const ImageDims d = b.Dims(x, batch);
+    p.n = d.n, p.h = d.h, p.w = d.w;
+    for (int y : ys) p.channels.push_back(b.Dims(y, batch).c);
+    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    return p;
+  };
+  auto bind = [x, ys](TensorPointers t) {
+    SplitArgs args;
+    args.x = t[x];
+    for (int y : ys) args.outputs.push_back(t[y]);
+    return args;
+  };
+  return b.AddKernelStep<SplitOp>(node.name, {x}, ys, problem_for, bind);
+}
+
+absl::Status PlanSoftmax(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  // Softmax reads the logical [outer, axis, inner] order: spatial NHWC tensors go back to NCHW first.
+  CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
+  const size_t rank = b.tensor(x).shape.size();
+  int64_t axis = node.As<SoftmaxAttrs>().axis;
+  if (axis < 0) axis += static_cast<int64_t>(rank);
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.tensor(x).layout));
+  auto problem_for = [&b, x, axis](int batch) {
+    const Shape dims = b.tensor(x).Dims(batch);
+    SoftmaxProblem p;
+    p.outer = NumElements(Shape(dims.begin(), dims.begin() + axis));
+    p.axis = dims[axis];
+    p.inner = NumElements(Shape(dims.begin() + axis + 1, dims.end()));
+    p.dtype = b.compute_dtype();
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return SoftmaxArgs{t[x], t[y]}; };
+  return b.AddKernelStep<SoftmaxOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanPad(PlanBuilder& b, const Node& node) {
+  const auto& a = node.As<PadAttrs>();
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
+  const auto& pads = a.pads;  // [n, c, h, w] begins, then ends
+  if (pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5] ||
+      *std::min_element(pads.begin(), pads.end()) < 0) {
+    return b.NodeError(node, "only non-negative padding of H and W is supported");
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
+  const PadMode mode = a.mode;
+  const float value = a.value;
+  auto problem_for = [&b, x, pads, mode, value](int batch) {
+    const ImageDims d = b.Dims(x, batch);
+    PadProblem p;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
+    p.pad_top = int(pads[2]), p.pad_left = int(pads[3]), p.pad_bottom = int(pads[6]), p.pad_right = int(pads[7]);
+    p.mode = mode == PadMode::kReflect ? convoy::PadMode::kReflect
+             : mode == PadMode::kEdge  ? convoy::PadMode::kEdge
+                                       : convoy::PadMode::kConstant;
+    p.value = value;
+    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return PadArgs{t[x], t[y]}; };
+  return b.AddKernelStep<PadOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanAlias(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  // A view reinterprets the logical (row-major NCHW) order, so spatial NHWC tensors are converted first.
+  if (node.op() != OpKind::kIdentity) {
+    CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.tensor(x).dtype, Layout::kNCHW));
+  }
+  return b.AddAlias(node.outputs[0], x).status();
+}
+
+// The kernel broadcasts only its second operand, in one of four ways; anything else fails the load.
+absl::StatusOr<BinaryBroadcast> ClassifyBroadcast(PlanBuilder& b, const Node& node, const Shape& operand,
+                                                  const Shape& out) {
+  if (operand == out) return BinaryBroadcast::kNone;
+  const bool has_batch = std::count(operand.begin(), operand.end(), kBatch) > 0;
+  if (!has_batch && NumElements(operand) == 1) return BinaryBroadcast::kScalar;
+  if (out.size() == 4) {
+    const int64_t c = out[1];
+    if (operand.size() == 4 && operand[1] == c && operand[2] == 1 && operand[3] == 1) {
+      if (operand[0] == 1) return BinaryBroadcast::kPerChannel;
+      if (operand[0] == out[0]) return BinaryBroadcast::kPerImageChannel;
+    }
+    if (operand.size() == 3 && operand[0] == c && operand[1] == 1 && operand[2] == 1) {
+      return BinaryBroadcast::kPerChannel;
+    }
+  }
+  if (out.size() == 2 && ((operand.size() == 1 && operand[0] == out[1]) ||
+                          (operand.size() == 2 && operand[0] == 1 && operand[1] == out[1]))) {
+    return BinaryBroadcast::kPerChannel;
+  }
+  return b.NodeError(node, absl::StrCat("cannot broadcast ", ShapeToString(operand), " onto ", ShapeToString(out),
+                                        ": the kernel supports the same shape, [N,C,1,1], [1,C,1,1] and a scalar"));
+}
+
+absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
+  const BinaryKind kind = node.As<BinaryAttrs>().kind;
+  CONVOY_ASSIGN_OR_RETURN(const Shape out_shape, b.graph().ShapeOf(node.outputs[0]));
+  CONVOY_ASSIGN_OR_RETURN(Shape s0, b.graph().ShapeOf(node.inputs[0]));
+  CONVOY_ASSIGN_OR_RETURN(Shape s1, b.graph().ShapeOf(node.inputs[1]));
+  size_t first = 0, second = 1;
+  const bool commutative = kind == BinaryKind::kAdd || kind == BinaryKind::kMul;
+  if (commutative && (s0 != out_shape || b.graph().IsConstant(node.inputs[0])) && s1 == out_shape &&
+      !b.graph().IsConstant(node.inputs[1])) {
+    std::swap(first, second);
+    std::swap(s0, s1);
+  }
+  if (s0 != out_shape || b.graph().IsConstant(node.inputs[first])) {
+    return b.NodeError(node, absl::StrCat("the first operand must be a computed tensor of the output's shape ",
+                                          ShapeToString(out_shape), "; got ", ShapeToString(s0), " and ",
+                                          ShapeToString(s1)));
+  }
+  CONVOY_ASSIGN_OR_RETURN(const BinaryBroadcast broadcast, ClassifyBroadcast(b, node, s1, out_shape));
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, first));
+  Operand operand;
+  std::vector<int> inputs = {x};
+  if (const Tensor* value = b.graph().FindConstant(node.inputs[second]); value != nullptr) {
+    const Layout layout = broadcast == BinaryBroadcast::kNone ? b.layout() : Layout::kNCHW;
+    CONVOY_ASSIGN_OR_RETURN(operand.constant, b.Upload(*value, b.compute_dtype(), layout));
+  } else {
+    CONVOY_ASSIGN_OR_RETURN(operand.tensor, b.ComputeInput(node, second));
+    inputs.push_back(operand.tensor);
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.tensor(x).layout));
+  const BinaryOp op = kind == BinaryKind::kAdd   ? BinaryOp::kAdd
+                      : kind == BinaryKind::kSub ? BinaryOp::kSub
+                      : kind == BinaryKind::kMul ? BinaryOp::kMul
+                                                 : BinaryOp::kDiv;
+  const Layout layout = b.tensor(x).layout;
+  auto problem_for = [&b, x, op, broadcast, layout](int batch) {
+    const ImageDims d = b.Dims(x, batch);
+    BinaryProblem p;
+    p.op = op, p.broadcast = broadcast;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
+    p.dtype = b.compute_dtype(), p.layout = layout;
+    return p;
+  };
+  auto bind = [x, operand, y](TensorPointers t) { return BinaryArgs{t[x], operand.Get(t), t[y]}; };
+  return b.AddKernelStep<BinaryElementwiseOp>(node.name, inputs, {y}, problem_for, bind);
+}
+
+// beta * C as a per-column bias of [M, N], or an error when C varies along M.
+absl::StatusOr<std::vector<float>> GemmBias(PlanBuilder& b, const Node& node, const Tensor& c, float beta,
+                                            int64_t n) {
+  const int64_t count = NumElements(c.shape);
+  const bool rows_broadcast = c.shape.size() < 2 || c.shape[0] == 1;
+  if (!rows_broadcast || (count != 1 && count != n)) {
+    return b.NodeError(node, absl::StrCat("bias ", ShapeToString(c.shape), " must be a scalar, [", n, "] or [1,", n,
+                                          "] for the kernel's per-column bias"));
+  }
+  std::vector<float> bias(n);
+  for (int64_t j = 0; j < n; ++j) bias[j] = beta * c.data[count == 1 ? 0 : j];
+  return bias;
+}
+
+absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
+  const auto& a = node.As<GemmAttrs>();
+  if (a.transpose_a) return b.NodeError(node, "transpose_a is not supported (the activation must be [M, K])");
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  if (b.tensor(x).shape.size() != 2) {
+    return b.NodeError(node, absl::StrCat("A must be [M, K], got ", ShapeToString(b.tensor(x).shape)));
+  }
+  CONVOY_ASSIGN_OR_RETURN(const Tensor* weight, b.Constant(node, 1));
+  const int64_t k = b.tensor(x).shape[1];
+  const int64_t n = a.transpose_b ? weight->shape[0] : weight->shape[1];
+  // The kernel wants B as [n, k]; alpha is folded into it once here.
+  Tensor packed{{n, k}, std::vector<float>(n * k)};
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < k; ++i) {
+      packed.data[j * k + i] = a.alpha * (a.transpose_b ? weight->data[j * k + i] : weight->data[i * n + j]);
+    }
+  }
+  CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(packed, b.compute_dtype(), Layout::kNCHW));
+  const float* bias = nullptr;
+  if (a.has_bias && a.beta != 0.0f) {
+    CONVOY_ASSIGN_OR_RETURN(const Tensor* c, b.Constant(node, 2));
+    CONVOY_ASSIGN_OR_RETURN(std::vector<float> values, GemmBias(b, node, *c, a.beta, n));
+    CONVOY_ASSIGN_OR_RETURN(const void* p, b.UploadFloats(values));
+    bias = static_cast<const float*>(p);
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), Layout::kNCHW));
+  const bool tf32 = b.options().precision == Precision::kTf32;
+  auto problem_for = [&b, x, n, k, bias, tf32](int batch) {
+    GemmProblem p;
+    p.m = b.Dims(x, batch).n, p.n = int(n), p.k = int(k);
+    p.dtype = b.compute_dtype(), p.allow_tf32 = tf32;
+    p.epilogue.has_bias = bias != nullptr;
+    return p;
+  };
+  auto bind = [x, w, bias, y](TensorPointers t) { return GemmArgs{t[x], w, bias, nullptr, nullptr, t[y]}; };
+  return b.AddKernelStep<GemmOp>(node.name, {x}, {y}, problem_for, bind, w);
+}
+
+}  // namespace convoy::runtime

@@ -1,0 +1,202 @@
+// Planner tests: plans of a graph using every mapped op, run by the executor on the CPU in NCHW and NHWC and in
+// FP32/FP16/BF16, compared with the reference interpreter on fresh random inputs; plan structure (conversions,
+// aliases, memory reuse); tuning; and load failures that name the node and the numbers.
+#include "server/runtime/planner.h"
+
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+#include "kernels/cpu/cpu_device.h"
+#include "kernels/testing/test_tensors.h"
+#include "server/runtime/executor.h"
+#include "server/runtime/planner_test_graphs.h"
+#include "server/runtime/reference_interpreter.h"
+
+namespace convoy::runtime {
+namespace {
+
+using ::convoy::testing::IsOk;
+using ::convoy::testing::StatusIs;
+using ::convoy::testing::Tolerance;
+using ::testing::HasSubstr;
+
+uint32_t FreshSeed() { return std::random_device{}(); }
+
+// Runs `plan` at `batch_size` on random input(s) and checks every output against the reference interpreter.
+void ExpectPlanMatchesReference(const Graph& graph, std::shared_ptr<const ExecutionPlan> plan, int batch_size,
+                                const Tolerance& tolerance) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan}));
+  std::map<std::string, Tensor> inputs;
+  std::vector<TensorView> input_views;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const GraphInput& in = graph.inputs()[i];
+    inputs[in.name] = testing::RandomTensor(ConcreteShape(in.shape, batch_size), FreshSeed());
+    input_views.push_back({executor->ExpectedInputDesc(i, batch_size), inputs[in.name].data.data()});
+  }
+  std::vector<std::vector<float>> outputs(plan->outputs().size());
+  std::vector<TensorView> output_views;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorDesc desc = executor->ExpectedOutputDesc(i, batch_size);
+    outputs[i].resize(desc.num_elements());
+    ::convoy::testing::PoisonWithNaN(outputs[i].data(), DataType::kFloat32, desc.num_elements());
+    output_views.push_back({desc, outputs[i].data()});
+  }
+  ASSERT_THAT(executor->Run(batch_size, input_views, output_views), IsOk());
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(graph, inputs));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = plan->outputs()[i].name;
+    EXPECT_THAT(::convoy::testing::CompareFloats(outputs[i], expected.at(name).data, tolerance), IsOk())
+        << "output '" << name << "' at batch size " << batch_size << "\n" << plan->ToString(batch_size);
+  }
+}
+
+int CountSteps(const ExecutionPlan& plan, convoy::OpKind op) {
+  int count = 0;
+  for (const auto& step : plan.steps()) count += step->op() == op;
+  return count;
+}
+
+PlannerOptions CpuOptions(Precision precision, Layout layout, int max_batch_size) {
+  PlannerOptions options;
+  options.device = &CpuDevice::Default();
+  options.precision = precision;
+  options.layout = layout;
+  options.max_batch_size = max_batch_size;
+  return options;
+}
+
+TEST(PlannerTest, Fp32NchwPlanMatchesReferenceAtEveryBatchSize) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp32, Layout::kNCHW, 3)));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), 0) << plan->ToString(1);
+  for (int batch = 1; batch <= 3; ++batch) ExpectPlanMatchesReference(graph, plan, batch, {1e-4, 1e-5});
+}
+
+TEST(PlannerTest, NhwcPlanConvertsOnlyAtTheEdgesAndMatchesReference) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp32, Layout::kNHWC, 2)));
+  // The input goes to NHWC and the spatial "features" output back to NCHW; the flatten reads a [N,C,1,1] tensor,
+  // which lies the same in both layouts, so it needs no conversion.
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), 2) << plan->ToString(1);
+  for (const auto& step : plan->steps()) {
+    if (step->op() == convoy::OpKind::kConv2d) {
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("NHWC"));
+    }
+  }
+  for (int batch = 1; batch <= 2; ++batch) ExpectPlanMatchesReference(graph, plan, batch, {1e-4, 1e-5});
+}
+
+TEST(PlannerTest, Fp16AndBf16PlansMatchReferenceWithinStatedTolerance) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
+  // FP16 keeps 11 significant bits (relative step 2^-11 ~ 5e-4) and BF16 8 (2^-8 ~ 4e-3); a dozen rounded layers
+  // with values of order 1 stay within about ten steps.
+  const struct {
+    Precision precision;
+    Tolerance tolerance;
+  } cases[] = {{Precision::kFp16, {1e-2, 5e-3}}, {Precision::kBf16, {6e-2, 4e-2}}};
+  for (const auto& c : cases) {
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(c.precision, Layout::kNCHW, 2)));
+    // One conversion into the compute type at the input, one back to FP32 per output.
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), 3) << plan->ToString(1);
+    ExpectPlanMatchesReference(graph, plan, 2, c.tolerance);
+  }
+}
+
+TEST(PlannerTest, FlattenIsAnAliasAndTheChainReusesMemory) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp32, Layout::kNCHW, 4)));
+  const PlanTensor* flat = nullptr;
+  for (const PlanTensor& t : plan->tensors()) {
+    if (t.name == "flat") flat = &t;
+  }
+  ASSERT_NE(flat, nullptr);
+  EXPECT_EQ(plan->tensors()[flat->alias_of].name, "pooled");
+  EXPECT_EQ(plan->steps().size(), graph.nodes().size() - 1);  // every node but the flatten is one step
+
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph chain, testing::ConvChainGraph(6, FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto chain_plan,
+                              BuildExecutionPlan(chain, CpuOptions(Precision::kFp32, Layout::kNCHW, 4)));
+  for (int batch = 1; batch <= 4; ++batch) {
+    const MemoryPlan& memory = chain_plan->memory_plan(batch);
+    // Five intermediates of [batch,4,6,6] FP32 (576 bytes per image, 256-aligned); the output is the caller's.
+    const size_t intermediate = (batch * 576 + 255) / 256 * 256;
+    EXPECT_EQ(memory.no_reuse_bytes, 5 * intermediate);
+    EXPECT_EQ(memory.arena_bytes, 2 * intermediate) << DescribeMemoryPlan(memory);
+  }
+  ExpectPlanMatchesReference(chain, chain_plan, 4, {1e-4, 1e-5});
+}
+
+TEST(PlannerTest, TuningTimesLayersLogsThemAndFillsTheCache) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::ConvChainGraph(2, FreshSeed()));
+  AlgorithmCache cache;
+  std::vector<std::string> log;
+  PlannerOptions options = CpuOptions(Precision::kFp32, Layout::kNCHW, 3);
+  options.selection = AlgorithmSelection::kTune;
+  options.tuned_batch_sizes = {1, 3};
+  options.tuning.warmup_runs = 1;
+  options.tuning.timed_runs = 2;
+  options.cache = &cache;
+  options.log = [&log](const std::string& line) { log.push_back(line); };
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, options));
+  // Two layers tuned at two batch sizes; batch 2 is chosen by heuristic and logs nothing.
+  ASSERT_EQ(log.size(), 4u) << ::testing::PrintToString(log);
+  EXPECT_THAT(log[0], HasSubstr("tune conv0 batch 1: "));
+  EXPECT_THAT(log[1], HasSubstr("tune conv0 batch 3: "));
+  // conv1 solves the same problem as conv0, so its choice comes from the cache instead of a second timing.
+  EXPECT_THAT(log[2], HasSubstr("tune conv1 batch 1: "));
+  EXPECT_THAT(log[2], HasSubstr("[cache]"));
+  EXPECT_GT(plan->steps()[0]->TunedMilliseconds(1), 0.0);
+  EXPECT_EQ(plan->steps()[0]->TunedMilliseconds(2), 0.0);
+  EXPECT_EQ(cache.stats().tunings, 2);
+  ExpectPlanMatchesReference(graph, plan, 3, {1e-4, 1e-5});
+}
+
+absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanSingleNode(NodeAttrs attrs, Shape input, Shape other,
+                                                                    bool other_constant) {
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", input));
+  if (other_constant) {
+    CONVOY_RETURN_IF_ERROR(g.AddConstant("b", testing::RandomTensor(other, FreshSeed())));
+  } else {
+    CONVOY_RETURN_IF_ERROR(g.AddInput("b", other));
+  }
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("the_node", std::move(attrs), {"x", "b"}, {"y"})));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return BuildExecutionPlan(g, CpuOptions(Precision::kFp32, Layout::kNCHW, 2));
+}
+
+TEST(PlannerTest, LoadFailuresNameTheNodeAndTheShapes) {
+  EXPECT_THAT(PlanSingleNode(BinaryAttrs{BinaryKind::kAdd}, {kBatch, 4, 5, 5}, {1, 1, 5, 5}, true),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'the_node' (Binary): cannot broadcast [1,1,5,5] onto [N,4,5,5]")));
+  EXPECT_THAT(PlanSingleNode(BinaryAttrs{BinaryKind::kSub}, {1, 4, 1, 1}, {kBatch, 4, 5, 5}, false),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node 'the_node' (Binary): the first operand")));
+  Conv2dAttrs conv;
+  conv.window = Window2d{3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_THAT(PlanSingleNode(conv, {kBatch, 4, 5, 5}, {4, 4, 3, 3}, false),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'the_node' (Conv2d): input 1 'b' must be a constant")));
+  Graph g;
+  ASSERT_THAT(g.AddInput("x", {kBatch, 4, 5, 6}), IsOk());
+  ASSERT_THAT(g.AddNode(MakeNode("swap_hw", TransposeAttrs{{0, 1, 3, 2}}, {"x"}, {"y"})), IsOk());
+  ASSERT_THAT(g.AddOutput("y"), IsOk());
+  ASSERT_THAT(g.Finalize(), IsOk());
+  EXPECT_THAT(BuildExecutionPlan(g, CpuOptions(Precision::kFp32, Layout::kNCHW, 1)),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("node 'swap_hw' (Transpose)")));
+  EXPECT_THAT(BuildExecutionPlan(g, PlannerOptions()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("device is required")));
+}
+
+TEST(PlannerTest, PrecisionNamesRoundTrip) {
+  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16, Precision::kTf32}) {
+    CONVOY_ASSERT_OK_AND_ASSIGN(Precision parsed, ParsePrecision(PrecisionName(p)));
+    EXPECT_EQ(parsed, p);
+  }
+  EXPECT_THAT(ParsePrecision("fp8"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'fp8'")));
+}
+
+}  // namespace
+}  // namespace convoy::runtime

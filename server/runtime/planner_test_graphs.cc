@@ -1,0 +1,105 @@
+// Builders for the planner and executor test graphs (see planner_test_graphs.h).
+#include "server/runtime/planner_test_graphs.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+
+namespace convoy::runtime::testing {
+namespace {
+
+// Adds a random constant named `name` and returns the name.
+std::string Constant(Graph& g, const std::string& name, Shape shape, uint32_t seed, float lo = -0.5f,
+                     float hi = 0.5f) {
+  (void)g.AddConstant(name, RandomTensor(std::move(shape), seed, lo, hi));
+  return name;
+}
+
+Conv2dAttrs Conv(int64_t kernel, int64_t pad, bool bias, Activation activation) {
+  Conv2dAttrs a;
+  a.window = Window2d{kernel, kernel, 1, 1, pad, pad, pad, pad, 1, 1};
+  a.has_bias = bias;
+  a.activation = activation;
+  return a;
+}
+
+}  // namespace
+
+Tensor RandomTensor(Shape shape, uint32_t seed, float lo, float hi) {
+  Tensor t = Tensor::Zeros(std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (float& v : t.data) v = dist(rng);
+  return t;
+}
+
+absl::StatusOr<Graph> EveryOpGraph(uint32_t seed) {
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 3, 8, 8}));
+  auto add = [&g](const std::string& name, NodeAttrs attrs, std::vector<std::string> in,
+                  std::vector<std::string> out) { return g.AddNode(MakeNode(name, std::move(attrs), in, out)); };
+  CONVOY_RETURN_IF_ERROR(add("conv1", Conv(3, 1, true, Activation::Relu()),
+                             {"x", Constant(g, "w1", {8, 3, 3, 3}, seed + 1), Constant(g, "b1", {8}, seed + 2)},
+                             {"c1"}));
+  CONVOY_RETURN_IF_ERROR(add("bn", BatchNormAttrs{1e-3f},
+                             {"c1", Constant(g, "gamma", {8}, seed + 3, 0.5f, 1.5f),
+                              Constant(g, "beta", {8}, seed + 4), Constant(g, "mean", {8}, seed + 5),
+                              Constant(g, "var", {8}, seed + 6, 0.5f, 2.0f)},
+                             {"bn_out"}));
+  Pool2dAttrs max_pool;
+  max_pool.window = Window2d{2, 2, 2, 2, 0, 0, 0, 0, 1, 1};
+  CONVOY_RETURN_IF_ERROR(add("pool1", max_pool, {"bn_out"}, {"p1"}));
+  Conv2dAttrs residual = Conv(1, 0, true, Activation::Relu());
+  residual.residual = ResidualPosition::kBeforeActivation;
+  CONVOY_RETURN_IF_ERROR(add("conv2", residual,
+                             {"p1", Constant(g, "w2", {8, 8, 1, 1}, seed + 7), Constant(g, "b2", {8}, seed + 8), "p1"},
+                             {"c2"}));
+  CONVOY_RETURN_IF_ERROR(add("shuffle", ChannelShuffleAttrs{2}, {"c2"}, {"shuffled"}));
+  CONVOY_RETURN_IF_ERROR(add("split", SplitAttrs{1, {3, 5}}, {"shuffled"}, {"s0", "s1"}));
+  PadAttrs pad{PadMode::kEdge, {0, 0, 1, 1, 0, 0, 1, 1}, 0.0f};
+  CONVOY_RETURN_IF_ERROR(add("pad", pad, {"s0"}, {"padded"}));
+  Pool2dAttrs avg_pool;
+  avg_pool.kind = PoolKind::kAverage;
+  avg_pool.window = Window2d{3, 3, 1, 1, 0, 0, 0, 0, 1, 1};
+  CONVOY_RETURN_IF_ERROR(add("avg", avg_pool, {"padded"}, {"smoothed"}));
+  CONVOY_RETURN_IF_ERROR(add("concat", ConcatAttrs{1}, {"smoothed", "s1"}, {"joined"}));
+  Pool2dAttrs global;
+  global.kind = PoolKind::kAverage;
+  global.global = true;
+  CONVOY_RETURN_IF_ERROR(add("se_pool", global, {"joined"}, {"se_mean"}));
+  CONVOY_RETURN_IF_ERROR(add("se_gate", ActivationAttrs{{ActivationKind::kSigmoid, 0, 0}}, {"se_mean"}, {"gate"}));
+  CONVOY_RETURN_IF_ERROR(add("se_mul", BinaryAttrs{BinaryKind::kMul}, {"gate", "joined"}, {"gated"}));
+  CONVOY_RETURN_IF_ERROR(
+      add("shift", BinaryAttrs{BinaryKind::kAdd}, {"gated", Constant(g, "shift_c", {1, 8, 1, 1}, seed + 9)},
+          {"features"}));
+  CONVOY_RETURN_IF_ERROR(add("head_pool", global, {"features"}, {"pooled"}));
+  CONVOY_RETURN_IF_ERROR(add("flatten", FlattenAttrs{1}, {"pooled"}, {"flat"}));
+  GemmAttrs fc{0.5f, 2.0f, false, true, true};
+  CONVOY_RETURN_IF_ERROR(
+      add("fc", fc, {"flat", Constant(g, "fc_w", {10, 8}, seed + 10), Constant(g, "fc_b", {10}, seed + 11)},
+          {"logits"}));
+  CONVOY_RETURN_IF_ERROR(add("softmax", SoftmaxAttrs{-1}, {"logits"}, {"probs"}));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("probs"));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("features"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
+absl::StatusOr<Graph> ConvChainGraph(int length, uint32_t seed) {
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 4, 6, 6}));
+  std::string previous = "x";
+  for (int i = 0; i < length; ++i) {
+    const std::string out = i + 1 == length ? "y" : absl::StrCat("c", i);
+    const std::string w = Constant(g, absl::StrCat("w", i), {4, 4, 3, 3}, seed + i);
+    CONVOY_RETURN_IF_ERROR(
+        g.AddNode(MakeNode(absl::StrCat("conv", i), Conv(3, 1, false, Activation::Relu()), {previous, w}, {out})));
+    previous = out;
+  }
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
+}  // namespace convoy::runtime::testing

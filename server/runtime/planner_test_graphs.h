@@ -1,0 +1,30 @@
+// Test graphs for the planner and executor tests: small CNNs with random weights that use every op the planner
+// maps, built directly in the graph IR (no importer, no passes).
+#ifndef CONVOY_SERVER_RUNTIME_PLANNER_TEST_GRAPHS_H_
+#define CONVOY_SERVER_RUNTIME_PLANNER_TEST_GRAPHS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/runtime/graph.h"
+
+namespace convoy::runtime::testing {
+
+// Uniform values in [lo, hi) from a generator seeded with `seed`.
+Tensor RandomTensor(Shape shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// Input "x" [N,3,8,8]; outputs "probs" [N,10] (softmax of the classifier) and "features" [N,8,4,4] (a spatial
+// tensor, so NHWC plans must convert it back). On the way: fused conv (bias, relu), batch norm, max pool, 1x1 conv
+// with a residual, channel shuffle, split, edge pad, average pool, concat, a squeeze-excitation gate
+// (global pool, sigmoid, [N,C,1,1] multiply), a per-channel constant add, global pool, flatten, Gemm with
+// transB/alpha/beta, softmax. Weights are random from `seed`.
+absl::StatusOr<Graph> EveryOpGraph(uint32_t seed);
+
+// Input "x" [N,4,6,6] -> `length` 3x3 convs with relu -> output "y": a chain, where buffers must be reused.
+absl::StatusOr<Graph> ConvChainGraph(int length, uint32_t seed);
+
+}  // namespace convoy::runtime::testing
+
+#endif  // CONVOY_SERVER_RUNTIME_PLANNER_TEST_GRAPHS_H_
