@@ -257,8 +257,8 @@ std::string BlockScheduler::DescribeThread(const EmulatedThread& thread) const {
     case ThreadState::kAtBarrier:
       return absl::StrCat("waits at __syncthreads (", thread.waiting_at.ToString(), ")");
     case ThreadState::kAtWarpCollective:
-      return absl::StrFormat("waits at %s (%s) with mask 0x%08x", thread.collective->name,
-                             thread.waiting_at.ToString(), thread.collective_mask);
+      return absl::StrFormat("waits at %s (%s) with mask 0x%08x", thread.collective->name, thread.waiting_at.ToString(),
+                             thread.collective_mask);
   }
   return "?";
 }
@@ -275,8 +275,8 @@ absl::Status BlockScheduler::DescribeStall() const {
     any_collective |= threads_[begin]->state == ThreadState::kAtWarpCollective;
     any_exited |= threads_[begin]->state == ThreadState::kExited;
     if (groups++ < 12) {
-      absl::StrAppend(&states, groups > 1 ? "; " : "", "threads ", begin, end - begin > 1 ? absl::StrCat("-", end - 1) : "",
-                      " ", what);
+      absl::StrAppend(&states, groups > 1 ? "; " : "", "threads ", begin,
+                      end - begin > 1 ? absl::StrCat("-", end - 1) : "", " ", what);
     }
     begin = end;
   }
@@ -325,8 +325,8 @@ absl::StatusOr<bool> BlockScheduler::ResolveWarp(int warp) {
     }
     std::string error = leader.collective->resolve(payloads, mask);
     if (!error.empty()) {
-      return absl::InternalError(absl::StrFormat("warp %d: %s (%s) with mask 0x%08x: %s", warp,
-                                                 leader.collective->name, leader.waiting_at.ToString(), mask, error));
+      return absl::InternalError(absl::StrFormat("warp %d: %s (%s) with mask 0x%08x: %s", warp, leader.collective->name,
+                                                 leader.waiting_at.ToString(), mask, error));
     }
     for (int lane = 0; lane < lanes; ++lane) {
       if (mask >> lane & 1u) threads_[first_id + lane]->state = ThreadState::kRunnable;
@@ -356,13 +356,15 @@ void BlockScheduler::WarpCollective(const WarpCollectiveKind& kind, unsigned mas
   const int lanes = std::min(kWarpSize, thread_count_ - thread.warp * kWarpSize);
   const unsigned existing = lanes == kWarpSize ? 0xFFFFFFFFu : (1u << lanes) - 1;
   if ((mask >> thread.lane & 1u) == 0) {
-    FailCurrentThread(absl::StrFormat("%s (%s): mask 0x%08x does not name the calling lane %d", kind.name,
-                                      where.ToString(), mask, thread.lane));
+    std::string message = absl::StrFormat("%s (%s): mask 0x%08x does not name the calling lane %d", kind.name,
+                                          where.ToString(), mask, thread.lane);
+    FailCurrentThread(std::move(message));
   }
   if ((mask & ~existing) != 0) {
-    FailCurrentThread(absl::StrFormat(
+    std::string message = absl::StrFormat(
         "%s (%s): mask 0x%08x names lanes that do not exist (warp %d has %d lanes: the block has %d threads)",
-        kind.name, where.ToString(), mask, thread.warp, lanes, thread_count_));
+        kind.name, where.ToString(), mask, thread.warp, lanes, thread_count_);
+    FailCurrentThread(std::move(message));
   }
   thread.state = ThreadState::kAtWarpCollective;
   thread.waiting_at = where;
@@ -384,8 +386,11 @@ unsigned BlockScheduler::LiveLanesOfCurrentWarp() const {
 
 int BlockScheduler::current_lane() const { return current_->lane; }
 
-void BlockScheduler::FailCurrentThread(const std::string& message) {
-  failure_ = absl::StrCat("thread ", Coordinates(current_->thread_idx), ": ", message);
+void BlockScheduler::FailCurrentThread(std::string&& message) {
+  {
+    const std::string owned = std::move(message);  // leaves the caller's string without heap memory
+    failure_ = absl::StrCat("thread ", Coordinates(current_->thread_idx), ": ", owned);
+  }
   failed_ = true;
   SuspendCurrent();
   std::abort();  // a failed block is abandoned, never resumed
@@ -398,15 +403,17 @@ void* BlockScheduler::StaticShared(const void* key, size_t bytes, size_t alignme
   alignment = std::max<size_t>(alignment, 16);
   const size_t offset = (shared_cursor_ + kSharedRedzoneBytes + alignment - 1) / alignment * alignment;
   if (static_shared_bytes_ + bytes > kMaxStaticSharedBytes) {
-    FailCurrentThread(absl::StrCat("static shared array at ", where.ToString(), " (", bytes,
-                                   " bytes) exceeds the static shared memory limit: ", static_shared_bytes_ + bytes,
-                                   " > ", kMaxStaticSharedBytes, " bytes"));
+    std::string message = absl::StrCat("static shared array at ", where.ToString(), " (", bytes,
+                                       " bytes) exceeds the static shared memory limit: ", static_shared_bytes_ + bytes,
+                                       " > ", kMaxStaticSharedBytes, " bytes");
+    FailCurrentThread(std::move(message));
   }
   if (launch_.dynamic_shared_bytes + static_shared_bytes_ + bytes > kMaxSharedBytesPerBlock ||
       offset + bytes > shared_capacity_) {
-    FailCurrentThread(absl::StrCat("static shared array at ", where.ToString(), " (", bytes, " bytes) plus ",
-                                   launch_.dynamic_shared_bytes, " dynamic bytes exceeds ", kMaxSharedBytesPerBlock,
-                                   " bytes of shared memory per block"));
+    std::string message = absl::StrCat("static shared array at ", where.ToString(), " (", bytes, " bytes) plus ",
+                                       launch_.dynamic_shared_bytes, " dynamic bytes exceeds ", kMaxSharedBytesPerBlock,
+                                       " bytes of shared memory per block");
+    FailCurrentThread(std::move(message));
   }
   UnpoisonForAsan(shared_arena_ + offset, bytes);
   std::memset(shared_arena_ + offset, kSharedPoisonByte, bytes);

@@ -105,8 +105,10 @@ class BlockScheduler {
   // Lanes of the caller's warp that exist and have not exited (what __activemask() reports here).
   unsigned LiveLanesOfCurrentWarp() const;
   int current_lane() const;
-  // Stops the block: RunBlock returns `message` (prefixed with the thread's coordinates). Never returns.
-  [[noreturn]] void FailCurrentThread(const std::string& message);
+  // Stops the block: RunBlock returns `message` (prefixed with the thread's coordinates). Never returns, so the
+  // calling fiber's frames are never unwound: build the message in a named local and move it in, so no temporary
+  // std::string of the caller is left holding heap memory (LeakSanitizer would report it).
+  [[noreturn]] void FailCurrentThread(std::string&& message);
 
   // Per-block storage for the static __shared__ array declared at `key` (CONVOY_SHARED_ARRAY). All threads of a
   // block get the same bytes, poisoned when first declared in the block.

@@ -51,19 +51,19 @@ using ::convoy::cuda_emulation::LaunchKernel;
 #if defined(CONVOY_CUDA_REAL)
 #define CONVOY_SHARED_ARRAY(T, name, ...) __shared__ __align__(16) T name __VA_ARGS__
 #define CONVOY_SHARED_VAR(T, name) __shared__ T name
-#define CONVOY_DYNAMIC_SHARED(T, name)                                  \
+#define CONVOY_DYNAMIC_SHARED(T, name)                                    \
   extern __shared__ __align__(16) unsigned char convoy_dynamic_shared_[]; \
   T* name = reinterpret_cast<T*>(convoy_dynamic_shared_)
 #else
-#define CONVOY_SHARED_ARRAY(T, name, ...)                                                                    \
-  static const char name##_convoy_shared_key_ = 0;                                                           \
-  T(&name) __VA_ARGS__ = *static_cast<T(*) __VA_ARGS__>(::convoy::cuda_emulation::StaticSharedStorage(      \
+#define CONVOY_SHARED_ARRAY(T, name, ...)                                                     \
+  static const char name##_convoy_shared_key_ = 0;                                            \
+  T(&name)                                                                                    \
+  __VA_ARGS__ = *static_cast<T(*) __VA_ARGS__>(::convoy::cuda_emulation::StaticSharedStorage( \
       &name##_convoy_shared_key_, sizeof(T __VA_ARGS__), alignof(T), __FILE__, __LINE__))
-#define CONVOY_SHARED_VAR(T, name)                                                                           \
-  static const char name##_convoy_shared_key_ = 0;                                                           \
-  T& name = *static_cast<T*>(::convoy::cuda_emulation::StaticSharedStorage(&name##_convoy_shared_key_,      \
-                                                                            sizeof(T), alignof(T), __FILE__, \
-                                                                            __LINE__))
+#define CONVOY_SHARED_VAR(T, name)                                                                                \
+  static const char name##_convoy_shared_key_ = 0;                                                                \
+  T& name = *static_cast<T*>(::convoy::cuda_emulation::StaticSharedStorage(&name##_convoy_shared_key_, sizeof(T), \
+                                                                           alignof(T), __FILE__, __LINE__))
 #define CONVOY_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::convoy::cuda_emulation::DynamicSharedStorage())
 #endif
 

@@ -37,9 +37,9 @@ inline absl::Status CudaStatus(cudaError_t error, absl::string_view context) {
 
 }  // namespace convoy::cuda
 
-#define CONVOY_RETURN_IF_CUDA_ERROR(expr)                                                        \
-  do {                                                                                           \
-    const cudaError_t convoy_cuda_error_ = (expr);                                               \
+#define CONVOY_RETURN_IF_CUDA_ERROR(expr)                                                                \
+  do {                                                                                                   \
+    const cudaError_t convoy_cuda_error_ = (expr);                                                       \
     if (convoy_cuda_error_ != cudaSuccess) return ::convoy::cuda::CudaStatus(convoy_cuda_error_, #expr); \
   } while (false)
 

@@ -108,8 +108,7 @@ std::string ResolveMatchAny(void* const payloads[kWarpSize], unsigned mask) {
     if ((mask >> lane & 1u) == 0) continue;
     unsigned same = 0;
     for (int other = 0; other < kWarpSize; ++other) {
-      if ((mask >> other & 1u) &&
-          LaneOf<VoteLane>(payloads, other).value == LaneOf<VoteLane>(payloads, lane).value) {
+      if ((mask >> other & 1u) && LaneOf<VoteLane>(payloads, other).value == LaneOf<VoteLane>(payloads, lane).value) {
         same |= 1u << other;
       }
     }
@@ -122,7 +121,8 @@ std::string ResolveMatchAll(void* const payloads[kWarpSize], unsigned mask) {
   const int first = __builtin_ctz(mask);
   bool all_equal = true;
   for (int lane = 0; lane < kWarpSize; ++lane) {
-    if (mask >> lane & 1u) all_equal &= LaneOf<VoteLane>(payloads, lane).value == LaneOf<VoteLane>(payloads, first).value;
+    if (mask >> lane & 1u)
+      all_equal &= LaneOf<VoteLane>(payloads, lane).value == LaneOf<VoteLane>(payloads, first).value;
   }
   for (int lane = 0; lane < kWarpSize; ++lane) {
     if ((mask >> lane & 1u) == 0) continue;

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cuda_emulation/block_scheduler.h"
 #include "kernels/cuda_emulation/vector_types.h"
@@ -133,7 +134,8 @@ inline VoteLane Vote(const WarpCollectiveKind& kind, unsigned mask, uint64_t val
 }
 
 [[noreturn]] inline void Trap(const char* what, SourceLocation where) {
-  BlockScheduler::Current().FailCurrentThread(std::string(what) + " at " + where.ToString());
+  std::string message = std::string(what) + " at " + where.ToString();
+  BlockScheduler::Current().FailCurrentThread(std::move(message));
 }
 
 }  // namespace convoy::cuda_emulation
@@ -155,8 +157,7 @@ inline int __syncthreads_or(int predicate, const char* file = __builtin_FILE(), 
   using convoy::cuda_emulation::BlockScheduler;
   return BlockScheduler::Current().SyncThreads({file, line}, BlockScheduler::BarrierReduction::kOr, predicate);
 }
-inline void __syncwarp(unsigned mask = 0xFFFFFFFFu, const char* file = __builtin_FILE(),
-                       int line = __builtin_LINE()) {
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   using namespace convoy::cuda_emulation;  // NOLINT
   BlockScheduler::Current().WarpCollective(kSyncWarp, mask, nullptr, {file, line});
 }
@@ -171,8 +172,8 @@ T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize, const ch
 template <typename T>
 T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize, const char* file = __builtin_FILE(),
                  int line = __builtin_LINE()) {
-  return convoy::cuda_emulation::Shuffle(convoy::cuda_emulation::kShflUpSync, mask, var, static_cast<int>(delta),
-                                         width, {file, line});
+  return convoy::cuda_emulation::Shuffle(convoy::cuda_emulation::kShflUpSync, mask, var, static_cast<int>(delta), width,
+                                         {file, line});
 }
 template <typename T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize, const char* file = __builtin_FILE(),
@@ -220,10 +221,10 @@ unsigned __match_all_sync(unsigned mask, T value, int* predicate, const char* fi
   return lane.result;
 }
 
-#define CONVOY_EMULATION_WARP_REDUCE(name, type, kind)                                                          \
+#define CONVOY_EMULATION_WARP_REDUCE(name, type, kind)                                                            \
   inline type name(unsigned mask, type value, const char* file = __builtin_FILE(), int line = __builtin_LINE()) { \
-    using namespace convoy::cuda_emulation; /* NOLINT */                                                       \
-    return static_cast<type>(Vote(kind, mask, static_cast<uint32_t>(value), {file, line}).result);            \
+    using namespace convoy::cuda_emulation; /* NOLINT */                                                          \
+    return static_cast<type>(Vote(kind, mask, static_cast<uint32_t>(value), {file, line}).result);                \
   }
 CONVOY_EMULATION_WARP_REDUCE(__reduce_add_sync, unsigned, kReduceAddSync)
 CONVOY_EMULATION_WARP_REDUCE(__reduce_add_sync, int, kReduceAddSync)
@@ -238,30 +239,30 @@ CONVOY_EMULATION_WARP_REDUCE(__reduce_xor_sync, unsigned, kReduceXorSync)
 
 // ---------------------------------------------------------------------------------------- atomics and fences
 // Blocks run concurrently on several OS threads, so global atomics are real atomics (GCC __atomic builtins).
-#define CONVOY_EMULATION_INTEGER_ATOMICS(T)                                                                   \
-  inline T atomicAdd(T* address, T value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }    \
-  inline T atomicSub(T* address, T value) { return __atomic_fetch_sub(address, value, __ATOMIC_SEQ_CST); }    \
-  inline T atomicAnd(T* address, T value) { return __atomic_fetch_and(address, value, __ATOMIC_SEQ_CST); }    \
-  inline T atomicOr(T* address, T value) { return __atomic_fetch_or(address, value, __ATOMIC_SEQ_CST); }      \
-  inline T atomicXor(T* address, T value) { return __atomic_fetch_xor(address, value, __ATOMIC_SEQ_CST); }    \
-  inline T atomicExch(T* address, T value) { return __atomic_exchange_n(address, value, __ATOMIC_SEQ_CST); }  \
-  inline T atomicCAS(T* address, T compare, T value) {                                                        \
-    __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
-    return compare;                                                                                           \
-  }                                                                                                           \
-  inline T atomicMax(T* address, T value) {                                                                   \
-    T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                                                       \
-    while (old < value &&                                                                                     \
-           !__atomic_compare_exchange_n(address, &old, value, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {    \
-    }                                                                                                         \
-    return old;                                                                                               \
-  }                                                                                                           \
-  inline T atomicMin(T* address, T value) {                                                                   \
-    T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                                                       \
-    while (value < old &&                                                                                     \
-           !__atomic_compare_exchange_n(address, &old, value, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {    \
-    }                                                                                                         \
-    return old;                                                                                               \
+#define CONVOY_EMULATION_INTEGER_ATOMICS(T)                                                                  \
+  inline T atomicAdd(T* address, T value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }   \
+  inline T atomicSub(T* address, T value) { return __atomic_fetch_sub(address, value, __ATOMIC_SEQ_CST); }   \
+  inline T atomicAnd(T* address, T value) { return __atomic_fetch_and(address, value, __ATOMIC_SEQ_CST); }   \
+  inline T atomicOr(T* address, T value) { return __atomic_fetch_or(address, value, __ATOMIC_SEQ_CST); }     \
+  inline T atomicXor(T* address, T value) { return __atomic_fetch_xor(address, value, __ATOMIC_SEQ_CST); }   \
+  inline T atomicExch(T* address, T value) { return __atomic_exchange_n(address, value, __ATOMIC_SEQ_CST); } \
+  inline T atomicCAS(T* address, T compare, T value) {                                                       \
+    __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
+    return compare;                                                                                          \
+  }                                                                                                          \
+  inline T atomicMax(T* address, T value) {                                                                  \
+    T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                                                      \
+    while (old < value &&                                                                                    \
+           !__atomic_compare_exchange_n(address, &old, value, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {   \
+    }                                                                                                        \
+    return old;                                                                                              \
+  }                                                                                                          \
+  inline T atomicMin(T* address, T value) {                                                                  \
+    T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                                                      \
+    while (value < old &&                                                                                    \
+           !__atomic_compare_exchange_n(address, &old, value, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {   \
+    }                                                                                                        \
+    return old;                                                                                              \
   }
 CONVOY_EMULATION_INTEGER_ATOMICS(int)
 CONVOY_EMULATION_INTEGER_ATOMICS(unsigned int)
@@ -294,8 +295,8 @@ inline float atomicExch(float* address, float value) {
   return old;
 }
 inline unsigned atomicInc(unsigned* address, unsigned limit) {
-  return convoy::cuda_emulation::AtomicFloatingUpdate(
-      address, [limit](unsigned old) { return old >= limit ? 0u : old + 1; });
+  return convoy::cuda_emulation::AtomicFloatingUpdate(address,
+                                                      [limit](unsigned old) { return old >= limit ? 0u : old + 1; });
 }
 inline unsigned atomicDec(unsigned* address, unsigned limit) {
   return convoy::cuda_emulation::AtomicFloatingUpdate(
@@ -314,21 +315,37 @@ inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 // ------------------------------------------------------------------------------------------- memory access hints
 template <typename T>
-T __ldg(const T* address) { return *address; }
+T __ldg(const T* address) {
+  return *address;
+}
 template <typename T>
-T __ldcg(const T* address) { return *address; }
+T __ldcg(const T* address) {
+  return *address;
+}
 template <typename T>
-T __ldca(const T* address) { return *address; }
+T __ldca(const T* address) {
+  return *address;
+}
 template <typename T>
-T __ldcs(const T* address) { return *address; }
+T __ldcs(const T* address) {
+  return *address;
+}
 template <typename T>
-T __ldlu(const T* address) { return *address; }
+T __ldlu(const T* address) {
+  return *address;
+}
 template <typename T>
-void __stcg(T* address, T value) { *address = value; }
+void __stcg(T* address, T value) {
+  *address = value;
+}
 template <typename T>
-void __stcs(T* address, T value) { *address = value; }
+void __stcs(T* address, T value) {
+  *address = value;
+}
 template <typename T>
-void __stwb(T* address, T value) { *address = value; }
+void __stwb(T* address, T value) {
+  *address = value;
+}
 
 // ------------------------------------------------------------------------------------------- math intrinsics
 // The fast-math intrinsics compute the accurate libm function here: tolerances written for the GPU's approximations
@@ -363,12 +380,36 @@ inline int __float2int_ru(float x) { return static_cast<int>(std::ceil(x)); }
 inline unsigned __float2uint_rn(float x) { return static_cast<unsigned>(std::nearbyint(x)); }
 inline float __int2float_rn(int x) { return static_cast<float>(x); }
 inline float __uint2float_rn(unsigned x) { return static_cast<float>(x); }
-inline int __float_as_int(float x) { int r; std::memcpy(&r, &x, 4); return r; }
-inline unsigned __float_as_uint(float x) { unsigned r; std::memcpy(&r, &x, 4); return r; }
-inline float __int_as_float(int x) { float r; std::memcpy(&r, &x, 4); return r; }
-inline float __uint_as_float(unsigned x) { float r; std::memcpy(&r, &x, 4); return r; }
-inline long long __double_as_longlong(double x) { long long r; std::memcpy(&r, &x, 8); return r; }  // NOLINT
-inline double __longlong_as_double(long long x) { double r; std::memcpy(&r, &x, 8); return r; }    // NOLINT
+inline int __float_as_int(float x) {
+  int r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline unsigned __float_as_uint(float x) {
+  unsigned r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline float __int_as_float(int x) {
+  float r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline float __uint_as_float(unsigned x) {
+  float r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline long long __double_as_longlong(double x) {
+  long long r;
+  std::memcpy(&r, &x, 8);
+  return r;
+}  // NOLINT
+inline double __longlong_as_double(long long x) {
+  double r;
+  std::memcpy(&r, &x, 8);
+  return r;
+}  // NOLINT
 
 // Integer intrinsics.
 inline int __popc(unsigned x) { return __builtin_popcount(x); }

@@ -38,8 +38,8 @@ absl::StatusOr<FiberStack> FiberStack::Create(size_t usable_bytes) {
   const size_t page = PageBytes();
   usable_bytes = (usable_bytes + page - 1) / page * page;
   const size_t mapping_bytes = usable_bytes + page;  // + one guard page below
-  void* mapping = mmap(nullptr, mapping_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                       -1, 0);
+  void* mapping =
+      mmap(nullptr, mapping_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mapping == MAP_FAILED) {
     return absl::ResourceExhaustedError(absl::StrCat("fiber stack: mmap of ", mapping_bytes, " bytes failed"));
   }

@@ -30,7 +30,7 @@ class FiberStack {
   FiberStack& operator=(const FiberStack&) = delete;
   ~FiberStack();
 
-  char* bottom() const { return usable_; }              // lowest usable address
+  char* bottom() const { return usable_; }               // lowest usable address
   char* top() const { return usable_ + usable_bytes_; }  // stacks grow down from here
   size_t size() const { return usable_bytes_; }
   void* tsan_fiber() const { return tsan_fiber_; }

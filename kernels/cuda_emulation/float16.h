@@ -34,9 +34,9 @@ inline uint16_t FloatToHalfBits(float value) {
   const uint32_t bits = FloatBits(value);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   uint32_t magnitude = bits & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) return 0x7FFF;                   // NaN: canonical, as cvt.rn.f16.f32
-  if (magnitude >= 0x477FF000u) return sign | 0x7C00u;          // rounds to (or is) infinity: >= 65520
-  if (magnitude < 0x38800000u) {                                // below 2^-14: zero or subnormal
+  if (magnitude > 0x7F800000u) return 0x7FFF;           // NaN: canonical, as cvt.rn.f16.f32
+  if (magnitude >= 0x477FF000u) return sign | 0x7C00u;  // rounds to (or is) infinity: >= 65520
+  if (magnitude < 0x38800000u) {                        // below 2^-14: zero or subnormal
     // Adding 0.5 puts the value's 2^-24 multiples into the low mantissa bits, rounded to nearest even by the FPU.
     const float shifted = BitsToFloat(magnitude) + 0.5f;
     return sign | static_cast<uint16_t>(FloatBits(shifted) - 0x3F000000u);
@@ -73,9 +73,9 @@ inline float Bfloat16BitsToFloat(uint16_t bits) { return BitsToFloat(static_cast
 struct __half {
   uint16_t __x;  // the bits, named as in cuda_fp16.h
   __half() = default;
-  __half(float value) : __x(convoy::cuda_emulation::FloatToHalfBits(value)) {}  // NOLINT: implicit as in CUDA
-  __half(double value) : __half(static_cast<float>(value)) {}                    // NOLINT
-  __half(int value) : __half(static_cast<float>(value)) {}                       // NOLINT
+  __half(float value) : __x(convoy::cuda_emulation::FloatToHalfBits(value)) {}     // NOLINT: implicit as in CUDA
+  __half(double value) : __half(static_cast<float>(value)) {}                      // NOLINT
+  __half(int value) : __half(static_cast<float>(value)) {}                         // NOLINT
   operator float() const { return convoy::cuda_emulation::HalfBitsToFloat(__x); }  // NOLINT
 };
 typedef __half half;
@@ -84,9 +84,9 @@ struct __nv_bfloat16 {
   uint16_t __x;
   __nv_bfloat16() = default;
   __nv_bfloat16(float value) : __x(convoy::cuda_emulation::FloatToBfloat16Bits(value)) {}  // NOLINT
-  __nv_bfloat16(double value) : __nv_bfloat16(static_cast<float>(value)) {}              // NOLINT
-  __nv_bfloat16(int value) : __nv_bfloat16(static_cast<float>(value)) {}                 // NOLINT
-  operator float() const { return convoy::cuda_emulation::Bfloat16BitsToFloat(__x); }   // NOLINT
+  __nv_bfloat16(double value) : __nv_bfloat16(static_cast<float>(value)) {}                // NOLINT
+  __nv_bfloat16(int value) : __nv_bfloat16(static_cast<float>(value)) {}                   // NOLINT
+  operator float() const { return convoy::cuda_emulation::Bfloat16BitsToFloat(__x); }      // NOLINT
 };
 typedef __nv_bfloat16 nv_bfloat16;
 
@@ -137,50 +137,50 @@ inline __nv_bfloat16 __low2bfloat16(__nv_bfloat162 a) { return a.x; }
 inline __nv_bfloat16 __high2bfloat16(__nv_bfloat162 a) { return a.y; }
 
 // Arithmetic: computed in float, rounded once.
-#define CONVOY_EMULATION_F16_ARITHMETIC(T, T2)                                                                 \
-  inline T operator+(T a, T b) { return T(static_cast<float>(a) + static_cast<float>(b)); }                     \
-  inline T operator-(T a, T b) { return T(static_cast<float>(a) - static_cast<float>(b)); }                     \
-  inline T operator*(T a, T b) { return T(static_cast<float>(a) * static_cast<float>(b)); }                     \
-  inline T operator/(T a, T b) { return T(static_cast<float>(a) / static_cast<float>(b)); }                     \
-  inline T operator-(T a) { return T(-static_cast<float>(a)); }                                                 \
-  inline T& operator+=(T& a, T b) { return a = a + b; }                                                         \
-  inline T& operator-=(T& a, T b) { return a = a - b; }                                                         \
-  inline T& operator*=(T& a, T b) { return a = a * b; }                                                         \
-  inline T& operator/=(T& a, T b) { return a = a / b; }                                                         \
-  inline bool operator==(T a, T b) { return static_cast<float>(a) == static_cast<float>(b); }                   \
-  inline bool operator!=(T a, T b) { return static_cast<float>(a) != static_cast<float>(b); }                   \
-  inline bool operator<(T a, T b) { return static_cast<float>(a) < static_cast<float>(b); }                     \
-  inline bool operator>(T a, T b) { return static_cast<float>(a) > static_cast<float>(b); }                     \
-  inline bool operator<=(T a, T b) { return static_cast<float>(a) <= static_cast<float>(b); }                   \
-  inline bool operator>=(T a, T b) { return static_cast<float>(a) >= static_cast<float>(b); }                   \
-  inline T __hadd(T a, T b) { return a + b; }                                                                   \
-  inline T __hsub(T a, T b) { return a - b; }                                                                   \
-  inline T __hmul(T a, T b) { return a * b; }                                                                   \
-  inline T __hdiv(T a, T b) { return a / b; }                                                                   \
-  inline T __hneg(T a) { return -a; }                                                                           \
-  inline T __habs(T a) { return T(std::fabs(static_cast<float>(a))); }                                         \
-  inline T __hfma(T a, T b, T c) {                                                                              \
-    return T(static_cast<float>(std::fma(double{static_cast<float>(a)}, double{static_cast<float>(b)},          \
-                                         double{static_cast<float>(c)})));                                      \
-  }                                                                                                             \
-  inline T __hmax(T a, T b) { return T(std::fmax(static_cast<float>(a), static_cast<float>(b))); }              \
-  inline T __hmin(T a, T b) { return T(std::fmin(static_cast<float>(a), static_cast<float>(b))); }              \
-  inline bool __heq(T a, T b) { return a == b; }                                                                \
-  inline bool __hne(T a, T b) { return a != b; }                                                                \
-  inline bool __hlt(T a, T b) { return a < b; }                                                                 \
-  inline bool __hgt(T a, T b) { return a > b; }                                                                 \
-  inline bool __hle(T a, T b) { return a <= b; }                                                                \
-  inline bool __hge(T a, T b) { return a >= b; }                                                                \
-  inline bool __hisnan(T a) { return std::isnan(static_cast<float>(a)); }                                      \
-  inline bool __hisinf(T a) { return std::isinf(static_cast<float>(a)); }                                       \
-  inline T2 __hadd2(T2 a, T2 b) { return {a.x + b.x, a.y + b.y}; }                                              \
-  inline T2 __hsub2(T2 a, T2 b) { return {a.x - b.x, a.y - b.y}; }                                              \
-  inline T2 __hmul2(T2 a, T2 b) { return {a.x * b.x, a.y * b.y}; }                                              \
-  inline T2 __hfma2(T2 a, T2 b, T2 c) { return {__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y)}; }                \
-  inline T2 __hmax2(T2 a, T2 b) { return {__hmax(a.x, b.x), __hmax(a.y, b.y)}; }                                \
-  inline T2 __hmin2(T2 a, T2 b) { return {__hmin(a.x, b.x), __hmin(a.y, b.y)}; }                                \
-  inline T2 operator+(T2 a, T2 b) { return __hadd2(a, b); }                                                     \
-  inline T2 operator-(T2 a, T2 b) { return __hsub2(a, b); }                                                     \
+#define CONVOY_EMULATION_F16_ARITHMETIC(T, T2)                                                                   \
+  inline T operator+(T a, T b) { return T(static_cast<float>(a) + static_cast<float>(b)); }                      \
+  inline T operator-(T a, T b) { return T(static_cast<float>(a) - static_cast<float>(b)); }                      \
+  inline T operator*(T a, T b) { return T(static_cast<float>(a) * static_cast<float>(b)); }                      \
+  inline T operator/(T a, T b) { return T(static_cast<float>(a) / static_cast<float>(b)); }                      \
+  inline T operator-(T a) { return T(-static_cast<float>(a)); }                                                  \
+  inline T& operator+=(T& a, T b) { return a = a + b; }                                                          \
+  inline T& operator-=(T& a, T b) { return a = a - b; }                                                          \
+  inline T& operator*=(T& a, T b) { return a = a * b; }                                                          \
+  inline T& operator/=(T& a, T b) { return a = a / b; }                                                          \
+  inline bool operator==(T a, T b) { return static_cast<float>(a) == static_cast<float>(b); }                    \
+  inline bool operator!=(T a, T b) { return static_cast<float>(a) != static_cast<float>(b); }                    \
+  inline bool operator<(T a, T b) { return static_cast<float>(a) < static_cast<float>(b); }                      \
+  inline bool operator>(T a, T b) { return static_cast<float>(a) > static_cast<float>(b); }                      \
+  inline bool operator<=(T a, T b) { return static_cast<float>(a) <= static_cast<float>(b); }                    \
+  inline bool operator>=(T a, T b) { return static_cast<float>(a) >= static_cast<float>(b); }                    \
+  inline T __hadd(T a, T b) { return a + b; }                                                                    \
+  inline T __hsub(T a, T b) { return a - b; }                                                                    \
+  inline T __hmul(T a, T b) { return a * b; }                                                                    \
+  inline T __hdiv(T a, T b) { return a / b; }                                                                    \
+  inline T __hneg(T a) { return -a; }                                                                            \
+  inline T __habs(T a) { return T(std::fabs(static_cast<float>(a))); }                                           \
+  inline T __hfma(T a, T b, T c) {                                                                               \
+    return T(static_cast<float>(                                                                                 \
+        std::fma(double{static_cast<float>(a)}, double{static_cast<float>(b)}, double{static_cast<float>(c)}))); \
+  }                                                                                                              \
+  inline T __hmax(T a, T b) { return T(std::fmax(static_cast<float>(a), static_cast<float>(b))); }               \
+  inline T __hmin(T a, T b) { return T(std::fmin(static_cast<float>(a), static_cast<float>(b))); }               \
+  inline bool __heq(T a, T b) { return a == b; }                                                                 \
+  inline bool __hne(T a, T b) { return a != b; }                                                                 \
+  inline bool __hlt(T a, T b) { return a < b; }                                                                  \
+  inline bool __hgt(T a, T b) { return a > b; }                                                                  \
+  inline bool __hle(T a, T b) { return a <= b; }                                                                 \
+  inline bool __hge(T a, T b) { return a >= b; }                                                                 \
+  inline bool __hisnan(T a) { return std::isnan(static_cast<float>(a)); }                                        \
+  inline bool __hisinf(T a) { return std::isinf(static_cast<float>(a)); }                                        \
+  inline T2 __hadd2(T2 a, T2 b) { return {a.x + b.x, a.y + b.y}; }                                               \
+  inline T2 __hsub2(T2 a, T2 b) { return {a.x - b.x, a.y - b.y}; }                                               \
+  inline T2 __hmul2(T2 a, T2 b) { return {a.x * b.x, a.y * b.y}; }                                               \
+  inline T2 __hfma2(T2 a, T2 b, T2 c) { return {__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y)}; }                 \
+  inline T2 __hmax2(T2 a, T2 b) { return {__hmax(a.x, b.x), __hmax(a.y, b.y)}; }                                 \
+  inline T2 __hmin2(T2 a, T2 b) { return {__hmin(a.x, b.x), __hmin(a.y, b.y)}; }                                 \
+  inline T2 operator+(T2 a, T2 b) { return __hadd2(a, b); }                                                      \
+  inline T2 operator-(T2 a, T2 b) { return __hsub2(a, b); }                                                      \
   inline T2 operator*(T2 a, T2 b) { return __hmul2(a, b); }
 CONVOY_EMULATION_F16_ARITHMETIC(__half, __half2)
 CONVOY_EMULATION_F16_ARITHMETIC(__nv_bfloat16, __nv_bfloat162)

@@ -28,8 +28,7 @@ absl::Status ValidateLaunch(const GridLaunch& launch) {
                                                    " threads): expected 1..1024 threads with x,y <= 1024, z <= 64"));
   }
   if (g.x == 0 || g.y == 0 || g.z == 0 || g.x > 0x7FFFFFFFu || g.y > 65535 || g.z > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("grid ", Dims(g), ": expected x in 1..2^31-1, y and z in 1..65535"));
+    return absl::InvalidArgumentError(absl::StrCat("grid ", Dims(g), ": expected x in 1..2^31-1, y and z in 1..65535"));
   }
   const size_t allowed = MaxDynamicSharedBytes(launch.kernel);
   if (launch.dynamic_shared_bytes > allowed) {
@@ -126,9 +125,8 @@ class BlockWorkerPool {
       GridJob* job = nullptr;
       {
         absl::MutexLock lock(&mu_);
-        auto has_new_job = [this, &seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return job_ != nullptr && generation_ != seen;
-        };
+        auto has_new_job = [this, &seen]()
+                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return job_ != nullptr && generation_ != seen; };
         mu_.Await(absl::Condition(&has_new_job));
         seen = generation_;
         job = job_;

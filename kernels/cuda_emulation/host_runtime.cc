@@ -66,40 +66,68 @@ using convoy::cuda_emulation::RecordError;
 
 const char* cudaGetErrorName(cudaError_t error) {
   switch (error) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
-    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
-    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
-    case cudaErrorAssert: return "cudaErrorAssert";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorNotSupported: return "cudaErrorNotSupported";
-    case cudaErrorUnknown: return "cudaErrorUnknown";
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDeviceFunction:
+      return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchOutOfResources:
+      return "cudaErrorLaunchOutOfResources";
+    case cudaErrorAssert:
+      return "cudaErrorAssert";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorNotSupported:
+      return "cudaErrorNotSupported";
+    case cudaErrorUnknown:
+      return "cudaErrorUnknown";
   }
   return "cudaErrorUnknown";
 }
 
 const char* cudaGetErrorString(cudaError_t error) {
   switch (error) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDeviceFunction: return "invalid device function";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
-    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
-    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
-    case cudaErrorAssert: return "device-side assert triggered";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
-    case cudaErrorNotSupported: return "operation not supported";
-    case cudaErrorUnknown: return "unknown error";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDeviceFunction:
+      return "invalid device function";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorNotReady:
+      return "device not ready";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
+    case cudaErrorLaunchOutOfResources:
+      return "too many resources requested for launch";
+    case cudaErrorAssert:
+      return "device-side assert triggered";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    case cudaErrorNotSupported:
+      return "operation not supported";
+    case cudaErrorUnknown:
+      return "unknown error";
   }
   return "unknown error";
 }
@@ -118,24 +146,46 @@ cudaError_t cudaGetDevice(int* device) {
 }
 
 cudaError_t cudaSetDevice(int device) {
-  if (device != 0) return RecordError(cudaErrorInvalidDevice, absl::StrCat("device ", device, ": the emulation has one device, 0"));
+  if (device != 0)
+    return RecordError(cudaErrorInvalidDevice, absl::StrCat("device ", device, ": the emulation has one device, 0"));
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
-  if (device != 0) return RecordError(cudaErrorInvalidDevice, absl::StrCat("device ", device, ": the emulation has one device, 0"));
+  if (device != 0)
+    return RecordError(cudaErrorInvalidDevice, absl::StrCat("device ", device, ": the emulation has one device, 0"));
   using namespace convoy::cuda_emulation;  // NOLINT: the limits
   switch (attribute) {
-    case cudaDevAttrMaxThreadsPerBlock: *value = kMaxThreadsPerBlock; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *value = static_cast<int>(kDefaultMaxDynamicSharedBytes); break;
-    case cudaDevAttrWarpSize: *value = kWarpSize; break;
-    case cudaDevAttrMultiProcessorCount: *value = 132; break;
-    case cudaDevAttrL2CacheSize: *value = 50 * 1024 * 1024; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = 228 * 1024; break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(kMaxSharedBytesPerBlock); break;
-    default: return RecordError(cudaErrorInvalidValue, absl::StrCat("device attribute ", static_cast<int>(attribute), " is not emulated"));
+    case cudaDevAttrMaxThreadsPerBlock:
+      *value = kMaxThreadsPerBlock;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *value = static_cast<int>(kDefaultMaxDynamicSharedBytes);
+      break;
+    case cudaDevAttrWarpSize:
+      *value = kWarpSize;
+      break;
+    case cudaDevAttrMultiProcessorCount:
+      *value = 132;
+      break;
+    case cudaDevAttrL2CacheSize:
+      *value = 50 * 1024 * 1024;
+      break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = 9;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = 0;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+      *value = 228 * 1024;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = static_cast<int>(kMaxSharedBytesPerBlock);
+      break;
+    default:
+      return RecordError(cudaErrorInvalidValue,
+                         absl::StrCat("device attribute ", static_cast<int>(attribute), " is not emulated"));
   }
   return cudaSuccess;
 }
@@ -163,7 +213,8 @@ cudaError_t cudaFreeHost(void* pointer) { return cudaFree(pointer); }
 
 cudaError_t cudaMemcpy(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind) {
   if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
-    return RecordError(cudaErrorInvalidValue, absl::StrCat("cudaMemcpy: kind ", static_cast<int>(kind), " is not a cudaMemcpyKind"));
+    return RecordError(cudaErrorInvalidValue,
+                       absl::StrCat("cudaMemcpy: kind ", static_cast<int>(kind), " is not a cudaMemcpyKind"));
   }
   if (bytes != 0) std::memmove(destination, source, bytes);
   return cudaSuccess;
@@ -236,7 +287,8 @@ cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribu
   using convoy::cuda_emulation::kMaxSharedBytesPerBlock;
   if (attribute == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
   if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize) {
-    return RecordError(cudaErrorInvalidValue, absl::StrCat("cudaFuncSetAttribute: attribute ", static_cast<int>(attribute), " is not emulated"));
+    return RecordError(cudaErrorInvalidValue, absl::StrCat("cudaFuncSetAttribute: attribute ",
+                                                           static_cast<int>(attribute), " is not emulated"));
   }
   if (value < 0 || static_cast<size_t>(value) > kMaxSharedBytesPerBlock) {
     return RecordError(cudaErrorInvalidValue,

@@ -2,18 +2,19 @@
 // fresh random inputs, outputs poisoned with NaN first. Each kernel runs under the forward, reverse and a seeded
 // random schedule. Tolerances: float sums are compared with |got - want| <= 1e-5 * sum(|terms|) + 1e-6 (fp32
 // rounding of up to a few hundred terms in a different order); integer results exactly.
-#include <cmath>
+#include "kernels/cuda_emulation/testdata/sample_kernels.h"
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <ostream>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/cuda_emulation/cuda_host_api.h"
 #include "kernels/cuda_emulation/test_device_buffer.h"
-#include "kernels/cuda_emulation/testdata/sample_kernels.h"
 
 namespace convoy::cuda_emulation {
 namespace {
@@ -132,18 +133,18 @@ TEST_P(SampleKernelsTest, DynamicSharedMemoryAboveDefaultNeedsTheAttribute) {
   const std::vector<float> input = RandomFloats(count * blocks, -10.0f, 10.0f);
   TestDeviceBuffer<float> device_input(input), out(count * blocks);
 
-  EXPECT_EQ(testdata::LaunchReverseThroughDynamicShared(device_input.get(), out.get(), count, blocks, 48 * 1024,
-                                                        nullptr),
-            cudaErrorInvalidValue);
+  EXPECT_EQ(
+      testdata::LaunchReverseThroughDynamicShared(device_input.get(), out.get(), count, blocks, 48 * 1024, nullptr),
+      cudaErrorInvalidValue);
   EXPECT_NE(LastErrorDetail().find("80000 bytes requested, the kernel's limit is 49152"), std::string::npos)
       << LastErrorDetail();
-  EXPECT_EQ(testdata::LaunchReverseThroughDynamicShared(device_input.get(), out.get(), count, blocks, 300 * 1024,
-                                                        nullptr),
-            cudaErrorInvalidValue);
+  EXPECT_EQ(
+      testdata::LaunchReverseThroughDynamicShared(device_input.get(), out.get(), count, blocks, 300 * 1024, nullptr),
+      cudaErrorInvalidValue);
 
-  ASSERT_EQ(testdata::LaunchReverseThroughDynamicShared(device_input.get(), out.get(), count, blocks, count * 4,
-                                                        nullptr),
-            cudaSuccess)
+  ASSERT_EQ(
+      testdata::LaunchReverseThroughDynamicShared(device_input.get(), out.get(), count, blocks, count * 4, nullptr),
+      cudaSuccess)
       << LastErrorDetail();
   const std::vector<float> got = out.Download();
   for (int b = 0; b < blocks; ++b) {
@@ -176,7 +177,8 @@ TEST_P(SampleKernelsTest, MmaF16GemmMatchesCpuProduct) {
   TestDeviceBuffer<float> c(m * n);
   ASSERT_EQ(testdata::LaunchMmaGemmF16(device_a.get(), device_b.get(), c.get(), m, n, k, nullptr), cudaSuccess)
       << LastErrorDetail();
-  ExpectGemm(c.Download(), a_rounded, [&](int p, int j) { return double{b_rounded[j * k + p]}; }, m, n, k);
+  ExpectGemm(
+      c.Download(), a_rounded, [&](int p, int j) { return double{b_rounded[j * k + p]}; }, m, n, k);
 }
 
 TEST_P(SampleKernelsTest, MmaBf16GemmWithTransposedLdmatrixMatchesCpuProduct) {
@@ -188,7 +190,8 @@ TEST_P(SampleKernelsTest, MmaBf16GemmWithTransposedLdmatrixMatchesCpuProduct) {
   TestDeviceBuffer<float> c(m * n);
   ASSERT_EQ(testdata::LaunchMmaGemmBf16(device_a.get(), device_b.get(), c.get(), m, n, k, nullptr), cudaSuccess)
       << LastErrorDetail();
-  ExpectGemm(c.Download(), a_rounded, [&](int p, int j) { return double{b_rounded[p * n + j]}; }, m, n, k);
+  ExpectGemm(
+      c.Download(), a_rounded, [&](int p, int j) { return double{b_rounded[p * n + j]}; }, m, n, k);
 }
 
 // TF32 as cvt.rna.tf32.f32 rounds: 11 significant bits, ties away from zero (computed with frexp, independently of
@@ -207,7 +210,8 @@ TEST_P(SampleKernelsTest, MmaTf32GemmMatchesCpuProductOfRoundedInputs) {
       << LastErrorDetail();
   std::vector<float> a_rounded(a.size());
   for (size_t i = 0; i < a.size(); ++i) a_rounded[i] = RoundToTf32(a[i]);
-  ExpectGemm(c.Download(), a_rounded, [&](int p, int j) { return double{RoundToTf32(b_nk[j * k + p])}; }, m, n, k);
+  ExpectGemm(
+      c.Download(), a_rounded, [&](int p, int j) { return double{RoundToTf32(b_nk[j * k + p])}; }, m, n, k);
 }
 
 TEST_P(SampleKernelsTest, HistogramAndAtomicsMatchCpuCounts) {
@@ -220,9 +224,9 @@ TEST_P(SampleKernelsTest, HistogramAndAtomicsMatchCpuCounts) {
   TestDeviceBuffer<unsigned> histogram(std::vector<unsigned>(bins, 0));
   TestDeviceBuffer<int> stats(std::vector<int>{INT32_MIN, INT32_MAX, -1, -1});
   TestDeviceBuffer<float> sum(std::vector<float>{0.0f});
-  ASSERT_EQ(testdata::LaunchHistogram(device_values.get(), n, bins, target, histogram.get(), stats.get(), sum.get(),
-                                      nullptr),
-            cudaSuccess)
+  ASSERT_EQ(
+      testdata::LaunchHistogram(device_values.get(), n, bins, target, histogram.get(), stats.get(), sum.get(), nullptr),
+      cudaSuccess)
       << LastErrorDetail();
   std::vector<unsigned> want(bins, 0);
   double want_sum = 0;

@@ -79,8 +79,7 @@ constexpr WarpCollectiveKind kMmaF16{"mma.sync.m16n8k16.f32.f16.f16.f32", &Resol
 constexpr WarpCollectiveKind kMmaBf16{"mma.sync.m16n8k16.f32.bf16.bf16.f32", &ResolveMma<MmaInput::kBf16>};
 constexpr WarpCollectiveKind kMmaTf32{"mma.sync.m16n8k8.f32.tf32.tf32.f32", &ResolveMma<MmaInput::kTf32>};
 
-void Mma(const WarpCollectiveKind& kind, float acc[4], const uint32_t a[4], const uint32_t b[2],
-         SourceLocation where) {
+void Mma(const WarpCollectiveKind& kind, float acc[4], const uint32_t a[4], const uint32_t b[2], SourceLocation where) {
   MmaLane lane{a, b, {acc[0], acc[1], acc[2], acc[3]}};
   BlockScheduler::Current().WarpCollective(kind, 0xFFFFFFFFu, &lane, where);
   for (int i = 0; i < 4; ++i) acc[i] = lane.acc[i];
@@ -135,9 +134,10 @@ void LdMatrix(int matrices, bool transpose, uint32_t* out, const void* row_addre
   const int lane = scheduler.current_lane();
   if (lane < 8 * matrices) {
     if (reinterpret_cast<uintptr_t>(row_address) % 16 != 0 || !scheduler.IsShared(row_address, 16)) {
-      scheduler.FailCurrentThread(absl::StrFormat(
-          "ldmatrix (%s): lane %d's row address %p must be 16-byte aligned and inside declared shared memory", 
-          where.ToString(), lane, row_address));
+      std::string message = absl::StrFormat(
+          "ldmatrix (%s): lane %d's row address %p must be 16-byte aligned and inside declared shared memory",
+          where.ToString(), lane, row_address);
+      scheduler.FailCurrentThread(std::move(message));
     }
   }
   LdMatrixLane payload{row_address, matrices, transpose, {0, 0, 0, 0}};
@@ -151,18 +151,22 @@ void CpAsync(void* shared_destination, const void* global_source, int copy_bytes
   const uintptr_t destination = reinterpret_cast<uintptr_t>(shared_destination);
   const uintptr_t source = reinterpret_cast<uintptr_t>(global_source);
   if ((copy_bytes != 4 && copy_bytes != 8 && copy_bytes != 16) || source_bytes < 0 || source_bytes > copy_bytes) {
-    scheduler.FailCurrentThread(absl::StrFormat("cp.async (%s): copy size %d / source size %d: expected 4, 8 or 16 "
-                                                "and a source size in [0, copy size]",
-                                                where.ToString(), copy_bytes, source_bytes));
+    std::string message = absl::StrFormat(
+        "cp.async (%s): copy size %d / source size %d: expected 4, 8 or 16 "
+        "and a source size in [0, copy size]",
+        where.ToString(), copy_bytes, source_bytes);
+    scheduler.FailCurrentThread(std::move(message));
   }
   if (destination % copy_bytes != 0 || !scheduler.IsShared(shared_destination, copy_bytes)) {
-    scheduler.FailCurrentThread(absl::StrFormat(
-        "cp.async (%s): destination %p must be %d-byte aligned and inside declared shared memory", where.ToString(),
-        shared_destination, copy_bytes));
+    std::string message =
+        absl::StrFormat("cp.async (%s): destination %p must be %d-byte aligned and inside declared shared memory",
+                        where.ToString(), shared_destination, copy_bytes);
+    scheduler.FailCurrentThread(std::move(message));
   }
   if (source_bytes > 0 && source % copy_bytes != 0) {
-    scheduler.FailCurrentThread(absl::StrFormat("cp.async (%s): source %p is not %d-byte aligned", where.ToString(),
-                                                global_source, copy_bytes));
+    std::string message =
+        absl::StrFormat("cp.async (%s): source %p is not %d-byte aligned", where.ToString(), global_source, copy_bytes);
+    scheduler.FailCurrentThread(std::move(message));
   }
   PendingAsyncCopy copy{shared_destination, {}, copy_bytes, -1};
   std::memset(copy.bytes, 0, sizeof(copy.bytes));
@@ -201,7 +205,7 @@ void CpAsyncWaitAll() {
 uint32_t FloatToTf32Bits(float value) {
   const uint32_t bits = FloatBits(value);
   if ((bits & 0x7F800000u) == 0x7F800000u) return bits;  // inf and NaN pass through
-  return (bits + 0x1000u) & 0xFFFFE000u;                  // ties away from zero on the magnitude
+  return (bits + 0x1000u) & 0xFFFFE000u;                 // ties away from zero on the magnitude
 }
 
 }  // namespace convoy::cuda_emulation

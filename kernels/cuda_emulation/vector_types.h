@@ -4,20 +4,20 @@
 #ifndef CONVOY_KERNELS_CUDA_EMULATION_VECTOR_TYPES_H_
 #define CONVOY_KERNELS_CUDA_EMULATION_VECTOR_TYPES_H_
 
-#define CONVOY_EMULATION_VECTOR2(T, name, align)            \
-  struct alignas(align) name {                              \
-    T x, y;                                                 \
-  };                                                        \
+#define CONVOY_EMULATION_VECTOR2(T, name, align) \
+  struct alignas(align) name {                   \
+    T x, y;                                      \
+  };                                             \
   inline name make_##name(T x, T y) { return name{x, y}; }
-#define CONVOY_EMULATION_VECTOR3(T, name)                   \
-  struct name {                                             \
-    T x, y, z;                                              \
-  };                                                        \
+#define CONVOY_EMULATION_VECTOR3(T, name) \
+  struct name {                           \
+    T x, y, z;                            \
+  };                                      \
   inline name make_##name(T x, T y, T z) { return name{x, y, z}; }
-#define CONVOY_EMULATION_VECTOR4(T, name, align)                  \
-  struct alignas(align) name {                                    \
-    T x, y, z, w;                                                 \
-  };                                                              \
+#define CONVOY_EMULATION_VECTOR4(T, name, align) \
+  struct alignas(align) name {                   \
+    T x, y, z, w;                                \
+  };                                             \
   inline name make_##name(T x, T y, T z, T w) { return name{x, y, z, w}; }
 
 CONVOY_EMULATION_VECTOR2(float, float2, 8)
@@ -47,7 +47,7 @@ CONVOY_EMULATION_VECTOR2(unsigned long long, ulonglong2, 16)
 struct dim3 {
   unsigned int x, y, z;
   constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
-  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}  // NOLINT: implicit, as in CUDA
+  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}          // NOLINT: implicit, as in CUDA
   constexpr operator uint3() const { return uint3{x, y, z}; }  // NOLINT
 };
 

@@ -36,8 +36,7 @@ __global__ void BlockSumKernel(const float* __restrict__ input, int n, float* __
 
 cudaError_t LaunchBlockSum(const float* input, int n, float* block_sums, int blocks, int threads_per_block,
                            cudaStream_t stream) {
-  return CONVOY_LAUNCH_KERNEL(BlockSumKernel, dim3(blocks), dim3(threads_per_block), 0, stream, input, n,
-                              block_sums);
+  return CONVOY_LAUNCH_KERNEL(BlockSumKernel, dim3(blocks), dim3(threads_per_block), 0, stream, input, n, block_sums);
 }
 
 }  // namespace convoy::cuda_emulation_testdata

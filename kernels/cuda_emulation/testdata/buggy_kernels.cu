@@ -62,7 +62,8 @@ __global__ void SharedOverrunKernel(float* out) {
   CONVOY_SHARED_ARRAY(float, tile, [32]);
   tile[threadIdx.x] = static_cast<float>(threadIdx.x);
   __syncthreads();
-  out[threadIdx.x] = tile[threadIdx.x + 1];  // bug: thread 31 reads tile[32]
+  const float* row = &tile[0];
+  out[threadIdx.x] = row[threadIdx.x + 1];  // bug: thread 31 reads one past the array
 }
 
 __global__ void TrapInThread5Kernel(float* out) {

@@ -27,8 +27,8 @@ __global__ void HistogramKernel(const int* __restrict__ values, int n, int bins,
 
 }  // namespace
 
-cudaError_t LaunchHistogram(const int* values, int n, int bins, int target, unsigned* histogram, int* stats,
-                            float* sum, cudaStream_t stream) {
+cudaError_t LaunchHistogram(const int* values, int n, int bins, int target, unsigned* histogram, int* stats, float* sum,
+                            cudaStream_t stream) {
   return CONVOY_LAUNCH_KERNEL(HistogramKernel, dim3(8), dim3(128), sizeof(unsigned) * bins, stream, values, n, bins,
                               target, histogram, stats, sum);
 }

@@ -21,8 +21,8 @@ __device__ __forceinline__ void StoreAccumulator(const float acc[4], float* c, i
   c[(row0 + g + 8) * n + col0 + 2 * t + 1] = acc[3];
 }
 
-__global__ void MmaGemmF16Kernel(const __half* __restrict__ a, const __half* __restrict__ b_nk,
-                                 float* __restrict__ c, int m, int n, int k) {
+__global__ void MmaGemmF16Kernel(const __half* __restrict__ a, const __half* __restrict__ b_nk, float* __restrict__ c,
+                                 int m, int n, int k) {
   CONVOY_SHARED_ARRAY(__half, a_tile, [2][16][16]);  // [stage][row][k]
   CONVOY_SHARED_ARRAY(__half, b_tile, [2][8][16]);   // [stage][col][k]
   const int lane = threadIdx.x;

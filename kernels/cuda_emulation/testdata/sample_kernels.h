@@ -35,8 +35,8 @@ cudaError_t LaunchMmaGemmTf32(const float* a, const float* b_nk, float* c, int m
 
 // histogram.cu: histogram[v % bins] counts, plus atomicMax/atomicMin/float atomicAdd/atomicCAS/atomicExch results:
 // stats = {max, min, index of some v == target (or -1), index of some element (last exchanged)}; sum = sum of values.
-cudaError_t LaunchHistogram(const int* values, int n, int bins, int target, unsigned* histogram, int* stats,
-                            float* sum, cudaStream_t stream);
+cudaError_t LaunchHistogram(const int* values, int n, int bins, int target, unsigned* histogram, int* stats, float* sum,
+                            cudaStream_t stream);
 
 // buggy_kernels.cu: kernels with deliberate bugs, to show the emulation catches them.
 // One block of 64 threads; only threads < 32 write the shared tile, all read it: out[32..63] come from unwritten

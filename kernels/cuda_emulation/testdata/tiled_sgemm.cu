@@ -6,8 +6,8 @@ namespace convoy::cuda_emulation_testdata {
 namespace {
 
 template <int kTile>
-__global__ void TiledSgemmKernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
-                                 int m, int n, int k) {
+__global__ void TiledSgemmKernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int m,
+                                 int n, int k) {
   CONVOY_SHARED_ARRAY(float, a_tile, [kTile][kTile]);      // [row in tile][k in tile]
   CONVOY_SHARED_ARRAY(float, b_tile, [kTile][kTile + 1]);  // [k in tile][col in tile], padded
   const int tx = threadIdx.x, ty = threadIdx.y;
