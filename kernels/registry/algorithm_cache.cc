@@ -18,7 +18,7 @@ constexpr char kFileMagic[] = "convoy-algorithm-cache";
 constexpr int kFileFormat = 1;
 
 uint64_t Fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64-bit offset basis
   for (unsigned char ch : text) {
     h ^= ch;
     h *= 1099511628211ull;
