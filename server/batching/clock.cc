@@ -1,4 +1,4 @@
-// The real clock: absl::Now() and absl::Mutex::AwaitWithDeadline.
+// The real clock: absl::Now() and convoy::Mutex::AwaitWithDeadline.
 #include "server/batching/clock.h"
 
 namespace convoy::batching {
@@ -8,7 +8,7 @@ class RealClock final : public Clock {
  public:
   absl::Time Now() const override { return absl::Now(); }
 
-  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condition, absl::Time deadline) const override
+  bool AwaitWithDeadline(convoy::Mutex* mu, const absl::Condition& condition, absl::Time deadline) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(*mu) {
     return mu->AwaitWithDeadline(condition, deadline);
   }

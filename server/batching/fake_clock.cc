@@ -11,9 +11,9 @@ FakeClock::FakeClock(absl::Time start) : now_unix_nanos_(absl::ToUnixNanos(start
 
 absl::Time FakeClock::Now() const { return absl::FromUnixNanos(now_unix_nanos_.load(std::memory_order_acquire)); }
 
-bool FakeClock::AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condition, absl::Time deadline) const {
+bool FakeClock::AwaitWithDeadline(convoy::Mutex* mu, const absl::Condition& condition, absl::Time deadline) const {
   const Waiter waiter{mu, &condition, deadline};
-  // absl::Mutex re-evaluates this whenever `*mu` is released: by the code whose state the condition reads, or by
+  // convoy::Mutex re-evaluates this whenever `*mu` is released: by the code whose state the condition reads, or by
   // WakeWaiters() after time moved.
   struct WakeUp {
     const FakeClock* clock;
@@ -27,7 +27,7 @@ bool FakeClock::AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condit
 }
 
 uint64_t FakeClock::Register(const Waiter* waiter) const {
-  absl::MutexLock lock(&registry_mu_);
+  convoy::MutexLock lock(&registry_mu_);
   const uint64_t id = next_id_++;
   waiters_[id] = waiter;
   ++generation_;
@@ -35,7 +35,7 @@ uint64_t FakeClock::Register(const Waiter* waiter) const {
 }
 
 void FakeClock::Unregister(uint64_t id) const {
-  absl::MutexLock lock(&registry_mu_);
+  convoy::MutexLock lock(&registry_mu_);
   waiters_.erase(id);
   ++generation_;
 }
@@ -52,24 +52,24 @@ void FakeClock::SetTime(absl::Time time) {
 }
 
 void FakeClock::WakeWaiters() const {
-  std::vector<absl::Mutex*> mutexes;
+  std::vector<convoy::Mutex*> mutexes;
   {
-    absl::MutexLock lock(&registry_mu_);
+    convoy::MutexLock lock(&registry_mu_);
     for (const auto& [id, waiter] : waiters_) mutexes.push_back(waiter->mu);
   }
   // Not under registry_mu_: the lock order is a waiter's mutex first.
-  for (absl::Mutex* mu : mutexes) {
+  for (convoy::Mutex* mu : mutexes) {
     mu->Lock();
     mu->Unlock();
   }
 }
 
-int FakeClock::CountSettled(const std::map<uint64_t, absl::Mutex*>& waiters) const {
+int FakeClock::CountSettled(const std::map<uint64_t, convoy::Mutex*>& waiters) const {
   int settled = 0;
   for (const auto& [id, mu] : waiters) {
-    absl::MutexLock waiter_lock(mu);
+    convoy::MutexLock waiter_lock(mu);
     // Holding the waiter's mutex, a waiter still registered is parked inside Await, so its Waiter is alive.
-    absl::MutexLock registry_lock(&registry_mu_);
+    convoy::MutexLock registry_lock(&registry_mu_);
     const auto it = waiters_.find(id);
     if (it == waiters_.end()) continue;
     const Waiter& waiter = *it->second;
@@ -81,10 +81,10 @@ int FakeClock::CountSettled(const std::map<uint64_t, absl::Mutex*>& waiters) con
 void FakeClock::BlockUntilSettled(int count) const {
   if (count <= 0) return;
   while (true) {
-    std::map<uint64_t, absl::Mutex*> snapshot;
+    std::map<uint64_t, convoy::Mutex*> snapshot;
     uint64_t generation = 0;
     {
-      absl::MutexLock lock(&registry_mu_);
+      convoy::MutexLock lock(&registry_mu_);
       const auto enough_waiters = [this, count]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return static_cast<int>(waiters_.size()) >= count;
       };
@@ -94,7 +94,7 @@ void FakeClock::BlockUntilSettled(int count) const {
     }
     if (CountSettled(snapshot) >= count) return;
     // Some waiter is about to wake; it will leave (and perhaps come back), which changes the generation.
-    absl::MutexLock lock(&registry_mu_);
+    convoy::MutexLock lock(&registry_mu_);
     const auto waiters_changed = [this, generation]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
       return generation_ != generation;
     };
@@ -103,7 +103,7 @@ void FakeClock::BlockUntilSettled(int count) const {
 }
 
 int FakeClock::waiter_count() const {
-  absl::MutexLock lock(&registry_mu_);
+  convoy::MutexLock lock(&registry_mu_);
   return static_cast<int>(waiters_.size());
 }
 

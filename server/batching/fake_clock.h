@@ -21,7 +21,8 @@
 #include <map>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/mutex.h"  // absl::Condition
+#include "kernels/common/mutex.h"
 #include "absl/time/time.h"
 #include "server/batching/clock.h"
 
@@ -34,7 +35,7 @@ class FakeClock final : public Clock {
   explicit FakeClock(absl::Time start);
 
   absl::Time Now() const override;
-  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condition, absl::Time deadline) const override
+  bool AwaitWithDeadline(convoy::Mutex* mu, const absl::Condition& condition, absl::Time deadline) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(*mu);
 
   // Moves time forward (a negative duration is ignored) and wakes waiters whose deadline has come.
@@ -50,20 +51,20 @@ class FakeClock final : public Clock {
 
  private:
   struct Waiter {
-    absl::Mutex* mu;
+    convoy::Mutex* mu;
     const absl::Condition* condition;
     absl::Time deadline;
   };
 
   uint64_t Register(const Waiter* waiter) const;
   void Unregister(uint64_t id) const;
-  // Locks and unlocks every waiter's mutex so absl::Mutex re-evaluates their wake-up conditions.
+  // Locks and unlocks every waiter's mutex so convoy::Mutex re-evaluates their wake-up conditions.
   void WakeWaiters() const;
   // How many of the waiters registered under the given ids are settled; locks each waiter's mutex in turn.
-  int CountSettled(const std::map<uint64_t, absl::Mutex*>& waiters) const;
+  int CountSettled(const std::map<uint64_t, convoy::Mutex*>& waiters) const;
 
   std::atomic<int64_t> now_unix_nanos_;
-  mutable absl::Mutex registry_mu_;  // lock order: a waiter's own mutex first, then this one
+  mutable convoy::Mutex registry_mu_;  // lock order: a waiter's own mutex first, then this one
   mutable std::map<uint64_t, const Waiter*> waiters_ ABSL_GUARDED_BY(registry_mu_);
   mutable uint64_t next_id_ ABSL_GUARDED_BY(registry_mu_) = 1;
   // Bumped whenever a waiter arrives or leaves.

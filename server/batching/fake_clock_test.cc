@@ -2,11 +2,11 @@
 // BlockUntilSettled tells a parked waiter from one about to wake. No test here sleeps.
 #include "server/batching/fake_clock.h"
 
+#include <atomic>
 #include <random>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "kernels/common/mutex.h"
 #include "gtest/gtest.h"
 
 namespace convoy::batching {
@@ -28,9 +28,9 @@ TEST(FakeClockTest, TimeMovesOnlyWhenTold) {
 
 TEST(FakeClockTest, AwaitReturnsAtOnceWhenTheDeadlineHasPassed) {
   FakeClock clock;
-  absl::Mutex mu;
+  convoy::Mutex mu;
   bool flag = false;
-  absl::MutexLock lock(&mu);
+  convoy::MutexLock lock(&mu);
   EXPECT_FALSE(clock.AwaitWithDeadline(&mu, absl::Condition(&flag), clock.Now()));
   flag = true;
   EXPECT_TRUE(clock.AwaitWithDeadline(&mu, absl::Condition(&flag), absl::InfiniteFuture()));
@@ -39,36 +39,36 @@ TEST(FakeClockTest, AwaitReturnsAtOnceWhenTheDeadlineHasPassed) {
 TEST(FakeClockTest, WaiterWakesWhenTimeReachesItsDeadline) {
   FakeClock clock;
   const absl::Time deadline = clock.Now() + absl::Milliseconds(5);
-  absl::Mutex mu;
+  convoy::Mutex mu;
   bool never = false;
-  absl::Notification woke;
+  std::atomic<bool> woke{false};
   std::thread waiter([&] {
-    absl::MutexLock lock(&mu);
+    convoy::MutexLock lock(&mu);
     EXPECT_FALSE(clock.AwaitWithDeadline(&mu, absl::Condition(&never), deadline));
     EXPECT_GE(clock.Now(), deadline);
-    woke.Notify();
+    woke = true;
   });
   clock.BlockUntilSettled(1);
   clock.Advance(absl::Milliseconds(4));
   clock.BlockUntilSettled(1);  // still parked: 1 ms to go
-  EXPECT_FALSE(woke.HasBeenNotified());
+  EXPECT_FALSE(woke);
   clock.Advance(absl::Milliseconds(1));
-  woke.WaitForNotification();
   waiter.join();
+  EXPECT_TRUE(woke);
   EXPECT_EQ(clock.waiter_count(), 0);
 }
 
 TEST(FakeClockTest, WaiterWakesWhenItsConditionBecomesTrue) {
   FakeClock clock;
-  absl::Mutex mu;
+  convoy::Mutex mu;
   bool ready = false;
   std::thread waiter([&] {
-    absl::MutexLock lock(&mu);
+    convoy::MutexLock lock(&mu);
     EXPECT_TRUE(clock.AwaitWithDeadline(&mu, absl::Condition(&ready), absl::InfiniteFuture()));
   });
   clock.BlockUntilSettled(1);
   {
-    absl::MutexLock lock(&mu);
+    convoy::MutexLock lock(&mu);
     ready = true;
   }
   waiter.join();
