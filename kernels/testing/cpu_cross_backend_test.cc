@@ -1,7 +1,9 @@
-// Every CPU algorithm of every op except conv2d and GEMM against the reference over the shared problem list.
-// (The conv2d and GEMM algorithms run the same harness from their own test target.)
+// Every CPU algorithm of every op except conv2d and GEMM against the reference over the shared problem list,
+// plus the in-place forms activation and binary allow. (The conv2d and GEMM algorithms run the same harness from their own test target.)
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/cpu/reference/reference_ops.h"
+#include "kernels/registry/registry.h"
 #include "kernels/testing/cross_backend_suite.h"
 
 namespace convoy::testing {
@@ -35,6 +37,38 @@ TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
     ExpectAllAlgorithmsMatchReference<BinaryElementwiseOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<SoftmaxOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCpu, **device);
+  }
+}
+
+// Activation and binary allow y to alias their first input: run the CPU algorithms in place and compare.
+template <typename Op, typename SetOutput>
+void ExpectInPlaceMatchesReference(const typename Op::Problem& problem, int64_t count, DataType dtype,
+                                   SetOutput set_output) {
+  using Traits = OpCaseTraits<typename Op::Problem>;
+  auto inputs = cross_backend_internal::MakeHostBuffers(Traits::Inputs(problem), 99, /*poison=*/false);
+  auto expected = cross_backend_internal::MakeHostBuffers(Traits::Outputs(problem), 0, /*poison=*/true);
+  ASSERT_TRUE(inputs.ok() && expected.ok());
+  ASSERT_TRUE(reference::Run(problem, Traits::MakeArgs(problem, inputs->pointers, expected->pointers)).ok());
+  for (const auto* algorithm : OpRegistry<Op>::Global().Candidates(problem, Backend::kCpu)) {
+    auto in_place = cross_backend_internal::MakeHostBuffers(Traits::Inputs(problem), 99, /*poison=*/false);
+    ASSERT_TRUE(in_place.ok());
+    typename Op::Args args = Traits::MakeArgs(problem, in_place->pointers, {in_place->pointers[0]});
+    set_output(args, in_place->pointers[0]);
+    ASSERT_TRUE(algorithm->Run(problem, args, Workspace{}, Device().context()).ok());
+    EXPECT_TRUE(CompareFloats(ToFloats(in_place->pointers[0], dtype, count),
+                              ToFloats(expected->pointers[0], dtype, count), Traits::TolerancePerOutput(problem))
+                    .ok())
+        << algorithm->name() << " in place on " << problem.ToString();
+  }
+}
+
+TEST(CpuCrossBackendTest, ActivationAndBinaryRunInPlace) {
+  for (const ActivationProblem& p : ActivationProblems()) {
+    ExpectInPlaceMatchesReference<ActivationOp>(p, p.count, p.dtype, [](ActivationArgs& a, void* y) { a.y = y; });
+  }
+  for (const BinaryProblem& p : BinaryProblems()) {
+    ExpectInPlaceMatchesReference<BinaryElementwiseOp>(p, p.desc().num_elements(), p.dtype,
+                                                       [](BinaryArgs& a, void* y) { a.y = y; });
   }
 }
 
