@@ -1,5 +1,6 @@
 // Every CPU algorithm of every op except conv2d and GEMM against the reference over the shared problem list,
-// plus the in-place forms activation and binary allow. (The conv2d and GEMM algorithms run the same harness from their own test target.)
+// plus the in-place forms activation and binary allow. (The conv2d and GEMM algorithms run the same harness from
+// kernels/cpu:conv2d_gemm_cross_backend_test.)
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/cpu/reference/reference_ops.h"
