@@ -79,6 +79,9 @@ class OnnxImporter {
   absl::Status SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status CastOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SliceOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status SliceRuntimeTensor(const onnx::NodeProto& n, const OnnxAttributes& a, const std::vector<int64_t>& starts,
+                                  const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                                  const std::vector<int64_t>& steps);
   absl::Status ConstantOfShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
 
   absl::StatusOr<runtime::Window2d> ResolveWindow(const OnnxAttributes& a, const Shape& x, int64_t kernel_h,
@@ -930,8 +933,51 @@ absl::Status OnnxImporter::CastOp(const onnx::NodeProto& n, const OnnxAttributes
 }
 
 // Slice of a known tensor (any rank), ONNX semantics with clamping and negative steps.
+// A step-1 slice of runtime data along one non-batch axis is the middle output of a Split (ShuffleNet's chunk).
+absl::Status OnnxImporter::SliceRuntimeTensor(const onnx::NodeProto& n, const OnnxAttributes& a,
+                                              const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                                              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (starts.size() != 1 || ends.size() != 1 || (!steps.empty() && steps[0] != 1)) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": slicing runtime data needs one axis and step 1"));
+  }
+  int64_t axis = axes.empty() ? 0 : axes[0];
+  if (axis < 0) axis += rank;
+  if (axis <= 0 || axis >= rank) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": slicing runtime data along axis ", axis));
+  }
+  const int64_t dim = x[axis];
+  int64_t s = starts[0] < 0 ? starts[0] + dim : starts[0], e = ends[0] < 0 ? ends[0] + dim : ends[0];
+  s = std::clamp<int64_t>(s, 0, dim);
+  e = std::clamp<int64_t>(e, s, dim);
+  if (e == s) return a.Error("empty slice of runtime data");
+  runtime::SplitAttrs split{axis, {}};
+  std::vector<std::string> outputs;
+  for (auto [size, is_slice] : {std::pair<int64_t, bool>{s, false}, {e - s, true}, {dim - e, false}}) {
+    if (size == 0) continue;
+    split.sizes.push_back(size);
+    outputs.push_back(is_slice ? n.output(0) : graph_.UniqueName(n.output(0) + "_rest"));
+    if (!is_slice) shapes_[outputs.back()] = {};  // reserve the name until Emit records the real shape
+  }
+  return Emit(n.name().empty() ? "slice" : n.name(), split, {n.input(0)}, outputs);
+}
+
 absl::Status OnnxImporter::SliceOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"starts", "ends", "axes"}));
+  if (!Known(n.input_size() > 0 ? n.input(0) : "") && opset_ >= 10) {
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 3, 5));
+    std::vector<int64_t> starts, ends, axes, steps;
+    CONVOY_ASSIGN_OR_RETURN(starts, KnownInts(a, n, 1));
+    CONVOY_ASSIGN_OR_RETURN(ends, KnownInts(a, n, 2));
+    if (n.input_size() > 3 && !n.input(3).empty()) {
+      CONVOY_ASSIGN_OR_RETURN(axes, KnownInts(a, n, 3));
+    }
+    if (n.input_size() > 4 && !n.input(4).empty()) {
+      CONVOY_ASSIGN_OR_RETURN(steps, KnownInts(a, n, 4));
+    }
+    return SliceRuntimeTensor(n, a, starts, ends, axes, steps);
+  }
   CONVOY_ASSIGN_OR_RETURN(const KnownValue* data, RequireKnown(a, n, 0, false));
   std::vector<int64_t> starts, ends, axes, steps;
   if (opset_ < 10) {

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Exports torchvision-shaped models with random weights (and non-trivial batch-norm statistics) to ONNX, for the
+whole-model tests that compare Convoy with onnxruntime. Run with Debian's python (torch 1.13, torchvision 0.14):
+
+  /usr/bin/python3 tools/models/export_torchvision.py --out /tmp/tv --size 64 [--models resnet18 mobilenet_v2 ...]
+
+Writes <out>/<model>.onnx (opset 13, dynamic batch). The reference outputs are computed by the test with
+onnxruntime (in .venv), not here, so this script needs no onnxruntime.
+"""
+import argparse
+import pathlib
+
+import torch
+import torchvision
+
+# name -> constructor kwargs; small class counts keep the files small.
+MODELS = {
+    "resnet18": dict(num_classes=10),
+    "mobilenet_v2": dict(num_classes=10),
+    "squeezenet1_1": dict(num_classes=10),
+    "densenet121": dict(num_classes=10),
+    "efficientnet_b0": dict(num_classes=10),
+    "googlenet": dict(num_classes=10, aux_logits=False, init_weights=True),
+    "shufflenet_v2_x0_5": dict(num_classes=10),
+    "mnasnet0_5": dict(num_classes=10),
+    "regnet_y_400mf": dict(num_classes=10),
+}
+
+
+def randomize_batch_norm(model, seed):
+    gen = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            c = m.num_features
+            m.weight.data = torch.rand(c, generator=gen) * 0.5 + 0.75
+            m.bias.data = torch.randn(c, generator=gen) * 0.1
+            m.running_mean = torch.randn(c, generator=gen) * 0.1
+            m.running_var = torch.rand(c, generator=gen) * 0.5 + 0.75
+
+
+def export(name, out_dir, size, seed):
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(**MODELS[name])
+    randomize_batch_norm(model, seed)
+    model.eval()
+    path = out_dir / f"{name}.onnx"
+    with torch.no_grad():
+        torch.onnx.export(model, torch.randn(1, 3, size, size), str(path), opset_version=13, input_names=["images"],
+                          output_names=["logits"], dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}})
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--size", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--models", nargs="*", default=list(MODELS))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.models:
+        print(export(name, args.out, args.size, args.seed))
+
+
+if __name__ == "__main__":
+    main()
