@@ -1,0 +1,336 @@
+// Model loading (import, optimize, plan, warm up) and per-instance batch execution (see model_runtime.h).
+#include "server/runtime/model_runtime.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/cpu/cpu_device.h"
+#include "kernels/registry/registry.h"
+#include "server/repository/model_loader.h"
+#include "server/runtime/planner.h"
+
+namespace convoy::runtime {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+absl::StatusOr<DataType> FromConfigType(repository::TensorDataType type, const std::string& tensor) {
+  switch (type) {
+    case repository::TensorDataType::kFp32: return DataType::kFloat32;
+    case repository::TensorDataType::kFp16: return DataType::kFloat16;
+    case repository::TensorDataType::kBf16: return DataType::kBFloat16;
+    case repository::TensorDataType::kUint8: return DataType::kUInt8;
+    case repository::TensorDataType::kInt64: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor, "': datatype ",
+                                                 repository::TensorDataTypeName(type),
+                                                 " is not supported for model inputs and outputs"));
+}
+
+Precision FromConfigPrecision(repository::Precision precision) {
+  switch (precision) {
+    case repository::Precision::kTf32: return Precision::kTf32;
+    case repository::Precision::kFp16: return Precision::kFp16;
+    case repository::Precision::kBf16: return Precision::kBf16;
+    case repository::Precision::kFp32: break;
+  }
+  return Precision::kFp32;
+}
+
+// The graph-side shape of a configured tensor: [N,] + dims, with a preprocessed [H,W,C] image becoming [C,H,W].
+Shape GraphShape(const repository::TensorConfig& t, bool batching) {
+  Shape dims = t.dims;
+  if (t.preprocessing.has_value()) dims = {t.dims[2], t.dims[0], t.dims[1]};
+  if (batching) dims.insert(dims.begin(), kBatch);
+  return dims;
+}
+
+absl::StatusOr<PreprocessProblem> MakePreprocessProblem(const repository::TensorConfig& t) {
+  const auto& p = *t.preprocessing;
+  PreprocessProblem problem;
+  problem.h = static_cast<int>(t.dims[0]), problem.w = static_cast<int>(t.dims[1]);
+  problem.c = static_cast<int>(t.dims[2]);
+  if (problem.c > PreprocessProblem::kMaxChannels) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': preprocessing supports at most ",
+                                                   PreprocessProblem::kMaxChannels, " channels, got ", problem.c));
+  }
+  if (std::abs(p.scale - 1.0f / 255.0f) < 1e-9f) {
+    problem.scale_to_unit = true;
+  } else if (p.scale == 1.0f) {
+    problem.scale_to_unit = false;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': preprocessing scale must be 1/255 or 1, got ",
+                                                   p.scale));
+  }
+  for (int c = 0; c < problem.c; ++c) problem.mean[c] = p.mean[c], problem.stddev[c] = p.std[c];
+  problem.dst_dtype = DataType::kFloat32;
+  problem.dst_layout = Layout::kNCHW;
+  return problem;
+}
+
+}  // namespace
+
+std::vector<int64_t> ModelRuntime::ConcreteDims(const TensorMetadata& t, int batch_size) const {
+  std::vector<int64_t> dims = t.dims;
+  if (max_batch_size_ > 0) dims[0] = batch_size;
+  return dims;
+}
+
+absl::Status ModelRuntime::ImportGraph(const ModelRuntimeOptions& options) {
+  repository::LoadGraphOptions load;
+  const bool batching = config_.has_value() && config_->max_batch_size > 0;
+  if (config_.has_value()) {
+    for (const auto& input : config_->inputs) load.input_shapes[input.name] = GraphShape(input, batching);
+  }
+  CONVOY_ASSIGN_OR_RETURN(repository::LoadedGraph loaded, repository::LoadGraphFile(options.model_path, load));
+  graph_ = std::move(loaded.graph);
+  report_.optimize_stats = loaded.stats.ToString();
+  if (!config_.has_value()) {
+    bool has_batch = false;
+    for (const GraphInput& in : graph_.inputs()) has_batch |= !in.shape.empty() && in.shape[0] == kBatch;
+    max_batch_size_ = has_batch ? options.default_max_batch_size : 0;
+    for (const GraphInput& in : graph_.inputs()) {
+      input_plan_index_.push_back(static_cast<int>(inputs_.size()));
+      inputs_.push_back({in.name, DataType::kFloat32, in.shape});
+    }
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      CONVOY_ASSIGN_OR_RETURN(Shape shape, graph_.ShapeOf(graph_.outputs()[i]));
+      outputs_.push_back({graph_.outputs()[i], DataType::kFloat32, shape});
+      output_plan_index_.push_back(static_cast<int>(i));
+    }
+    preprocessing_.resize(inputs_.size());
+    return absl::OkStatus();
+  }
+  max_batch_size_ = static_cast<int>(config_->max_batch_size);
+  if (config_->inputs.size() != graph_.inputs().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", name_, "': the config lists ", config_->inputs.size(),
+                                                   " inputs, the model file has ", graph_.inputs().size()));
+  }
+  for (const auto& input : config_->inputs) {
+    auto it = std::find_if(graph_.inputs().begin(), graph_.inputs().end(),
+                           [&](const GraphInput& g) { return g.name == input.name; });
+    if (it == graph_.inputs().end()) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", name_, "': config input '", input.name,
+                                                     "' is not an input of ", options.model_path));
+    }
+    if (it->shape != GraphShape(input, batching)) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", input.name, "': the config gives ",
+                                                     ShapeToString(GraphShape(input, batching)), ", the model has ",
+                                                     ShapeToString(it->shape)));
+    }
+    if (input.layout != repository::TensorLayout::kNchw && !input.preprocessing.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", input.name, "': only NCHW float inputs are supported "
+                                                     "(NHWC images go through `preprocessing`)"));
+    }
+    CONVOY_ASSIGN_OR_RETURN(DataType dtype, FromConfigType(input.data_type, input.name));
+    std::vector<int64_t> dims = input.dims;
+    if (batching) dims.insert(dims.begin(), -1);
+    inputs_.push_back({input.name, dtype, dims});
+    input_plan_index_.push_back(static_cast<int>(it - graph_.inputs().begin()));
+    preprocessing_.emplace_back();
+    if (input.preprocessing.has_value()) {
+      CONVOY_ASSIGN_OR_RETURN(preprocessing_.back(), MakePreprocessProblem(input));
+    }
+  }
+  for (const auto& output : config_->outputs) {
+    const auto& outs = graph_.outputs();
+    auto it = std::find(outs.begin(), outs.end(), output.name);
+    if (it == outs.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", name_, "': config output '", output.name,
+                                                     "' is not an output of ", options.model_path));
+    }
+    CONVOY_ASSIGN_OR_RETURN(Shape shape, graph_.ShapeOf(output.name));
+    if (shape != GraphShape(output, batching)) {
+      return absl::InvalidArgumentError(absl::StrCat("output '", output.name, "': the config gives ",
+                                                     ShapeToString(GraphShape(output, batching)),
+                                                     ", the model computes ", ShapeToString(shape)));
+    }
+    CONVOY_ASSIGN_OR_RETURN(DataType dtype, FromConfigType(output.data_type, output.name));
+    std::vector<int64_t> dims = output.dims;
+    if (batching) dims.insert(dims.begin(), -1);
+    outputs_.push_back({output.name, dtype, dims});
+    output_plan_index_.push_back(static_cast<int>(it - outs.begin()));
+  }
+  if (outputs_.size() != graph_.outputs().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", name_, "': the config lists ", outputs_.size(),
+                                                   " outputs, the model file computes ", graph_.outputs().size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
+  PlannerOptions planner;
+  planner.device = options.device;
+  const repository::OptimizationConfig defaults;
+  const repository::OptimizationConfig& optimization = config_ ? config_->optimization : defaults;
+  planner.precision = options.precision.value_or(FromConfigPrecision(optimization.precision));
+  planner.layout = options.layout.value_or(options.device->backend() == Backend::kCpu ? Layout::kNCHW : Layout::kNHWC);
+  planner.max_batch_size = std::max(1, max_batch_size_);
+  planner.selection = options.selection.value_or(optimization.algorithm_selection == repository::AlgorithmSelection::kTune
+                                                     ? AlgorithmSelection::kTune
+                                                     : AlgorithmSelection::kHeuristic);
+  planner.tuned_batch_sizes = options.tune_batch_sizes;
+  if (planner.tuned_batch_sizes.empty()) {
+    for (int64_t b : optimization.tune_batch_sizes) planner.tuned_batch_sizes.push_back(static_cast<int>(b));
+  }
+  planner.tuning = options.tuning;
+  planner.cache = options.cache;
+  planner.log = options.log;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!preprocessing_[i].has_value()) planner.io_dtypes[inputs_[i].name] = inputs_[i].datatype;
+  }
+  for (const TensorMetadata& out : outputs_) planner.io_dtypes[out.name] = out.datatype;
+  CONVOY_ASSIGN_OR_RETURN(plan_, BuildExecutionPlan(graph_, planner));
+  report_.weight_bytes = plan_->weight_bytes();
+  report_.arena_bytes = plan_->arena_bytes();
+  report_.workspace_bytes = plan_->workspace_bytes();
+  return absl::OkStatus();
+}
+
+absl::Status ModelRuntime::Warmup(const ModelRuntimeOptions& options) {
+  if (!options.warmup || !config_.has_value() || !config_->warmup.has_value()) return absl::OkStatus();
+  CONVOY_ASSIGN_OR_RETURN(auto instance, CreateInstance());
+  for (int64_t b : config_->warmup->batch_sizes) {
+    const int batch = static_cast<int>(std::min<int64_t>(std::max<int64_t>(b, 1), std::max(1, max_batch_size_)));
+    std::vector<HostTensor> buffers;
+    std::vector<TensorView> ins, outs;
+    for (const TensorMetadata& t : inputs_) {
+      CONVOY_ASSIGN_OR_RETURN(HostTensor h, HostTensor::Create(TensorDesc(t.datatype, ConcreteDims(t, batch))));
+      for (int64_t i = 0; i < h.desc().num_elements(); ++i) StoreFromFloat(h.data(), t.datatype, i, 0.5f);
+      ins.push_back(h.view());
+      buffers.push_back(std::move(h));
+    }
+    for (const TensorMetadata& t : outputs_) {
+      CONVOY_ASSIGN_OR_RETURN(HostTensor h, HostTensor::Create(TensorDesc(t.datatype, ConcreteDims(t, batch))));
+      outs.push_back(h.view());
+      buffers.push_back(std::move(h));
+    }
+    for (int64_t i = 0; i < config_->warmup->iterations; ++i) CONVOY_RETURN_IF_ERROR(instance->Run(batch, ins, outs));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ModelRuntime>> ModelRuntime::Create(const ModelRuntimeOptions& options) {
+  if (options.device == nullptr) return absl::InvalidArgumentError("ModelRuntimeOptions.device is required");
+  std::unique_ptr<ModelRuntime> model(new ModelRuntime());
+  model->config_ = options.config;
+  model->name_ = options.config ? options.config->name : options.model_path;
+  auto log = [&options](const std::string& line) {
+    if (options.log) options.log(line);
+  };
+  auto start = std::chrono::steady_clock::now();
+  CONVOY_RETURN_IF_ERROR(model->ImportGraph(options));
+  model->report_.import_seconds = SecondsSince(start);
+  log(absl::StrFormat("%s: imported and optimized %s in %.3f s: %d nodes (%s)", model->name_, options.model_path,
+                      model->report_.import_seconds, model->graph_.nodes().size(), model->report_.optimize_stats));
+  start = std::chrono::steady_clock::now();
+  CONVOY_RETURN_IF_ERROR(model->Plan(options));
+  model->report_.plan_seconds = SecondsSince(start);
+  const ExecutionPlan& plan = *model->plan_;
+  log(absl::StrFormat("%s: planned %d steps for %s (%s, %s) in %.3f s: weights %s, arena %s and workspace %s per "
+                      "instance",
+                      model->name_, plan.steps().size(), plan.device().Identity(), PrecisionName(plan.precision()),
+                      LayoutName(plan.layout()), model->report_.plan_seconds, FormatBytes(plan.weight_bytes()),
+                      FormatBytes(plan.arena_bytes()), FormatBytes(plan.workspace_bytes())));
+  for (int b : {1, plan.max_batch_size()}) {
+    log(absl::StrCat(model->name_, ": memory at batch ", b, ": ", DescribeMemoryPlan(plan.memory_plan(b))));
+    if (plan.max_batch_size() == 1) break;
+  }
+  start = std::chrono::steady_clock::now();
+  CONVOY_RETURN_IF_ERROR(model->Warmup(options));
+  model->report_.warmup_seconds = SecondsSince(start);
+  if (options.warmup && model->config_ && model->config_->warmup) {
+    log(absl::StrFormat("%s: warmed up in %.3f s", model->name_, model->report_.warmup_seconds));
+  }
+  return model;
+}
+
+absl::StatusOr<std::unique_ptr<ModelInstance>> ModelRuntime::CreateInstance() const {
+  CONVOY_ASSIGN_OR_RETURN(auto executor, Executor::Create({plan_}));
+  std::unique_ptr<ModelInstance> instance(new ModelInstance(this, std::move(executor)));
+  instance->preprocessed_.resize(inputs_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!preprocessing_[i].has_value()) continue;
+    const auto& p = *preprocessing_[i];
+    const size_t bytes = size_t(std::max(1, max_batch_size_)) * p.c * p.h * p.w * sizeof(float);
+    CONVOY_ASSIGN_OR_RETURN(instance->preprocessed_[i], HostBuffer::Allocate(bytes));
+  }
+  instance->plan_inputs_.resize(plan_->inputs().size());
+  instance->plan_outputs_.resize(plan_->outputs().size());
+  return instance;
+}
+
+absl::Status ModelRuntime::ValidateInput(size_t index, int batch_size, const TensorDesc& desc,
+                                         size_t byte_size) const {
+  const TensorMetadata& t = inputs_[index];
+  const std::vector<int64_t> dims = ConcreteDims(t, batch_size);
+  const size_t expected_bytes = static_cast<size_t>(NumElements(dims)) * DataTypeSize(t.datatype);
+  if (desc.dtype() != t.datatype) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': expected datatype ",
+                                                   DataTypeName(t.datatype), ", got ", DataTypeName(desc.dtype())));
+  }
+  if (desc.dims() != dims) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': expected shape ", DimsToString(dims),
+                                                   ", got ", DimsToString(desc.dims())));
+  }
+  if (byte_size != expected_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': expected ", expected_bytes,
+                                                   " bytes for shape ", DimsToString(dims), " ",
+                                                   DataTypeName(t.datatype), ", got ", byte_size));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelInstance::Preprocess(size_t input, int batch_size, const TensorView& pixels,
+                                       TensorView* normalized) {
+  PreprocessProblem problem = *model_->preprocessing_[input];
+  problem.n = batch_size;
+  // Pre-processing runs on the host CPU algorithms (the pixels arrive in host memory); the heuristic choice is a
+  // registry scan, cheap next to the model.
+  CONVOY_ASSIGN_OR_RETURN(const PreprocessAlgorithm* algorithm,
+                          OpRegistry<PreprocessOp>::Global().Heuristic(problem, Backend::kCpu));
+  normalized->desc = executor_->ExpectedInputDesc(model_->input_plan_index_[input], batch_size);
+  normalized->data = preprocessed_[input].data();
+  return algorithm->Run(problem, PreprocessArgs{pixels.as<const uint8_t>(), normalized->data}, Workspace{},
+                        CpuDevice::Default().context());
+}
+
+absl::Status ModelInstance::Run(int batch_size, absl::Span<const TensorView> inputs,
+                                absl::Span<const TensorView> outputs) {
+  const ModelRuntime& m = *model_;
+  const int max_batch = std::max(1, m.max_batch_size_);
+  if (batch_size < 1 || batch_size > max_batch) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", m.name_, "': batch size ", batch_size,
+                                                   " is outside [1, ", max_batch, "]"));
+  }
+  if (inputs.size() != m.inputs_.size() || outputs.size() != m.outputs_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", m.name_, "': expected ", m.inputs_.size(),
+                                                   " inputs and ", m.outputs_.size(), " outputs, got ",
+                                                   inputs.size(), " and ", outputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CONVOY_RETURN_IF_ERROR(m.ValidateInput(i, batch_size, inputs[i].desc, inputs[i].desc.size_bytes()));
+    TensorView& plan_input = plan_inputs_[m.input_plan_index_[i]];
+    plan_input = inputs[i];
+    if (m.preprocessing_[i].has_value()) CONVOY_RETURN_IF_ERROR(Preprocess(i, batch_size, inputs[i], &plan_input));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorMetadata& t = m.outputs_[i];
+    const std::vector<int64_t> dims = m.ConcreteDims(t, batch_size);
+    if (outputs[i].desc.dims() != dims || outputs[i].desc.dtype() != t.datatype) {
+      return absl::InvalidArgumentError(absl::StrCat("output '", t.name, "': expected ", DimsToString(dims), " ",
+                                                     DataTypeName(t.datatype), ", got ",
+                                                     DimsToString(outputs[i].desc.dims()), " ",
+                                                     DataTypeName(outputs[i].desc.dtype())));
+    }
+    plan_outputs_[m.output_plan_index_[i]] = outputs[i];
+  }
+  return executor_->Run(batch_size, plan_inputs_, plan_outputs_);
+}
+
+}  // namespace convoy::runtime

@@ -1,0 +1,148 @@
+// The model runtime: what the server and the CLI load. From a model file (ONNX or Convoy YAML) and, optionally, its
+// config.yaml, it imports and optimizes the graph, plans it for a device and precision, warms it up, and hands out
+// instances that run batches.
+//
+//   ModelRuntimeOptions options;
+//   options.model_path = "model_repo/resnet_classifier/1/model.onnx";
+//   options.config = config;                 // from repository::ParseModelConfig; absent: metadata from the graph
+//   options.device = &CpuDevice::Default();
+//   CONVOY_ASSIGN_OR_RETURN(auto model, ModelRuntime::Create(options));
+//   CONVOY_ASSIGN_OR_RETURN(auto instance, model->CreateInstance());
+//   CONVOY_RETURN_IF_ERROR(instance->Run(batch_size, input_views, output_views));
+//
+// Inputs and outputs are host TensorViews in the order of inputs() / outputs(), in the declared datatypes:
+// FP16/BF16 tensors are converted to and from the compute type inside the plan; a UINT8 [H, W, C] input with
+// `preprocessing` in its config is normalized by the PreprocessOp kernel into the model's float [N, C, H, W] input.
+//
+// Thread safety: ModelRuntime is immutable after Create and may be shared; each ModelInstance is thread-compatible
+// (one Run at a time), and instances of one model run concurrently.
+#ifndef CONVOY_SERVER_RUNTIME_MODEL_RUNTIME_H_
+#define CONVOY_SERVER_RUNTIME_MODEL_RUNTIME_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/common/problems.h"
+#include "kernels/common/tensor.h"
+#include "kernels/registry/algorithm_cache.h"
+#include "kernels/registry/autotuner.h"
+#include "kernels/registry/device.h"
+#include "server/repository/model_config.h"
+#include "server/runtime/executor.h"
+#include "server/runtime/graph.h"
+#include "server/runtime/plan.h"
+
+namespace convoy::runtime {
+
+struct ModelRuntimeOptions {
+  // model.onnx or a Convoy model.yaml. Required.
+  std::string model_path;
+  // The model's config.yaml. Absent: inputs and outputs come from the graph, batching up to
+  // default_max_batch_size when the graph has a symbolic batch, precision and selection from the fields below.
+  std::optional<repository::ModelConfig> config;
+  int default_max_batch_size = 8;
+  // Where it runs. Required; must outlive the runtime.
+  Device* device = nullptr;
+  // Overrides of the config's optimization section (the CLI's --precision, `convoy tune`).
+  std::optional<Precision> precision;
+  std::optional<AlgorithmSelection> selection;
+  std::vector<int> tune_batch_sizes;  // empty: the config's, or every batch size
+  // Default: NCHW on the CPU, NHWC elsewhere (tensor-core kernels want it).
+  std::optional<Layout> layout;
+  TuningOptions tuning;
+  AlgorithmCache* cache = nullptr;  // null: AlgorithmCache::Global()
+  // Run the config's warmup (batch sizes x iterations) at load.
+  bool warmup = true;
+  // Receives the load log: each phase and its time, tuning choices, the memory plan. May be empty.
+  std::function<void(const std::string&)> log;
+};
+
+// A model input or output as clients see it.
+struct TensorMetadata {
+  std::string name;
+  DataType datatype = DataType::kFloat32;
+  std::vector<int64_t> dims;  // with -1 for the batch dimension when the model batches
+};
+
+struct LoadReport {
+  double import_seconds = 0;  // import + optimization passes
+  double plan_seconds = 0;    // planning, algorithm selection, tuning, weight upload
+  double warmup_seconds = 0;
+  size_t weight_bytes = 0;
+  size_t arena_bytes = 0;      // per instance, for the largest batch
+  size_t workspace_bytes = 0;  // per instance
+  std::string optimize_stats;
+};
+
+class ModelInstance;
+
+class ModelRuntime {
+ public:
+  static absl::StatusOr<std::unique_ptr<ModelRuntime>> Create(const ModelRuntimeOptions& options);
+
+  const std::string& name() const { return name_; }
+  const std::vector<TensorMetadata>& inputs() const { return inputs_; }
+  const std::vector<TensorMetadata>& outputs() const { return outputs_; }
+  // 0 when the model does not batch (its inputs carry no batch dimension); Run then takes batch_size 1.
+  int max_batch_size() const { return max_batch_size_; }
+  const Graph& graph() const { return graph_; }
+  const ExecutionPlan& plan() const { return *plan_; }
+  const LoadReport& load_report() const { return report_; }
+
+  // A new instance with its own arena and workspace.
+  absl::StatusOr<std::unique_ptr<ModelInstance>> CreateInstance() const;
+
+  // OK, or INVALID_ARGUMENT naming the tensor and the expected vs actual shape, datatype or byte size. `byte_size`
+  // is the size of the buffer the caller holds (for raw payloads), checked against the shape.
+  absl::Status ValidateInput(size_t index, int batch_size, const TensorDesc& desc, size_t byte_size) const;
+
+ private:
+  friend class ModelInstance;
+  ModelRuntime() = default;
+  absl::Status ImportGraph(const ModelRuntimeOptions& options);
+  absl::Status Plan(const ModelRuntimeOptions& options);
+  absl::Status Warmup(const ModelRuntimeOptions& options);
+  std::vector<int64_t> ConcreteDims(const TensorMetadata& t, int batch_size) const;
+
+  std::string name_;
+  std::optional<repository::ModelConfig> config_;
+  std::vector<TensorMetadata> inputs_;
+  std::vector<TensorMetadata> outputs_;
+  std::vector<std::optional<PreprocessProblem>> preprocessing_;  // per input, batch size left at 1
+  std::vector<int> input_plan_index_;                             // inputs_[i] is plan input input_plan_index_[i]
+  std::vector<int> output_plan_index_;                            // outputs_[i] is plan output output_plan_index_[i]
+  int max_batch_size_ = 0;
+  Graph graph_;
+  std::shared_ptr<const ExecutionPlan> plan_;
+  LoadReport report_;
+};
+
+class ModelInstance {
+ public:
+  // Runs one batch. Views follow inputs() / outputs() order with dims [batch_size, dims...] (or dims when the model
+  // does not batch) in the declared datatypes.
+  absl::Status Run(int batch_size, absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
+  Executor& executor() { return *executor_; }
+
+ private:
+  friend class ModelRuntime;
+  ModelInstance(const ModelRuntime* model, std::unique_ptr<Executor> executor)
+      : model_(model), executor_(std::move(executor)) {}
+  absl::Status Preprocess(size_t input, int batch_size, const TensorView& pixels, TensorView* normalized);
+
+  const ModelRuntime* model_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<HostBuffer> preprocessed_;  // per input with preprocessing, sized for the largest batch
+  std::vector<TensorView> plan_inputs_;
+  std::vector<TensorView> plan_outputs_;
+};
+
+}  // namespace convoy::runtime
+
+#endif  // CONVOY_SERVER_RUNTIME_MODEL_RUNTIME_H_

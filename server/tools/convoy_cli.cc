@@ -1,0 +1,362 @@
+// The `convoy` command-line tool: run a model on .npy files, inspect its optimized graph and plan, and tune and
+// export the algorithm cache.
+//
+//   convoy run --model=model.onnx --input=x.npy --output=y.npy [--precision=fp16] [--device=cpu]
+//   convoy inspect --model=model_repo/resnet_classifier [--tune] [--profile_batch=1]
+//   convoy tune --model=model.onnx --batch_sizes=1,8 --cache=out.cache
+//   convoy algorithms
+//
+// --model takes a model.onnx, a Convoy model.yaml, or a repository entry folder (config.yaml plus numbered version
+// folders; the newest version is used). Diagnostics go to stderr; results and reports to stdout.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/cpu/cpu_device.h"
+#include "kernels/registry/registry.h"
+#include "server/repository/model_repository.h"
+#include "server/runtime/model_runtime.h"
+#include "server/tools/npy.h"
+
+namespace convoy::tools {
+namespace {
+
+using runtime::ModelRuntime;
+using runtime::ModelRuntimeOptions;
+
+constexpr char kUsage[] = R"(usage:
+  convoy run --model=PATH --input=[NAME=]X.npy ... --output=[NAME=]Y.npy ... [options]
+  convoy inspect --model=PATH [--tune] [--profile_batch=N] [options]
+  convoy tune --model=PATH --batch_sizes=1,8 --cache=OUT.cache [options]
+  convoy algorithms
+PATH: model.onnx, model.yaml, or a model repository folder (config.yaml + version folders).
+options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32  --layout=nchw|nhwc
+         --max_batch_size=N (model files without a config; default 8)  --cache=FILE (algorithm cache to load)
+         --threads=N (CPU threads)  --quiet (no load log)
+)";
+
+// --key=value flags; repeated keys keep every value in order.
+struct Flags {
+  std::multimap<std::string, std::string> values;
+  std::string Get(const std::string& key, const std::string& fallback = "") const {
+    auto it = values.find(key);
+    return it == values.end() ? fallback : it->second;
+  }
+  std::vector<std::string> All(const std::string& key) const {
+    std::vector<std::string> out;
+    for (auto [it, end] = values.equal_range(key); it != end; ++it) out.push_back(it->second);
+    return out;
+  }
+  bool Has(const std::string& key) const { return values.count(key) > 0; }
+};
+
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv, const std::vector<std::string>& known) {
+  Flags flags;
+  for (int i = 2; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (!absl::ConsumePrefix(&arg, "--")) return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    const size_t eq = arg.find('=');
+    const std::string key(arg.substr(0, eq));
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", key));
+    }
+    flags.values.emplace(key, eq == absl::string_view::npos ? "true" : std::string(arg.substr(eq + 1)));
+  }
+  return flags;
+}
+
+absl::StatusOr<int> ParsePositive(const std::string& flag, const std::string& text) {
+  int value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be a positive integer, got '", text, "'"));
+  }
+  return value;
+}
+
+// The device named by --device. This binary has the CPU backend only; `auto` picks it.
+absl::StatusOr<Device*> SelectDevice(const Flags& flags) {
+  const std::string name = flags.Get("device", "auto");
+  if (name == "cuda") {
+    return absl::UnavailableError("--device=cuda: this convoy binary was built without the CUDA backend");
+  }
+  if (name != "cpu" && name != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat("--device must be cpu, cuda or auto, got '", name, "'"));
+  }
+  static std::unique_ptr<CpuDevice> device;
+  CpuDevice::Options options;
+  if (flags.Has("threads")) {
+    CONVOY_ASSIGN_OR_RETURN(options.num_threads, ParsePositive("threads", flags.Get("threads")));
+  }
+  CONVOY_ASSIGN_OR_RETURN(device, CpuDevice::Create(options));
+  return device.get();
+}
+
+// Fills the runtime options every subcommand shares from --model, --precision, --layout, --max_batch_size, --cache.
+absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
+  ModelRuntimeOptions options;
+  const std::string model = flags.Get("model");
+  if (model.empty()) return absl::InvalidArgumentError("--model is required");
+  if (absl::EndsWith(model, ".onnx") || absl::EndsWith(model, ".yaml") || absl::EndsWith(model, ".yml")) {
+    options.model_path = model;
+  } else {
+    repository::ScannedModel scanned = repository::ScanModelDirectory(model);
+    if (!scanned.status.ok()) return scanned.status;
+    if (scanned.versions.empty()) return absl::NotFoundError(absl::StrCat("model folder '", model, "' has no version"));
+    options.model_path = scanned.versions.back().model_path;
+    options.config = scanned.config;
+  }
+  CONVOY_ASSIGN_OR_RETURN(options.device, SelectDevice(flags));
+  if (flags.Has("precision")) {
+    CONVOY_ASSIGN_OR_RETURN(options.precision, runtime::ParsePrecision(flags.Get("precision")));
+  }
+  if (flags.Has("layout")) {
+    const std::string layout = absl::AsciiStrToUpper(flags.Get("layout"));
+    CONVOY_ASSIGN_OR_RETURN(options.layout, ParseLayout(layout));
+  }
+  if (flags.Has("max_batch_size")) {
+    CONVOY_ASSIGN_OR_RETURN(options.default_max_batch_size, ParsePositive("max_batch_size", flags.Get("max_batch_size")));
+  }
+  if (flags.Has("cache")) {
+    auto loaded = AlgorithmCache::Global().Load(flags.Get("cache"));
+    if (loaded.ok()) {
+      std::cerr << "loaded " << *loaded << " algorithm cache entries from " << flags.Get("cache") << "\n";
+    } else if (!absl::IsNotFound(loaded.status())) {
+      std::cerr << "warning: ignoring algorithm cache: " << loaded.status().message() << "\n";
+    }
+  }
+  if (!flags.Has("quiet")) options.log = [](const std::string& line) { std::cerr << line << "\n"; };
+  return options;
+}
+
+// Matches --input/--output values ("NAME=PATH" or just "PATH", taken in order) to the model's tensors.
+absl::StatusOr<std::vector<std::string>> AssignPaths(const std::vector<std::string>& values,
+                                                     const std::vector<runtime::TensorMetadata>& tensors,
+                                                     const char* flag) {
+  std::vector<std::string> paths(tensors.size());
+  size_t next = 0;
+  for (const std::string& value : values) {
+    const size_t eq = value.find('=');
+    size_t index = next++;
+    std::string path = value;
+    if (eq != std::string::npos) {
+      const std::string name = value.substr(0, eq);
+      path = value.substr(eq + 1);
+      index = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.name == name; }) -
+              tensors.begin();
+      if (index == tensors.size()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": no tensor '", name, "'"));
+    }
+    if (index >= tensors.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": more values than the model's ", tensors.size(),
+                                                     " tensors"));
+    }
+    paths[index] = path;
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (paths[i].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, " missing for tensor '", tensors[i].name, "'"));
+    }
+  }
+  return paths;
+}
+
+// Converts a float .npy array to the model's declared float datatype (FP32 files feed FP16/BF16 inputs directly).
+void ConvertFloatArray(NpyArray& array, DataType target) {
+  if (array.dtype == target || !IsFloatingPoint(array.dtype) || !IsFloatingPoint(target)) return;
+  const size_t count = array.data.size() / DataTypeSize(array.dtype);
+  std::vector<uint8_t> converted(count * DataTypeSize(target));
+  for (size_t i = 0; i < count; ++i) StoreFromFloat(converted.data(), target, i, LoadAsFloat(array.data.data(), array.dtype, i));
+  array.data = std::move(converted);
+  array.dtype = target;
+}
+
+absl::Status RunCommand(const Flags& flags) {
+  CONVOY_ASSIGN_OR_RETURN(ModelRuntimeOptions options, CommonOptions(flags));
+  CONVOY_ASSIGN_OR_RETURN(auto model, ModelRuntime::Create(options));
+  CONVOY_ASSIGN_OR_RETURN(auto input_paths, AssignPaths(flags.All("input"), model->inputs(), "input"));
+  CONVOY_ASSIGN_OR_RETURN(auto output_paths, AssignPaths(flags.All("output"), model->outputs(), "output"));
+  std::vector<NpyArray> arrays;
+  std::vector<TensorView> inputs;
+  for (size_t i = 0; i < input_paths.size(); ++i) {
+    CONVOY_ASSIGN_OR_RETURN(NpyArray array, ReadNpyFile(input_paths[i]));
+    ConvertFloatArray(array, model->inputs()[i].datatype);
+    arrays.push_back(std::move(array));
+  }
+  const int batch = model->max_batch_size() > 0 && !arrays[0].shape.empty() ? static_cast<int>(arrays[0].shape[0]) : 1;
+  for (NpyArray& array : arrays) inputs.push_back({TensorDesc(array.dtype, array.shape), array.data.data()});
+  std::vector<NpyArray> results(model->outputs().size());
+  std::vector<TensorView> outputs;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& meta = model->outputs()[i];
+    results[i].dtype = meta.datatype;
+    results[i].shape = meta.dims;
+    if (model->max_batch_size() > 0) results[i].shape[0] = batch;
+    const TensorDesc desc(meta.datatype, results[i].shape);
+    results[i].data.resize(desc.size_bytes());
+    outputs.push_back({desc, results[i].data.data()});
+  }
+  CONVOY_ASSIGN_OR_RETURN(auto instance, model->CreateInstance());
+  CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));
+  for (size_t i = 0; i < results.size(); ++i) {
+    CONVOY_RETURN_IF_ERROR(WriteNpyFile(output_paths[i], results[i]));
+    std::cout << "wrote " << model->outputs()[i].name << " " << DimsToString(results[i].shape) << " "
+              << DataTypeName(results[i].dtype) << " to " << output_paths[i] << "\n";
+  }
+  return absl::OkStatus();
+}
+
+// Runs the plan once at `batch` on random inputs with the step observer on, returning each step's milliseconds.
+absl::StatusOr<std::vector<double>> ProfileSteps(const ModelRuntime& model, int batch) {
+  CONVOY_ASSIGN_OR_RETURN(auto instance, model.CreateInstance());
+  std::vector<double> times(model.plan().steps().size());
+  instance->executor().set_step_observer([&times](int index, const runtime::PlanStep&, double ms) { times[index] = ms; });
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<TensorView> inputs, outputs;
+  std::mt19937 rng(std::random_device{}());
+  auto add = [&](const runtime::TensorMetadata& t, std::vector<TensorView>& views, bool random) {
+    std::vector<int64_t> dims = t.dims;
+    if (model.max_batch_size() > 0) dims[0] = batch;
+    const TensorDesc desc(t.datatype, dims);
+    buffers.emplace_back(desc.size_bytes());
+    std::uniform_real_distribution<float> dist(0.0f, 1.0f);
+    for (int64_t i = 0; random && i < desc.num_elements(); ++i) {
+      StoreFromFloat(buffers.back().data(), t.datatype, i, t.datatype == DataType::kUInt8 ? 255 * dist(rng) : dist(rng));
+    }
+    views.push_back({desc, buffers.back().data()});
+  };
+  buffers.reserve(model.inputs().size() + model.outputs().size());
+  for (const auto& t : model.inputs()) add(t, inputs, true);
+  for (const auto& t : model.outputs()) add(t, outputs, false);
+  CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));  // first run warms caches
+  CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));
+  return times;
+}
+
+absl::Status InspectCommand(const Flags& flags) {
+  CONVOY_ASSIGN_OR_RETURN(ModelRuntimeOptions options, CommonOptions(flags));
+  options.warmup = false;
+  if (flags.Has("tune")) options.selection = AlgorithmSelection::kTune;
+  int batch = 1;
+  if (flags.Has("profile_batch")) {
+    CONVOY_ASSIGN_OR_RETURN(batch, ParsePositive("profile_batch", flags.Get("profile_batch")));
+  }
+  CONVOY_ASSIGN_OR_RETURN(auto model, ModelRuntime::Create(options));
+  batch = std::min(batch, model->plan().max_batch_size());
+  std::cout << "== model " << model->name() << "\n";
+  for (const auto& t : model->inputs()) {
+    std::cout << "input  " << t.name << " " << DataTypeName(t.datatype) << " " << DimsToString(t.dims) << "\n";
+  }
+  for (const auto& t : model->outputs()) {
+    std::cout << "output " << t.name << " " << DataTypeName(t.datatype) << " " << DimsToString(t.dims) << "\n";
+  }
+  std::cout << "\n== optimized graph (" << model->load_report().optimize_stats << ")\n" << model->graph().ToString();
+  std::cout << "\n== " << model->plan().ToString(batch);
+  CONVOY_ASSIGN_OR_RETURN(std::vector<double> times, ProfileSteps(*model, batch));
+  std::cout << "\n== measured step times at batch " << batch << " (ms)\n";
+  double total = 0;
+  for (size_t i = 0; i < times.size(); ++i) {
+    const auto& step = *model->plan().steps()[i];
+    std::cout << absl::StrFormat("  [%d] %-28s %-14s %-32s %9.4f\n", i, step.name(), OpKindName(step.op()),
+                                 step.AlgorithmName(batch), times[i]);
+    total += times[i];
+  }
+  std::cout << absl::StrFormat("  total %.4f ms\n", total);
+  return absl::OkStatus();
+}
+
+absl::Status TuneCommand(const Flags& flags) {
+  const std::string cache_path = flags.Get("cache");
+  if (cache_path.empty()) return absl::InvalidArgumentError("--cache=OUT.cache is required");
+  CONVOY_ASSIGN_OR_RETURN(ModelRuntimeOptions options, CommonOptions(flags));
+  options.warmup = false;
+  options.selection = AlgorithmSelection::kTune;
+  for (absl::string_view part : absl::StrSplit(flags.Get("batch_sizes", "1"), ',', absl::SkipEmpty())) {
+    CONVOY_ASSIGN_OR_RETURN(int b, ParsePositive("batch_sizes", std::string(part)));
+    options.tune_batch_sizes.push_back(b);
+  }
+  const int largest = *std::max_element(options.tune_batch_sizes.begin(), options.tune_batch_sizes.end());
+  if (!options.config) options.default_max_batch_size = std::max(options.default_max_batch_size, largest);
+  // Progress: one line per tuned layer and batch size, as the planner reports them.
+  options.log = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
+  CONVOY_ASSIGN_OR_RETURN(auto model, ModelRuntime::Create(options));
+  CONVOY_RETURN_IF_ERROR(AlgorithmCache::Global().Save(cache_path));
+  const AlgorithmCacheStats stats = AlgorithmCache::Global().stats();
+  std::cout << absl::StrFormat("tuned %d problems in %.2f s; wrote %d entries to %s\n", stats.tunings,
+                               stats.tuning_seconds, stats.entries, cache_path);
+  return absl::OkStatus();
+}
+
+template <typename Op>
+void ListAlgorithms(const char* op) {
+  for (const auto* algorithm : OpRegistry<Op>::Global().All(Backend::kCpu)) {
+    std::cout << op << " " << algorithm->name() << "\n";
+  }
+}
+
+absl::Status AlgorithmsCommand() {
+  ListAlgorithms<Conv2dOp>("conv2d");
+  ListAlgorithms<GemmOp>("gemm");
+  ListAlgorithms<Pool2dOp>("pool2d");
+  ListAlgorithms<BatchNormOp>("batch_norm");
+  ListAlgorithms<ActivationOp>("activation");
+  ListAlgorithms<BinaryElementwiseOp>("binary");
+  ListAlgorithms<ConcatOp>("concat");
+  ListAlgorithms<SplitOp>("split");
+  ListAlgorithms<ChannelShuffleOp>("channel_shuffle");
+  ListAlgorithms<SoftmaxOp>("softmax");
+  ListAlgorithms<PadOp>("pad");
+  ListAlgorithms<ConvertOp>("convert");
+  ListAlgorithms<PreprocessOp>("preprocess");
+  return absl::OkStatus();
+}
+
+absl::Status Main(int argc, char** argv) {
+  if (argc < 2) return absl::InvalidArgumentError("missing subcommand");
+  const std::string command = argv[1];
+  const std::vector<std::string> common = {"model", "device", "precision", "layout", "max_batch_size",
+                                           "cache", "threads", "quiet"};
+  auto with = [&common](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    return extra;
+  };
+  if (command == "run") {
+    CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"input", "output"})));
+    return RunCommand(flags);
+  }
+  if (command == "inspect") {
+    CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"tune", "profile_batch"})));
+    return InspectCommand(flags);
+  }
+  if (command == "tune") {
+    CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"batch_sizes"})));
+    return TuneCommand(flags);
+  }
+  if (command == "algorithms") return AlgorithmsCommand();
+  return absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", command, "'"));
+}
+
+}  // namespace
+}  // namespace convoy::tools
+
+int main(int argc, char** argv) {
+  const absl::Status status = convoy::tools::Main(argc, argv);
+  if (!status.ok()) {
+    std::cerr << "convoy: " << status.message() << "\n";
+    if (absl::IsInvalidArgument(status) && status.message().find("'") == absl::string_view::npos) {
+      std::cerr << convoy::tools::kUsage;
+    }
+    return 1;
+  }
+  return 0;
+}
