@@ -20,7 +20,7 @@ namespace convoy::cuda {
 inline absl::Status CudaStatus(cudaError_t error, absl::string_view context) {
   if (error == cudaSuccess) return absl::OkStatus();
   std::string message = absl::StrCat(context, ": ", cudaGetErrorName(error), " (", cudaGetErrorString(error), ")");
-#if !defined(__CUDACC__)
+#if defined(CONVOY_CUDA_EMULATION) && !defined(__CUDACC__)  // host code of real CUDA builds has no emulation
   const std::string detail = ::convoy::cuda_emulation::LastErrorDetail();
   if (!detail.empty()) absl::StrAppend(&message, ": ", detail);
 #endif

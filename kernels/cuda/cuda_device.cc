@@ -1,0 +1,83 @@
+#include "kernels/cuda/cuda_device.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/cuda_emulation/cuda_host_api.h"
+#include "kernels/cuda_emulation/cuda_status.h"
+
+namespace convoy::cuda {
+
+absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(const Options& options) {
+  CONVOY_ASSIGN_OR_RETURN(GpuInfo info, QueryGpu(options.device_index));
+  ScopedCudaDevice guard(options.device_index);
+  CONVOY_RETURN_IF_ERROR(guard.status());
+  CudaStream stream;
+  if (options.own_stream) {
+    CONVOY_ASSIGN_OR_RETURN(stream, CudaStream::Create({/*non_blocking=*/true}));
+  }
+  CudaMemoryPool::Options pool_options = options.pool;
+  pool_options.device = options.device_index;
+  CONVOY_ASSIGN_OR_RETURN(std::shared_ptr<CudaMemoryPool> pool, CudaMemoryPool::Create(pool_options));
+  return std::unique_ptr<CudaDevice>(new CudaDevice(std::move(info), std::move(stream), std::move(pool)));
+}
+
+ExecutionContext CudaDevice::context() const {
+  ExecutionContext context;
+  context.backend = Backend::kCuda;
+  context.cuda_stream = stream_.get();
+  context.cuda_device = info_.index;
+  return context;
+}
+
+absl::StatusOr<DeviceAllocation> CudaDevice::Allocate(size_t bytes) { return pool_->Allocate(bytes); }
+
+absl::Status CudaDevice::CopyToDevice(void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  ScopedCudaDevice guard(info_.index);
+  CONVOY_RETURN_IF_ERROR(guard.status());
+  CONVOY_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream()),
+                                    absl::StrCat("copying ", bytes, " bytes to device ", info_.index)));
+  return stream_.Synchronize();
+}
+
+absl::Status CudaDevice::CopyToHost(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  ScopedCudaDevice guard(info_.index);
+  CONVOY_RETURN_IF_ERROR(guard.status());
+  CONVOY_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream()),
+                                    absl::StrCat("copying ", bytes, " bytes from device ", info_.index)));
+  return stream_.Synchronize();
+}
+
+absl::Status CudaDevice::Synchronize() {
+  ScopedCudaDevice guard(info_.index);
+  CONVOY_RETURN_IF_ERROR(guard.status());
+  return stream_.Synchronize();
+}
+
+absl::StatusOr<std::vector<double>> CudaDevice::TimeRuns(const std::function<absl::Status()>& fn, int warmup,
+                                                         int reps) {
+  if (warmup < 0 || reps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("TimeRuns: warmup ", warmup, " and reps ", reps, " must be >= 0"));
+  }
+  ScopedCudaDevice guard(info_.index);
+  CONVOY_RETURN_IF_ERROR(guard.status());
+  for (int i = 0; i < warmup; ++i) CONVOY_RETURN_IF_ERROR(fn());
+  CONVOY_ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::Create({/*timing=*/true}));
+  CONVOY_ASSIGN_OR_RETURN(CudaEvent end, CudaEvent::Create({/*timing=*/true}));
+  std::vector<double> times;
+  times.reserve(reps);
+  for (int i = 0; i < reps; ++i) {
+    CONVOY_RETURN_IF_ERROR(start.Record(stream()));
+    CONVOY_RETURN_IF_ERROR(fn());
+    CONVOY_RETURN_IF_ERROR(end.Record(stream()));
+    CONVOY_RETURN_IF_ERROR(end.Synchronize());
+    CONVOY_ASSIGN_OR_RETURN(const float ms, CudaEvent::ElapsedMilliseconds(start, end));
+    times.push_back(ms);
+  }
+  return times;
+}
+
+}  // namespace convoy::cuda
