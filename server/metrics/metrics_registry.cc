@@ -1,0 +1,109 @@
+// MetricsRegistry: families, collectors and the HTTP endpoint. See metrics_registry.h.
+#include "server/metrics/metrics_registry.h"
+
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/text_serializer.h"
+
+namespace convoy::metrics {
+namespace {
+
+template <typename Builder>
+auto* Register(Builder builder, const char* name, const char* help, prometheus::Registry& registry) {
+  return &builder.Name(name).Help(help).Register(registry);
+}
+
+}  // namespace
+
+MetricsRegistry::MetricsRegistry()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      cache_collector_(std::make_shared<AlgorithmCacheCollector>()) {
+  RegisterFamilies();
+}
+
+void MetricsRegistry::RegisterFamilies() {
+  prometheus::Registry& r = *registry_;
+  using prometheus::BuildCounter;
+  using prometheus::BuildGauge;
+  using prometheus::BuildHistogram;
+  families_.request_success = Register(BuildCounter(), "nv_inference_request_success",
+                                       "Number of successful inference requests, all batch sizes", r);
+  families_.request_failure = Register(BuildCounter(), "nv_inference_request_failure",
+                                       "Number of failed inference requests, all batch sizes, by reason", r);
+  families_.inference_count = Register(BuildCounter(), "nv_inference_count",
+                                       "Number of inferences performed (a batch-4 request counts 4)", r);
+  families_.exec_count = Register(BuildCounter(), "nv_inference_exec_count",
+                                  "Number of model executions performed (batches)", r);
+  families_.request_duration_us = Register(BuildCounter(), "nv_inference_request_duration_us",
+                                           "Cumulative inference request duration in microseconds", r);
+  families_.queue_duration_us = Register(BuildCounter(), "nv_inference_queue_duration_us",
+                                         "Cumulative inference queuing duration in microseconds", r);
+  families_.compute_input_duration_us = Register(BuildCounter(), "nv_inference_compute_input_duration_us",
+                                                 "Cumulative compute input duration in microseconds", r);
+  families_.compute_infer_duration_us = Register(BuildCounter(), "nv_inference_compute_infer_duration_us",
+                                                 "Cumulative compute inference duration in microseconds", r);
+  families_.compute_output_duration_us = Register(BuildCounter(), "nv_inference_compute_output_duration_us",
+                                                  "Cumulative compute output duration in microseconds", r);
+  families_.pending_requests = Register(BuildGauge(), "nv_inference_pending_request_count",
+                                        "Instantaneous number of requests waiting in the batcher queue", r);
+  families_.request_latency = Register(BuildHistogram(), "convoy_request_duration_seconds",
+                                       "Successful request latency from arrival to response, seconds", r);
+  families_.queue_latency = Register(BuildHistogram(), "convoy_queue_duration_seconds",
+                                     "Time successful requests waited in the batcher queue, seconds", r);
+  families_.compute_latency = Register(BuildHistogram(), "convoy_compute_duration_seconds",
+                                       "Model execution time per batch (input + infer + output), seconds", r);
+  families_.batch_size = Register(BuildHistogram(), "convoy_batch_size",
+                                  "Batch size of each model execution (sum of its requests' batch sizes)", r);
+  families_.load_duration = Register(BuildHistogram(), "convoy_model_load_duration_seconds",
+                                     "Time to load a model version (import, optimize, plan, tune), seconds", r);
+}
+
+absl::StatusOr<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(const Options& options) {
+  std::unique_ptr<MetricsRegistry> metrics(new MetricsRegistry());
+  if (options.gpu_metrics) metrics->gpu_collector_ = NvmlGpuCollector::Open(options.nvml_library);
+  if (options.listen_address.empty()) return metrics;
+  // prometheus-cpp reports a listening failure by throwing from the constructor; it stops here.
+  try {
+    metrics->exposer_ = std::make_unique<prometheus::Exposer>(options.listen_address, options.http_threads);
+  } catch (const std::exception& error) {
+    return absl::UnavailableError(absl::StrCat("metrics endpoint cannot listen on ", options.listen_address, ": ",
+                                               error.what()));
+  }
+  metrics->exposer_->RegisterCollectable(metrics->registry_, options.path);
+  metrics->exposer_->RegisterCollectable(metrics->cache_collector_, options.path);
+  if (metrics->gpu_collector_ != nullptr) {
+    metrics->exposer_->RegisterCollectable(metrics->gpu_collector_, options.path);
+  }
+  const std::vector<int> ports = metrics->exposer_->GetListeningPorts();
+  metrics->port_ = ports.empty() ? 0 : ports.front();
+  return metrics;
+}
+
+// The endpoint goes first: it must stop serving before the collectables it reads are destroyed.
+MetricsRegistry::~MetricsRegistry() { exposer_.reset(); }
+
+std::unique_ptr<ModelMetricsReporter> MetricsRegistry::ForModel(const std::string& model,
+                                                                const std::string& version) {
+  return std::make_unique<ModelMetricsReporter>(families_, model, version);
+}
+
+void MetricsRegistry::SetAlgorithmCacheSource(std::function<AlgorithmCacheCounters()> source) {
+  cache_collector_->SetSource(std::move(source));
+}
+
+std::string MetricsRegistry::Scrape() const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (prometheus::MetricFamily& family : cache_collector_->Collect()) families.push_back(std::move(family));
+  if (gpu_collector_ != nullptr) {
+    for (prometheus::MetricFamily& family : gpu_collector_->Collect()) families.push_back(std::move(family));
+  }
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace convoy::metrics

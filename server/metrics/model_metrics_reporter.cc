@@ -1,0 +1,125 @@
+// ModelMetricsReporter: one model version's series in the registry. See model_metrics_reporter.h.
+#include "server/metrics/model_metrics_reporter.h"
+
+#include <utility>
+
+#include "server/metrics/buckets.h"
+
+namespace convoy::metrics {
+namespace {
+
+double Microseconds(absl::Duration duration) { return absl::ToDoubleMicroseconds(duration); }
+double Seconds(absl::Duration duration) { return absl::ToDoubleSeconds(duration); }
+
+prometheus::Labels FailureLabels(const std::string& model, const std::string& version, FailureReason reason) {
+  return {{"model", model}, {"version", version}, {"reason", FailureReasonLabel(reason)}};
+}
+
+}  // namespace
+
+const char* FailureReasonLabel(FailureReason reason) {
+  switch (reason) {
+    case FailureReason::kRejected:
+      return "REJECTED";
+    case FailureReason::kCanceled:
+      return "CANCELED";
+    case FailureReason::kBackend:
+      return "BACKEND";
+    case FailureReason::kOther:
+      return "OTHER";
+  }
+  return "OTHER";
+}
+
+FailureReason FailureReasonFromStatus(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kDeadlineExceeded:
+      return FailureReason::kRejected;
+    case absl::StatusCode::kCancelled:
+      return FailureReason::kCanceled;
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kAborted:
+      return FailureReason::kBackend;
+    default:
+      return FailureReason::kOther;
+  }
+}
+
+ModelMetricsReporter::ModelMetricsReporter(const ModelMetricFamilies& families, std::string model,
+                                           std::string version)
+    : model_(std::move(model)),
+      version_(std::move(version)),
+      request_success_(families.request_success->Add({{"model", model_}, {"version", version_}})),
+      failure_rejected_(families.request_failure->Add(FailureLabels(model_, version_, FailureReason::kRejected))),
+      failure_canceled_(families.request_failure->Add(FailureLabels(model_, version_, FailureReason::kCanceled))),
+      failure_backend_(families.request_failure->Add(FailureLabels(model_, version_, FailureReason::kBackend))),
+      failure_other_(families.request_failure->Add(FailureLabels(model_, version_, FailureReason::kOther))),
+      inference_count_(families.inference_count->Add({{"model", model_}, {"version", version_}})),
+      exec_count_(families.exec_count->Add({{"model", model_}, {"version", version_}})),
+      request_duration_us_(families.request_duration_us->Add({{"model", model_}, {"version", version_}})),
+      queue_duration_us_(families.queue_duration_us->Add({{"model", model_}, {"version", version_}})),
+      compute_input_duration_us_(
+          families.compute_input_duration_us->Add({{"model", model_}, {"version", version_}})),
+      compute_infer_duration_us_(
+          families.compute_infer_duration_us->Add({{"model", model_}, {"version", version_}})),
+      compute_output_duration_us_(
+          families.compute_output_duration_us->Add({{"model", model_}, {"version", version_}})),
+      pending_requests_(families.pending_requests->Add({{"model", model_}, {"version", version_}})),
+      request_latency_(
+          families.request_latency->Add({{"model", model_}, {"version", version_}}, LatencyBucketsSeconds())),
+      queue_latency_(
+          families.queue_latency->Add({{"model", model_}, {"version", version_}}, LatencyBucketsSeconds())),
+      compute_latency_(
+          families.compute_latency->Add({{"model", model_}, {"version", version_}}, LatencyBucketsSeconds())),
+      batch_size_(families.batch_size->Add({{"model", model_}, {"version", version_}}, BatchSizeBuckets())),
+      load_duration_(
+          families.load_duration->Add({{"model", model_}, {"version", version_}}, LoadTimeBucketsSeconds())) {}
+
+ModelMetricsReporter::~ModelMetricsReporter() { pending_requests_.Set(0); }
+
+void ModelMetricsReporter::RecordSuccess(const RequestTimings& timings) {
+  request_success_.Increment();
+  inference_count_.Increment(static_cast<double>(timings.batch_size));
+  request_duration_us_.Increment(Microseconds(timings.request));
+  queue_duration_us_.Increment(Microseconds(timings.queue));
+  compute_input_duration_us_.Increment(Microseconds(timings.compute_input));
+  compute_infer_duration_us_.Increment(Microseconds(timings.compute_infer));
+  compute_output_duration_us_.Increment(Microseconds(timings.compute_output));
+  request_latency_.Observe(Seconds(timings.request));
+  queue_latency_.Observe(Seconds(timings.queue));
+}
+
+void ModelMetricsReporter::RecordFailure(FailureReason reason) {
+  switch (reason) {
+    case FailureReason::kRejected:
+      failure_rejected_.Increment();
+      break;
+    case FailureReason::kCanceled:
+      failure_canceled_.Increment();
+      break;
+    case FailureReason::kBackend:
+      failure_backend_.Increment();
+      break;
+    case FailureReason::kOther:
+      failure_other_.Increment();
+      break;
+  }
+}
+
+void ModelMetricsReporter::RecordBatchExecution(int64_t batch_size, absl::Duration compute) {
+  exec_count_.Increment();
+  batch_size_.Observe(static_cast<double>(batch_size));
+  compute_latency_.Observe(Seconds(compute));
+}
+
+void ModelMetricsReporter::SetPendingRequests(int64_t pending) {
+  pending_requests_.Set(static_cast<double>(pending));
+}
+
+void ModelMetricsReporter::RecordModelLoad(absl::Duration load_time) { load_duration_.Observe(Seconds(load_time)); }
+
+}  // namespace convoy::metrics

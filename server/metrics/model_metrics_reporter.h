@@ -1,0 +1,113 @@
+// ModelMetricsReporter: what one model version records at each hop of a request (queue, compute input, compute
+// infer, compute output), as Triton's nv_inference_* counters plus Convoy's latency and batch-size histograms.
+// Get one from MetricsRegistry::ForModel (metrics_registry.h); docs/metrics.md lists every metric it feeds.
+//
+//   reporter->RecordSuccess({.batch_size = 4, .request = total, .queue = queued, .compute_infer = infer});
+//   reporter->RecordBatchExecution(/*batch_size=*/16, input + infer + output);
+//   reporter->RecordFailure(FailureReasonFromStatus(status));
+//
+// Thread-safe (prometheus-cpp metrics are). A reporter must not outlive the MetricsRegistry it came from.
+#ifndef CONVOY_SERVER_METRICS_MODEL_METRICS_REPORTER_H_
+#define CONVOY_SERVER_METRICS_MODEL_METRICS_REPORTER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+
+namespace convoy::metrics {
+
+// Why a request failed, as Triton's nv_inference_request_failure `reason` label spells it.
+enum class FailureReason {
+  kRejected,  // "REJECTED": refused before running (queue full, queue timeout, shutting down)
+  kCanceled,  // "CANCELED": the client went away
+  kBackend,   // "BACKEND": the model failed while running
+  kOther,     // "OTHER": anything else (invalid input, ...)
+};
+
+const char* FailureReasonLabel(FailureReason reason);
+// UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED -> REJECTED; CANCELLED -> CANCELED; INTERNAL, DATA_LOSS,
+// UNKNOWN, ABORTED -> BACKEND; everything else -> OTHER.
+FailureReason FailureReasonFromStatus(const absl::Status& status);
+
+// Timings of one successful request. Compute phases are those of the batch the request ran in (every request of
+// a batch is charged the batch's compute time, as Triton does).
+struct RequestTimings {
+  int64_t batch_size = 1;                               // inferences in this request
+  absl::Duration request = absl::ZeroDuration();        // arrival to response
+  absl::Duration queue = absl::ZeroDuration();          // waiting in the batcher
+  absl::Duration compute_input = absl::ZeroDuration();  // gathering and copying inputs
+  absl::Duration compute_infer = absl::ZeroDuration();  // running the model
+  absl::Duration compute_output = absl::ZeroDuration(); // splitting and copying outputs
+};
+
+// The metric families a reporter writes into; owned by MetricsRegistry.
+struct ModelMetricFamilies {
+  prometheus::Family<prometheus::Counter>* request_success;
+  prometheus::Family<prometheus::Counter>* request_failure;
+  prometheus::Family<prometheus::Counter>* inference_count;
+  prometheus::Family<prometheus::Counter>* exec_count;
+  prometheus::Family<prometheus::Counter>* request_duration_us;
+  prometheus::Family<prometheus::Counter>* queue_duration_us;
+  prometheus::Family<prometheus::Counter>* compute_input_duration_us;
+  prometheus::Family<prometheus::Counter>* compute_infer_duration_us;
+  prometheus::Family<prometheus::Counter>* compute_output_duration_us;
+  prometheus::Family<prometheus::Gauge>* pending_requests;
+  prometheus::Family<prometheus::Histogram>* request_latency;
+  prometheus::Family<prometheus::Histogram>* queue_latency;
+  prometheus::Family<prometheus::Histogram>* compute_latency;
+  prometheus::Family<prometheus::Histogram>* batch_size;
+  prometheus::Family<prometheus::Histogram>* load_duration;
+};
+
+class ModelMetricsReporter {
+ public:
+  // Creates (or finds) every series of `model`/`version` in `families`, so they show as zero before any traffic.
+  ModelMetricsReporter(const ModelMetricFamilies& families, std::string model, std::string version);
+  // Sets the pending gauge to zero: an unloaded model has nothing queued.
+  ~ModelMetricsReporter();
+  ModelMetricsReporter(const ModelMetricsReporter&) = delete;
+  ModelMetricsReporter& operator=(const ModelMetricsReporter&) = delete;
+
+  const std::string& model() const { return model_; }
+  const std::string& version() const { return version_; }
+
+  void RecordSuccess(const RequestTimings& timings);
+  // Triton counts failures without timing them.
+  void RecordFailure(FailureReason reason);
+  // One model execution of `batch_size` inferences taking `compute` (input + infer + output).
+  void RecordBatchExecution(int64_t batch_size, absl::Duration compute);
+  void SetPendingRequests(int64_t pending);
+  void RecordModelLoad(absl::Duration load_time);
+
+ private:
+  const std::string model_;
+  const std::string version_;
+  prometheus::Counter& request_success_;
+  prometheus::Counter& failure_rejected_;
+  prometheus::Counter& failure_canceled_;
+  prometheus::Counter& failure_backend_;
+  prometheus::Counter& failure_other_;
+  prometheus::Counter& inference_count_;
+  prometheus::Counter& exec_count_;
+  prometheus::Counter& request_duration_us_;
+  prometheus::Counter& queue_duration_us_;
+  prometheus::Counter& compute_input_duration_us_;
+  prometheus::Counter& compute_infer_duration_us_;
+  prometheus::Counter& compute_output_duration_us_;
+  prometheus::Gauge& pending_requests_;
+  prometheus::Histogram& request_latency_;
+  prometheus::Histogram& queue_latency_;
+  prometheus::Histogram& compute_latency_;
+  prometheus::Histogram& batch_size_;
+  prometheus::Histogram& load_duration_;
+};
+
+}  // namespace convoy::metrics
+
+#endif  // CONVOY_SERVER_METRICS_MODEL_METRICS_REPORTER_H_
