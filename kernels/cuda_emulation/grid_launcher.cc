@@ -3,15 +3,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/cuda_emulation/schedule.h"
 
@@ -49,8 +49,8 @@ struct GridJob {
   int64_t block_count;
   std::atomic<int64_t> next_block{0};
   std::atomic<bool> failed{false};
-  absl::Mutex mu;
-  absl::Status first_error ABSL_GUARDED_BY(mu);
+  std::mutex mu;
+  absl::Status first_error;  // guarded by mu
 
   void RunBlocks() {
     BlockScheduler& scheduler = BlockScheduler::ForThisThread();
@@ -68,7 +68,7 @@ struct GridJob {
       block.body = launch->body;
       absl::Status status = scheduler.RunBlock(block);
       if (!status.ok()) {
-        absl::MutexLock lock(&mu);
+        std::lock_guard<std::mutex> lock(mu);
         if (first_error.ok()) first_error = status;
         failed.store(true, std::memory_order_relaxed);
         return;
@@ -78,7 +78,8 @@ struct GridJob {
 };
 
 // Persistent OS threads that help run the blocks of one grid at a time. Leaked on purpose (no shutdown order
-// problems); the threads sleep on a condition while idle.
+// problems); the threads sleep on a condition variable while idle. std::mutex rather than absl::Mutex here: Debian's
+// libabsl is not built with ThreadSanitizer, so TSAN cannot see absl::Mutex synchronise and would report races.
 class BlockWorkerPool {
  public:
   static BlockWorkerPool& Instance() {
@@ -89,20 +90,20 @@ class BlockWorkerPool {
   int worker_count() const { return static_cast<int>(threads_.size()) + 1; }
 
   absl::Status Run(GridJob& job) {
-    absl::MutexLock one_grid_at_a_time(&launch_mu_);
+    std::lock_guard<std::mutex> one_grid_at_a_time(launch_mu_);
     if (!threads_.empty() && job.block_count > 1) {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       job_ = &job;
       ++generation_;
+      job_posted_.notify_all();
     }
     job.RunBlocks();
     {
-      absl::MutexLock lock(&mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       job_ = nullptr;  // no worker joins from now on
-      mu_.Await(absl::Condition(
-          +[](int* busy) { return *busy == 0; }, &busy_));
+      workers_idle_.wait(lock, [this] { return busy_ == 0; });
     }
-    absl::MutexLock lock(&job.mu);
+    std::lock_guard<std::mutex> lock(job.mu);
     return job.first_error;
   }
 
@@ -124,25 +125,25 @@ class BlockWorkerPool {
     for (;;) {
       GridJob* job = nullptr;
       {
-        absl::MutexLock lock(&mu_);
-        auto has_new_job = [this, &seen]()
-                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return job_ != nullptr && generation_ != seen; };
-        mu_.Await(absl::Condition(&has_new_job));
+        std::unique_lock<std::mutex> lock(mu_);
+        job_posted_.wait(lock, [this, &seen] { return job_ != nullptr && generation_ != seen; });
         seen = generation_;
         job = job_;
         ++busy_;
       }
       job->RunBlocks();
-      absl::MutexLock lock(&mu_);
-      --busy_;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--busy_ == 0) workers_idle_.notify_all();
     }
   }
 
-  absl::Mutex launch_mu_;
-  absl::Mutex mu_;
-  GridJob* job_ ABSL_GUARDED_BY(mu_) = nullptr;
-  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
-  int busy_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mutex launch_mu_;  // one grid at a time
+  std::mutex mu_;
+  std::condition_variable job_posted_;
+  std::condition_variable workers_idle_;
+  GridJob* job_ = nullptr;   // guarded by mu_
+  uint64_t generation_ = 0;  // guarded by mu_
+  int busy_ = 0;             // guarded by mu_
   std::vector<std::thread> threads_;
 };
 
