@@ -1,0 +1,90 @@
+// Device helpers shared by Convoy's CUDA conv2d and GEMM kernels (both under nvcc and under the CUDA emulation):
+//
+//   ElementToFloat<T>(v), FloatToElement<T>(f)   FP32 / FP16 / BF16 element conversion (round to nearest even)
+//   StoreElementPair<T>(dst, a, b)               two adjacent outputs in one 4- or 8-byte store (dst 2-aligned)
+//   EpilogueOperands                             the fused-epilogue pointers and descriptor a kernel carries
+//   ApplyFusedEpilogue(ops, acc, channel, offset)  scale, bias, residual before/after, activation of one output
+//
+// The epilogue math itself is ApplyEpilogue from kernels/common/epilogue.h, so CPU, CUDA and reference agree.
+#ifndef CONVOY_KERNELS_CUDA_CONV2D_COMMON_CUH_
+#define CONVOY_KERNELS_CUDA_CONV2D_COMMON_CUH_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/common/epilogue.h"
+#include "kernels/cuda_emulation/cuda_compat.cuh"
+
+namespace convoy::cuda {
+
+template <typename T>
+__device__ __forceinline__ float ElementToFloat(T value);
+template <>
+__device__ __forceinline__ float ElementToFloat<float>(float value) {
+  return value;
+}
+template <>
+__device__ __forceinline__ float ElementToFloat<__half>(__half value) {
+  return __half2float(value);
+}
+template <>
+__device__ __forceinline__ float ElementToFloat<__nv_bfloat16>(__nv_bfloat16 value) {
+  return __bfloat162float(value);
+}
+
+template <typename T>
+__device__ __forceinline__ T FloatToElement(float value);
+template <>
+__device__ __forceinline__ float FloatToElement<float>(float value) {
+  return value;
+}
+template <>
+__device__ __forceinline__ __half FloatToElement<__half>(float value) {
+  return __float2half_rn(value);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FloatToElement<__nv_bfloat16>(float value) {
+  return __float2bfloat16_rn(value);
+}
+
+// Stores two adjacent elements with one instruction; `destination` must be aligned to two elements.
+template <typename T>
+__device__ __forceinline__ void StoreElementPair(T* destination, float first, float second) {
+  if constexpr (sizeof(T) == 4) {
+    float2 pair;
+    pair.x = first;
+    pair.y = second;
+    *reinterpret_cast<float2*>(destination) = pair;
+  } else if constexpr (sizeof(T) == 2) {
+    const T low = FloatToElement<T>(first), high = FloatToElement<T>(second);
+    uint32_t bits;
+    if constexpr (std::is_same<T, __half>::value) {
+      bits = PackHalf2(low, high);
+    } else {
+      bits = PackBfloat162(low, high);
+    }
+    *reinterpret_cast<uint32_t*>(destination) = bits;
+  }
+}
+
+// What a conv/GEMM kernel needs for its fused epilogue. scale/bias index the output channel; the residual has the
+// output's shape, dtype and layout, so it is read at the output's own offset.
+template <typename T>
+struct EpilogueOperands {
+  Epilogue epilogue;
+  const float* scale = nullptr;  // [K] when epilogue.has_scale
+  const float* bias = nullptr;   // [K] when epilogue.has_bias
+  const T* residual = nullptr;   // output-shaped when epilogue.residual != kNone
+};
+
+template <typename T>
+__device__ __forceinline__ float ApplyFusedEpilogue(const EpilogueOperands<T>& ops, float acc, int channel,
+                                                    int64_t offset) {
+  const float residual =
+      ops.epilogue.residual == ResidualMode::kNone ? 0.0f : ElementToFloat<T>(ops.residual[offset]);
+  return ApplyEpilogue(acc, ops.epilogue, ops.scale, ops.bias, channel, residual);
+}
+
+}  // namespace convoy::cuda
+
+#endif  // CONVOY_KERNELS_CUDA_CONV2D_COMMON_CUH_

@@ -1,0 +1,79 @@
+// Every CUDA conv2d and GEMM algorithm against the CPU reference through the shared cross-backend suite, over the
+// shared problem list plus CudaConvExtraProblems() (shapes that reach the tensor-core kernels' corners: several
+// k-slices with a partial last one, several block tiles in M and N with ragged edges, NHWC TF32, 1x1 with a
+// residual, strided/dilated/padded gathers).
+//
+// Two builds of this one source:
+//   :conv2d_gemm_emulated_test   the kernels compiled against the CUDA emulation, on the emulated CudaDevice; also
+//                                runs the barrier-using kernels under the reverse and seeded-random schedules.
+//   :conv2d_gemm_cuda_test       the nvcc-built kernels on a real GPU (skips, saying so, where there is none).
+// Tolerances are the suite's (op_case_traits.h): FP16 rel 1e-2 / abs 2e-3*sqrt(reduction), BF16 3e-2 / 1.6e-2,
+// TF32 2e-3 / 1e-3, FP32 1e-4 / 1e-5 (all tensor-core paths accumulate in FP32).
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cuda/conv2d_gemm_test_problems.h"
+#include "kernels/cuda/cuda_device.h"
+#include "kernels/testing/cross_backend_suite.h"
+#include "kernels/testing/problem_list.h"
+
+#if defined(CONVOY_CUDA_EMULATION)
+#include "kernels/cuda_emulation/schedule.h"
+#endif
+
+namespace convoy::testing {
+namespace {
+
+std::unique_ptr<cuda::CudaDevice> CreateDeviceOrNull() {
+  absl::StatusOr<std::unique_ptr<cuda::CudaDevice>> device = cuda::CudaDevice::Create({});
+  if (!device.ok()) {
+    std::cout << "no CUDA device: " << device.status() << "\n";
+    return nullptr;
+  }
+  std::cout << "device: " << (*device)->Identity() << "\n";
+  return *std::move(device);
+}
+
+#define CONVOY_CREATE_DEVICE_OR_SKIP(device)                                  \
+  std::unique_ptr<cuda::CudaDevice> device = CreateDeviceOrNull();           \
+  if (device == nullptr) GTEST_SKIP() << "no GPU here: the GPU build ran nothing"
+
+TEST(CudaConv2dGemmTest, Conv2dMatchesReference) {
+  CONVOY_CREATE_DEVICE_OR_SKIP(device);
+  ExpectAllAlgorithmsMatchReference<Conv2dOp>(Backend::kCuda, *device, CudaConvTestProblems());
+}
+
+TEST(CudaConv2dGemmTest, GemmMatchesReference) {
+  CONVOY_CREATE_DEVICE_OR_SKIP(device);
+  ExpectAllAlgorithmsMatchReference<GemmOp>(Backend::kCuda, *device, CudaGemmTestProblems());
+}
+
+TEST(CudaConv2dGemmTest, EveryProblemHasACudaConvAlgorithm) {
+  for (const Conv2dProblem& problem : CudaConvTestProblems()) {
+    EXPECT_TRUE(OpRegistry<Conv2dOp>::Global().Heuristic(problem, Backend::kCuda).ok()) << problem.ToString();
+  }
+  for (const GemmProblem& problem : CudaGemmTestProblems()) {
+    EXPECT_TRUE(OpRegistry<GemmOp>::Global().Heuristic(problem, Backend::kCuda).ok()) << problem.ToString();
+  }
+}
+
+#if defined(CONVOY_CUDA_EMULATION)
+// The emulation runs a block's threads between barriers in forward order by default; reverse and random orders
+// expose a missing __syncthreads (a read of shared memory another thread writes). The extra problems reach every
+// algorithm, so every kernel with barriers runs under each order.
+TEST(CudaConv2dGemmTest, BarriersHoldUnderReverseAndRandomSchedules) {
+  CONVOY_CREATE_DEVICE_OR_SKIP(device);
+  using cuda_emulation::Schedule;
+  for (const Schedule& schedule : {Schedule::Reverse(), Schedule::SeededRandom(17)}) {
+    SCOPED_TRACE(schedule.ToString());
+    std::cout << "schedule " << schedule.ToString() << "\n";
+    cuda_emulation::ScopedSchedule scoped(schedule);
+    ExpectAllAlgorithmsMatchReference<Conv2dOp>(Backend::kCuda, *device, CudaConvExtraProblems());
+    ExpectAllAlgorithmsMatchReference<GemmOp>(Backend::kCuda, *device, CudaGemmExtraProblems());
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace convoy::testing

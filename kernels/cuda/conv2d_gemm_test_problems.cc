@@ -1,0 +1,117 @@
+#include "kernels/cuda/conv2d_gemm_test_problems.h"
+
+#include "absl/strings/str_cat.h"
+#include "kernels/testing/problem_list.h"
+
+namespace convoy::testing {
+namespace {
+
+Conv2dProblem Conv(int n, int c, int h, int w, int k, int r, int s, int stride, int pad) {
+  Conv2dProblem p;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s, p.stride_h = p.stride_w = stride;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = pad;
+  p.layout = Layout::kNHWC;
+  return p;
+}
+
+// FP16, BF16 and FP32-as-TF32 copies of `p`.
+void AddTensorCoreDtypes(std::vector<Conv2dProblem>& out, Conv2dProblem p) {
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32}) {
+    p.dtype = dtype;
+    p.allow_tf32 = dtype == DataType::kFloat32;
+    out.push_back(p);
+  }
+}
+
+}  // namespace
+
+std::vector<Conv2dProblem> CudaConvExtraProblems() {
+  std::vector<Conv2dProblem> out;
+  // 3x3 s1: 180 output pixels (2 tiles of 128, 3 of 64), K = 72 (2 tiles of 64), R*S*C = 144 (4.5 slices of 32).
+  Conv2dProblem p = Conv(2, 16, 9, 10, 72, 3, 3, 1, 1);
+  p.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Relu()};
+  AddTensorCoreDtypes(out, p);
+  // 1x1 bottleneck expansion with folded BN and the ResNet residual; M = 144, C = 40 (1.25 slices of 32).
+  p = Conv(1, 40, 12, 12, 48, 1, 1, 1, 0);
+  p.epilogue = Epilogue{true, true, ResidualMode::kBeforeActivation, Activation::Relu()};
+  AddTensorCoreDtypes(out, p);
+  // 3x3 s2 with asymmetric padding and dilation 2; residual after a SiLU.
+  p = Conv(1, 8, 13, 12, 10, 3, 3, 2, 1);
+  p.pad_bottom = 2, p.pad_right = 0, p.dilation_h = p.dilation_w = 2;
+  p.epilogue = Epilogue{false, true, ResidualMode::kAfterActivation, Activation::Of(ActivationKind::kSilu)};
+  AddTensorCoreDtypes(out, p);
+  // 7x7 s2 stem-like gather with C = 8 (padded RGB).
+  p = Conv(1, 8, 15, 14, 16, 7, 7, 2, 3);
+  p.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Relu()};
+  AddTensorCoreDtypes(out, p);
+  // Depthwise 3x3 s2 and a grouped conv, so the direct kernels run on this list too.
+  p = Conv(1, 24, 9, 9, 24, 3, 3, 2, 1);
+  p.groups = 24;
+  p.dtype = DataType::kFloat16;
+  p.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Relu6()};
+  out.push_back(p);
+  p = Conv(1, 8, 6, 6, 12, 3, 3, 1, 1);
+  p.groups = 4;
+  p.layout = Layout::kNCHW;
+  out.push_back(p);
+  return out;
+}
+
+std::vector<GemmProblem> CudaGemmExtraProblems() {
+  std::vector<GemmProblem> out;
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32}) {
+    GemmProblem p;  // 2 tiles of 128 rows (ragged), 2 of 64 columns (ragged), k = 40 (1.25 slices of 32)
+    p.m = 130, p.n = 72, p.k = 40, p.dtype = dtype, p.allow_tf32 = dtype == DataType::kFloat32;
+    p.epilogue = Epilogue{true, true, ResidualMode::kBeforeActivation, Activation::Relu()};
+    out.push_back(p);
+  }
+  GemmProblem odd;  // only the SIMT GEMM takes it
+  odd.m = 5, odd.n = 7, odd.k = 19, odd.dtype = DataType::kFloat32;
+  odd.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Of(ActivationKind::kTanh)};
+  out.push_back(odd);
+  return out;
+}
+
+std::vector<Conv2dProblem> CudaConvTestProblems() {
+  std::vector<Conv2dProblem> out = Conv2dProblems();
+  for (const Conv2dProblem& p : CudaConvExtraProblems()) out.push_back(p);
+  return out;
+}
+
+std::vector<GemmProblem> CudaGemmTestProblems() {
+  std::vector<GemmProblem> out = GemmProblems();
+  for (const GemmProblem& p : CudaGemmExtraProblems()) out.push_back(p);
+  return out;
+}
+
+std::vector<ResNetLayer> ResNet50ConvLayers(int batch, DataType dtype, Layout layout) {
+  struct Layer {
+    const char* name;
+    int c, hw, k, rs, stride, pad;
+  };
+  // (input channels, input size, output channels, filter, stride, padding) of each distinct layer.
+  const Layer layers[] = {
+      {"conv1_7x7s2", 8, 224, 64, 7, 2, 3},  // the 3 RGB channels padded to 8 (16-byte vectors)
+      {"res2_1x1_64", 64, 56, 64, 1, 1, 0},      {"res2_3x3_64", 64, 56, 64, 3, 1, 1},
+      {"res2_1x1_256", 64, 56, 256, 1, 1, 0},    {"res2_1x1_reduce", 256, 56, 64, 1, 1, 0},
+      {"res3_1x1_128", 256, 56, 128, 1, 1, 0},   {"res3_3x3s2_128", 128, 56, 128, 3, 2, 1},
+      {"res3_3x3_128", 128, 28, 128, 3, 1, 1},   {"res3_1x1_512", 128, 28, 512, 1, 1, 0},
+      {"res3_ds_1x1s2", 256, 56, 512, 1, 2, 0},  {"res4_1x1_256", 512, 28, 256, 1, 1, 0},
+      {"res4_3x3s2_256", 256, 28, 256, 3, 2, 1}, {"res4_3x3_256", 256, 14, 256, 3, 1, 1},
+      {"res4_1x1_1024", 256, 14, 1024, 1, 1, 0}, {"res4_ds_1x1s2", 512, 28, 1024, 1, 2, 0},
+      {"res5_1x1_512", 1024, 14, 512, 1, 1, 0},  {"res5_3x3s2_512", 512, 14, 512, 3, 2, 1},
+      {"res5_3x3_512", 512, 7, 512, 3, 1, 1},    {"res5_1x1_2048", 512, 7, 2048, 1, 1, 0},
+  };
+  std::vector<ResNetLayer> out;
+  for (const Layer& l : layers) {
+    Conv2dProblem p = Conv(batch, l.c, l.hw, l.hw, l.k, l.rs, l.rs, l.stride, l.pad);
+    p.dtype = dtype;
+    p.layout = layout;
+    p.allow_tf32 = dtype == DataType::kFloat32;
+    p.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Relu()};
+    out.push_back({absl::StrCat(l.name, "_b", batch), p});
+  }
+  return out;
+}
+
+}  // namespace convoy::testing

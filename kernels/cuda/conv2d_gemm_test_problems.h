@@ -1,0 +1,34 @@
+// Problems for the CUDA conv2d/GEMM tests and the GPU check (tests/gpu): the shared list of kernels/testing plus
+// extras that reach the tensor-core kernels' corners, and the ResNet-50 conv layers the GPU check benchmarks.
+#ifndef CONVOY_KERNELS_CUDA_CONV2D_GEMM_TEST_PROBLEMS_H_
+#define CONVOY_KERNELS_CUDA_CONV2D_GEMM_TEST_PROBLEMS_H_
+
+#include <string>
+#include <vector>
+
+#include "kernels/common/problems.h"
+
+namespace convoy::testing {
+
+// NHWC problems for the tensor-core kernels (FP16, BF16, FP32 with allow_tf32): several k-slices with a partial
+// last one, several tiles in M and N with ragged edges, 1x1 with a residual, stride/dilation/asymmetric padding,
+// plus one depthwise and one grouped problem so every CUDA conv algorithm runs on this list alone.
+std::vector<Conv2dProblem> CudaConvExtraProblems();
+std::vector<GemmProblem> CudaGemmExtraProblems();
+
+// The shared list followed by the extras.
+std::vector<Conv2dProblem> CudaConvTestProblems();
+std::vector<GemmProblem> CudaGemmTestProblems();
+
+// A ResNet-50 conv layer (torchvision v1.5: stride on the 3x3) at a batch size, for the GPU check's benchmark.
+struct ResNetLayer {
+  std::string name;
+  Conv2dProblem problem;
+};
+// The distinct conv layers of ResNet-50 (stem, and per stage the 1x1 reduce, 3x3, 1x1 expand and downsample) in
+// `dtype`/`layout`; FP32 layers set allow_tf32. Epilogue: folded-BN bias + ReLU.
+std::vector<ResNetLayer> ResNet50ConvLayers(int batch, DataType dtype, Layout layout);
+
+}  // namespace convoy::testing
+
+#endif  // CONVOY_KERNELS_CUDA_CONV2D_GEMM_TEST_PROBLEMS_H_
