@@ -1,0 +1,17 @@
+// The cuDNN yardstick where there is no real GPU (the emulated build of the GPU check): always unavailable.
+#include "tests/gpu/cudnn_bench.h"
+
+namespace convoy::gpu_check {
+
+absl::Status CudnnBenchAvailable() {
+  return absl::UnavailableError("cuDNN skipped: emulated CUDA device (no GPU), so there is nothing to compare with");
+}
+
+std::string CudnnVersionString() { return "none (emulated device)"; }
+
+absl::StatusOr<CudnnTiming> TimeCudnnConv(const Conv2dProblem&, const void*, const void*, void*, void*, size_t, void*,
+                                          int) {
+  return CudnnBenchAvailable();
+}
+
+}  // namespace convoy::gpu_check
