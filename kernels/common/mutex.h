@@ -93,6 +93,8 @@ inline bool Mutex::AwaitWithDeadline(const absl::Condition& cond, absl::Time dea
   ++waiters_;
   bool satisfied = cond.Eval();
   while (!satisfied) {
+    // Waiting releases the mutex: like Unlock, let the other waiters re-check what this holder may have changed.
+    if (waiters_ > 1) released_.notify_all();
     if (deadline == absl::InfiniteFuture()) {
       released_.wait(lock);
     } else if (released_.wait_until(lock, absl::ToChronoTime(deadline)) == std::cv_status::timeout) {
@@ -108,6 +110,7 @@ inline bool Mutex::AwaitWithDeadline(const absl::Condition& cond, absl::Time dea
 
 inline bool CondVar::WaitWithDeadline(Mutex* mu, absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+  if (mu->waiters_ > 0) mu->released_.notify_all();  // waiting releases the mutex, as Unlock does
   bool timed_out = false;
   if (deadline == absl::InfiniteFuture()) {
     cv_.wait(lock);

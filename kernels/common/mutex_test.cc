@@ -58,5 +58,29 @@ TEST(MutexTest, CondVarWakesWaiter) {
   setter.join();
 }
 
+// A holder that changes state and then waits itself (without unlocking in between) must still wake the waiters
+// whose condition it made true.
+TEST(MutexTest, AwaitWakesOtherWaitersWhenItBlocks) {
+  struct State {
+    Mutex mu;
+    int stage ABSL_GUARDED_BY(mu) = 0;
+  } state;
+  std::thread waiter([&] {
+    MutexLock lock(&state.mu);
+    state.mu.Await(absl::Condition(+[](State* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->stage == 1; }, &state));
+    state.stage = 2;
+  });
+  // Let the waiter block first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    MutexLock lock(&state.mu);
+    state.stage = 1;
+    EXPECT_TRUE(state.mu.AwaitWithTimeout(
+        absl::Condition(+[](State* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->stage == 2; }, &state),
+        absl::Seconds(10)));
+  }
+  waiter.join();
+}
+
 }  // namespace
 }  // namespace convoy
