@@ -1,13 +1,14 @@
 // The GPU check driver (plain main, no GoogleTest): every CUDA conv2d and GEMM algorithm against the CPU reference
 // on the device, then a benchmark of every conv2d algorithm on the ResNet-50 conv layers against cuDNN's best.
 //
-//   gpu_check [--quick] [--no_bench] [--batches=1,8,32] [--out=FILE] [--probe]
+//   gpu_check [--quick] [--no_bench] [--batches=1,8,32] [--bench_budget_s=180] [--out=FILE] [--probe]
 //
 // Prints one "PASS"/"FAIL" line per (algorithm, problem) case, the benchmark table, the geometric-mean time ratio
 // (ours / cuDNN, below 1 = we are faster), and a closing "gpu_check: N passed, M failed" line; exits 1 on any
 // failure. --quick (the emulated CI run) checks only the extra problems and benchmarks two tiny layers with one
 // repetition. Built by tests/gpu/CMakeLists.txt (real GPU) or Bazel's //tests/gpu:gpu_check_emulated.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +38,7 @@ struct Options {
   bool bench = true;
   std::vector<int> batches = {1, 8, 32};
   std::string out;
+  double bench_budget_s = 180;  // benchmark rows past this many seconds are reported as skipped, not run
 };
 
 // Everything printed goes to stdout and to the output file.
@@ -191,7 +193,15 @@ void RunBenchmark(const Options& options, cuda::CudaDevice& device, Report& repo
   report.Line(absl::StrFormat("%-22s %-9s %-30s %9s %-22s %9s %7s %8s %8s", "layer", "dtype", "our best",
                               "ours ms", "cuDNN algo", "cuDNN ms", "ratio", "TFLOP/s", "cuDNN"));
   std::map<std::string, std::pair<double, int>> log_ratio;  // per dtype: sum of log(ratio), count
+  const auto start = std::chrono::steady_clock::now();
+  int skipped = 0;
   for (const testing::ResNetLayer& layer : layers) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options.bench_budget_s) {
+      ++skipped;
+      report.Line(absl::StrFormat("%-22s SKIPPED (past the %.0f s benchmark budget)", layer.name,
+                                  options.bench_budget_s));
+      continue;
+    }
     absl::StatusOr<BenchRow> row = BenchLayer(layer, device, workspace->data(), workspace_bytes, options.quick, report);
     if (!row.ok()) {
       ++counts.failed;
@@ -220,6 +230,7 @@ void RunBenchmark(const Options& options, cuda::CudaDevice& device, Report& repo
                                 std::exp(sum_count.first / sum_count.second)));
   }
   if (log_ratio.empty()) report.Line("geometric-mean time ratio: n/a (cuDNN skipped)");
+  if (skipped > 0) report.Line(skipped, " benchmark rows skipped for time (raise --bench_budget_s)");
 }
 
 Options ParseOptions(int argc, char** argv) {
@@ -239,6 +250,8 @@ Options ParseOptions(int argc, char** argv) {
         int batch = 0;
         if (absl::SimpleAtoi(part, &batch) && batch > 0) options.batches.push_back(batch);
       }
+    } else if (arg.rfind("--bench_budget_s=", 0) == 0) {
+      if (!absl::SimpleAtod(arg.substr(17), &options.bench_budget_s)) std::exit(2);
     } else if (arg.rfind("--out=", 0) == 0) {
       options.out = arg.substr(6);
     } else {
