@@ -1,0 +1,94 @@
+// ModelRuntime tests on the sample Convoy-YAML model (model_repo/simple_cnn): the optimized runtime matches the
+// reference interpreter on fresh random inputs, input validation names the tensor and the numbers, a config that
+// disagrees with the model fails the load, and instances of one model run side by side.
+#include "server/runtime/model_runtime.h"
+
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+#include "kernels/cpu/cpu_device.h"
+#include "kernels/testing/test_tensors.h"
+#include "server/repository/model_repository.h"
+#include "server/runtime/reference_interpreter.h"
+
+namespace convoy::runtime {
+namespace {
+
+using ::convoy::testing::IsOk;
+using ::convoy::testing::StatusIs;
+using ::testing::HasSubstr;
+
+absl::StatusOr<ModelRuntimeOptions> SimpleCnnOptions() {
+  repository::ScannedModel scanned = repository::ScanModelDirectory("model_repo/simple_cnn");
+  if (!scanned.status.ok()) return scanned.status;
+  ModelRuntimeOptions options;
+  options.model_path = scanned.versions.back().model_path;
+  options.config = scanned.config;
+  options.device = &CpuDevice::Default();
+  return options;
+}
+
+TEST(ModelRuntimeTest, MatchesReferenceInterpreterAndLogsEachPhase) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelRuntimeOptions options, SimpleCnnOptions());
+  std::vector<std::string> log;
+  options.log = [&log](const std::string& line) { log.push_back(line); };
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto model, ModelRuntime::Create(options));
+  ASSERT_EQ(model->inputs().size(), 1u);
+  EXPECT_EQ(model->inputs()[0].dims, (std::vector<int64_t>{-1, 3, 32, 32}));
+  EXPECT_EQ(model->outputs()[0].dims, (std::vector<int64_t>{-1, 10}));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: imported and optimized")));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: planned 6 steps")));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: memory at batch 32: arena")));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: warmed up in")));
+
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, model->CreateInstance());
+  const int batch = 3;
+  Tensor x = Tensor::Zeros({batch, 3, 32, 32});
+  ::convoy::testing::FillUniform(x.data.data(), DataType::kFloat32, x.data.size(), std::random_device{}());
+  std::vector<float> y(batch * 10);
+  ::convoy::testing::PoisonWithNaN(y.data(), DataType::kFloat32, y.size());
+  ASSERT_THAT(instance->Run(batch, {TensorView{TensorDesc(DataType::kFloat32, {batch, 3, 32, 32}), x.data.data()}},
+                            {TensorView{TensorDesc(DataType::kFloat32, {batch, 10}), y.data()}}),
+              IsOk());
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(model->graph(), {{"images", x}}));
+  EXPECT_THAT(::convoy::testing::CompareFloats(y, expected.at("probabilities").data, {1e-4, 1e-6}), IsOk());
+}
+
+TEST(ModelRuntimeTest, ValidateInputNamesTheTensorAndTheNumbers) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelRuntimeOptions options, SimpleCnnOptions());
+  options.warmup = false;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto model, ModelRuntime::Create(options));
+  const TensorDesc good(DataType::kFloat32, {1, 3, 32, 32});
+  EXPECT_THAT(model->ValidateInput(0, 1, good, 12288), IsOk());
+  EXPECT_THAT(model->ValidateInput(0, 1, good, 12284),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 'images': expected 12288 bytes for shape [1,3,32,32] FP32, got 12284")));
+  EXPECT_THAT(model->ValidateInput(0, 2, good, 12288),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 'images': expected shape [2,3,32,32], got [1,3,32,32]")));
+  EXPECT_THAT(model->ValidateInput(0, 1, TensorDesc(DataType::kFloat16, {1, 3, 32, 32}), 6144),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 'images': expected datatype FP32, got FP16")));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, model->CreateInstance());
+  std::vector<float> x(33 * 3 * 32 * 32), y(33 * 10);
+  EXPECT_THAT(instance->Run(33, {TensorView{TensorDesc(DataType::kFloat32, {33, 3, 32, 32}), x.data()}},
+                            {TensorView{TensorDesc(DataType::kFloat32, {33, 10}), y.data()}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batch size 33 is outside [1, 32]")));
+}
+
+TEST(ModelRuntimeTest, ConfigThatDisagreesWithTheModelFailsTheLoad) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelRuntimeOptions options, SimpleCnnOptions());
+  options.config->inputs[0].dims = {3, 64, 64};
+  EXPECT_THAT(ModelRuntime::Create(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 'images': the config gives [N,3,64,64], the model has [N,3,32,32]")));
+  CONVOY_ASSERT_OK_AND_ASSIGN(options, SimpleCnnOptions());
+  options.config->outputs[0].name = "logits";
+  EXPECT_THAT(ModelRuntime::Create(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("config output 'logits' is not an output")));
+}
+
+}  // namespace
+}  // namespace convoy::runtime
