@@ -10,11 +10,6 @@ namespace {
 
 constexpr int64_t kChunk = 512;  // elements staged in FP32 at a time (on the stack)
 
-template <ActivationKind kKind>
-void ActivationLoop(float* x, int64_t n, float alpha, float beta) {
-  for (int64_t i = 0; i < n; ++i) x[i] = ApplyActivation(x[i], kKind, alpha, beta);
-}
-
 template <typename S>
 void ActivationKernel(const ActivationProblem& p, const typename S::T* x, typename S::T* y, ThreadPool& pool) {
   const int64_t chunks = (p.count + kChunk - 1) / kChunk;
@@ -30,21 +25,6 @@ void ActivationKernel(const ActivationProblem& p, const typename S::T* x, typena
 }
 
 }  // namespace
-
-void ApplyActivationInPlace(float* x, int64_t n, const Activation& a) {
-  switch (a.kind) {
-    case ActivationKind::kIdentity: return;
-    case ActivationKind::kRelu: return ActivationLoop<ActivationKind::kRelu>(x, n, a.alpha, a.beta);
-    case ActivationKind::kClip: return ActivationLoop<ActivationKind::kClip>(x, n, a.alpha, a.beta);
-    case ActivationKind::kLeakyRelu: return ActivationLoop<ActivationKind::kLeakyRelu>(x, n, a.alpha, a.beta);
-    case ActivationKind::kSigmoid: return ActivationLoop<ActivationKind::kSigmoid>(x, n, a.alpha, a.beta);
-    case ActivationKind::kTanh: return ActivationLoop<ActivationKind::kTanh>(x, n, a.alpha, a.beta);
-    case ActivationKind::kSilu: return ActivationLoop<ActivationKind::kSilu>(x, n, a.alpha, a.beta);
-    case ActivationKind::kHardSigmoid: return ActivationLoop<ActivationKind::kHardSigmoid>(x, n, a.alpha, a.beta);
-    case ActivationKind::kHardSwish: return ActivationLoop<ActivationKind::kHardSwish>(x, n, a.alpha, a.beta);
-    case ActivationKind::kGelu: return ActivationLoop<ActivationKind::kGelu>(x, n, a.alpha, a.beta);
-  }
-}
 
 absl::Status CpuActivationAlgorithm::CanImplement(const ActivationProblem& problem) const {
   return problem.Validate();

@@ -73,24 +73,6 @@ void StoreRowFromFloat(const float* src, int64_t count, void* dst, DataType dtyp
   }
 }
 
-void ApplyActivationInPlace(float* v, int64_t count, const Activation& a) {
-  switch (a.kind) {
-    case ActivationKind::kIdentity:
-      return;
-    case ActivationKind::kRelu:
-      for (int64_t i = 0; i < count; ++i) v[i] = v[i] > 0.0f ? v[i] : 0.0f;
-      return;
-    case ActivationKind::kClip:
-      for (int64_t i = 0; i < count; ++i) v[i] = std::min(std::max(v[i], a.alpha), a.beta);
-      return;
-    case ActivationKind::kLeakyRelu:
-      for (int64_t i = 0; i < count; ++i) v[i] = v[i] >= 0.0f ? v[i] : a.alpha * v[i];
-      return;
-    default:
-      for (int64_t i = 0; i < count; ++i) v[i] = ApplyActivation(v[i], a);
-  }
-}
-
 namespace {
 
 // The shared body of both epilogues: channel_step 0 means one channel for the whole run, 1 one channel per element.

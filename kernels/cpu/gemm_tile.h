@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "kernels/common/dtype.h"
 #include "kernels/common/epilogue.h"
+#include "kernels/cpu/activation_loops.h"
 
 namespace convoy {
 namespace cpu {
@@ -34,9 +35,6 @@ void UseSingleThreadedBlas();
 void LoadRowAsFloat(const void* src, DataType dtype, int64_t offset, int64_t count, float* dst);
 // dst[offset + i] = src[i] rounded to `dtype`.
 void StoreRowFromFloat(const float* src, int64_t count, void* dst, DataType dtype, int64_t offset);
-
-// Applies an activation to count floats in place (tight loops for identity/relu/clip/leaky relu).
-void ApplyActivationInPlace(float* values, int64_t count, const Activation& activation);
 
 // What the epilogue needs besides the accumulators: the problem's epilogue and the per-call pointers.
 struct EpilogueOperands {
