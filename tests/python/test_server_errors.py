@@ -1,0 +1,173 @@
+"""Requests the server must refuse cleanly, and awkward ones it must serve: unknown model (NOT_FOUND); wrong shape,
+datatype, byte size, missing or unexpected input, batch too large, zero-size input (INVALID_ARGUMENT naming the
+tensor, the expected and the actual values); NaN/Inf inputs (served); client deadlines and cancellation. After each
+error the server must still answer correctly. Malformed requests that tritonclient refuses to build are sent with
+the generated gRPC stub directly.
+"""
+import queue
+import time
+
+import grpc
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.grpc import service_pb2, service_pb2_grpc
+from tritonclient.utils import InferenceServerException
+
+RNG = np.random.default_rng()
+
+
+def images(batch, c=3, h=32, w=32):
+    return RNG.uniform(-1, 1, (batch, c, h, w)).astype(np.float32)
+
+
+def make_input(name, array, datatype):
+    t = grpcclient.InferInput(name, list(array.shape), datatype)
+    t.set_data_from_numpy(array)
+    return t
+
+
+@pytest.fixture(scope="module")
+def stub(shared_server):
+    channel = shared_server.channel()
+    yield service_pb2_grpc.GRPCInferenceServiceStub(channel)
+    channel.close()
+
+
+def raw_request(model, inputs, raw):
+    """inputs: [(name, datatype, shape)], raw: [bytes] (one per input)."""
+    req = service_pb2.ModelInferRequest(model_name=model)
+    for name, datatype, shape in inputs:
+        t = req.inputs.add()
+        t.name, t.datatype = name, datatype
+        t.shape.extend(shape)
+    req.raw_input_contents.extend(raw)
+    return req
+
+
+def expect_rpc_error(stub, request, code, *fragments):
+    with pytest.raises(grpc.RpcError) as err:
+        stub.ModelInfer(request, timeout=30)
+    assert err.value.code() == code, (err.value.code(), err.value.details())
+    for fragment in fragments:
+        assert fragment in err.value.details(), f"{fragment!r} not in {err.value.details()!r}"
+    return err.value.details()
+
+
+@pytest.fixture(autouse=True)
+def still_serving(client):
+    """After every test here the server must still answer a normal request."""
+    yield
+    x = images(1)
+    result = client.infer("simple_cnn", [make_input("images", x, "FP32")])
+    np.testing.assert_allclose(result.as_numpy("probabilities").sum(), 1.0, atol=1e-5)
+
+
+def test_unknown_model_is_not_found(client):
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("no_such_model", [make_input("images", images(1), "FP32")])
+    assert "NOT_FOUND" in str(err.value.status())
+    assert "no_such_model" in err.value.message()
+
+
+def test_unknown_version_is_not_found(client):
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("simple_cnn", [make_input("images", images(1), "FP32")], model_version="9")
+    assert "NOT_FOUND" in str(err.value.status())
+
+
+def test_wrong_shape(client):
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("simple_cnn", [make_input("images", images(2, h=32, w=31), "FP32")])
+    assert "INVALID_ARGUMENT" in str(err.value.status())
+    msg = err.value.message()
+    assert "'images'" in msg and "32" in msg and "31" in msg, msg
+
+
+def test_wrong_datatype(client):
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("simple_cnn", [make_input("images", images(1).astype(np.float16), "FP16")])
+    assert "INVALID_ARGUMENT" in str(err.value.status())
+    msg = err.value.message()
+    assert "'images'" in msg and "FP32" in msg and "FP16" in msg, msg
+
+
+def test_wrong_byte_size(stub):
+    data = images(1).tobytes()[:-4]
+    details = expect_rpc_error(stub, raw_request("simple_cnn", [("images", "FP32", [1, 3, 32, 32])], [data]),
+                               grpc.StatusCode.INVALID_ARGUMENT, "'images'", "12288", str(len(data)))
+    assert "bytes" in details
+
+
+def test_missing_input(stub):
+    expect_rpc_error(stub, raw_request("tiny_onnx", [], []), grpc.StatusCode.INVALID_ARGUMENT, "'x'")
+
+
+def test_unexpected_input_name(stub):
+    x = images(1, h=8, w=8)
+    expect_rpc_error(stub, raw_request("tiny_onnx", [("y", "FP32", [1, 3, 8, 8])], [x.tobytes()]),
+                     grpc.StatusCode.INVALID_ARGUMENT, "'y'")
+
+
+def test_batch_too_large(client):
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("simple_cnn", [make_input("images", images(33), "FP32")])
+    assert "INVALID_ARGUMENT" in str(err.value.status())
+    msg = err.value.message()
+    assert "'images'" in msg and "33" in msg and "32" in msg, msg
+
+
+def test_zero_size_input_is_a_clean_error(stub):
+    expect_rpc_error(stub, raw_request("simple_cnn", [("images", "FP32", [0, 3, 32, 32])], [b""]),
+                     grpc.StatusCode.INVALID_ARGUMENT, "'images'")
+
+
+def test_negative_dimension_is_a_clean_error(stub):
+    expect_rpc_error(stub, raw_request("simple_cnn", [("images", "FP32", [1, 3, -32, 32])], [b"\0" * 12288]),
+                     grpc.StatusCode.INVALID_ARGUMENT, "'images'")
+
+
+def test_unknown_requested_output(client):
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("simple_cnn", [make_input("images", images(1), "FP32")],
+                     outputs=[grpcclient.InferRequestedOutput("no_such_output")])
+    assert "INVALID_ARGUMENT" in str(err.value.status())
+    assert "no_such_output" in err.value.message()
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_nan_and_inf_inputs_are_served(client, value):
+    x = images(2)
+    x[0, 1, 5, 7] = value
+    result = client.infer("simple_cnn", [make_input("images", x, "FP32")])
+    out = result.as_numpy("probabilities")
+    assert out.shape == (2, 10)
+    # The untouched second row is an ordinary softmax.
+    assert np.all(np.isfinite(out[1])) and abs(float(out[1].sum()) - 1.0) < 1e-5
+
+
+def test_client_deadline_exceeded(client):
+    x = images(16, h=224, w=224)
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("resnet_classifier", [make_input("images", x, "FP32")], client_timeout=0.001)
+    assert "DEADLINE_EXCEEDED" in str(err.value.status())
+
+
+def test_cancellation(client):
+    """Cancelled async requests report CANCELLED to the client and leave the server healthy."""
+    done = queue.Queue()
+    contexts = []
+    for i in range(4):
+        contexts.append(client.async_infer("resnet_classifier", [make_input("images", images(4, h=224, w=224), "FP32")],
+                                           callback=lambda result, error, i=i: done.put((i, result, error))))
+    for ctx in contexts:
+        ctx.cancel()
+    statuses = []
+    for _ in contexts:
+        _, result, error = done.get(timeout=60)
+        statuses.append("OK" if error is None else str(error.status()))
+    assert all(s in ("OK", "StatusCode.CANCELLED") for s in statuses), statuses
+    assert "StatusCode.CANCELLED" in statuses
+    # The server keeps serving the model that had requests cancelled under it.
+    result = client.infer("resnet_classifier", [make_input("images", images(1, h=224, w=224), "FP32")])
+    assert result.as_numpy("logits").shape == (1, 1000)

@@ -1,0 +1,263 @@
+"""Inference through tritonclient.grpc against a real server, compared with onnxruntime on fresh random inputs:
+raw (binary) and typed contents, FP16 and UINT8-preprocessed inputs, requested output subsets, the classification
+extension, request ids, async_infer and streaming. Tolerance: relative error (max |diff| / max |ref|) <= 1e-4 for
+FP32, 1e-2 for FP16 outputs.
+"""
+import pathlib
+import queue
+import threading
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+
+from conftest import TINY_LABELS, UINT8_MEAN, UINT8_STD, relative_error, simple_cnn_as_onnx, tiny_model_path
+
+RNG = np.random.default_rng()
+FP32_TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def refs(shared_server, tmp_path_factory):
+    """onnxruntime sessions for each served model."""
+    repo = shared_server.repository
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    made = tmp_path_factory.mktemp("ref")
+    paths = {"simple_cnn": simple_cnn_as_onnx(repo, made),
+             "resnet_classifier": repo / "resnet_classifier" / "1" / "model.onnx"}
+    for name in ("tiny_onnx", "tiny_fp16", "tiny_uint8"):
+        paths[name] = tiny_model_path(repo, name)
+    return {k: ort.InferenceSession(str(p), opts, providers=["CPUExecutionProvider"]) for k, p in paths.items()}
+
+
+def reference(refs, model, feeds, outputs=None):
+    return dict(zip([o.name for o in refs[model].get_outputs()], refs[model].run(None, feeds)))
+
+
+def images(batch, c=3, h=32, w=32):
+    return RNG.uniform(-1, 1, (batch, c, h, w)).astype(np.float32)
+
+
+TYPED_FIELDS = {"FP32": "fp32_contents", "UINT8": "uint_contents", "INT64": "int64_contents"}
+
+
+def make_input(name, array, datatype, binary=True):
+    """An InferInput carrying `array` as raw bytes (binary) or as typed contents. tritonclient.grpc 2.41's
+    set_data_from_numpy has no binary_data switch (only the HTTP client has one) and always sends raw bytes, so the
+    typed form fills the request tensor's `contents` directly."""
+    t = grpcclient.InferInput(name, list(array.shape), datatype)
+    if binary:
+        t.set_data_from_numpy(array)
+    else:
+        getattr(t._get_tensor().contents, TYPED_FIELDS[datatype]).extend(array.ravel().tolist())
+    return t
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["raw", "typed"])
+@pytest.mark.parametrize("batch", [1, 3, 17])
+def test_simple_cnn_matches_reference(client, refs, binary, batch):
+    x = images(batch)
+    outputs = [grpcclient.InferRequestedOutput("probabilities")]
+    result = client.infer("simple_cnn", [make_input("images", x, "FP32", binary)], outputs=outputs)
+    got = result.as_numpy("probabilities")
+    want = reference(refs, "simple_cnn", {"images": x})["probabilities"]
+    assert got.shape == (batch, 10) and got.dtype == np.float32
+    assert relative_error(got, want) <= FP32_TOL
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["raw", "typed"])
+def test_resnet_matches_onnxruntime(client, refs, binary):
+    x = images(2, h=224, w=224)
+    result = client.infer("resnet_classifier", [make_input("images", x, "FP32", binary)])
+    got = result.as_numpy("logits")
+    want = reference(refs, "resnet_classifier", {"images": x})["logits"]
+    assert got.shape == (2, 1000)
+    assert relative_error(got, want) <= FP32_TOL
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["raw", "typed"])
+def test_tiny_onnx_both_outputs(client, refs, binary):
+    x = images(4, h=8, w=8)
+    result = client.infer("tiny_onnx", [make_input("x", x, "FP32", binary)])
+    want = reference(refs, "tiny_onnx", {"x": x})
+    for name in ("logits", "embedding"):
+        assert relative_error(result.as_numpy(name), want[name]) <= FP32_TOL, name
+
+
+def test_requested_output_subset(client, refs):
+    x = images(3, h=8, w=8)
+    want = reference(refs, "tiny_onnx", {"x": x})
+    for name in ("logits", "embedding"):
+        result = client.infer("tiny_onnx", [make_input("x", x, "FP32")],
+                              outputs=[grpcclient.InferRequestedOutput(name)])
+        returned = [o.name for o in result.get_response().outputs]
+        assert returned == [name]
+        assert relative_error(result.as_numpy(name), want[name]) <= FP32_TOL
+
+
+def test_fp16_input_and_output(client, refs):
+    x16 = images(3, h=8, w=8).astype(np.float16)
+    result = client.infer("tiny_fp16", [make_input("x", x16, "FP16")])
+    want = reference(refs, "tiny_fp16", {"x": x16.astype(np.float32)})
+    for name in ("logits", "embedding"):
+        got = result.as_numpy(name)
+        assert got.dtype == np.float16, name
+        assert relative_error(got, want[name]) <= 1e-2, name
+
+
+def test_fp16_typed_contents_are_refused(client):
+    """The protocol has no FP16 typed-contents field: an FP16 input sent typed (here as fp32_contents) is refused."""
+    t = grpcclient.InferInput("x", [1, 3, 8, 8], "FP16")
+    t._get_tensor().contents.fp32_contents.extend(images(1, h=8, w=8).ravel().tolist())
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("tiny_fp16", [t])
+    assert "INVALID_ARGUMENT" in str(err.value.status())
+    assert "'x'" in err.value.message()
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["raw", "typed"])
+def test_uint8_preprocessed_input(client, refs, binary):
+    pixels = RNG.integers(0, 256, (2, 8, 8, 3), dtype=np.uint8)
+    result = client.infer("tiny_uint8", [make_input("x", pixels, "UINT8", binary)])
+    normalized = ((pixels.astype(np.float32) / 255.0 - UINT8_MEAN) / UINT8_STD).transpose(0, 3, 1, 2)
+    want = reference(refs, "tiny_uint8", {"x": np.ascontiguousarray(normalized, np.float32)})
+    assert relative_error(result.as_numpy("logits"), want["logits"]) <= FP32_TOL
+
+
+def parse_classes(entries):
+    """b"score:index:label" strings -> [(score, index, label)]."""
+    out = []
+    for e in entries:
+        parts = e.decode().split(":")
+        assert len(parts) == 3, f"expected score:index:label, got {e!r}"
+        out.append((float(parts[0]), int(parts[1]), parts[2]))
+    return out
+
+
+def check_top_k(classes, logits, labels, k):
+    """`classes` (one row) against the reference logits: k entries, scores descending and equal to the reference at
+    their index, labels from the labels file, and the indices are the reference's top k (ties within tolerance may
+    swap)."""
+    tol = 1e-4 * max(1.0, float(np.max(np.abs(logits))))
+    assert len(classes) == k
+    scores = [s for s, _, _ in classes]
+    assert scores == sorted(scores, reverse=True)
+    order = np.argsort(-logits, kind="stable")
+    for score, index, label in classes:
+        assert label == labels[index]
+        assert abs(score - logits[index]) <= tol, (score, index, logits[index])
+    kth = logits[order[k - 1]]
+    for score, _, _ in classes:
+        assert score >= kth - tol
+    clear = [int(i) for i in order[:k] if abs(logits[i] - kth) > tol]
+    assert set(clear) <= {i for _, i, _ in classes}
+
+
+def test_classification_resnet_top5(client, refs, shared_server):
+    labels = (shared_server.repository / "resnet_classifier" / "labels.txt").read_text().splitlines()
+    x = images(2, h=224, w=224)
+    result = client.infer("resnet_classifier", [make_input("images", x, "FP32")],
+                          outputs=[grpcclient.InferRequestedOutput("logits", class_count=5)])
+    got = result.as_numpy("logits")
+    assert got.shape == (2, 5)
+    want = reference(refs, "resnet_classifier", {"images": x})["logits"]
+    for row in range(2):
+        check_top_k(parse_classes(got[row]), want[row], labels, 5)
+
+
+def test_classification_tiny_with_labels(client, refs):
+    x = images(3, h=8, w=8)
+    result = client.infer("tiny_onnx", [make_input("x", x, "FP32")],
+                          outputs=[grpcclient.InferRequestedOutput("logits", class_count=3),
+                                   grpcclient.InferRequestedOutput("embedding")])
+    want = reference(refs, "tiny_onnx", {"x": x})
+    got = result.as_numpy("logits")
+    assert got.shape == (3, 3)
+    for row in range(3):
+        check_top_k(parse_classes(got[row]), want["logits"][row], TINY_LABELS, 3)
+    assert relative_error(result.as_numpy("embedding"), want["embedding"]) <= FP32_TOL
+
+
+def test_request_id_is_echoed(client):
+    rid = f"req-{RNG.integers(1 << 30)}"
+    result = client.infer("simple_cnn", [make_input("images", images(1), "FP32")], request_id=rid)
+    response = result.get_response()
+    assert response.id == rid
+    assert response.model_name == "simple_cnn"
+    assert response.model_version == "1"
+
+
+def test_async_infer(client, refs):
+    n = 8
+    inputs = [images(int(RNG.integers(1, 4))) for _ in range(n)]
+    done = queue.Queue()
+    for i, x in enumerate(inputs):
+        client.async_infer("simple_cnn", [make_input("images", x, "FP32")],
+                           callback=lambda result, error, i=i: done.put((i, result, error)), request_id=str(i))
+    seen = set()
+    for _ in range(n):
+        i, result, error = done.get(timeout=60)
+        assert error is None, error
+        assert result.get_response().id == str(i)
+        want = reference(refs, "simple_cnn", {"images": inputs[i]})["probabilities"]
+        assert relative_error(result.as_numpy("probabilities"), want) <= FP32_TOL
+        seen.add(i)
+    assert seen == set(range(n))
+
+
+def test_streaming_responses_per_request_id(shared_server, refs):
+    n = 10
+    inputs = {f"s{i}": images(int(RNG.integers(1, 4))) for i in range(n)}
+    responses = queue.Queue()
+    stream_client = shared_server.client()
+    try:
+        stream_client.start_stream(callback=lambda result, error: responses.put((result, error)))
+        for rid, x in inputs.items():
+            stream_client.async_stream_infer("simple_cnn", [make_input("images", x, "FP32")], request_id=rid)
+        got = {}
+        for _ in range(n):
+            result, error = responses.get(timeout=60)
+            assert error is None, error
+            got[result.get_response().id] = result.as_numpy("probabilities")
+        # An error on the stream comes back as a response too, without ending the stream.
+        stream_client.async_stream_infer("no_such_model", [make_input("images", images(1), "FP32")], request_id="bad")
+        result, error = responses.get(timeout=60)
+        assert error is not None and "no_such_model" in str(error)
+    finally:
+        stream_client.stop_stream()
+        stream_client.close()
+    assert set(got) == set(inputs)
+    for rid, x in inputs.items():
+        want = reference(refs, "simple_cnn", {"images": x})["probabilities"]
+        assert relative_error(got[rid], want) <= FP32_TOL, rid
+
+
+def test_concurrent_clients_are_batched_and_correct(shared_server, refs):
+    """Eight threads at once on simple_cnn: every answer matches its own input (no cross-talk between the requests
+    the dynamic batcher puts in one batch)."""
+    errors = []
+
+    def worker():
+        c = shared_server.client()
+        try:
+            for _ in range(5):
+                x = images(int(RNG.integers(1, 5)))
+                got = c.infer("simple_cnn", [make_input("images", x, "FP32")]).as_numpy("probabilities")
+                want = reference(refs, "simple_cnn", {"images": x})["probabilities"]
+                if relative_error(got, want) > FP32_TOL:
+                    errors.append(relative_error(got, want))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors

@@ -1,0 +1,110 @@
+"""The model repository as clients see it: a malformed model is UNAVAILABLE with a reason in the repository index
+while the other models serve (control mode none), and explicit mode loads and unloads on request
+(load_model / unload_model), including a refused load of the malformed model.
+"""
+import time
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+
+from conftest import started_server, stop_and_check
+
+RNG = np.random.default_rng()
+
+
+def tiny_input(batch=2):
+    x = grpcclient.InferInput("x", [batch, 3, 8, 8], "FP32")
+    x.set_data_from_numpy(RNG.standard_normal((batch, 3, 8, 8), dtype=np.float32))
+    return x
+
+
+def settled_index(client, timeout=60):
+    """The repository index once no model version is LOADING or UNLOADING."""
+    deadline = time.monotonic() + timeout
+    while True:
+        index = client.get_model_repository_index().models
+        if all(m.state not in ("LOADING", "UNLOADING") for m in index) or time.monotonic() > deadline:
+            return {m.name: m for m in index}
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def none_mode(tmp_path_factory):
+    server = started_server(tmp_path_factory, ["tiny_onnx", "broken_onnx"], wait_for="liveness", name="none")
+    yield server
+    stop_and_check(server)
+
+
+def test_malformed_model_is_unavailable_with_reason(none_mode):
+    with none_mode.client() as client:
+        index = settled_index(client)
+        assert index["tiny_onnx"].state == "READY"
+        broken = index["broken_onnx"]
+        assert broken.state == "UNAVAILABLE"
+        assert broken.reason, "an UNAVAILABLE model must say why"
+        assert "onnx" in broken.reason.lower() or "model" in broken.reason.lower(), broken.reason
+        assert not client.is_model_ready("broken_onnx")
+        # Strict readiness (the default): the server is not ready while an expected model failed, but it serves.
+        assert client.is_server_live()
+        assert not client.is_server_ready()
+        result = client.infer("tiny_onnx", [tiny_input()])
+        assert result.as_numpy("logits").shape == (2, 5)
+        with pytest.raises(InferenceServerException) as err:
+            client.infer("broken_onnx", [tiny_input()])
+        assert any(code in str(err.value.status()) for code in ("UNAVAILABLE", "NOT_FOUND")), err.value
+
+
+@pytest.fixture(scope="module")
+def explicit_mode(tmp_path_factory):
+    server = started_server(tmp_path_factory, ["tiny_onnx", "simple_cnn", "broken_onnx"], wait_for="liveness",
+                            flags=["--model_control_mode=explicit"], name="explicit")
+    yield server
+    stop_and_check(server)
+
+
+def test_explicit_mode_starts_with_nothing_loaded(explicit_mode):
+    with explicit_mode.client() as client:
+        index = settled_index(client)
+        assert set(index) >= {"tiny_onnx", "simple_cnn", "broken_onnx"}
+        assert all(m.state != "READY" for m in index.values()), {n: m.state for n, m in index.items()}
+        assert not client.is_model_ready("tiny_onnx")
+
+
+def test_explicit_load_infer_unload(explicit_mode):
+    with explicit_mode.client() as client:
+        client.load_model("tiny_onnx")
+        assert client.is_model_ready("tiny_onnx")
+        assert settled_index(client)["tiny_onnx"].state == "READY"
+        assert client.infer("tiny_onnx", [tiny_input(3)]).as_numpy("logits").shape == (3, 5)
+        assert not client.is_model_ready("simple_cnn")
+        client.unload_model("tiny_onnx")
+        deadline = time.monotonic() + 30
+        while client.is_model_ready("tiny_onnx") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not client.is_model_ready("tiny_onnx")
+        assert settled_index(client)["tiny_onnx"].state == "UNAVAILABLE"
+        with pytest.raises(InferenceServerException) as err:
+            client.infer("tiny_onnx", [tiny_input()])
+        assert any(code in str(err.value.status()) for code in ("UNAVAILABLE", "NOT_FOUND")), err.value
+        # And back again.
+        client.load_model("tiny_onnx")
+        assert client.infer("tiny_onnx", [tiny_input(1)]).as_numpy("logits").shape == (1, 5)
+
+
+def test_explicit_load_of_malformed_model_fails_with_reason(explicit_mode):
+    with explicit_mode.client() as client:
+        with pytest.raises(InferenceServerException) as err:
+            client.load_model("broken_onnx")
+        assert "broken_onnx" in err.value.message() or settled_index(client)["broken_onnx"].reason
+        entry = settled_index(client)["broken_onnx"]
+        assert entry.state == "UNAVAILABLE" and entry.reason
+
+
+def test_explicit_load_of_unknown_model_is_not_found(explicit_mode):
+    with explicit_mode.client() as client:
+        with pytest.raises(InferenceServerException) as err:
+            client.load_model("no_such_model")
+        assert "NOT_FOUND" in str(err.value.status())
+        assert "no_such_model" in err.value.message()
