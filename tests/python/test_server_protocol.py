@@ -5,6 +5,7 @@ readiness, metadata, config, statistics and the repository index. Explicit load/
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import InferenceServerException
 
 ALL_MODELS = ["simple_cnn", "resnet_classifier", "tiny_onnx", "tiny_fp16", "tiny_uint8"]
@@ -58,7 +59,7 @@ def test_model_config_simple_cnn(client):
     assert config.name == "simple_cnn"
     assert config.max_batch_size == 32
     assert [(i.name, list(i.dims)) for i in config.input] == [("images", [3, 32, 32])]
-    assert config.input[0].data_type == grpcclient.model_config_pb2.TYPE_FP32
+    assert config.input[0].data_type == model_config_pb2.TYPE_FP32
     assert [(o.name, list(o.dims)) for o in config.output] == [("probabilities", [10])]
     assert config.HasField("dynamic_batching")
     assert list(config.dynamic_batching.preferred_batch_size) == [8, 16, 32]
@@ -99,7 +100,7 @@ def test_inference_statistics_count_requests(client):
     assert after.inference_count - before.inference_count == sum(batches)
     assert 1 <= after.execution_count - before.execution_count <= len(batches)
     assert after.inference_stats.success.ns > before.inference_stats.success.ns
-    assert after.last_inference >= before.last_inference > 0 or before.inference_count == 0
+    assert after.last_inference > 0 and after.last_inference >= before.last_inference
     everything = client.get_inference_statistics().model_stats
     assert {s.name for s in everything} >= set(ALL_MODELS)
 

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Serving benchmark: perf_analyzer concurrency sweep against convoy_server on the sample ResNet classifier (CPU),
+with dynamic batching on (the sample config.yaml) and off (the same config without `dynamic_batching`), reporting
+throughput, p50/p99 latency, the batch-size histogram from the server's /metrics (convoy_batch_size buckets, the
+delta over each run), and the ratio of served throughput to the in-process engine's throughput at the same batch
+size (`convoy inspect --profile_batch=B`: one timed run of the plan at batch B after a warm-up run, median of
+--engine_reps invocations).
+
+    .venv/bin/python bench/serving_benchmark.py                  # writes docs/images/serving_*.png, prints tables
+    .venv/bin/python bench/serving_benchmark.py --concurrency=1,2,4,8 --measurement_ms=3000 --json=/tmp/serving.json
+
+All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials). Two repository copies are made in
+a temporary folder; nothing in model_repo/ is changed.
+"""
+import argparse
+import csv
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODEL = "resnet_classifier"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_repositories(tmp):
+    """Two copies of the sample ResNet entry: batching on (config as shipped) and off (dynamic_batching removed)."""
+    src = REPO_ROOT / "model_repo" / MODEL
+    repos = {}
+    for mode in ("on", "off"):
+        repo = pathlib.Path(tmp) / f"batching_{mode}"
+        shutil.copytree(src, repo / MODEL)
+        config = (src / "config.yaml").read_text()
+        if mode == "off":
+            # Drop the dynamic_batching block (its key line and the indented lines under it).
+            config = re.sub(r"^dynamic_batching:\n(?:[ ].*\n)+", "", config, flags=re.M)
+            assert "dynamic_batching" not in config
+        (repo / MODEL / "config.yaml").write_text(config)
+        repos[mode] = repo
+    return repos
+
+
+def scrape(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    buckets, series = {}, {}
+    for line in text.splitlines():
+        if line.startswith("#") or f'model="{MODEL}"' not in line:
+            continue
+        name = line.split("{")[0]
+        value = float(line.rsplit(" ", 1)[1])
+        if name == "convoy_batch_size_bucket":
+            le = re.search(r'le="([^"]+)"', line).group(1)
+            buckets[le] = value
+        elif "reason=" not in line:
+            series[name] = value
+        else:
+            reason = re.search(r'reason="([^"]+)"', line).group(1)
+            series[f"{name}:{reason}"] = value
+    return buckets, series
+
+
+class Server:
+    def __init__(self, binary, repo, log):
+        self.grpc_port, self.metrics_port = free_port(), free_port()
+        self.log = open(log, "ab")
+        self.proc = subprocess.Popen([binary, f"--model_repository={repo}", f"--grpc_port={self.grpc_port}",
+                                      f"--metrics_port={self.metrics_port}", "--device=cpu"],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"convoy_server exited {self.proc.returncode}; see {log}")
+            try:
+                _, series = scrape(self.metrics_port)
+                import tritonclient.grpc as grpcclient
+                with grpcclient.InferenceServerClient(f"127.0.0.1:{self.grpc_port}") as c:
+                    if c.is_model_ready(MODEL):
+                        return
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"convoy_server not ready in 120 s; see {log}")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=60)
+        self.log.close()
+        if rc != 0:
+            raise RuntimeError(f"convoy_server exited {rc} after SIGTERM")
+
+
+def perf_analyzer(args, port, concurrency, out_csv):
+    site = next((REPO_ROOT / ".venv" / "lib").glob("python3*/site-packages"))
+    env = dict(os.environ, LD_LIBRARY_PATH=f"{site / 'nvidia' / 'cuda_runtime' / 'lib'}:"
+                                          f"{os.environ.get('LD_LIBRARY_PATH', '')}")
+    cmd = [args.perf_analyzer, "-m", MODEL, "-i", "grpc", "-u", f"127.0.0.1:{port}", "--concurrency-range",
+           f"{concurrency}:{concurrency}", "--measurement-interval", str(args.measurement_ms), "--max-trials",
+           str(args.max_trials), "--stability-percentage", "25", "-f", str(out_csv)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    if proc.returncode != 0 and not out_csv.exists():
+        raise RuntimeError(f"perf_analyzer failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr}")
+    with open(out_csv, newline="") as f:
+        row = next(csv.DictReader(f))
+    return {"throughput": float(row["Inferences/Second"]), "p50_ms": float(row["p50 latency"]) / 1000,
+            "p99_ms": float(row["p99 latency"]) / 1000, "queue_ms": float(row["Server Queue"]) / 1000,
+            "compute_ms": float(row["Server Compute Infer"]) / 1000, "pa_rc": proc.returncode}
+
+
+def engine_throughput(cli, model_dir, batch, reps):
+    """Inferences/s of the plan alone at `batch` (convoy inspect's measured total, median over reps)."""
+    totals = []
+    for _ in range(reps):
+        out = subprocess.run([cli, "inspect", f"--model={model_dir}", f"--profile_batch={batch}"],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise RuntimeError(f"convoy inspect failed:\n{out.stderr[-2000:]}")
+        totals.append(float(re.search(r"^\s*total ([0-9.]+) ms", out.stdout, re.M).group(1)))
+    ms = statistics.median(totals)
+    return {"batch": batch, "ms": ms, "throughput": batch * 1000.0 / ms, "all_ms": totals}
+
+
+def histogram_delta(before, after):
+    """Per-bucket counts (not cumulative) of executions by batch size between two scrapes."""
+    edges = sorted((float(le), le) for le in after if le != "+Inf")
+    counts, prev = {}, 0.0
+    for _, le in edges:
+        cum = after[le] - before.get(le, 0.0)
+        counts[le] = cum - prev
+        prev = cum
+    return {le: int(c) for le, c in counts.items() if c > 0}
+
+
+def nearest_power_of_two(x, limit):
+    return min((b for b in (1, 2, 4, 8, 16) if b <= limit), key=lambda b: abs(b - x))
+
+
+def plot(results, engine, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    conc = sorted({r["concurrency"] for r in results})
+    colors = {"on": "tab:blue", "off": "tab:orange"}
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for mode in ("on", "off"):
+        rows = sorted((r for r in results if r["mode"] == mode), key=lambda r: r["concurrency"])
+        label = f"dynamic batching {mode}"
+        ax1.plot([r["concurrency"] for r in rows], [r["throughput"] for r in rows], "o-", color=colors[mode],
+                 label=label)
+        ax2.plot([r["concurrency"] for r in rows], [r["p50_ms"] for r in rows], "o-", color=colors[mode],
+                 label=f"{label}, p50")
+        ax2.plot([r["concurrency"] for r in rows], [r["p99_ms"] for r in rows], "s--", color=colors[mode],
+                 label=f"{label}, p99")
+    for e in engine:
+        ax1.axhline(e["throughput"], color="gray", lw=0.8, ls=":")
+        ax1.text(conc[-1], e["throughput"], f" engine b={e['batch']}", va="center", fontsize=8, color="gray")
+    for ax in (ax1, ax2):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(conc)
+        ax.set_xticklabels([str(c) for c in conc])
+        ax.set_xlabel("perf_analyzer concurrency")
+        ax.grid(alpha=0.3)
+    ax1.set_ylabel("inferences / s")
+    ax1.set_title(f"{MODEL}: served throughput (CPU)")
+    ax1.set_ylim(bottom=0)
+    ax1.legend(fontsize=8, loc="upper left")
+    ax2.set_ylabel("latency (ms)")
+    ax2.set_title("client latency")
+    ax2.set_ylim(bottom=0)
+    ax2.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out_dir / "serving_throughput_latency.png", dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sizes = ["1", "2", "4", "8", "16"]
+    rows = sorted((r for r in results if r["mode"] == "on"), key=lambda r: r["concurrency"])
+    width = 0.8 / max(len(rows), 1)
+    for i, r in enumerate(rows):
+        total = sum(r["batch_histogram"].values()) or 1
+        ax.bar([j + i * width for j in range(len(sizes))],
+               [100.0 * r["batch_histogram"].get(s, 0) / total for s in sizes], width,
+               label=f"concurrency {r['concurrency']}")
+    ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(sizes))])
+    ax.set_xticklabels([f"<= {s}" if s != "1" else "1" for s in sizes])
+    ax.set_xlabel("batch size of each execution (convoy_batch_size bucket)")
+    ax.set_ylabel("% of executions")
+    ax.set_title(f"{MODEL}: batches formed, dynamic batching on")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out_dir / "serving_batch_sizes.png", dpi=110)
+    plt.close(fig)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--server", default=os.environ.get("CONVOY_SERVER", str(REPO_ROOT / "bazel-bin/server/convoy_server")))
+    p.add_argument("--cli", default=os.environ.get("CONVOY_CLI", str(REPO_ROOT / "bazel-bin/server/tools/convoy")))
+    p.add_argument("--perf_analyzer", default=str(REPO_ROOT / ".venv/bin/perf_analyzer"))
+    p.add_argument("--concurrency", default="1,2,4,8")
+    p.add_argument("--measurement_ms", type=int, default=3000)
+    p.add_argument("--max_trials", type=int, default=4)
+    p.add_argument("--engine_reps", type=int, default=3)
+    p.add_argument("--images", default=str(REPO_ROOT / "docs/images"))
+    p.add_argument("--json", default="")
+    args = p.parse_args()
+    for path in (args.server, args.cli, args.perf_analyzer):
+        if not os.access(path, os.X_OK):
+            sys.exit(f"missing {path}: bazel build //server:convoy_server //server/tools:convoy; tools/setup.sh")
+
+    started = time.monotonic()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        repos = make_repositories(tmp)
+        for mode in ("on", "off"):
+            server = Server(args.server, repos[mode], pathlib.Path(tmp) / f"server_{mode}.log")
+            try:
+                for c in [int(x) for x in args.concurrency.split(",")]:
+                    before_b, before_s = scrape(server.metrics_port)
+                    row = perf_analyzer(args, server.grpc_port, c, pathlib.Path(tmp) / f"pa_{mode}_{c}.csv")
+                    after_b, after_s = scrape(server.metrics_port)
+                    execs = after_s["nv_inference_exec_count"] - before_s["nv_inference_exec_count"]
+                    infers = after_s["nv_inference_count"] - before_s["nv_inference_count"]
+                    failed = sum(after_s[k] - before_s.get(k, 0) for k in after_s if k.startswith(
+                        "nv_inference_request_failure"))
+                    row.update(mode=mode, concurrency=c, batch_histogram=histogram_delta(before_b, after_b),
+                               mean_batch=infers / execs if execs else 0.0, failures=int(failed))
+                    results.append(row)
+                    print(f"batching {mode} c={c}: {row['throughput']:.1f} inf/s p50 {row['p50_ms']:.1f} ms "
+                          f"p99 {row['p99_ms']:.1f} ms mean batch {row['mean_batch']:.2f} "
+                          f"hist {row['batch_histogram']} failures {row['failures']}", flush=True)
+            finally:
+                server.stop()
+        batches = sorted({1} | {nearest_power_of_two(r["mean_batch"], 16) for r in results})
+        engine = [engine_throughput(args.cli, repos["on"] / MODEL, b, args.engine_reps) for b in batches]
+    by_batch = {e["batch"]: e for e in engine}
+    for r in results:
+        b = nearest_power_of_two(r["mean_batch"], 16) if r["mean_batch"] else 1
+        r["engine_batch"] = b
+        r["vs_engine"] = r["throughput"] / by_batch[b]["throughput"]
+    plot(results, engine, pathlib.Path(args.images))
+
+    print("\n| batching | concurrency | throughput (inf/s) | p50 (ms) | p99 (ms) | server queue (ms) | mean batch | "
+          "executions by batch size | engine at that batch (inf/s) | served / engine |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    for r in results:
+        hist = ", ".join(f"{k}: {v}" for k, v in sorted(r["batch_histogram"].items(), key=lambda kv: float(kv[0])))
+        print(f"| {r['mode']} | {r['concurrency']} | {r['throughput']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
+              f"{r['queue_ms']:.1f} | {r['mean_batch']:.2f} | {hist} | "
+              f"{by_batch[r['engine_batch']]['throughput']:.1f} (b={r['engine_batch']}) | {r['vs_engine']:.2f} |")
+    print("\n| engine batch | plan time (ms, median) | inferences/s | all runs (ms) |")
+    print("| ---: | ---: | ---: | --- |")
+    for e in engine:
+        print(f"| {e['batch']} | {e['ms']:.2f} | {e['throughput']:.1f} | {', '.join(f'{t:.1f}' for t in e['all_ms'])} |")
+    print(f"\ntotal time {time.monotonic() - started:.0f} s")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({"results": results, "engine": engine}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
