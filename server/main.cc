@@ -1,19 +1,321 @@
-// convoy_server: the Convoy inference server. Placeholder until the server issue lands: it parses the final flags
-// and reports what it would serve, so the README's run command is already the real one.
+// convoy_server: the Convoy inference server. Loads the model repository (model_manager.h), serves the KServe v2 /
+// Triton gRPC protocol and grpc.health.v1 on --grpc_port (server/grpc/), Prometheus metrics on --metrics_port, and
+// drains gracefully on SIGTERM/SIGINT. docs/server.md describes every flag.
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "kernels/common/mutex.h"
+#include "kernels/cpu/cpu_device.h"
+#include "kernels/registry/algorithm_cache.h"
+#include "server/grpc/grpc_server.h"
+#include "server/metrics/metrics_registry.h"
+#include "server/repository/model_manager.h"
+#include "server/repository/model_repository.h"
+#ifdef CONVOY_SERVER_WITH_CUDA
+#include "kernels/cuda/cuda_device.h"
+#endif
 
 ABSL_FLAG(std::string, model_repository, "model_repo", "Path of the model repository.");
-ABSL_FLAG(int, grpc_port, 8001, "Port of the KServe v2 gRPC service.");
-ABSL_FLAG(int, metrics_port, 8002, "Port of the Prometheus /metrics endpoint.");
+ABSL_FLAG(int, grpc_port, 8001, "Port of the KServe v2 gRPC service and the health service; 0 takes a free port.");
+ABSL_FLAG(int, metrics_port, 8002, "Port of the Prometheus /metrics endpoint; 0 takes a free port, -1 serves none.");
+ABSL_FLAG(std::string, model_control_mode, "none", "none (load all at start), poll (rescan), explicit (on request).");
+ABSL_FLAG(bool, strict_readiness, true, "Ready only when every model is READY (else: when one is).");
+ABSL_FLAG(int, exit_timeout_seconds, 30, "On SIGTERM/SIGINT, how long queued and in-flight requests may take.");
+ABSL_FLAG(std::string, algorithm_cache_file, "", "Kernel algorithm cache loaded at start and saved at exit.");
+ABSL_FLAG(std::string, device, "auto", "auto (CUDA when a GPU and the CUDA backend are there, else CPU), cpu, cuda.");
+ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate: serve gRPC over TLS (with --tls_key).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require client certificates it signed (mutual TLS).");
+ABSL_FLAG(int, max_message_bytes, 0, "Largest gRPC message; 0 derives it from the largest model input at max batch.");
+ABSL_FLAG(int, poll_interval_seconds, 15, "Repository rescan interval with --model_control_mode=poll.");
+ABSL_FLAG(std::vector<std::string>, load_model, {}, "Models to load at start with --model_control_mode=explicit.");
+ABSL_FLAG(int, log_verbosity, 1, "0: warnings, the startup summary and shutdown only; 1: also model state changes.");
+
+namespace convoy {
+namespace {
+
+constexpr char kServerVersion[] = "0.1.0";
+
+void Log(const std::string& line) {
+  std::fprintf(stderr, "%s %s\n", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()).c_str(),
+               line.c_str());
+}
+
+std::string Quote(const std::string& text) { return absl::StrCat("\"", text, "\""); }
+
+// The device the models run on, and why it was chosen.
+struct SelectedDevice {
+  std::unique_ptr<Device> owned;
+  Device* device = nullptr;
+  std::string name;
+  std::string reason;
+  bool gpu = false;
+};
+
+absl::StatusOr<SelectedDevice> SelectDevice(const std::string& wanted) {
+  if (wanted != "auto" && wanted != "cpu" && wanted != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat("--device: expected auto, cpu or cuda, got '", wanted, "'"));
+  }
+  SelectedDevice selected;
+  std::string no_gpu = "this binary was built without the CUDA backend";
+#ifdef CONVOY_SERVER_WITH_CUDA
+  if (wanted != "cpu") {
+    absl::StatusOr<std::vector<cuda::GpuInfo>> gpus = cuda::ListGpus();
+    if (gpus.ok() && !gpus->empty()) {
+      cuda::CudaDevice::Options options;
+      auto gpu = cuda::CudaDevice::Create(options);
+      if (gpu.ok()) {
+        selected.name = "cuda";
+        selected.reason = (*gpus)[0].ToString();
+        selected.gpu = true;
+        selected.owned = std::move(*gpu);
+        selected.device = selected.owned.get();
+        return selected;
+      }
+      no_gpu = std::string(gpu.status().message());
+    } else {
+      no_gpu = gpus.ok() ? "no CUDA device" : std::string(gpus.status().message());
+    }
+  }
+#endif
+  if (wanted == "cuda") return absl::UnavailableError(absl::StrCat("--device=cuda: ", no_gpu));
+  selected.name = "cpu";
+  selected.reason = wanted == "cpu" ? "--device=cpu" : absl::StrCat("auto: ", no_gpu);
+  selected.device = &CpuDevice::Default();
+  return selected;
+}
+
+size_t DataTypeBytes(repository::TensorDataType type) {
+  switch (type) {
+    case repository::TensorDataType::kFp16:
+    case repository::TensorDataType::kBf16: return 2;
+    case repository::TensorDataType::kUint8: return 1;
+    case repository::TensorDataType::kInt64: return 8;
+    default: return 4;
+  }
+}
+
+// The largest request the repository's models accept (all inputs at max batch), doubled, plus 1 MiB; at least
+// 16 MiB.
+int DerivedMaxMessageBytes(const std::string& repository_path) {
+  size_t largest = 0;
+  absl::StatusOr<repository::RepositoryScan> scan = repository::ScanModelRepository(repository_path);
+  if (scan.ok()) {
+    for (const repository::ScannedModel& model : scan->models) {
+      if (!model.status.ok()) continue;
+      size_t bytes = 0;
+      for (const repository::TensorConfig& input : model.config.inputs) {
+        size_t n = DataTypeBytes(input.data_type);
+        for (int64_t d : input.dims) n *= static_cast<size_t>(std::max<int64_t>(d, 1));
+        bytes += n;
+      }
+      largest = std::max(largest, bytes * static_cast<size_t>(std::max<int64_t>(model.config.max_batch_size, 1)));
+    }
+  }
+  const size_t derived = std::max<size_t>(16u << 20, 2 * largest + (1u << 20));
+  return static_cast<int>(std::min<size_t>(derived, 1u << 30));
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Loads --algorithm_cache_file; a missing, corrupt or mismatched file is a warning, never fatal.
+int64_t LoadAlgorithmCache(const std::string& path) {
+  if (path.empty()) return 0;
+  std::ifstream probe(path);
+  if (!probe) {
+    Log(absl::StrCat("level=info event=algorithm_cache_missing file=", Quote(path), " note=\"saved at exit\""));
+    return 0;
+  }
+  absl::StatusOr<int> loaded = AlgorithmCache::Global().Load(path);
+  if (!loaded.ok()) {
+    Log(absl::StrCat("level=warning event=algorithm_cache_ignored file=", Quote(path), " reason=",
+                     Quote(std::string(loaded.status().message()))));
+    return 0;
+  }
+  Log(absl::StrCat("level=info event=algorithm_cache_loaded file=", Quote(path), " entries=", *loaded));
+  return *loaded;
+}
+
+// Logs each model version state change (a listener of the manager).
+class StateLogger {
+ public:
+  explicit StateLogger(repository::ModelManager* manager) : manager_(manager) {}
+  void Refresh() {
+    convoy::MutexLock lock(&mu_);
+    for (const repository::ModelVersionStatus& s : manager_->Index()) {
+      const std::string key = absl::StrCat(s.model, "/", s.version);
+      const std::string value = absl::StrCat(repository::ModelStateName(s.state), "|", s.reason);
+      if (last_[key] == value) continue;
+      last_[key] = value;
+      Log(absl::StrCat("level=", s.state == repository::ModelState::kUnavailable && !s.reason.empty() &&
+                                         s.reason != "unloaded" ? "warning" : "info",
+                       " event=model_state model=", s.model, " version=", s.version, " state=",
+                       repository::ModelStateName(s.state), s.reason.empty() ? "" : " reason=",
+                       s.reason.empty() ? "" : Quote(s.reason)));
+    }
+  }
+
+ private:
+  repository::ModelManager* const manager_;
+  convoy::Mutex mu_;
+  std::map<std::string, std::string> last_ ABSL_GUARDED_BY(mu_);
+};
+
+void PrintSummary(const SelectedDevice& device, const repository::ModelManager& manager, int grpc_port, bool tls,
+                  bool mtls, int metrics_port, const std::string& cache_file, int64_t cache_entries,
+                  absl::Duration startup) {
+  std::string text = absl::StrFormat("convoy_server %s ready in %.2f s\n", kServerVersion,
+                                     absl::ToDoubleSeconds(startup));
+  absl::StrAppend(&text, "  device:          ", device.name, " (", device.reason, ")\n");
+  absl::StrAppend(&text, "  grpc:            0.0.0.0:", grpc_port, tls ? (mtls ? " (mutual TLS)" : " (TLS)") : " (plaintext)",
+                  "\n");
+  absl::StrAppend(&text, "  metrics:         ",
+                  metrics_port > 0 ? absl::StrCat("http://0.0.0.0:", metrics_port, "/metrics") : "off", "\n");
+  absl::StrAppend(&text, "  algorithm cache: ",
+                  cache_file.empty() ? "none" : absl::StrCat(cache_file, " (", cache_entries, " entries loaded)"),
+                  "\n");
+  absl::StrAppend(&text, "  server ready:    ", manager.IsReady() ? "yes" : "no", "\n  models:\n");
+  for (const repository::ModelVersionStatus& s : manager.Index()) {
+    absl::StrAppend(&text, absl::StrFormat("    %-20s version %-3s %-11s", s.model,
+                                           s.version > 0 ? absl::StrCat(s.version) : "-",
+                                           repository::ModelStateName(s.state)));
+    if (s.state == repository::ModelState::kReady) {
+      absl::StrAppend(&text, absl::StrFormat(" loaded in %.2f s", absl::ToDoubleSeconds(s.load_time)));
+    } else if (!s.reason.empty()) {
+      absl::StrAppend(&text, " ", s.reason);
+    }
+    absl::StrAppend(&text, "\n");
+  }
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+int Run() {
+  const absl::Time started = absl::Now();
+  // SIGTERM/SIGINT are taken by sigwait below; block them before any thread starts so none of them gets one.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto fail = [](const absl::Status& status) {
+    Log(absl::StrCat("level=error event=startup_failed reason=", Quote(status.ToString())));
+    return 1;
+  };
+  absl::StatusOr<repository::ModelControlMode> mode =
+      repository::ParseModelControlMode(absl::GetFlag(FLAGS_model_control_mode));
+  if (!mode.ok()) return fail(mode.status());
+  absl::StatusOr<SelectedDevice> device = SelectDevice(absl::GetFlag(FLAGS_device));
+  if (!device.ok()) return fail(device.status());
+  Log(absl::StrCat("level=info event=device_selected device=", device->name, " reason=", Quote(device->reason)));
+  const std::string cache_file = absl::GetFlag(FLAGS_algorithm_cache_file);
+  const int64_t cache_entries = LoadAlgorithmCache(cache_file);
+
+  std::unique_ptr<metrics::MetricsRegistry> metrics;
+  if (absl::GetFlag(FLAGS_metrics_port) >= 0) {
+    metrics::MetricsRegistry::Options options;
+    options.listen_address = absl::StrCat("0.0.0.0:", absl::GetFlag(FLAGS_metrics_port));
+    auto created = metrics::MetricsRegistry::Create(options);
+    if (!created.ok()) return fail(created.status());
+    metrics = std::move(*created);
+    metrics->SetAlgorithmCacheSource([] {
+      const AlgorithmCacheStats stats = AlgorithmCache::Global().stats();
+      return metrics::AlgorithmCacheCounters{static_cast<uint64_t>(stats.hits), static_cast<uint64_t>(stats.misses),
+                                             stats.tuning_seconds};
+    });
+  }
+
+  repository::ModelManager::Options manager_options;
+  manager_options.repository_path = absl::GetFlag(FLAGS_model_repository);
+  manager_options.control_mode = *mode;
+  manager_options.poll_interval = absl::Seconds(absl::GetFlag(FLAGS_poll_interval_seconds));
+  manager_options.startup_models = absl::GetFlag(FLAGS_load_model);
+  manager_options.strict_readiness = absl::GetFlag(FLAGS_strict_readiness);
+  manager_options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_exit_timeout_seconds));
+  manager_options.device = device->device;
+  manager_options.metrics = metrics.get();
+  absl::StatusOr<std::unique_ptr<repository::ModelManager>> manager =
+      repository::ModelManager::Create(manager_options);
+  if (!manager.ok()) return fail(manager.status());
+  StateLogger state_logger(manager->get());
+  if (absl::GetFlag(FLAGS_log_verbosity) >= 1) {
+    state_logger.Refresh();
+    (*manager)->AddListener([&state_logger] { state_logger.Refresh(); });
+  }
+
+  grpc_server::GrpcServer::Options server_options;
+  server_options.address = absl::StrCat("0.0.0.0:", absl::GetFlag(FLAGS_grpc_port));
+  server_options.manager = manager->get();
+  server_options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes) > 0
+                                         ? absl::GetFlag(FLAGS_max_message_bytes)
+                                         : DerivedMaxMessageBytes(manager_options.repository_path);
+  server_options.server_version = kServerVersion;
+  server_options.on_gpu = device->gpu;
+  for (auto [flag, path, out] : {std::make_tuple("tls_cert", absl::GetFlag(FLAGS_tls_cert), &server_options.tls_cert_pem),
+                                 std::make_tuple("tls_key", absl::GetFlag(FLAGS_tls_key), &server_options.tls_key_pem),
+                                 std::make_tuple("tls_client_ca", absl::GetFlag(FLAGS_tls_client_ca),
+                                                 &server_options.tls_client_ca_pem)}) {
+    absl::StatusOr<std::string> pem = ReadPem(path, flag);
+    if (!pem.ok()) return fail(pem.status());
+    *out = *pem;
+  }
+  absl::StatusOr<std::unique_ptr<grpc_server::GrpcServer>> server = grpc_server::GrpcServer::Start(server_options);
+  if (!server.ok()) return fail(server.status());
+  PrintSummary(*device, **manager, (*server)->port(), (*server)->tls(), !server_options.tls_client_ca_pem.empty(),
+               metrics != nullptr ? metrics->port() : -1, cache_file, cache_entries, absl::Now() - started);
+  Log(absl::StrCat("level=info event=serving grpc_port=", (*server)->port(), " metrics_port=",
+                   metrics != nullptr ? metrics->port() : -1, " max_message_bytes=", server_options.max_message_bytes));
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  const absl::Duration exit_timeout = absl::Seconds(absl::GetFlag(FLAGS_exit_timeout_seconds));
+  const absl::Time deadline = absl::Now() + exit_timeout;
+  Log(absl::StrCat("level=info event=shutdown_started signal=", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
+                   " exit_timeout_seconds=", absl::ToInt64Seconds(exit_timeout)));
+  absl::Status drained = (*manager)->Shutdown(deadline);  // readiness NOT_SERVING first, then drain
+  if (!drained.ok()) {
+    Log(absl::StrCat("level=warning event=drain_incomplete reason=", Quote(std::string(drained.message()))));
+  }
+  (*server)->Shutdown(deadline);
+  if (!cache_file.empty()) {
+    absl::Status saved = AlgorithmCache::Global().Save(cache_file);
+    Log(saved.ok() ? absl::StrCat("level=info event=algorithm_cache_saved file=", Quote(cache_file), " entries=",
+                                  AlgorithmCache::Global().stats().entries)
+                   : absl::StrCat("level=warning event=algorithm_cache_not_saved reason=",
+                                  Quote(std::string(saved.message()))));
+  }
+  server->reset();
+  manager->reset();
+  Log("level=info event=shutdown_complete");
+  return 0;
+}
+
+}  // namespace
+}  // namespace convoy
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  std::printf("convoy_server: model repository %s, gRPC port %d, metrics port %d (serving not implemented yet)\n",
-              absl::GetFlag(FLAGS_model_repository).c_str(), absl::GetFlag(FLAGS_grpc_port),
-              absl::GetFlag(FLAGS_metrics_port));
-  return 0;
+  return convoy::Run();
 }

@@ -1,0 +1,80 @@
+#include "server/grpc/grpc_server.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace convoy::grpc_server {
+namespace {
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const GrpcServer::Options& options) {
+  if (options.tls_cert_pem.empty() && options.tls_key_pem.empty()) {
+    if (!options.tls_client_ca_pem.empty()) {
+      return absl::InvalidArgumentError("TLS: a client CA needs a server certificate and key (--tls_cert, --tls_key)");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (options.tls_cert_pem.empty() || options.tls_key_pem.empty()) {
+    return absl::InvalidArgumentError("TLS: both a server certificate and its key are needed (--tls_cert, --tls_key)");
+  }
+  grpc::SslServerCredentialsOptions ssl(options.tls_client_ca_pem.empty()
+                                            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = options.tls_client_ca_pem;
+  ssl.pem_key_cert_pairs.push_back({options.tls_key_pem, options.tls_cert_pem});
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& options) {
+  if (options.manager == nullptr) return absl::InvalidArgumentError("GrpcServer: no model manager");
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
+  if (!credentials.ok()) return credentials.status();
+  std::unique_ptr<GrpcServer> server(new GrpcServer());
+  InferenceService::Options service_options;
+  service_options.manager = options.manager;
+  service_options.server_version = options.server_version;
+  service_options.on_gpu = options.on_gpu;
+  server->inference_ = std::make_unique<InferenceService>(service_options);
+  server->health_ = std::make_unique<HealthService>(options.manager);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.address, *credentials, &server->port_);
+  builder.RegisterService(server->inference_.get());
+  builder.RegisterService(server->health_.get());
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("gRPC: cannot listen on ", options.address));
+  }
+  server->tls_ = !options.tls_cert_pem.empty();
+  {
+    convoy::MutexLock lock(&server->health_link_->mu);
+    server->health_link_->health = server->health_.get();
+  }
+  options.manager->AddListener([link = server->health_link_] {
+    convoy::MutexLock lock(&link->mu);
+    if (link->health != nullptr) link->health->Refresh();
+  });
+  return server;
+}
+
+void GrpcServer::Shutdown(absl::Time deadline) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  {
+    convoy::MutexLock lock(&health_link_->mu);
+    health_link_->health = nullptr;
+  }
+  health_->Shutdown();
+  server_->Shutdown(absl::ToChronoTime(deadline));
+  server_->Wait();
+}
+
+GrpcServer::~GrpcServer() { Shutdown(absl::Now()); }
+
+}  // namespace convoy::grpc_server

@@ -1,0 +1,71 @@
+// GrpcServer: the gRPC endpoint: the inference service and the health service on one port, plaintext or TLS
+// (server certificate and key, and with a client CA, mutual TLS that requires client certificates).
+//
+//   GrpcServer::Options options;
+//   options.address = "0.0.0.0:0";                    // port 0: any free port (see port())
+//   options.manager = manager.get();
+//   CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server, GrpcServer::Start(options));
+//   ...
+//   server->Shutdown(absl::Now() + absl::Seconds(30));  // ends health watches, waits for RPCs in flight
+#ifndef CONVOY_SERVER_GRPC_GRPC_SERVER_H_
+#define CONVOY_SERVER_GRPC_GRPC_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "server/grpc/health_service.h"
+#include "server/grpc/inference_service.h"
+#include "server/repository/model_manager.h"
+
+namespace convoy::grpc_server {
+
+class GrpcServer {
+ public:
+  struct Options {
+    std::string address = "0.0.0.0:8001";
+    repository::ModelManager* manager = nullptr;  // required; not owned; must outlive the server
+    int max_message_bytes = 64 << 20;             // both directions
+    // PEM text (not paths). Both empty: plaintext. client_ca_pem set: clients must present a certificate it signed.
+    std::string tls_cert_pem;
+    std::string tls_key_pem;
+    std::string tls_client_ca_pem;
+    std::string server_version = "0.1.0";
+    bool on_gpu = false;
+  };
+
+  // UNAVAILABLE naming the address when it cannot listen; INVALID_ARGUMENT for half a TLS configuration.
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(const Options& options);
+  ~GrpcServer();
+
+  int port() const { return port_; }
+  bool tls() const { return tls_; }
+  HealthService& health() { return *health_; }
+
+  // Ends every health Watch, stops accepting calls, waits for calls in flight until `deadline`, then cancels the
+  // rest. Later calls do nothing.
+  void Shutdown(absl::Time deadline);
+
+ private:
+  GrpcServer() = default;
+  // What the model manager's listener calls; cleared at shutdown so a late state change never reaches a destroyed
+  // health service.
+  struct HealthLink {
+    convoy::Mutex mu;
+    HealthService* health ABSL_GUARDED_BY(mu) = nullptr;
+  };
+
+  std::unique_ptr<InferenceService> inference_;
+  std::unique_ptr<HealthService> health_;
+  std::shared_ptr<HealthLink> health_link_ = std::make_shared<HealthLink>();
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool tls_ = false;
+  bool shut_down_ = false;
+};
+
+}  // namespace convoy::grpc_server
+
+#endif  // CONVOY_SERVER_GRPC_GRPC_SERVER_H_
