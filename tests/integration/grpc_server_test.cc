@@ -1,0 +1,415 @@
+// The real server in-process (ModelManager + GrpcServer on a loopback ephemeral port) driven through a real gRPC
+// channel: every RPC, input errors with exact codes and messages, streaming, health Check/Watch, explicit
+// load/unload, poll-mode reload under traffic, deadlines in the queue, overload, and graceful shutdown under load.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+#include "kernels/cpu/cpu_device.h"
+#include "proto/grpc_service.grpc.pb.h"
+#include "proto/health.grpc.pb.h"
+#include "server/grpc/grpc_server.h"
+#include "server/repository/model_manager.h"
+#include "tests/integration/test_repository.h"
+
+namespace convoy {
+namespace {
+
+using ::convoy::testing::ResnetConfig;
+using ::convoy::testing::SimpleCnnConfig;
+using ::convoy::testing::TestRepository;
+using ::testing::HasSubstr;
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+
+class ServerHarness {
+ public:
+  ServerHarness(const TestRepository& repo, repository::ModelControlMode mode) {
+    repository::ModelManager::Options options;
+    options.repository_path = repo.path();
+    options.control_mode = mode;
+    options.device = &CpuDevice::Default();
+    options.start_poll_thread = false;
+    manager = std::move(repository::ModelManager::Create(options)).value();
+    grpc_server::GrpcServer::Options server_options;
+    server_options.address = "127.0.0.1:0";
+    server_options.manager = manager.get();
+    server = std::move(grpc_server::GrpcServer::Start(server_options)).value();
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
+                                       grpc::InsecureChannelCredentials());
+    stub = inference::GRPCInferenceService::NewStub(channel);
+    health = grpc::health::v1::Health::NewStub(channel);
+  }
+  ~ServerHarness() {
+    manager->Shutdown(absl::Now() + absl::Seconds(10)).IgnoreError();
+    server->Shutdown(absl::Now() + absl::Seconds(10));
+  }
+
+  grpc::Status Infer(const inference::ModelInferRequest& request, inference::ModelInferResponse* response,
+                     absl::Duration timeout = absl::Seconds(20)) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    return stub->ModelInfer(&context, request, response);
+  }
+
+  std::unique_ptr<repository::ModelManager> manager;
+  std::unique_ptr<grpc_server::GrpcServer> server;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health;
+};
+
+// A request for an image model: `batch` images of [3, side, side] FP32 as raw bytes.
+inference::ModelInferRequest ImageRequest(const std::string& model, int64_t batch, int64_t side, float value = 0.5f) {
+  inference::ModelInferRequest request;
+  request.set_model_name(model);
+  auto* input = request.add_inputs();
+  input->set_name("images");
+  input->set_datatype("FP32");
+  for (int64_t d : {batch, int64_t{3}, side, side}) input->add_shape(d);
+  std::vector<float> data(static_cast<size_t>(batch * 3 * side * side), value);
+  request.add_raw_input_contents(std::string(reinterpret_cast<const char*>(data.data()), data.size() * 4));
+  return request;
+}
+
+template <typename Call>
+grpc::Status Unary(Call call) {
+  grpc::ClientContext context;
+  return call(&context);
+}
+
+TEST(GrpcServerTest, MetadataConfigIndexAndInference) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
+  repo.AddBroken("broken");
+  ServerHarness h(repo, repository::ModelControlMode::kNone);
+
+  inference::ServerLiveResponse live;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->ServerLive(c, {}, &live); }).ok());
+  EXPECT_TRUE(live.live());
+  inference::ServerReadyResponse ready;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->ServerReady(c, {}, &ready); }).ok());
+  EXPECT_FALSE(ready.ready());  // strict readiness: "broken" is UNAVAILABLE
+  inference::ModelReadyRequest model_ready_request;
+  model_ready_request.set_name("cnn");
+  inference::ModelReadyResponse model_ready;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->ModelReady(c, model_ready_request, &model_ready); }).ok());
+  EXPECT_TRUE(model_ready.ready());
+
+  inference::ServerMetadataResponse server_metadata;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->ServerMetadata(c, {}, &server_metadata); }).ok());
+  EXPECT_EQ(server_metadata.name(), "convoy");
+  EXPECT_THAT(server_metadata.extensions(), ::testing::Contains("classification"));
+
+  inference::ModelMetadataRequest metadata_request;
+  metadata_request.set_name("cnn");
+  inference::ModelMetadataResponse metadata;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->ModelMetadata(c, metadata_request, &metadata); }).ok());
+  ASSERT_EQ(metadata.inputs_size(), 1);
+  EXPECT_THAT(metadata.inputs(0).shape(), ::testing::ElementsAre(-1, 3, 32, 32));
+  EXPECT_EQ(metadata.outputs(0).datatype(), "FP32");
+
+  inference::ModelConfigRequest config_request;
+  config_request.set_name("cnn");
+  inference::ModelConfigResponse config;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->ModelConfig(c, config_request, &config); }).ok());
+  EXPECT_EQ(config.config().max_batch_size(), 8);
+  EXPECT_EQ(config.config().dynamic_batching().max_queue_delay_microseconds(), 500u);
+  EXPECT_THAT(config.config().input(0).dims(), ::testing::ElementsAre(3, 32, 32));
+
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->RepositoryIndex(c, {}, &index); }).ok());
+  ASSERT_EQ(index.models_size(), 2);
+  EXPECT_EQ(index.models(0).name(), "broken");
+  EXPECT_EQ(index.models(0).state(), "UNAVAILABLE");
+  EXPECT_THAT(index.models(0).reason(), HasSubstr("max_batch_size"));
+  EXPECT_EQ(index.models(1).state(), "READY");
+
+  // Raw and typed contents give the same answer; the id is echoed; classification gives labelled top-k.
+  inference::ModelInferRequest raw = ImageRequest("cnn", 2, 32);
+  raw.set_id("req-7");
+  inference::ModelInferResponse raw_response;
+  ASSERT_TRUE(h.Infer(raw, &raw_response).ok());
+  EXPECT_EQ(raw_response.id(), "req-7");
+  EXPECT_THAT(raw_response.outputs(0).shape(), ::testing::ElementsAre(2, 10));
+  ASSERT_EQ(raw_response.raw_output_contents(0).size(), 2u * 10 * 4);
+  inference::ModelInferRequest typed = raw;
+  typed.clear_raw_input_contents();
+  for (int i = 0; i < 2 * 3 * 32 * 32; ++i) typed.mutable_inputs(0)->mutable_contents()->add_fp32_contents(0.5f);
+  inference::ModelInferResponse typed_response;
+  ASSERT_TRUE(h.Infer(typed, &typed_response).ok());
+  EXPECT_EQ(typed_response.raw_output_contents(0), raw_response.raw_output_contents(0));
+  inference::ModelInferRequest classify = raw;
+  auto* output = classify.add_outputs();
+  output->set_name("probabilities");
+  (*output->mutable_parameters())["classification"].set_int64_param(3);
+  inference::ModelInferResponse classes;
+  ASSERT_TRUE(h.Infer(classify, &classes).ok());
+  EXPECT_EQ(classes.outputs(0).datatype(), "BYTES");
+  EXPECT_THAT(classes.outputs(0).shape(), ::testing::ElementsAre(2, 3));
+  EXPECT_THAT(classes.raw_output_contents(0), HasSubstr(":class_"));
+
+  inference::ModelStatisticsRequest stats_request;
+  stats_request.set_name("cnn");
+  inference::ModelStatisticsResponse stats;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->ModelStatistics(c, stats_request, &stats); }).ok());
+  ASSERT_EQ(stats.model_stats_size(), 1);
+  EXPECT_EQ(stats.model_stats(0).inference_count(), 6u);
+  EXPECT_EQ(stats.model_stats(0).inference_stats().success().count(), 3u);
+}
+
+TEST(GrpcServerTest, InvalidRequestsGetExactCodesAndMessages) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
+  repo.AddBroken("broken");
+  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  struct Case {
+    std::string what;
+    inference::ModelInferRequest request;
+    grpc::StatusCode code;
+    std::string message;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"unknown model", ImageRequest("nope", 1, 32), grpc::NOT_FOUND, "unknown model 'nope'"});
+  Case version{"unknown version", ImageRequest("cnn", 1, 32), grpc::NOT_FOUND, "has no version '9'"};
+  version.request.set_model_version("9");
+  cases.push_back(version);
+  cases.push_back({"broken model", ImageRequest("broken", 1, 32), grpc::UNAVAILABLE, "model 'broken' is not ready"});
+  Case dtype{"datatype", ImageRequest("cnn", 1, 32), grpc::INVALID_ARGUMENT,
+             "input 'images': expected datatype FP32, got 'FP16'"};
+  dtype.request.mutable_inputs(0)->set_datatype("FP16");
+  cases.push_back(dtype);
+  Case bytes{"byte size", ImageRequest("cnn", 1, 32), grpc::INVALID_ARGUMENT,
+             "input 'images': expected 12288 bytes for shape [1,3,32,32] FP32, got 12284"};
+  bytes.request.mutable_raw_input_contents(0)->resize(12284);
+  cases.push_back(bytes);
+  cases.push_back({"shape", ImageRequest("cnn", 1, 31), grpc::INVALID_ARGUMENT,
+                   "input 'images': expected shape [-1,3,32,32], got [1,3,31,31]"});
+  cases.push_back({"batch too big", ImageRequest("cnn", 9, 32), grpc::INVALID_ARGUMENT, "batch size 9 is outside 1..8"});
+  cases.push_back({"zero batch", ImageRequest("cnn", 0, 32), grpc::INVALID_ARGUMENT, "batch size 0 is outside 1..8"});
+  Case missing{"missing input", ImageRequest("cnn", 1, 32), grpc::INVALID_ARGUMENT, "missing input 'images'"};
+  missing.request.clear_inputs();
+  missing.request.clear_raw_input_contents();
+  cases.push_back(missing);
+  Case extra{"extra input", ImageRequest("cnn", 1, 32), grpc::INVALID_ARGUMENT, "unexpected input 'extra'"};
+  *extra.request.add_inputs() = extra.request.inputs(0);
+  extra.request.mutable_inputs(1)->set_name("extra");
+  extra.request.add_raw_input_contents(extra.request.raw_input_contents(0));
+  cases.push_back(extra);
+  Case output{"unknown output", ImageRequest("cnn", 1, 32), grpc::INVALID_ARGUMENT, "unexpected output 'nope'"};
+  output.request.add_outputs()->set_name("nope");
+  cases.push_back(output);
+  Case priority{"priority", ImageRequest("cnn", 1, 32), grpc::INVALID_ARGUMENT, "parameter 'priority'"};
+  (*priority.request.mutable_parameters())["priority"].set_string_param("high");
+  cases.push_back(priority);
+  for (const Case& c : cases) {
+    inference::ModelInferResponse response;
+    grpc::Status status = h.Infer(c.request, &response);
+    EXPECT_EQ(status.error_code(), c.code) << c.what << ": " << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message)) << c.what;
+  }
+  // NaN and Inf are data, not errors.
+  inference::ModelInferResponse response;
+  EXPECT_TRUE(h.Infer(ImageRequest("cnn", 1, 32, std::numeric_limits<float>::quiet_NaN()), &response).ok());
+  EXPECT_TRUE(h.Infer(ImageRequest("cnn", 1, 32, std::numeric_limits<float>::infinity()), &response).ok());
+}
+
+TEST(GrpcServerTest, StreamAnswersEveryRequestAndReportsErrorsInline) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
+  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  grpc::ClientContext context;
+  auto stream = h.stub->ModelStreamInfer(&context);
+  for (int i = 0; i < 4; ++i) {
+    inference::ModelInferRequest request = ImageRequest(i == 2 ? "nope" : "cnn", 1, 32);
+    request.set_id("s" + std::to_string(i));
+    ASSERT_TRUE(stream->Write(request));
+  }
+  stream->WritesDone();
+  std::vector<std::string> ok_ids, errors;
+  inference::ModelStreamInferResponse response;
+  while (stream->Read(&response)) {
+    if (response.error_message().empty()) {
+      ok_ids.push_back(response.infer_response().id());
+    } else {
+      errors.push_back(response.error_message());
+    }
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_THAT(ok_ids, ::testing::UnorderedElementsAre("s0", "s1", "s3"));
+  EXPECT_THAT(errors, ::testing::ElementsAre(HasSubstr("unknown model 'nope'")));
+}
+
+TEST(GrpcServerTest, HealthCheckAndWatchFollowTheModels) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
+  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  auto check = [&](const std::string& service, HealthCheckResponse* response) {
+    grpc::ClientContext context;
+    HealthCheckRequest request;
+    request.set_service(service);
+    return h.health->Check(&context, request, response);
+  };
+  HealthCheckResponse response;
+  for (const char* service : {"", "liveness", "readiness", "cnn"}) {
+    ASSERT_TRUE(check(service, &response).ok()) << service;
+    EXPECT_EQ(response.status(), HealthCheckResponse::SERVING) << service;
+  }
+  EXPECT_EQ(check("nope", &response).error_code(), grpc::NOT_FOUND);
+
+  grpc::ClientContext watch_context;
+  HealthCheckRequest watch_request;
+  watch_request.set_service("readiness");
+  auto watch = h.health->Watch(&watch_context, watch_request);
+  ASSERT_TRUE(watch->Read(&response));
+  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+  grpc::ClientContext unknown_context;
+  watch_request.set_service("nope");
+  auto unknown = h.health->Watch(&unknown_context, watch_request);
+  ASSERT_TRUE(unknown->Read(&response));
+  EXPECT_EQ(response.status(), HealthCheckResponse::SERVICE_UNKNOWN);
+  unknown_context.TryCancel();
+
+  std::thread stop([&] { h.manager->Shutdown(absl::Now() + absl::Seconds(5)).IgnoreError(); });
+  ASSERT_TRUE(watch->Read(&response));
+  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  stop.join();
+  ASSERT_TRUE(check("readiness", &response).ok());
+  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  ASSERT_TRUE(check("liveness", &response).ok());
+  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+  inference::ModelInferResponse infer;
+  EXPECT_EQ(h.Infer(ImageRequest("cnn", 1, 32), &infer).error_code(), grpc::UNAVAILABLE);
+  watch_context.TryCancel();
+}
+
+TEST(GrpcServerTest, ExplicitLoadAndUnload) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
+  ServerHarness h(repo, repository::ModelControlMode::kExplicit);
+  inference::ModelInferResponse infer;
+  EXPECT_EQ(h.Infer(ImageRequest("cnn", 1, 32), &infer).error_code(), grpc::UNAVAILABLE);
+  inference::RepositoryModelLoadRequest load;
+  load.set_model_name("cnn");
+  inference::RepositoryModelLoadResponse loaded;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->RepositoryModelLoad(c, load, &loaded); }).ok());
+  EXPECT_TRUE(h.Infer(ImageRequest("cnn", 1, 32), &infer).ok());
+  load.set_model_name("nope");
+  EXPECT_EQ(Unary([&](auto* c) { return h.stub->RepositoryModelLoad(c, load, &loaded); }).error_code(),
+            grpc::NOT_FOUND);
+  inference::RepositoryModelUnloadRequest unload;
+  unload.set_model_name("cnn");
+  inference::RepositoryModelUnloadResponse unloaded;
+  ASSERT_TRUE(Unary([&](auto* c) { return h.stub->RepositoryModelUnload(c, unload, &unloaded); }).ok());
+  grpc::Status after = h.Infer(ImageRequest("cnn", 1, 32), &infer);
+  EXPECT_EQ(after.error_code(), grpc::UNAVAILABLE);
+  EXPECT_THAT(after.error_message(), HasSubstr("unloaded"));
+}
+
+TEST(GrpcServerTest, PollReloadDropsNoRequest) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
+  ServerHarness h(repo, repository::ModelControlMode::kPoll);
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 3; ++t) {
+    clients.emplace_back([&] {
+      while (!stop) {
+        inference::ModelInferResponse response;
+        grpc::Status status = h.Infer(ImageRequest("cnn", 1, 32), &response);
+        (status.ok() ? ok : failed)++;
+        if (!status.ok()) ADD_FAILURE() << status.error_message();
+      }
+    });
+  }
+  for (int reload = 0; reload < 3; ++reload) {
+    absl::SleepFor(absl::Milliseconds(100));
+    repo.WriteConfig("cnn", SimpleCnnConfig("cnn", 4 + reload));
+    ASSERT_TRUE(h.manager->Poll().ok());
+    EXPECT_EQ(h.manager->GetServedModel("cnn", "").value()->config().max_batch_size, 4 + reload);
+  }
+  stop = true;
+  for (std::thread& client : clients) client.join();
+  EXPECT_GT(ok.load(), 10);
+  EXPECT_EQ(failed.load(), 0);
+}
+
+// resnet_classifier takes hundreds of milliseconds for a batch of 16 on the CPU: long enough to keep its one
+// instance busy while later requests wait in the queue.
+TEST(GrpcServerTest, DeadlineExpiredInQueueNeverRunsAndFullQueueRejectsFast) {
+  TestRepository repo;
+  repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"
+                                                  "  default_queue_policy:\n    max_queue_size: 2\n"));
+  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  std::thread busy([&] {
+    inference::ModelInferResponse response;
+    EXPECT_TRUE(h.Infer(ImageRequest("resnet", 16, 224), &response).ok());
+  });
+  absl::SleepFor(absl::Milliseconds(100));  // the batch of 16 is running
+  inference::ModelInferResponse response;
+  grpc::Status expired = h.Infer(ImageRequest("resnet", 1, 224), &response, absl::Milliseconds(50));
+  EXPECT_EQ(expired.error_code(), grpc::DEADLINE_EXCEEDED);
+  // Two requests fill the queue; the rest are refused at once while the admitted two complete.
+  std::atomic<int> ok{0}, unavailable{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 6; ++i) {
+    clients.emplace_back([&] {
+      inference::ModelInferResponse r;
+      const absl::Time start = absl::Now();
+      grpc::Status status = h.Infer(ImageRequest("resnet", 1, 224), &r);
+      if (status.ok()) ++ok;
+      if (status.error_code() == grpc::UNAVAILABLE) {
+        ++unavailable;
+        EXPECT_LT(absl::Now() - start, absl::Milliseconds(200));
+        EXPECT_THAT(status.error_message(), HasSubstr("queue"));
+      }
+    });
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  for (std::thread& client : clients) client.join();
+  busy.join();
+  EXPECT_GE(ok.load(), 2);
+  EXPECT_GE(unavailable.load(), 1);
+  EXPECT_EQ(ok.load() + unavailable.load(), 6);
+  const repository::ModelStats stats = h.manager->GetServedModel("resnet", "").value()->stats();
+  EXPECT_EQ(stats.inference_count, 16u + static_cast<uint64_t>(ok.load()));  // the expired request never ran
+}
+
+TEST(GrpcServerTest, GracefulShutdownFinishesEveryAcceptedRequest) {
+  TestRepository repo;
+  repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"));
+  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  std::atomic<int> ok{0}, refused{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 6; ++i) {
+    clients.emplace_back([&] {
+      inference::ModelInferResponse r;
+      grpc::Status status = h.Infer(ImageRequest("resnet", 4, 224), &r);
+      if (status.ok()) {
+        ++ok;
+      } else if (status.error_code() == grpc::UNAVAILABLE && absl::StrContains(status.error_message(), "shutting")) {
+        ++refused;  // arrived after shutdown began: refused, never dropped
+      } else {
+        ++failed;
+        ADD_FAILURE() << status.error_message();
+      }
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(150));
+  ASSERT_TRUE(h.manager->Shutdown(absl::Now() + absl::Seconds(20)).ok());
+  h.server->Shutdown(absl::Now() + absl::Seconds(20));
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_GE(ok.load(), 1);
+  EXPECT_EQ(ok.load() + refused.load(), 6);
+}
+
+}  // namespace
+}  // namespace convoy
