@@ -2,52 +2,34 @@
 // is [N, C] (per image and channel, squeeze-excitation), [C] or a scalar; FP32/FP16/BF16 (computed in FP32), NCHW and
 // NHWC; y may alias a. Four elements per vector access of a and y when aligned (b is gathered per element: it is a
 // broadcast operand and stays in cache), the remainder one by one.
+#include <cstdint>
+
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/registry/registry.h"
 
 namespace convoy::cuda {
 namespace {
 
+// b's index of flat element i of a is ((i / div0) % mod0) * mul0 + ((i / div1) % mod1) * mul1: one formula for every
+// broadcast and layout (see MakeBroadcastTerms), so the kernel has no per-broadcast branches for the compiler to
+// unswitch into a copy of the loop each.
 struct BinaryParams {
   int64_t count;  // n * c * h * w
-  int64_t plane;  // h * w
-  int channels;   // c
-  bool channels_last;
+  int64_t div0, mod0, mul0, div1, mod1, mul1;
   BinaryOp op;
-  BinaryBroadcast broadcast;
   Activation activation;
 };
 
-// Index into b of flat element i of a.
 __device__ __forceinline__ int64_t BroadcastIndex(int64_t i, const BinaryParams& p) {
-  switch (p.broadcast) {
-    case BinaryBroadcast::kNone:
-      return i;
-    case BinaryBroadcast::kPerImageChannel: {
-      if (!p.channels_last) return i / p.plane;  // NCHW: i / (H*W) = n * C + c
-      const int64_t image_size = p.plane * p.channels;
-      return (i / image_size) * p.channels + i % p.channels;  // NHWC: n * C + c
-    }
-    case BinaryBroadcast::kPerChannel:
-      return p.channels_last ? i % p.channels : (i / p.plane) % p.channels;
-    case BinaryBroadcast::kScalar:
-      return 0;
-  }
-  return 0;
+  return ((i / p.div0) % p.mod0) * p.mul0 + ((i / p.div1) % p.mod1) * p.mul1;
 }
 
+// Selects rather than a switch: every result is cheap next to the memory traffic, and selects keep one loop body.
 __device__ __forceinline__ float Combine(float a, float b, BinaryOp op) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return a + b;
-    case BinaryOp::kSub:
-      return a - b;
-    case BinaryOp::kMul:
-      return a * b;
-    case BinaryOp::kDiv:
-      return a / b;
-  }
-  return a;
+  const float sum = a + (op == BinaryOp::kSub ? -b : b);
+  const float product = a * b;
+  const float quotient = a / b;
+  return op == BinaryOp::kMul ? product : (op == BinaryOp::kDiv ? quotient : sum);
 }
 
 // ---- kernel ----
@@ -86,6 +68,34 @@ cudaError_t LaunchBinary(const T* a, const T* b, T* y, const BinaryParams& param
                               params);
 }
 
+// The index terms of BroadcastIndex for the problem's broadcast and layout.
+BinaryParams MakeBroadcastTerms(const BinaryProblem& problem) {
+  constexpr int64_t kNoWrap = INT64_MAX;
+  const int64_t plane = int64_t{problem.h} * problem.w, channels = problem.c;
+  const bool nhwc = problem.layout == Layout::kNHWC;
+  BinaryParams p{};
+  p.div0 = 1, p.mod0 = kNoWrap, p.mul0 = 0, p.div1 = 1, p.mod1 = kNoWrap, p.mul1 = 0;
+  switch (problem.broadcast) {
+    case BinaryBroadcast::kNone:  // b[i]
+      p.mul0 = 1;
+      break;
+    case BinaryBroadcast::kPerImageChannel:  // b[n * C + c]
+      if (nhwc) {
+        p.div0 = plane * channels, p.mul0 = channels;  // n * C
+        p.mod1 = channels, p.mul1 = 1;                 // + c
+      } else {
+        p.div0 = plane, p.mul0 = 1;  // i / (H*W) = n * C + c
+      }
+      break;
+    case BinaryBroadcast::kPerChannel:  // b[c]
+      p.div0 = nhwc ? 1 : plane, p.mod0 = channels, p.mul0 = 1;
+      break;
+    case BinaryBroadcast::kScalar:  // b[0]
+      break;
+  }
+  return p;
+}
+
 // ---- entry ----
 class CudaBinaryElementwise final : public BinaryAlgorithm {
  public:
@@ -100,13 +110,9 @@ class CudaBinaryElementwise final : public BinaryAlgorithm {
                    const ExecutionContext& context) const override {
     if (absl::Status s = CanImplement(problem); !s.ok()) return s;
     if (absl::Status s = CheckArgs(problem, {{"a", args.a}, {"b", args.b}, {"y", args.y}}); !s.ok()) return s;
-    BinaryParams params;
+    BinaryParams params = MakeBroadcastTerms(problem);
     params.count = problem.desc().num_elements();
-    params.plane = int64_t{problem.h} * problem.w;
-    params.channels = problem.c;
-    params.channels_last = problem.layout == Layout::kNHWC;
     params.op = problem.op;
-    params.broadcast = problem.broadcast;
     params.activation = problem.activation;
     return DispatchFloatType(problem.dtype, [&](auto tag) {
       using T = decltype(tag);
