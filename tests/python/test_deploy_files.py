@@ -675,7 +675,6 @@ def live_metrics():
     return body
 
 
-@pytest.mark.xfail(strict=True, reason="server metrics not implemented yet")
 def test_live_server_exports_every_listed_metric(live_metrics):
     exported = set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{|\s)", live_metrics, re.M))
     missing = [name for name, m in series_names().items() if name not in exported and not m.get("gpu_only")]
