@@ -13,7 +13,7 @@ and from models generated here with the onnx helper (fresh random weights each r
   tiny_fp16     the same graph, served with an FP16 input and FP16 output
   tiny_uint8    the same graph behind a UINT8 [8,8,3] image input with mean/std preprocessing
   slow_queue    the sample ResNet classifier with max_queue_size 2 (overload)
-  resnet_drain  the sample ResNet classifier with an unbounded queue and no queue timeout (shutdown under load)
+  resnet_drain  the sample ResNet classifier, batch 1, unbounded queue, no queue timeout (shutdown under load)
   broken_onnx   a config whose model.onnx is not an ONNX file (must be UNAVAILABLE with a reason)
 
 Reference outputs come from onnxruntime: the ONNX models directly, simple_cnn through an ONNX graph built here from
@@ -124,14 +124,14 @@ UINT8_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 UINT8_STD = np.array([0.229, 0.224, 0.225], np.float32)
 
 
-def _resnet_variant(dest, name, queue_policy):
+def _resnet_variant(dest, name, queue_policy, max_batch_size=4):
     src = SAMPLE_REPO / "resnet_classifier"
     (dest / name / "1").mkdir(parents=True)
     shutil.copy(src / "1" / "model.onnx", dest / name / "1" / "model.onnx")
     shutil.copy(src / "labels.txt", dest / name / "labels.txt")
     _write(dest / name / "config.yaml", f"""name: {name}
 format: onnx
-max_batch_size: 4
+max_batch_size: {max_batch_size}
 inputs:
   - name: images
     datatype: FP32
@@ -141,7 +141,7 @@ outputs:
     datatype: FP32
     dims: [1000]
 dynamic_batching:
-  preferred_batch_size: [4]
+  preferred_batch_size: [{max_batch_size}]
   max_queue_delay_microseconds: 1000
   default_queue_policy:
 {queue_policy}instance_group:
@@ -173,7 +173,7 @@ def make_repository(dest, models):
         elif name == "slow_queue":
             _resnet_variant(dest, name, "    max_queue_size: 2\n")
         elif name == "resnet_drain":
-            _resnet_variant(dest, name, "    max_queue_size: 0\n")
+            _resnet_variant(dest, name, "    max_queue_size: 0\n", max_batch_size=1)
         elif name == "broken_onnx":
             _write(dest / name / "config.yaml", _tiny_config(name))
             (dest / name / "1").mkdir(parents=True)
@@ -243,11 +243,12 @@ class ConvoyServer:
     """One convoy_server process on free loopback ports. `start()` waits until `wait_for` (a health service name:
     "readiness" by default, or "liveness") is SERVING; `stop()` sends SIGTERM and returns the exit code."""
 
-    def __init__(self, repository, log_path, flags=(), tls=None):
+    def __init__(self, repository, log_path, flags=(), tls=None, env=None):
         self.repository = pathlib.Path(repository)
         self.log_path = pathlib.Path(log_path)
         self.flags = list(flags)
         self.tls = tls  # {"cert", "key", "ca", "client_ca"} paths, or None
+        self.env = dict(env or {})
         self.grpc_port = None
         self.metrics_port = None
         self.proc = None
@@ -274,7 +275,7 @@ class ConvoyServer:
             self._log = open(self.log_path, "ab")
             self._log.write(f"\n=== {' '.join(args)}\n".encode())
             self._log.flush()
-            env = dict(os.environ, CONVOY_CPU_THREADS=os.environ.get("CONVOY_CPU_THREADS", "2"))
+            env = {**os.environ, "CONVOY_CPU_THREADS": os.environ.get("CONVOY_CPU_THREADS", "2"), **self.env}
             self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env)
             if self._wait_serving(wait_for, timeout):
                 return self
