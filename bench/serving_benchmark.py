@@ -168,9 +168,8 @@ def plot(results, engine, out_dir):
                  label=f"{label}, p50")
         ax2.plot([r["concurrency"] for r in rows], [r["p99_ms"] for r in rows], "s--", color=colors[mode],
                  label=f"{label}, p99")
-    for e in engine:
-        ax1.axhline(e["throughput"], color="gray", lw=0.8, ls=":")
-        ax1.text(conc[-1], e["throughput"], f" engine b={e['batch']}", va="center", fontsize=8, color="gray")
+    for e, style in zip(engine, [":", "-.", "--", (0, (1, 3))]):
+        ax1.axhline(e["throughput"], color="gray", lw=1.0, ls=style, label=f"engine alone, batch {e['batch']}")
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
         ax.set_xticks(conc)
@@ -180,7 +179,7 @@ def plot(results, engine, out_dir):
     ax1.set_ylabel("inferences / s")
     ax1.set_title(f"{MODEL}: served throughput (CPU)")
     ax1.set_ylim(bottom=0)
-    ax1.legend(fontsize=8, loc="upper left")
+    ax1.legend(fontsize=8, loc="lower right")
     ax2.set_ylabel("latency (ms)")
     ax2.set_title("client latency")
     ax2.set_ylim(bottom=0)
@@ -189,22 +188,25 @@ def plot(results, engine, out_dir):
     fig.savefig(out_dir / "serving_throughput_latency.png", dpi=110)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(7, 4))
     sizes = ["1", "2", "4", "8", "16"]
-    rows = sorted((r for r in results if r["mode"] == "on"), key=lambda r: r["concurrency"])
-    width = 0.8 / max(len(rows), 1)
-    for i, r in enumerate(rows):
-        total = sum(r["batch_histogram"].values()) or 1
-        ax.bar([j + i * width for j in range(len(sizes))],
-               [100.0 * r["batch_histogram"].get(s, 0) / total for s in sizes], width,
-               label=f"concurrency {r['concurrency']}")
-    ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(sizes))])
-    ax.set_xticklabels([f"<= {s}" if s != "1" else "1" for s in sizes])
-    ax.set_xlabel("batch size of each execution (convoy_batch_size bucket)")
-    ax.set_ylabel("% of executions")
-    ax.set_title(f"{MODEL}: batches formed, dynamic batching on")
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
+    names = ["1", "2", "3-4", "5-8", "9-16"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, mode in zip(axes, ("on", "off")):
+        rows = sorted((r for r in results if r["mode"] == mode), key=lambda r: r["concurrency"])
+        width = 0.8 / max(len(rows), 1)
+        for i, r in enumerate(rows):
+            total = sum(r["batch_histogram"].values()) or 1
+            ax.bar([j + i * width for j in range(len(sizes))],
+                   [100.0 * r["batch_histogram"].get(s, 0) / total for s in sizes], width,
+                   label=f"concurrency {r['concurrency']} (mean {r['mean_batch']:.1f})")
+        ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(sizes))])
+        ax.set_xticklabels(names)
+        ax.set_xlabel("batch size of each execution (convoy_batch_size bucket)")
+        ax.set_title(f"dynamic batching {mode} in config.yaml")
+        ax.legend(fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("% of executions")
+    fig.suptitle(f"{MODEL}: batch sizes the server executed")
     fig.tight_layout()
     fig.savefig(out_dir / "serving_batch_sizes.png", dpi=110)
     plt.close(fig)

@@ -12,6 +12,7 @@ and from models generated here with the onnx helper (fresh random weights each r
                 and Relu(flatten) -> embedding [8]
   tiny_fp16     the same graph, served with an FP16 input and FP16 output
   tiny_uint8    the same graph behind a UINT8 [8,8,3] image input with mean/std preprocessing
+  tiny_nobatch  tiny_onnx without a dynamic_batching section (requests must never be merged)
   slow_queue    the sample ResNet classifier with max_queue_size 2 (overload)
   resnet_drain  the sample ResNet classifier, batch 1, unbounded queue, no queue timeout (shutdown under load)
   broken_onnx   a config whose model.onnx is not an ONNX file (must be UNAVAILABLE with a reason)
@@ -157,11 +158,13 @@ def make_repository(dest, models):
     for name in models:
         if name in ("simple_cnn", "resnet_classifier"):
             shutil.copytree(SAMPLE_REPO / name, dest / name)
-        elif name in ("tiny_onnx", "tiny_fp16", "tiny_uint8"):
+        elif name in ("tiny_onnx", "tiny_fp16", "tiny_uint8", "tiny_nobatch"):
             _tiny_onnx(dest / name / "1" / "model.onnx")
             _write(dest / name / "labels.txt", "\n".join(TINY_LABELS) + "\n")
             if name == "tiny_onnx":
                 cfg = _tiny_config(name)
+            elif name == "tiny_nobatch":
+                cfg = _tiny_config(name).split("dynamic_batching:")[0]
             elif name == "tiny_fp16":
                 cfg = _tiny_config(name, in_type="FP16", out_type="FP16")
             else:

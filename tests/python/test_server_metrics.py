@@ -15,7 +15,7 @@ LABELS = {"model": "tiny_onnx", "version": "1"}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    server = started_server(tmp_path_factory, ["tiny_onnx", "simple_cnn"], name="metrics")
+    server = started_server(tmp_path_factory, ["tiny_onnx", "simple_cnn", "tiny_nobatch"], name="metrics")
     yield server
     stop_and_check(server)
 
@@ -92,3 +92,32 @@ def test_metric_families_are_typed(server):
     for name, kind in [("nv_inference_count", "counter"), ("nv_inference_pending_request_count", "gauge"),
                        ("convoy_batch_size", "histogram"), ("convoy_request_duration_seconds", "histogram")]:
         assert f"# TYPE {name} {kind}" in text, name
+
+
+def test_no_dynamic_batching_means_no_merged_requests(server):
+    """docs/model_config.md: dynamic_batching absent = off. Concurrent requests to such a model each run alone:
+    executions == requests, and every execution's size is one request's batch size (here 1 or 2)."""
+    import queue
+    labels = {"model": "tiny_nobatch", "version": "1"}
+    before = server.scrape()
+    n = 48
+    done = queue.Queue()
+    with server.client() as client:
+        for i in range(n):
+            b = 1 + i % 2
+            x = grpcclient.InferInput("x", [b, 3, 8, 8], "FP32")
+            x.set_data_from_numpy(RNG.standard_normal((b, 3, 8, 8), dtype=np.float32))
+            client.async_infer("tiny_nobatch", [x], callback=lambda result, error: done.put(error))
+        errors = [done.get(timeout=60) for _ in range(n)]
+    assert not [e for e in errors if e is not None]
+    after = server.scrape()
+
+    def delta(name, **extra):
+        return metric(after, name, **labels, **extra) - metric(before, name, **labels, **extra)
+
+    assert delta("nv_inference_request_success") == n
+    assert delta("nv_inference_count") == n // 2 * 3
+    merged = delta("convoy_batch_size_count") - delta("convoy_batch_size_bucket", le="2")
+    assert delta("nv_inference_exec_count") == n and merged == 0, (
+        f"{n} requests ran as {delta('nv_inference_exec_count'):.0f} executions ({merged:.0f} larger than any "
+        f"request): the server merged requests of a model without dynamic_batching")
