@@ -2,30 +2,22 @@
 Debian's torch) imported and optimized by Convoy and evaluated by its reference interpreter must match onnxruntime
 within 1e-4 relative error (max |diff| / max |ref|), batch 2, 64x64 inputs. Fresh random inputs each run.
 
-The export takes a minute or so on 2 cores; set CONVOY_TORCHVISION_MODELS="resnet18 mobilenet_v2" to run a subset.
+The export (shared with test_whole_models.py through torchvision_export.py, so it runs once per session) takes a minute
+or so on 2 cores; set CONVOY_TORCHVISION_MODELS="resnet18 mobilenet_v2" to run a subset.
 """
-import os
 import pathlib
-import subprocess
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 
-from convoy_model_tool import REPO_ROOT, inspect_model, relative_error, run_model
-
-ALL_MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "densenet121", "efficientnet_b0", "googlenet",
-              "shufflenet_v2_x0_5", "mnasnet0_5", "regnet_y_400mf"]
-MODELS = os.environ.get("CONVOY_TORCHVISION_MODELS", " ".join(ALL_MODELS)).split()
-SYSTEM_PYTHON = "/usr/bin/python3"
+from convoy_model_tool import inspect_model, relative_error, run_model
+from torchvision_export import MODELS, exported_models
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    out = tmp_path_factory.mktemp("torchvision")
-    subprocess.run([SYSTEM_PYTHON, str(REPO_ROOT / "tools/models/export_torchvision.py"), "--out", str(out),
-                    "--size", "64", "--models", *MODELS], check=True, capture_output=True, timeout=900)
-    return out
+    return exported_models(tmp_path_factory)
 
 
 @pytest.mark.parametrize("name", MODELS)

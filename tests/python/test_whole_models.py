@@ -7,9 +7,9 @@ batch 2, 64x64, in NCHW plans (the CPU default) and NHWC plans (what the CUDA te
   2.5e-4 to 1.7e-3 over the nine families;
   BF16 within 3e-2: 8 significant bits (2^-8 ~ 4e-3 each); measured 2.4e-3 to 9.9e-3.
 
-Set CONVOY_TORCHVISION_MODELS="resnet18 mobilenet_v2" to run a subset (the export takes a minute or so on 2 cores).
+Set CONVOY_TORCHVISION_MODELS="resnet18 mobilenet_v2" to run a subset (the export takes a minute or so on 2 cores, and
+is shared with test_torchvision_models.py through torchvision_export.py, so it runs once per session).
 """
-import os
 import pathlib
 import subprocess
 
@@ -17,21 +17,15 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from test_cli import REPO_ROOT, cli_path, relative_error
+from test_cli import cli_path, relative_error
+from torchvision_export import MODELS, exported_models
 
-ALL_MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "densenet121", "efficientnet_b0", "googlenet",
-              "shufflenet_v2_x0_5", "mnasnet0_5", "regnet_y_400mf"]
-MODELS = os.environ.get("CONVOY_TORCHVISION_MODELS", " ".join(ALL_MODELS)).split()
-SYSTEM_PYTHON = "/usr/bin/python3"
 CASES = [("fp32", "nchw", 1e-4), ("fp32", "nhwc", 1e-4), ("fp16", "nchw", 1e-2), ("bf16", "nhwc", 3e-2)]
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    out = tmp_path_factory.mktemp("torchvision_runtime")
-    subprocess.run([SYSTEM_PYTHON, str(REPO_ROOT / "tools/models/export_torchvision.py"), "--out", str(out),
-                    "--size", "64", "--models", *MODELS], check=True, capture_output=True, timeout=900)
-    return out
+    return exported_models(tmp_path_factory)
 
 
 @pytest.mark.parametrize("precision,layout,tolerance", CASES)
