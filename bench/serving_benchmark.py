@@ -3,8 +3,8 @@
 with dynamic batching on (the sample config.yaml) and off (the same config without `dynamic_batching`), reporting
 throughput, p50/p99 latency, the batch-size histogram from the server's /metrics (convoy_batch_size buckets, the
 delta over each run), and the ratio of served throughput to the in-process engine's throughput at the same batch
-size (`convoy inspect --profile_batch=B`: one timed run of the plan at batch B after a warm-up run, median of
---engine_reps invocations).
+size (`convoy inspect --profile_batch=B`: one timed run of the plan at batch B after a warm-up run; the fastest of
+--engine_reps invocations, since on a shared machine a single run is easily slowed by others' work, never sped up).
 
     .venv/bin/python bench/serving_benchmark.py                  # writes docs/images/serving_*.png, prints tables
     .venv/bin/python bench/serving_benchmark.py --concurrency=1,2,4,8 --measurement_ms=3000 --json=/tmp/serving.json
@@ -111,9 +111,14 @@ def perf_analyzer(args, port, concurrency, out_csv):
                                           f"{os.environ.get('LD_LIBRARY_PATH', '')}")
     cmd = [args.perf_analyzer, "-m", MODEL, "-i", "grpc", "-u", f"127.0.0.1:{port}", "--concurrency-range",
            f"{concurrency}:{concurrency}", "--measurement-interval", str(args.measurement_ms), "--max-trials",
-           str(args.max_trials), "--stability-percentage", "25", "-f", str(out_csv)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    if proc.returncode != 0 and not out_csv.exists():
+           str(args.max_trials), "--stability-percentage", str(args.stability), "-f", str(out_csv)]
+    for attempt in range(2):  # on a shared machine a window can miss the stability bound: one retry
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+        if out_csv.exists():
+            break
+        print(f"perf_analyzer attempt {attempt + 1} at concurrency {concurrency} exited {proc.returncode}: "
+              f"{proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]}", flush=True)
+    if not out_csv.exists():
         raise RuntimeError(f"perf_analyzer failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr}")
     with open(out_csv, newline="") as f:
         row = next(csv.DictReader(f))
@@ -123,7 +128,7 @@ def perf_analyzer(args, port, concurrency, out_csv):
 
 
 def engine_throughput(cli, model_dir, batch, reps):
-    """Inferences/s of the plan alone at `batch` (convoy inspect's measured total, median over reps)."""
+    """Inferences/s of the plan alone at `batch` (convoy inspect's measured total; fastest of reps)."""
     totals = []
     for _ in range(reps):
         out = subprocess.run([cli, "inspect", f"--model={model_dir}", f"--profile_batch={batch}"],
@@ -131,8 +136,9 @@ def engine_throughput(cli, model_dir, batch, reps):
         if out.returncode != 0:
             raise RuntimeError(f"convoy inspect failed:\n{out.stderr[-2000:]}")
         totals.append(float(re.search(r"^\s*total ([0-9.]+) ms", out.stdout, re.M).group(1)))
-    ms = statistics.median(totals)
-    return {"batch": batch, "ms": ms, "throughput": batch * 1000.0 / ms, "all_ms": totals}
+    ms = min(totals)
+    return {"batch": batch, "ms": ms, "median_ms": statistics.median(totals), "throughput": batch * 1000.0 / ms,
+            "all_ms": totals}
 
 
 def histogram_delta(before, after):
@@ -219,8 +225,9 @@ def main():
     p.add_argument("--perf_analyzer", default=str(REPO_ROOT / ".venv/bin/perf_analyzer"))
     p.add_argument("--concurrency", default="1,2,4,8")
     p.add_argument("--measurement_ms", type=int, default=3000)
-    p.add_argument("--max_trials", type=int, default=4)
-    p.add_argument("--engine_reps", type=int, default=3)
+    p.add_argument("--max_trials", type=int, default=6)
+    p.add_argument("--stability", type=int, default=50, help="perf_analyzer --stability-percentage")
+    p.add_argument("--engine_reps", type=int, default=5)
     p.add_argument("--images", default=str(REPO_ROOT / "docs/images"))
     p.add_argument("--json", default="")
     args = p.parse_args()
@@ -268,10 +275,11 @@ def main():
         print(f"| {r['mode']} | {r['concurrency']} | {r['throughput']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
               f"{r['queue_ms']:.1f} | {r['mean_batch']:.2f} | {hist} | "
               f"{by_batch[r['engine_batch']]['throughput']:.1f} (b={r['engine_batch']}) | {r['vs_engine']:.2f} |")
-    print("\n| engine batch | plan time (ms, median) | inferences/s | all runs (ms) |")
-    print("| ---: | ---: | ---: | --- |")
+    print("\n| engine batch | plan time (ms, fastest) | median (ms) | inferences/s (fastest) | all runs (ms) |")
+    print("| ---: | ---: | ---: | ---: | --- |")
     for e in engine:
-        print(f"| {e['batch']} | {e['ms']:.2f} | {e['throughput']:.1f} | {', '.join(f'{t:.1f}' for t in e['all_ms'])} |")
+        print(f"| {e['batch']} | {e['ms']:.2f} | {e['median_ms']:.2f} | {e['throughput']:.1f} | "
+              f"{', '.join(f'{t:.1f}' for t in e['all_ms'])} |")
     print(f"\ntotal time {time.monotonic() - started:.0f} s")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"results": results, "engine": engine}, indent=1))

@@ -1,5 +1,6 @@
 """perf_analyzer (the one bundled with tritonclient 2.41.1 in .venv) against a real server on simple_cnn over gRPC:
-concurrency 1 and 4 with 2 s measurement windows must exit 0 and report throughput > 0 at both levels in its CSV.
+concurrency 1 and 4 with 2 s measurement windows (stability bound loosened to 100 %: a smoke test on a shared
+machine, not a benchmark) must exit 0 and report throughput > 0 at both levels in its CSV.
 All traffic goes to 127.0.0.1; perf_analyzer stops by itself (bounded windows and trials).
 """
 import csv
@@ -33,7 +34,7 @@ def perf_analyzer_command():
 def run_perf_analyzer(server, model, out_csv, *extra, timeout=240):
     binary, env = perf_analyzer_command()
     args = [binary, "-m", model, "-i", "grpc", "-u", server.url, "-f", str(out_csv), "--measurement-interval",
-            "2000", "--max-trials", "6", "--stability-percentage", "50", *extra]
+            "2000", "--max-trials", "8", "--stability-percentage", "100", *extra]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
     return proc
 
