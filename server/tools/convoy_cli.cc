@@ -2,14 +2,20 @@
 // export the algorithm cache.
 //
 //   convoy run --model=model.onnx --input=x.npy --output=y.npy [--precision=fp16] [--device=cpu]
+//   convoy run --engine=reference --model=model.onnx --input=x.npy --output_dir=out/ [--optimize=false]
 //   convoy inspect --model=model_repo/resnet_classifier [--tune] [--profile_batch=1]
+//   convoy inspect --engine=reference --model=model.onnx [--optimize=false]
 //   convoy tune --model=model.onnx --batch_sizes=1,8 --cache=out.cache
 //   convoy algorithms
 //
 // --model takes a model.onnx, a Convoy model.yaml, or a repository entry folder (config.yaml plus numbered version
 // folders; the newest version is used). Diagnostics go to stderr; results and reports to stdout.
+//
+// --engine=reference evaluates the imported (and, unless --optimize=false, optimized) graph with the FP32 reference
+// interpreter instead of planning it on a device: the path the Python tests compare with onnxruntime op by op.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <random>
@@ -26,8 +32,10 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/registry/registry.h"
+#include "server/repository/model_loader.h"
 #include "server/repository/model_repository.h"
 #include "server/runtime/model_runtime.h"
+#include "server/runtime/reference_interpreter.h"
 #include "server/tools/npy.h"
 
 namespace convoy::tools {
@@ -37,14 +45,16 @@ using runtime::ModelRuntime;
 using runtime::ModelRuntimeOptions;
 
 constexpr char kUsage[] = R"(usage:
-  convoy run --model=PATH --input=[NAME=]X.npy ... --output=[NAME=]Y.npy ... [options]
+  convoy run --model=PATH --input=[NAME=]X.npy ... (--output=[NAME=]Y.npy ... | --output_dir=DIR) [options]
   convoy inspect --model=PATH [--tune] [--profile_batch=N] [options]
+  convoy run|inspect --engine=reference --model=PATH [--optimize=false] ...   (FP32 reference interpreter)
   convoy tune --model=PATH --batch_sizes=1,8 --cache=OUT.cache [options]
   convoy algorithms
 PATH: model.onnx, model.yaml, or a model repository folder (config.yaml + version folders).
 options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32  --layout=nchw|nhwc
          --max_batch_size=N (model files without a config; default 8)  --cache=FILE (algorithm cache to load)
          --threads=N (CPU threads)  --quiet (no load log)
+--output_dir=DIR writes output i to DIR/i.npy, in the model's output order.
 )";
 
 // --key=value flags; repeated keys keep every value in order.
@@ -103,20 +113,26 @@ absl::StatusOr<Device*> SelectDevice(const Flags& flags) {
   return device.get();
 }
 
-// Fills the runtime options every subcommand shares from --model, --precision, --layout, --max_batch_size, --cache.
-absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
-  ModelRuntimeOptions options;
+// Resolves --model to a model file (and, for a repository folder, its config) in `options`.
+absl::Status ResolveModel(const Flags& flags, ModelRuntimeOptions& options) {
   const std::string model = flags.Get("model");
   if (model.empty()) return absl::InvalidArgumentError("--model is required");
   if (absl::EndsWith(model, ".onnx") || absl::EndsWith(model, ".yaml") || absl::EndsWith(model, ".yml")) {
     options.model_path = model;
-  } else {
-    repository::ScannedModel scanned = repository::ScanModelDirectory(model);
-    if (!scanned.status.ok()) return scanned.status;
-    if (scanned.versions.empty()) return absl::NotFoundError(absl::StrCat("model folder '", model, "' has no version"));
-    options.model_path = scanned.versions.back().model_path;
-    options.config = scanned.config;
+    return absl::OkStatus();
   }
+  repository::ScannedModel scanned = repository::ScanModelDirectory(model);
+  if (!scanned.status.ok()) return scanned.status;
+  if (scanned.versions.empty()) return absl::NotFoundError(absl::StrCat("model folder '", model, "' has no version"));
+  options.model_path = scanned.versions.back().model_path;
+  options.config = scanned.config;
+  return absl::OkStatus();
+}
+
+// Fills the runtime options every subcommand shares from --model, --precision, --layout, --max_batch_size, --cache.
+absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
+  ModelRuntimeOptions options;
+  CONVOY_RETURN_IF_ERROR(ResolveModel(flags, options));
   CONVOY_ASSIGN_OR_RETURN(options.device, SelectDevice(flags));
   if (flags.Has("precision")) {
     CONVOY_ASSIGN_OR_RETURN(options.precision, runtime::ParsePrecision(flags.Get("precision")));
@@ -140,10 +156,15 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
   return options;
 }
 
-// Matches --input/--output values ("NAME=PATH" or just "PATH", taken in order) to the model's tensors.
+std::vector<std::string> Names(const std::vector<runtime::TensorMetadata>& tensors) {
+  std::vector<std::string> names;
+  for (const auto& t : tensors) names.push_back(t.name);
+  return names;
+}
+
+// Matches --input/--output values ("NAME=PATH" or just "PATH", taken in order) to the model's tensor names.
 absl::StatusOr<std::vector<std::string>> AssignPaths(const std::vector<std::string>& values,
-                                                     const std::vector<runtime::TensorMetadata>& tensors,
-                                                     const char* flag) {
+                                                     const std::vector<std::string>& tensors, const char* flag) {
   std::vector<std::string> paths(tensors.size());
   size_t next = 0;
   for (const std::string& value : values) {
@@ -153,8 +174,7 @@ absl::StatusOr<std::vector<std::string>> AssignPaths(const std::vector<std::stri
     if (eq != std::string::npos) {
       const std::string name = value.substr(0, eq);
       path = value.substr(eq + 1);
-      index = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.name == name; }) -
-              tensors.begin();
+      index = std::find(tensors.begin(), tensors.end(), name) - tensors.begin();
       if (index == tensors.size()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": no tensor '", name, "'"));
     }
     if (index >= tensors.size()) {
@@ -165,9 +185,18 @@ absl::StatusOr<std::vector<std::string>> AssignPaths(const std::vector<std::stri
   }
   for (size_t i = 0; i < paths.size(); ++i) {
     if (paths[i].empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, " missing for tensor '", tensors[i].name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, " missing for tensor '", tensors[i], "'"));
     }
   }
+  return paths;
+}
+
+// The output files: --output values matched to `outputs`, or DIR/<index>.npy for every output with --output_dir.
+absl::StatusOr<std::vector<std::string>> OutputPaths(const Flags& flags, const std::vector<std::string>& outputs) {
+  if (!flags.Has("output_dir")) return AssignPaths(flags.All("output"), outputs, "output");
+  if (flags.Has("output")) return absl::InvalidArgumentError("give --output or --output_dir, not both");
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < outputs.size(); ++i) paths.push_back(absl::StrCat(flags.Get("output_dir"), "/", i, ".npy"));
   return paths;
 }
 
@@ -184,8 +213,8 @@ void ConvertFloatArray(NpyArray& array, DataType target) {
 absl::Status RunCommand(const Flags& flags) {
   CONVOY_ASSIGN_OR_RETURN(ModelRuntimeOptions options, CommonOptions(flags));
   CONVOY_ASSIGN_OR_RETURN(auto model, ModelRuntime::Create(options));
-  CONVOY_ASSIGN_OR_RETURN(auto input_paths, AssignPaths(flags.All("input"), model->inputs(), "input"));
-  CONVOY_ASSIGN_OR_RETURN(auto output_paths, AssignPaths(flags.All("output"), model->outputs(), "output"));
+  CONVOY_ASSIGN_OR_RETURN(auto input_paths, AssignPaths(flags.All("input"), Names(model->inputs()), "input"));
+  CONVOY_ASSIGN_OR_RETURN(auto output_paths, OutputPaths(flags, Names(model->outputs())));
   std::vector<NpyArray> arrays;
   std::vector<TensorView> inputs;
   for (size_t i = 0; i < input_paths.size(); ++i) {
@@ -213,6 +242,62 @@ absl::Status RunCommand(const Flags& flags) {
     std::cout << "wrote " << model->outputs()[i].name << " " << DimsToString(results[i].shape) << " "
               << DataTypeName(results[i].dtype) << " to " << output_paths[i] << "\n";
   }
+  return absl::OkStatus();
+}
+
+// --engine=reference: the model file imported (and optimized unless --optimize=false) as the server would.
+absl::StatusOr<repository::LoadedGraph> LoadReferenceGraph(const Flags& flags) {
+  ModelRuntimeOptions resolved;
+  CONVOY_RETURN_IF_ERROR(ResolveModel(flags, resolved));
+  repository::LoadGraphOptions options;
+  const std::string optimize = flags.Get("optimize", "true");
+  if (optimize != "true" && optimize != "false") {
+    return absl::InvalidArgumentError(absl::StrCat("--optimize must be true or false, got '", optimize, "'"));
+  }
+  options.optimize = optimize == "true";
+  return repository::LoadGraphFile(resolved.model_path, options);
+}
+
+// `run --engine=reference`: evaluates the graph on FP32 copies of the .npy inputs; writes FP32 .npy outputs.
+absl::Status ReferenceRunCommand(const Flags& flags) {
+  CONVOY_ASSIGN_OR_RETURN(repository::LoadedGraph loaded, LoadReferenceGraph(flags));
+  const runtime::Graph& graph = loaded.graph;
+  std::vector<std::string> input_names;
+  for (const auto& input : graph.inputs()) input_names.push_back(input.name);
+  CONVOY_ASSIGN_OR_RETURN(auto input_paths, AssignPaths(flags.All("input"), input_names, "input"));
+  CONVOY_ASSIGN_OR_RETURN(auto output_paths, OutputPaths(flags, graph.outputs()));
+  std::map<std::string, runtime::Tensor> inputs;
+  for (size_t i = 0; i < input_paths.size(); ++i) {
+    CONVOY_ASSIGN_OR_RETURN(NpyArray array, ReadNpyFile(input_paths[i]));
+    ConvertFloatArray(array, DataType::kFloat32);
+    if (array.dtype != DataType::kFloat32) {
+      return absl::InvalidArgumentError(absl::StrCat("--engine=reference takes float inputs; '", input_paths[i],
+                                                     "' is ", DataTypeName(array.dtype)));
+    }
+    runtime::Tensor& tensor = inputs[input_names[i]];
+    tensor.shape = array.shape;
+    tensor.data.resize(array.data.size() / sizeof(float));
+    std::memcpy(tensor.data.data(), array.data.data(), array.data.size());
+  }
+  CONVOY_ASSIGN_OR_RETURN(auto outputs, runtime::RunReference(graph, inputs));
+  for (size_t i = 0; i < output_paths.size(); ++i) {
+    const runtime::Tensor& tensor = outputs.at(graph.outputs()[i]);
+    NpyArray array;
+    array.shape = tensor.shape;
+    array.data.resize(tensor.data.size() * sizeof(float));
+    std::memcpy(array.data.data(), tensor.data.data(), array.data.size());
+    CONVOY_RETURN_IF_ERROR(WriteNpyFile(output_paths[i], array));
+    std::cout << "wrote " << graph.outputs()[i] << " " << DimsToString(array.shape) << " FP32 to " << output_paths[i]
+              << "\n";
+  }
+  return absl::OkStatus();
+}
+
+// `inspect --engine=reference`: the imported graph, then (when optimized) what the passes did.
+absl::Status ReferenceInspectCommand(const Flags& flags) {
+  CONVOY_ASSIGN_OR_RETURN(repository::LoadedGraph loaded, LoadReferenceGraph(flags));
+  std::cout << loaded.graph.ToString();
+  if (flags.Get("optimize", "true") == "true") std::cout << "optimizations: " << loaded.stats.ToString() << "\n";
   return absl::OkStatus();
 }
 
@@ -330,13 +415,27 @@ absl::Status Main(int argc, char** argv) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;
   };
+  // --engine=runtime (default) plans the model on a device; --engine=reference uses the reference interpreter.
+  auto reference_engine = [](const Flags& flags) -> absl::StatusOr<bool> {
+    const std::string engine = flags.Get("engine", "runtime");
+    if (engine != "runtime" && engine != "reference") {
+      return absl::InvalidArgumentError(absl::StrCat("--engine must be runtime or reference, got '", engine, "'"));
+    }
+    if (engine == "runtime" && flags.Has("optimize")) {
+      return absl::InvalidArgumentError("--optimize applies to --engine=reference only (the runtime always optimizes)");
+    }
+    return engine == "reference";
+  };
   if (command == "run") {
-    CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"input", "output"})));
-    return RunCommand(flags);
+    CONVOY_ASSIGN_OR_RETURN(Flags flags,
+                            ParseFlags(argc, argv, with({"input", "output", "output_dir", "engine", "optimize"})));
+    CONVOY_ASSIGN_OR_RETURN(bool reference, reference_engine(flags));
+    return reference ? ReferenceRunCommand(flags) : RunCommand(flags);
   }
   if (command == "inspect") {
-    CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"tune", "profile_batch"})));
-    return InspectCommand(flags);
+    CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"tune", "profile_batch", "engine", "optimize"})));
+    CONVOY_ASSIGN_OR_RETURN(bool reference, reference_engine(flags));
+    return reference ? ReferenceInspectCommand(flags) : InspectCommand(flags);
   }
   if (command == "tune") {
     CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"batch_sizes"})));

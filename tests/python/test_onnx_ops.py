@@ -7,7 +7,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from convoy_model_tool import inspect_model, relative_error, run_model
+from reference_engine import inspect_model, relative_error, run_model
 
 RNG = np.random.default_rng()
 

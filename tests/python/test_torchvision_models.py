@@ -11,7 +11,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from convoy_model_tool import inspect_model, relative_error, run_model
+from reference_engine import inspect_model, relative_error, run_model
 from torchvision_export import MODELS, exported_models
 
 
