@@ -14,6 +14,8 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
+from conftest import metric
+
 RNG = np.random.default_rng()
 
 
@@ -153,21 +155,37 @@ def test_client_deadline_exceeded(client):
     assert "DEADLINE_EXCEEDED" in str(err.value.status())
 
 
-def test_cancellation(client):
-    """Cancelled async requests report CANCELLED to the client and leave the server healthy."""
+def test_cancellation(client, shared_server):
+    """Requests cancelled while queued behind a long batch report CANCELLED to the client, are dropped by the server
+    before they run (counted as failures with reason CANCELED), and leave the server healthy."""
+    labels = {"model": "resnet_classifier", "version": "1"}
+    before = shared_server.scrape()
     done = queue.Queue()
     contexts = []
-    for i in range(4):
-        contexts.append(client.async_infer("resnet_classifier", [make_input("images", images(4, h=224, w=224), "FP32")],
+    for i in range(6):
+        contexts.append(client.async_infer("resnet_classifier",
+                                           [make_input("images", images(16, h=224, w=224), "FP32")],
                                            callback=lambda result, error, i=i: done.put((i, result, error))))
-    for ctx in contexts:
+    time.sleep(0.3)  # the first batch of 16 is running, the others wait in the queue
+    for ctx in contexts[1:]:
         ctx.cancel()
     statuses = []
     for _ in contexts:
-        _, result, error = done.get(timeout=60)
+        _, result, error = done.get(timeout=120)
         statuses.append("OK" if error is None else str(error.status()))
     assert all(s in ("OK", "StatusCode.CANCELLED") for s in statuses), statuses
-    assert "StatusCode.CANCELLED" in statuses
+    assert statuses.count("StatusCode.CANCELLED") >= 3, statuses
+    deadline = time.monotonic() + 10
+    while True:
+        after = shared_server.scrape()
+        dropped = (metric(after, "nv_inference_request_failure", **labels, reason="CANCELED")
+                   - metric(before, "nv_inference_request_failure", **labels, reason="CANCELED"))
+        executed = metric(after, "nv_inference_count", **labels) - metric(before, "nv_inference_count", **labels)
+        if dropped >= 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert dropped >= 1, f"no cancelled request was dropped by the server ({executed:.0f} inferences ran)"
+    assert executed < 6 * 16, "every cancelled request still ran"
     # The server keeps serving the model that had requests cancelled under it.
     result = client.infer("resnet_classifier", [make_input("images", images(1, h=224, w=224), "FP32")])
     assert result.as_numpy("logits").shape == (1, 1000)
