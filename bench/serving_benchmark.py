@@ -87,7 +87,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"convoy_server exited {self.proc.returncode}; see {log}")
             try:
-                _, series = scrape(self.metrics_port)
+                scrape(self.metrics_port)
                 import tritonclient.grpc as grpcclient
                 with grpcclient.InferenceServerClient(f"127.0.0.1:{self.grpc_port}") as c:
                     if c.is_model_ready(MODEL):

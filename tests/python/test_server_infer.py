@@ -3,7 +3,6 @@ raw (binary) and typed contents, FP16 and UINT8-preprocessed inputs, requested o
 extension, request ids, async_infer and streaming. Tolerance: relative error (max |diff| / max |ref|) <= 1e-4 for
 FP32, 1e-2 for FP16 outputs.
 """
-import pathlib
 import queue
 import threading
 

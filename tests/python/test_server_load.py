@@ -3,11 +3,9 @@ refused UNAVAILABLE quickly, every admitted one succeeds) and graceful shutdown 
 in flight: every request sent before the signal succeeds, later ones succeed or are refused UNAVAILABLE, exit 0).
 """
 import queue
-import threading
 import time
 
 import numpy as np
-import pytest
 import tritonclient.grpc as grpcclient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
