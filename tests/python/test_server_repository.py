@@ -1,15 +1,18 @@
 """The model repository as clients see it: a malformed model is UNAVAILABLE with a reason in the repository index
 while the other models serve (control mode none), and explicit mode loads and unloads on request
-(load_model / unload_model), including a refused load of the malformed model.
+(load_model / unload_model), including a refused load of the malformed model; relaxed readiness; poll mode
+picking up added and removed model folders.
 """
+import shutil
 import time
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+from grpc_health.v1 import health_pb2
 from tritonclient.utils import InferenceServerException
 
-from conftest import started_server, stop_and_check
+from conftest import make_repository, started_server, stop_and_check
 
 RNG = np.random.default_rng()
 
@@ -108,3 +111,46 @@ def test_explicit_load_of_unknown_model_is_not_found(explicit_mode):
             client.load_model("no_such_model")
         assert "NOT_FOUND" in str(err.value.status())
         assert "no_such_model" in err.value.message()
+
+
+def test_relaxed_readiness_with_a_malformed_model(tmp_path_factory):
+    """--strict_readiness=false: the server is ready once one model is, even with a malformed one beside it."""
+    server = started_server(tmp_path_factory, ["tiny_onnx", "broken_onnx"], wait_for="liveness", name="relaxed",
+                            flags=["--strict_readiness=false"])
+    try:
+        with server.client() as client:
+            index = settled_index(client)
+            assert index["broken_onnx"].state == "UNAVAILABLE"
+            assert client.is_server_ready()
+        assert server.health_status("readiness") == health_pb2.HealthCheckResponse.SERVING
+        assert server.health_status("broken_onnx") == health_pb2.HealthCheckResponse.NOT_SERVING
+    finally:
+        stop_and_check(server)
+
+
+def test_poll_mode_picks_up_added_and_removed_models(tmp_path_factory):
+    """--model_control_mode=poll: a model folder added to the repository is loaded at the next scan, a removed one
+    is unloaded."""
+    server = started_server(tmp_path_factory, ["tiny_onnx"], name="poll",
+                            flags=["--model_control_mode=poll", "--poll_interval_seconds=1"])
+    try:
+        with server.client() as client:
+            assert not client.is_model_ready("simple_cnn")
+            staging = tmp_path_factory.mktemp("staging")
+            make_repository(staging, ["simple_cnn"])
+            shutil.move(str(staging / "simple_cnn"), str(server.repository / "simple_cnn"))
+            deadline = time.monotonic() + 30
+            while not client.is_model_ready("simple_cnn") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert client.is_model_ready("simple_cnn"), settled_index(client)
+            x = grpcclient.InferInput("images", [1, 3, 32, 32], "FP32")
+            x.set_data_from_numpy(RNG.standard_normal((1, 3, 32, 32), dtype=np.float32))
+            assert client.infer("simple_cnn", [x]).as_numpy("probabilities").shape == (1, 10)
+            shutil.rmtree(server.repository / "tiny_onnx")
+            deadline = time.monotonic() + 30
+            while client.is_model_ready("tiny_onnx") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not client.is_model_ready("tiny_onnx")
+            assert client.is_model_ready("simple_cnn")
+    finally:
+        stop_and_check(server)
