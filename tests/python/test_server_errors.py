@@ -189,3 +189,15 @@ def test_cancellation(client, shared_server):
     # The server keeps serving the model that had requests cancelled under it.
     result = client.infer("resnet_classifier", [make_input("images", images(1, h=224, w=224), "FP32")])
     assert result.as_numpy("logits").shape == (1, 1000)
+
+
+def test_priority_levels(client):
+    """resnet_classifier has priority_levels 2: levels 1 and 2 are served, level 3 is refused naming the priority."""
+    for level in (1, 2):
+        result = client.infer("resnet_classifier", [make_input("images", images(1, h=224, w=224), "FP32")],
+                              priority=level)
+        assert result.as_numpy("logits").shape == (1, 1000)
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("resnet_classifier", [make_input("images", images(1, h=224, w=224), "FP32")], priority=3)
+    assert "INVALID_ARGUMENT" in str(err.value.status())
+    assert "priority" in err.value.message() and "3" in err.value.message(), err.value.message()
