@@ -220,8 +220,9 @@ def plot(results, engine, out_dir):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--server", default=os.environ.get("CONVOY_SERVER", str(REPO_ROOT / "bazel-bin/server/convoy_server")))
-    p.add_argument("--cli", default=os.environ.get("CONVOY_CLI", str(REPO_ROOT / "bazel-bin/server/tools/convoy")))
+    opt_bin = REPO_ROOT / "bazel-out/k8-opt/bin"  # bazel-bin follows the last build's config (an asan pass: dbg)
+    p.add_argument("--server", default=os.environ.get("CONVOY_SERVER", str(opt_bin / "server/convoy_server")))
+    p.add_argument("--cli", default=os.environ.get("CONVOY_CLI", str(opt_bin / "server/tools/convoy")))
     p.add_argument("--perf_analyzer", default=str(REPO_ROOT / ".venv/bin/perf_analyzer"))
     p.add_argument("--concurrency", default="1,2,4,8")
     p.add_argument("--measurement_ms", type=int, default=3000)

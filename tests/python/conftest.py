@@ -2,8 +2,8 @@
 
 `ConvoyServer` starts the real `convoy_server` binary on free loopback ports over a temporary model repository,
 waits for it through the grpc.health.v1 service, and stops it with SIGTERM, checking that it exits 0. The binary is
-$CONVOY_SERVER, else bazel-bin/server/convoy_server (tools/test.sh builds everything before pytest); when neither
-exists the tests FAIL saying so (they are never skipped).
+$CONVOY_SERVER, else bazel-out/k8-opt/bin/server/convoy_server, else bazel-bin/server/convoy_server (tools/test.sh
+builds everything before pytest); when none exists the tests FAIL saying so (they are never skipped).
 
 Repositories are built per test module by `make_repository(dest, models)` from the sample models in model_repo/
 and from models generated here with the onnx helper (fresh random weights each run):
@@ -46,13 +46,20 @@ TINY_LABELS = ["ant", "bee", "cat", "dog", "eel"]
 
 
 def server_binary():
-    """Path of convoy_server; fails the calling test with the reason when it is not built."""
-    for candidate in (os.environ.get("CONVOY_SERVER", ""), str(REPO_ROOT / "bazel-bin/server/convoy_server"),
-                      str(REPO_ROOT / "bazel-out/k8-opt/bin/server/convoy_server")):
+    """Path of convoy_server: $CONVOY_SERVER, else under $CONVOY_BAZEL_BIN, else bazel-out/k8-opt/bin (the -c opt
+    output: tools/test.sh's last pass is an asan build that repoints bazel-bin), else bazel-bin. Fails the calling
+    test with the reason when none exists."""
+    explicit = os.environ.get("CONVOY_SERVER", "")
+    if explicit and not os.access(explicit, os.X_OK):
+        pytest.fail(f"CONVOY_SERVER={explicit} is not an executable file", pytrace=False)
+    folders = ([os.environ["CONVOY_BAZEL_BIN"]] if os.environ.get("CONVOY_BAZEL_BIN") else
+               [str(REPO_ROOT / "bazel-out/k8-opt/bin"), str(REPO_ROOT / "bazel-bin")])
+    candidates = [explicit] + [f"{f}/server/convoy_server" for f in folders]
+    for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
-    pytest.fail("convoy_server is not built: run `bazel build //server:convoy_server` or set CONVOY_SERVER",
-                pytrace=False)
+    pytest.fail(f"convoy_server is not built (looked at {[c for c in candidates if c]}): run "
+                "`bazel build //server:convoy_server` or set CONVOY_SERVER", pytrace=False)
 
 
 def free_port():
