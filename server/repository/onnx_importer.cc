@@ -46,6 +46,9 @@ class OnnxImporter {
   absl::StatusOr<const KnownValue*> RequireKnown(const OnnxAttributes& a, const onnx::NodeProto& n, int input,
                                                  bool want_int);
   absl::StatusOr<std::vector<int64_t>> KnownInts(const OnnxAttributes& a, const onnx::NodeProto& n, int input);
+  // Input 0 of `n` with shape `target` (0 copies the batch): a known value is reshaped here, runtime data becomes a
+  // Reshape node (named `default_name` when the node has no name). Squeeze and Unsqueeze end here.
+  absl::Status ReshapeTo(const onnx::NodeProto& n, const std::vector<int64_t>& target, const char* default_name);
   // Adds an IR node, or evaluates it right away when every input is a known float constant.
   absl::Status Emit(const std::string& name, runtime::NodeAttrs attrs, const std::vector<std::string>& inputs,
                     const std::vector<std::string>& outputs);
@@ -861,13 +864,18 @@ absl::Status OnnxImporter::UnsqueezeOp(const onnx::NodeProto& n, const OnnxAttri
     target.push_back(inserted ? 1 : (next < x.size() ? (x[next] == runtime::kBatch ? 0 : x[next]) : 1));
     if (!inserted) ++next;
   }
+  return ReshapeTo(n, target, "unsqueeze");
+}
+
+absl::Status OnnxImporter::ReshapeTo(const onnx::NodeProto& n, const std::vector<int64_t>& target,
+                                     const char* default_name) {
   if (const KnownValue* v = Known(n.input(0))) {
     KnownValue out = *v;
     out.shape = target;
     known_[n.output(0)] = std::move(out);
     return absl::OkStatus();
   }
-  return Emit(n.name().empty() ? "unsqueeze" : n.name(), runtime::ReshapeAttrs{target}, {n.input(0)}, {n.output(0)});
+  return Emit(n.name().empty() ? default_name : n.name(), runtime::ReshapeAttrs{target}, {n.input(0)}, {n.output(0)});
 }
 
 absl::Status OnnxImporter::SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
@@ -888,13 +896,7 @@ absl::Status OnnxImporter::SqueezeOp(const onnx::NodeProto& n, const OnnxAttribu
     if (drop && x[d] != 1) return a.Error(absl::StrCat("cannot squeeze axis ", d, " of extent ", x[d]));
     if (!drop) target.push_back(x[d] == runtime::kBatch ? 0 : x[d]);
   }
-  if (const KnownValue* v = Known(n.input(0))) {
-    KnownValue out = *v;
-    out.shape = target;
-    known_[n.output(0)] = std::move(out);
-    return absl::OkStatus();
-  }
-  return Emit(n.name().empty() ? "squeeze" : n.name(), runtime::ReshapeAttrs{target}, {n.input(0)}, {n.output(0)});
+  return ReshapeTo(n, target, "squeeze");
 }
 
 absl::Status OnnxImporter::CastOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
