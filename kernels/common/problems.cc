@@ -201,6 +201,22 @@ absl::Status BinaryProblem::Validate() const {
 }
 
 // ---- concat / split / shuffle ----
+namespace {
+
+// What concat and split both check: positive n, h, w and at least one part, each with a positive channel count
+// (`part` is "input" for concat, "output" for split).
+absl::Status ValidateChannelParts(const std::string& name, int n, int h, int w, const std::vector<int>& channels,
+                                  absl::string_view part) {
+  if (auto st = CheckPositive(name, {{"n", n}, {"h", h}, {"w", w}}); !st.ok()) return st;
+  if (channels.empty()) return Invalid(name, absl::StrCat("needs at least one ", part));
+  for (size_t i = 0; i < channels.size(); ++i) {
+    if (channels[i] <= 0) return Invalid(name, absl::StrCat(part, " ", i, " has ", channels[i], " channels"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 int ConcatProblem::total_channels() const { return std::accumulate(channels.begin(), channels.end(), 0); }
 
 std::string ConcatProblem::ToString() const {
@@ -209,13 +225,7 @@ std::string ConcatProblem::ToString() const {
 }
 
 absl::Status ConcatProblem::Validate() const {
-  const std::string name = ToString();
-  if (auto st = CheckPositive(name, {{"n", n}, {"h", h}, {"w", w}}); !st.ok()) return st;
-  if (channels.empty()) return Invalid(name, "needs at least one input");
-  for (size_t i = 0; i < channels.size(); ++i) {
-    if (channels[i] <= 0) return Invalid(name, absl::StrCat("input ", i, " has ", channels[i], " channels"));
-  }
-  return absl::OkStatus();
+  return ValidateChannelParts(ToString(), n, h, w, channels, "input");
 }
 
 int SplitProblem::total_channels() const { return std::accumulate(channels.begin(), channels.end(), 0); }
@@ -226,13 +236,7 @@ std::string SplitProblem::ToString() const {
 }
 
 absl::Status SplitProblem::Validate() const {
-  const std::string name = ToString();
-  if (auto st = CheckPositive(name, {{"n", n}, {"h", h}, {"w", w}}); !st.ok()) return st;
-  if (channels.empty()) return Invalid(name, "needs at least one output");
-  for (size_t i = 0; i < channels.size(); ++i) {
-    if (channels[i] <= 0) return Invalid(name, absl::StrCat("output ", i, " has ", channels[i], " channels"));
-  }
-  return absl::OkStatus();
+  return ValidateChannelParts(ToString(), n, h, w, channels, "output");
 }
 
 std::string ChannelShuffleProblem::ToString() const {
