@@ -95,8 +95,10 @@ def test_metric_families_are_typed(server):
 
 
 def test_no_dynamic_batching_means_no_merged_requests(server):
-    """docs/model_config.md: dynamic_batching absent = off. Concurrent requests to such a model each run alone:
-    executions == requests, and every execution's size is one request's batch size (here 1 or 2)."""
+    """docs/model_config.md: dynamic_batching absent = off (as in Triton, where such a model runs each request
+    alone). Concurrent requests to such a model: executions == requests, and every execution's size is one
+    request's batch size (here 1 or 2). docs/server.md says the opposite ("without that block: no queue delay",
+    i.e. queued requests are still merged); the two documents must agree, and this test holds the config contract."""
     import queue
     labels = {"model": "tiny_nobatch", "version": "1"}
     before = server.scrape()
@@ -120,4 +122,5 @@ def test_no_dynamic_batching_means_no_merged_requests(server):
     merged = delta("convoy_batch_size_count") - delta("convoy_batch_size_bucket", le="2")
     assert delta("nv_inference_exec_count") == n and merged == 0, (
         f"{n} requests ran as {delta('nv_inference_exec_count'):.0f} executions ({merged:.0f} larger than any "
-        f"request): the server merged requests of a model without dynamic_batching")
+        f"request): the server merged requests of a model without dynamic_batching (docs/model_config.md: absent = "
+        f"off)")
