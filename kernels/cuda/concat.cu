@@ -35,33 +35,14 @@ class CudaConcatCopy final : public ConcatAlgorithm {
   absl::Status Run(const ConcatProblem& problem, const ConcatArgs& args, Workspace,
                    const ExecutionContext& context) const override {
     if (absl::Status s = CheckArgs(problem, {{"y", args.y}}); !s.ok()) return s;
-    if (args.inputs.size() != problem.channels.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(problem.ToString(), ": ", args.inputs.size(), " inputs for ",
-                                                     problem.channels.size(), " parts"));
-    }
-    ChannelSliceParams params;
-    params.plane = int64_t{problem.h} * problem.w;
-    params.total_channels = problem.total_channels();
-    params.channels_last = problem.layout == Layout::kNHWC;
-    params.channel_offset = 0;
-    for (size_t j = 0; j < problem.channels.size(); ++j) {
-      if (args.inputs[j] == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(problem.ToString(), ": args.inputs[", j, "] is null"));
-      }
-      params.part_channels = problem.channels[j];
-      params.count = int64_t{problem.n} * problem.channels[j] * params.plane;
-      if (params.count > 0) {
-        const absl::Status launched = DispatchElementSize(problem.dtype, [&](auto tag) {
-          using U = decltype(tag);
-          return LaunchStatus(LaunchConcatPart(static_cast<const U*>(args.inputs[j]), static_cast<U*>(args.y),
-                                              params, StreamOf(context)),
-                              "ConcatPartKernel");
-        });
-        if (!launched.ok()) return launched;
-      }
-      params.channel_offset += problem.channels[j];
-    }
-    return absl::OkStatus();
+    return ForEachChannelSlice(problem, args.inputs, "inputs", [&](size_t j, const ChannelSliceParams& params) {
+      return DispatchElementSize(problem.dtype, [&](auto tag) {
+        using U = decltype(tag);
+        return LaunchStatus(LaunchConcatPart(static_cast<const U*>(args.inputs[j]), static_cast<U*>(args.y), params,
+                                             StreamOf(context)),
+                            "ConcatPartKernel");
+      });
+    });
   }
   int HeuristicScore(const ConcatProblem&) const override { return 10; }
 };

@@ -35,33 +35,14 @@ class CudaSplitCopy final : public SplitAlgorithm {
   absl::Status Run(const SplitProblem& problem, const SplitArgs& args, Workspace,
                    const ExecutionContext& context) const override {
     if (absl::Status s = CheckArgs(problem, {{"x", args.x}}); !s.ok()) return s;
-    if (args.outputs.size() != problem.channels.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(problem.ToString(), ": ", args.outputs.size(), " outputs for ",
-                                                     problem.channels.size(), " parts"));
-    }
-    ChannelSliceParams params;
-    params.plane = int64_t{problem.h} * problem.w;
-    params.total_channels = problem.total_channels();
-    params.channels_last = problem.layout == Layout::kNHWC;
-    params.channel_offset = 0;
-    for (size_t j = 0; j < problem.channels.size(); ++j) {
-      if (args.outputs[j] == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(problem.ToString(), ": args.outputs[", j, "] is null"));
-      }
-      params.part_channels = problem.channels[j];
-      params.count = int64_t{problem.n} * problem.channels[j] * params.plane;
-      if (params.count > 0) {
-        const absl::Status launched = DispatchElementSize(problem.dtype, [&](auto tag) {
-          using U = decltype(tag);
-          return LaunchStatus(LaunchSplitPart(static_cast<U*>(args.outputs[j]), static_cast<const U*>(args.x),
-                                              params, StreamOf(context)),
-                              "SplitPartKernel");
-        });
-        if (!launched.ok()) return launched;
-      }
-      params.channel_offset += problem.channels[j];
-    }
-    return absl::OkStatus();
+    return ForEachChannelSlice(problem, args.outputs, "outputs", [&](size_t j, const ChannelSliceParams& params) {
+      return DispatchElementSize(problem.dtype, [&](auto tag) {
+        using U = decltype(tag);
+        return LaunchStatus(LaunchSplitPart(static_cast<U*>(args.outputs[j]), static_cast<const U*>(args.x), params,
+                                            StreamOf(context)),
+                            "SplitPartKernel");
+      });
+    });
   }
   int HeuristicScore(const SplitProblem&) const override { return 10; }
 };
