@@ -23,11 +23,11 @@ __global__ void __launch_bounds__(kElementwiseThreads) ActivationKernel(const T*
   for (int64_t p = first; p < packs; p += stride) {  // p: pack index, elements [4p, 4p + 4)
     Pack4<T> v = reinterpret_cast<const Pack4<T>*>(x)[p];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) v.v[j] = FloatAsElement<T>(ApplyActivation(LoadAsFloat(v.v[j]), params.activation));
+    for (int j = 0; j < 4; ++j) v.v[j] = FloatToElement<T>(ApplyActivation(ElementToFloat(v.v[j]), params.activation));
     reinterpret_cast<Pack4<T>*>(y)[p] = v;
   }
   for (int64_t i = packs * 4 + first; i < params.count; i += stride) {  // i: element index
-    y[i] = FloatAsElement<T>(ApplyActivation(LoadAsFloat(x[i]), params.activation));
+    y[i] = FloatToElement<T>(ApplyActivation(ElementToFloat(x[i]), params.activation));
   }
 }
 

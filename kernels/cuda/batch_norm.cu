@@ -37,11 +37,11 @@ __global__ void __launch_bounds__(kElementwiseThreads) BatchNormKernel(const T* 
   for (int64_t p = first; p < packs; p += stride) {  // p: pack index, elements [4p, 4p + 4)
     Pack4<T> v = reinterpret_cast<const Pack4<T>*>(x)[p];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) v.v[j] = FloatAsElement<T>(NormalizeOne(LoadAsFloat(v.v[j]), 4 * p + j, params));
+    for (int j = 0; j < 4; ++j) v.v[j] = FloatToElement<T>(NormalizeOne(ElementToFloat(v.v[j]), 4 * p + j, params));
     reinterpret_cast<Pack4<T>*>(y)[p] = v;
   }
   for (int64_t i = packs * 4 + first; i < params.count; i += stride) {  // i: flat element index
-    y[i] = FloatAsElement<T>(NormalizeOne(LoadAsFloat(x[i]), i, params));
+    y[i] = FloatToElement<T>(NormalizeOne(ElementToFloat(x[i]), i, params));
   }
 }
 

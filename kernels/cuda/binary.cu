@@ -44,14 +44,14 @@ __global__ void __launch_bounds__(kElementwiseThreads)
     Pack4<T> v = reinterpret_cast<const Pack4<T>*>(a)[p];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float bv = LoadAsFloat(b[BroadcastIndex(4 * p + j, params)]);
-      v.v[j] = FloatAsElement<T>(ApplyActivation(Combine(LoadAsFloat(v.v[j]), bv, params.op), params.activation));
+      const float bv = ElementToFloat(b[BroadcastIndex(4 * p + j, params)]);
+      v.v[j] = FloatToElement<T>(ApplyActivation(Combine(ElementToFloat(v.v[j]), bv, params.op), params.activation));
     }
     reinterpret_cast<Pack4<T>*>(y)[p] = v;
   }
   for (int64_t i = packs * 4 + first; i < params.count; i += stride) {  // i: flat element index
-    const float v = Combine(LoadAsFloat(a[i]), LoadAsFloat(b[BroadcastIndex(i, params)]), params.op);
-    y[i] = FloatAsElement<T>(ApplyActivation(v, params.activation));
+    const float v = Combine(ElementToFloat(a[i]), ElementToFloat(b[BroadcastIndex(i, params)]), params.op);
+    y[i] = FloatToElement<T>(ApplyActivation(v, params.activation));
   }
 }
 

@@ -1,6 +1,6 @@
 // Device helpers shared by Convoy's CUDA conv2d and GEMM kernels (both under nvcc and under the CUDA emulation):
 //
-//   ElementToFloat<T>(v), FloatToElement<T>(f)   FP32 / FP16 / BF16 element conversion (round to nearest even)
+//   ElementToFloat<T>(v), FloatToElement<T>(f)   FP32 / FP16 / BF16 element conversion (element_conversion.cuh)
 //   StoreElementPair<T>(dst, a, b)               two adjacent outputs in one 4- or 8-byte store (dst 2-aligned)
 //   EpilogueOperands                             the fused-epilogue pointers and descriptor a kernel carries
 //   ApplyFusedEpilogue(ops, acc, channel, offset)  scale, bias, residual before/after, activation of one output
@@ -13,39 +13,10 @@
 #include <type_traits>
 
 #include "kernels/common/epilogue.h"
+#include "kernels/cuda/element_conversion.cuh"
 #include "kernels/cuda_emulation/cuda_compat.cuh"
 
 namespace convoy::cuda {
-
-template <typename T>
-__device__ __forceinline__ float ElementToFloat(T value);
-template <>
-__device__ __forceinline__ float ElementToFloat<float>(float value) {
-  return value;
-}
-template <>
-__device__ __forceinline__ float ElementToFloat<__half>(__half value) {
-  return __half2float(value);
-}
-template <>
-__device__ __forceinline__ float ElementToFloat<__nv_bfloat16>(__nv_bfloat16 value) {
-  return __bfloat162float(value);
-}
-
-template <typename T>
-__device__ __forceinline__ T FloatToElement(float value);
-template <>
-__device__ __forceinline__ float FloatToElement<float>(float value) {
-  return value;
-}
-template <>
-__device__ __forceinline__ __half FloatToElement<__half>(float value) {
-  return __float2half_rn(value);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 FloatToElement<__nv_bfloat16>(float value) {
-  return __float2bfloat16_rn(value);
-}
 
 // Stores two adjacent elements with one instruction; `destination` must be aligned to two elements.
 template <typename T>

@@ -34,10 +34,10 @@ __global__ void __launch_bounds__(kElementwiseThreads)
     const Pack4<S> in = reinterpret_cast<const Pack4<S>*>(x)[p];
     Pack4<D> out;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) out.v[j] = FloatAsElement<D>(LoadAsFloat(in.v[j]));
+    for (int j = 0; j < 4; ++j) out.v[j] = FloatToElement<D>(ElementToFloat(in.v[j]));
     reinterpret_cast<Pack4<D>*>(y)[p] = out;
   }
-  for (int64_t i = packs * 4 + first; i < count; i += stride) y[i] = FloatAsElement<D>(LoadAsFloat(x[i]));
+  for (int64_t i = packs * 4 + first; i < count; i += stride) y[i] = FloatToElement<D>(ElementToFloat(x[i]));
 }
 
 // x: [images, rows, cols] of S; y: [images, cols, rows] of D. Block (kTile, kTileRows) moves one kTile x kTile tile.
@@ -52,13 +52,13 @@ __global__ void __launch_bounds__(kTile * kTileRows)
     D* destination = y + image * image_size;   // [cols, rows]
     for (int k = threadIdx.y; k < kTile; k += kTileRows) {
       const int64_t row = row0 + k, col = col0 + threadIdx.x;
-      if (row < p.rows && col < p.cols) tile[k][threadIdx.x] = LoadAsFloat(source[row * p.cols + col]);
+      if (row < p.rows && col < p.cols) tile[k][threadIdx.x] = ElementToFloat(source[row * p.cols + col]);
     }
     __syncthreads();
     for (int k = threadIdx.y; k < kTile; k += kTileRows) {
       const int64_t out_row = col0 + k, out_col = row0 + threadIdx.x;  // y[out_row = source col][out_col = row]
       if (out_row < p.cols && out_col < p.rows) {
-        destination[out_row * p.rows + out_col] = FloatAsElement<D>(tile[threadIdx.x][k]);
+        destination[out_row * p.rows + out_col] = FloatToElement<D>(tile[threadIdx.x][k]);
       }
     }
     __syncthreads();  // the next image overwrites the tile

@@ -1,7 +1,7 @@
 // Device and launcher helpers shared by the CUDA element-wise and data-movement ops (pool2d, batch_norm, activation,
 // binary, concat, split, channel_shuffle, softmax, pad, convert, preprocess), under nvcc and under the emulation:
 //
-//   LoadAsFloat(p[i]) / StoreAsElement<T>(p + i, f)   FP32 / FP16 / BF16 <-> float (round to nearest even)
+//   ElementToFloat(p[i]) / FloatToElement<T>(f)   FP32 / FP16 / BF16 <-> float (element_conversion.cuh)
 //   Pack4<T>                       four elements in one aligned 8- or 16-byte load/store
 //   IsPack4Aligned(pointers...)    run-time check that every pointer allows Pack4 access
 //   GridStrideBlocks(work)         blocks for a grid-stride loop over `work` items
@@ -23,29 +23,11 @@
 #include "absl/strings/string_view.h"
 #include "kernels/common/dtype.h"
 #include "kernels/registry/algorithm.h"
+#include "kernels/cuda/element_conversion.cuh"
 #include "kernels/cuda_emulation/cuda_compat.cuh"
 #include "kernels/cuda_emulation/cuda_status.h"
 
 namespace convoy::cuda {
-
-__device__ __forceinline__ float LoadAsFloat(float value) { return value; }
-__device__ __forceinline__ float LoadAsFloat(__half value) { return __half2float(value); }
-__device__ __forceinline__ float LoadAsFloat(__nv_bfloat16 value) { return __bfloat162float(value); }
-
-template <typename T>
-__device__ __forceinline__ T FloatAsElement(float value);
-template <>
-__device__ __forceinline__ float FloatAsElement<float>(float value) {
-  return value;
-}
-template <>
-__device__ __forceinline__ __half FloatAsElement<__half>(float value) {
-  return __float2half_rn(value);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 FloatAsElement<__nv_bfloat16>(float value) {
-  return __float2bfloat16_rn(value);
-}
 
 // Four consecutive elements moved with one vector instruction (16 bytes for FP32, 8 for FP16/BF16).
 template <typename T>

@@ -36,7 +36,7 @@ template <typename T>
 __global__ void __launch_bounds__(kElementwiseThreads)
     PadKernel(const T* __restrict__ x, T* __restrict__ y, PadParams p) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  const T constant = FloatAsElement<T>(p.value);
+  const T constant = FloatToElement<T>(p.value);
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < p.count; i += stride) {  // y element
     int64_t rest = i;
     int c, ox, oy;

@@ -53,14 +53,14 @@ __global__ void __launch_bounds__(kElementwiseThreads)
       for (int xx = x0; xx < x1; ++xx) {
         const int64_t source = p.channels_last ? ((n * p.h + yy) * p.w + xx) * p.channels + c
                                                : ((n * p.channels + c) * p.h + yy) * p.w + xx;
-        acc = Combine(acc, LoadAsFloat(x[source]), p.is_max);
+        acc = Combine(acc, ElementToFloat(x[source]), p.is_max);
       }
     }
     if (!p.is_max) {
       const int divisor = p.count_include_pad ? (py1 - py0) * (px1 - px0) : (y1 - y0) * (x1 - x0);
       acc /= static_cast<float>(divisor);
     }
-    y[i] = FloatAsElement<T>(acc);
+    y[i] = FloatToElement<T>(acc);
   }
 }
 
@@ -77,12 +77,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   for (int64_t plane = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32; plane < planes; plane += warps) {
     const T* row = x + plane * plane_size;  // [H*W]
     float acc = is_max ? -INFINITY : 0.0f;
-    for (int64_t k = lane; k < plane_size; k += 32) acc = Combine(acc, LoadAsFloat(row[k]), is_max);
+    for (int64_t k = lane; k < plane_size; k += 32) acc = Combine(acc, ElementToFloat(row[k]), is_max);
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) {
       acc = Combine(acc, __shfl_xor_sync(0xFFFFFFFFu, acc, offset), is_max);
     }
-    if (lane == 0) y[plane] = FloatAsElement<T>(is_max ? acc : acc / static_cast<float>(plane_size));
+    if (lane == 0) y[plane] = FloatToElement<T>(is_max ? acc : acc / static_cast<float>(plane_size));
   }
 }
 
@@ -96,8 +96,8 @@ __global__ void __launch_bounds__(kElementwiseThreads)
     const int64_t n = i / channels;
     const T* column = x + n * plane_size * channels + i % channels;  // stride C
     float acc = is_max ? -INFINITY : 0.0f;
-    for (int64_t k = 0; k < plane_size; ++k) acc = Combine(acc, LoadAsFloat(column[k * channels]), is_max);
-    y[i] = FloatAsElement<T>(is_max ? acc : acc / static_cast<float>(plane_size));
+    for (int64_t k = 0; k < plane_size; ++k) acc = Combine(acc, ElementToFloat(column[k * channels]), is_max);
+    y[i] = FloatToElement<T>(is_max ? acc : acc / static_cast<float>(plane_size));
   }
 }
 

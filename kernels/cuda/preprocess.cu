@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(kElementwiseThreads)
       c = static_cast<int>(nc % p.channels);
       source = ((nc / p.channels) * p.plane + hw) * p.channels + c;
     }
-    y[i] = FloatAsElement<T>(static_cast<float>(x[source]) * p.a[c] + p.b[c]);
+    y[i] = FloatToElement<T>(static_cast<float>(x[source]) * p.a[c] + p.b[c]);
   }
 }
 

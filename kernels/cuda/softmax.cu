@@ -42,12 +42,12 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32)
     const T* in = x + row * p.axis;  // [axis]
     T* out = y + row * p.axis;       // [axis]
     float max_value = -INFINITY;
-    for (int64_t a = lane; a < p.axis; a += 32) max_value = fmaxf(max_value, LoadAsFloat(in[a]));
+    for (int64_t a = lane; a < p.axis; a += 32) max_value = fmaxf(max_value, ElementToFloat(in[a]));
     max_value = WarpMax(max_value);
     float sum = 0.0f;
-    for (int64_t a = lane; a < p.axis; a += 32) sum += expf(LoadAsFloat(in[a]) - max_value);
+    for (int64_t a = lane; a < p.axis; a += 32) sum += expf(ElementToFloat(in[a]) - max_value);
     const float inverse = 1.0f / WarpSum(sum);
-    for (int64_t a = lane; a < p.axis; a += 32) out[a] = FloatAsElement<T>(expf(LoadAsFloat(in[a]) - max_value) * inverse);
+    for (int64_t a = lane; a < p.axis; a += 32) out[a] = FloatToElement<T>(expf(ElementToFloat(in[a]) - max_value) * inverse);
   }
 }
 
@@ -61,12 +61,12 @@ __global__ void __launch_bounds__(kElementwiseThreads)
     const int64_t o = column / p.inner, i = column % p.inner;
     const int64_t base = o * p.axis * p.inner + i;  // element (o, 0, i)
     float max_value = -INFINITY;
-    for (int64_t a = 0; a < p.axis; ++a) max_value = fmaxf(max_value, LoadAsFloat(x[base + a * p.inner]));
+    for (int64_t a = 0; a < p.axis; ++a) max_value = fmaxf(max_value, ElementToFloat(x[base + a * p.inner]));
     float sum = 0.0f;
-    for (int64_t a = 0; a < p.axis; ++a) sum += expf(LoadAsFloat(x[base + a * p.inner]) - max_value);
+    for (int64_t a = 0; a < p.axis; ++a) sum += expf(ElementToFloat(x[base + a * p.inner]) - max_value);
     const float inverse = 1.0f / sum;
     for (int64_t a = 0; a < p.axis; ++a) {
-      y[base + a * p.inner] = FloatAsElement<T>(expf(LoadAsFloat(x[base + a * p.inner]) - max_value) * inverse);
+      y[base + a * p.inner] = FloatToElement<T>(expf(ElementToFloat(x[base + a * p.inner]) - max_value) * inverse);
     }
   }
 }
