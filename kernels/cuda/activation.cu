@@ -34,14 +34,8 @@ __global__ void __launch_bounds__(kElementwiseThreads) ActivationKernel(const T*
 // ---- launcher ----
 template <typename T>
 cudaError_t LaunchActivation(const T* x, T* y, const ActivationParams& params, cudaStream_t stream) {
-  const bool packed = IsPack4Aligned<T>({x, y});
-  const unsigned blocks = GridStrideBlocks(packed ? params.count / 4 + 3 : params.count);
-  if (packed) {
-    return CONVOY_LAUNCH_KERNEL((ActivationKernel<T, true>), dim3(blocks), dim3(kElementwiseThreads), 0, stream, x, y,
-                                params);
-  }
-  return CONVOY_LAUNCH_KERNEL((ActivationKernel<T, false>), dim3(blocks), dim3(kElementwiseThreads), 0, stream, x, y,
-                              params);
+  return LaunchPackedOrScalar(IsPack4Aligned<T>({x, y}), params.count, ActivationKernel<T, true>,
+                              ActivationKernel<T, false>, stream, x, y, params);
 }
 
 // ---- entry ----

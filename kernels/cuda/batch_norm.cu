@@ -48,14 +48,8 @@ __global__ void __launch_bounds__(kElementwiseThreads) BatchNormKernel(const T* 
 // ---- launcher ----
 template <typename T>
 cudaError_t LaunchBatchNorm(const T* x, T* y, const BatchNormParams& params, cudaStream_t stream) {
-  const bool packed = IsPack4Aligned<T>({x, y});
-  const unsigned blocks = GridStrideBlocks(packed ? params.count / 4 + 3 : params.count);
-  if (packed) {
-    return CONVOY_LAUNCH_KERNEL((BatchNormKernel<T, true>), dim3(blocks), dim3(kElementwiseThreads), 0, stream, x, y,
-                                params);
-  }
-  return CONVOY_LAUNCH_KERNEL((BatchNormKernel<T, false>), dim3(blocks), dim3(kElementwiseThreads), 0, stream, x, y,
-                              params);
+  return LaunchPackedOrScalar(IsPack4Aligned<T>({x, y}), params.count, BatchNormKernel<T, true>,
+                              BatchNormKernel<T, false>, stream, x, y, params);
 }
 
 // ---- entry ----

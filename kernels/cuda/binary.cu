@@ -58,14 +58,8 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 // ---- launcher ----
 template <typename T>
 cudaError_t LaunchBinary(const T* a, const T* b, T* y, const BinaryParams& params, cudaStream_t stream) {
-  const bool packed = IsPack4Aligned<T>({a, y});
-  const unsigned blocks = GridStrideBlocks(packed ? params.count / 4 + 3 : params.count);
-  if (packed) {
-    return CONVOY_LAUNCH_KERNEL((BinaryKernel<T, true>), dim3(blocks), dim3(kElementwiseThreads), 0, stream, a, b, y,
-                                params);
-  }
-  return CONVOY_LAUNCH_KERNEL((BinaryKernel<T, false>), dim3(blocks), dim3(kElementwiseThreads), 0, stream, a, b, y,
-                              params);
+  return LaunchPackedOrScalar(IsPack4Aligned<T>({a, y}), params.count, BinaryKernel<T, true>, BinaryKernel<T, false>,
+                              stream, a, b, y, params);
 }
 
 // The index terms of BroadcastIndex for the problem's broadcast and layout.

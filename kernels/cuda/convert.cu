@@ -68,14 +68,8 @@ __global__ void __launch_bounds__(kTile * kTileRows)
 // ---- launchers ----
 template <typename S, typename D>
 cudaError_t LaunchConvertFlat(const S* x, D* y, int64_t count, cudaStream_t stream) {
-  const bool packed = IsPack4Aligned<S>({x}) && IsPack4Aligned<D>({y});
-  const unsigned blocks = GridStrideBlocks(packed ? count / 4 + 3 : count);
-  if (packed) {
-    return CONVOY_LAUNCH_KERNEL((ConvertFlatKernel<S, D, true>), dim3(blocks), dim3(kElementwiseThreads), 0, stream,
-                                x, y, count);
-  }
-  return CONVOY_LAUNCH_KERNEL((ConvertFlatKernel<S, D, false>), dim3(blocks), dim3(kElementwiseThreads), 0, stream, x,
-                              y, count);
+  return LaunchPackedOrScalar(IsPack4Aligned<S>({x}) && IsPack4Aligned<D>({y}), count, ConvertFlatKernel<S, D, true>,
+                              ConvertFlatKernel<S, D, false>, stream, x, y, count);
 }
 
 template <typename S, typename D>

@@ -5,6 +5,8 @@
 //   Pack4<T>                       four elements in one aligned 8- or 16-byte load/store
 //   IsPack4Aligned(pointers...)    run-time check that every pointer allows Pack4 access
 //   GridStrideBlocks(work)         blocks for a grid-stride loop over `work` items
+//   LaunchPackedOrScalar(packed, count, Kernel<T, true>, Kernel<T, false>, stream, args...)   the launch of a
+//                                  grid-stride kernel with a Pack4 variant (the one every flat element-wise op makes)
 //   DispatchElementSize(dtype, fn)  calls fn(U{}) with U = uint8_t .. uint64_t of the dtype's size (copies)
 //   DispatchFloatType(dtype, fn)   calls fn(T{}) with T = float, __half or __nv_bfloat16 (the dtype is read once per
 //                                  Run, kernels are templated on the element type)
@@ -50,6 +52,16 @@ bool IsPack4Aligned(std::initializer_list<const void*> pointers) {
     if (reinterpret_cast<uintptr_t>(p) % sizeof(Pack4<T>) != 0) return false;
   }
   return true;
+}
+
+// Launches the Pack4 variant of a grid-stride kernel when `packed` (every pointer passed IsPack4Aligned), else the
+// scalar one, with kElementwiseThreads-thread blocks for `count` elements (count / 4 packs plus the scalar tail).
+template <typename... Params, typename... Args>
+cudaError_t LaunchPackedOrScalar(bool packed, int64_t count, void (*packed_kernel)(Params...),
+                                 void (*scalar_kernel)(Params...), cudaStream_t stream, Args&&... args) {
+  const unsigned blocks = GridStrideBlocks(packed ? count / 4 + 3 : count);
+  return CONVOY_LAUNCH_KERNEL(packed ? packed_kernel : scalar_kernel, dim3(blocks), dim3(kElementwiseThreads), 0,
+                              stream, std::forward<Args>(args)...);
 }
 
 template <typename Fn>
