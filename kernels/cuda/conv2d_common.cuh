@@ -3,6 +3,7 @@
 //   ElementToFloat<T>(v), FloatToElement<T>(f)   FP32 / FP16 / BF16 element conversion (element_conversion.cuh)
 //   StoreElementPair<T>(dst, a, b)               two adjacent outputs in one 4- or 8-byte store (dst 2-aligned)
 //   EpilogueOperands                             the fused-epilogue pointers and descriptor a kernel carries
+//   MakeEpilogueOperands<T>(epilogue, args)      ... filled from a Conv2dArgs or GemmArgs
 //   ApplyFusedEpilogue(ops, acc, channel, offset)  scale, bias, residual before/after, activation of one output
 //
 // The epilogue math itself is ApplyEpilogue from kernels/common/epilogue.h, so CPU, CUDA and reference agree.
@@ -47,6 +48,17 @@ struct EpilogueOperands {
   const float* bias = nullptr;   // [K] when epilogue.has_bias
   const T* residual = nullptr;   // output-shaped when epilogue.residual != kNone
 };
+
+// The operands of `epilogue` from a Conv2dArgs or GemmArgs (scale, bias and residual pointers).
+template <typename T, typename Args>
+EpilogueOperands<T> MakeEpilogueOperands(const Epilogue& epilogue, const Args& args) {
+  EpilogueOperands<T> operands;
+  operands.epilogue = epilogue;
+  operands.scale = args.scale;
+  operands.bias = args.bias;
+  operands.residual = static_cast<const T*>(args.residual);
+  return operands;
+}
 
 template <typename T>
 __device__ __forceinline__ float ApplyFusedEpilogue(const EpilogueOperands<T>& ops, float acc, int channel,

@@ -58,10 +58,7 @@ ImplicitGemmParams<T> MakeImplicitGemmParams(const Conv2dProblem& problem, const
   params.x = static_cast<const T*>(args.x);
   params.w = static_cast<const T*>(args.w);
   params.y = static_cast<T*>(args.y);
-  params.epilogue.epilogue = problem.epilogue;
-  params.epilogue.scale = args.scale;
-  params.epilogue.bias = args.bias;
-  params.epilogue.residual = static_cast<const T*>(args.residual);
+  params.epilogue = MakeEpilogueOperands<T>(problem.epilogue, args);
   return params;
 }
 

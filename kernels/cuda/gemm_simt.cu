@@ -59,10 +59,7 @@ GemmSimtParams<T> MakeGemmSimtParams(const GemmProblem& problem, const GemmArgs&
   params.a = static_cast<const T*>(args.a);
   params.b = static_cast<const T*>(args.b);
   params.y = static_cast<T*>(args.y);
-  params.epilogue.epilogue = problem.epilogue;
-  params.epilogue.scale = args.scale;
-  params.epilogue.bias = args.bias;
-  params.epilogue.residual = static_cast<const T*>(args.residual);
+  params.epilogue = MakeEpilogueOperands<T>(problem.epilogue, args);
   return params;
 }
 

@@ -25,10 +25,7 @@ ImplicitGemmParams<T> MakeGemmParams(const GemmProblem& problem, const GemmArgs&
   params.x = static_cast<const T*>(args.a);
   params.w = static_cast<const T*>(args.b);
   params.y = static_cast<T*>(args.y);
-  params.epilogue.epilogue = problem.epilogue;
-  params.epilogue.scale = args.scale;
-  params.epilogue.bias = args.bias;
-  params.epilogue.residual = static_cast<const T*>(args.residual);
+  params.epilogue = MakeEpilogueOperands<T>(problem.epilogue, args);
   return params;
 }
 
