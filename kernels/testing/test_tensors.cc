@@ -21,6 +21,12 @@ void FillUniform(void* data, DataType dtype, int64_t count, uint32_t seed, float
   for (int64_t i = 0; i < count; ++i) StoreFromFloat(data, dtype, static_cast<size_t>(i), dist(rng));
 }
 
+std::vector<float> RandomFloats(size_t count, uint32_t seed, float lo, float hi) {
+  std::vector<float> v(count);
+  FillUniform(v.data(), DataType::kFloat32, static_cast<int64_t>(count), seed, lo, hi);
+  return v;
+}
+
 absl::StatusOr<HostBuffer> RandomBuffer(DataType dtype, int64_t count, uint32_t seed, float lo, float hi) {
   absl::StatusOr<HostBuffer> buffer = HostBuffer::Allocate(static_cast<size_t>(count) * DataTypeSize(dtype));
   if (!buffer.ok()) return buffer.status();

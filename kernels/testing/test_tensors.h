@@ -21,6 +21,8 @@ namespace convoy::testing {
 // Fills `count` elements with uniform values in [lo, hi) from a generator seeded with `seed` (rounded to `dtype`).
 // UINT8 buffers get uniform integers in [0, 255] regardless of lo/hi.
 void FillUniform(void* data, DataType dtype, int64_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+// `count` FP32 values from FillUniform, for tests that build their tensors as std::vector<float>.
+std::vector<float> RandomFloats(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 // A fresh 64-byte aligned buffer of `count` elements filled by FillUniform.
 absl::StatusOr<HostBuffer> RandomBuffer(DataType dtype, int64_t count, uint32_t seed, float lo = -1.0f,
                                         float hi = 1.0f);

@@ -15,6 +15,7 @@ namespace {
 
 using ::convoy::testing::CompareFloats;
 using ::convoy::testing::IsOk;
+using ::convoy::testing::RandomFloats;
 using ::convoy::testing::StatusIs;
 using ::convoy::testing::Tolerance;
 using ::testing::HasSubstr;
@@ -30,12 +31,6 @@ std::vector<float> RunConv(const Conv2dProblem& p, const std::vector<float>& x, 
   Conv2dArgs args{x.data(), w.data(), bias, scale, residual ? residual->data() : nullptr, y.data()};
   EXPECT_THAT(Conv2d(p, args), IsOk());
   return y;
-}
-
-std::vector<float> RandomFloats(size_t count, uint32_t seed) {
-  std::vector<float> v(count);
-  testing::FillUniform(v.data(), DataType::kFloat32, static_cast<int64_t>(count), seed);
-  return v;
 }
 
 TEST(ReferenceConv2dTest, DeltaFilterShiftsTheInput) {

@@ -13,14 +13,9 @@ namespace convoy::reference {
 namespace {
 
 using ::convoy::testing::IsOk;
+using ::convoy::testing::RandomFloats;
 using ::convoy::testing::StatusIs;
 using ::testing::HasSubstr;
-
-std::vector<float> RandomFloats(size_t count, uint32_t seed) {
-  std::vector<float> v(count);
-  testing::FillUniform(v.data(), DataType::kFloat32, static_cast<int64_t>(count), seed);
-  return v;
-}
 
 TEST(ReferenceDataMovementTest, SplitInvertsConcatWithUnevenChannels) {
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {

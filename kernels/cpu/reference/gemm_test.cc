@@ -11,14 +11,9 @@ namespace {
 
 using ::convoy::testing::CompareFloats;
 using ::convoy::testing::IsOk;
+using ::convoy::testing::RandomFloats;
 using ::convoy::testing::StatusIs;
 using ::testing::HasSubstr;
-
-std::vector<float> RandomFloats(size_t count, uint32_t seed) {
-  std::vector<float> v(count);
-  testing::FillUniform(v.data(), DataType::kFloat32, static_cast<int64_t>(count), seed);
-  return v;
-}
 
 TEST(ReferenceGemmTest, IdentityLeftOperandTransposesB) {
   GemmProblem p;

@@ -11,12 +11,7 @@ namespace convoy::reference {
 namespace {
 
 using ::convoy::testing::IsOk;
-
-std::vector<float> RandomFloats(size_t count, uint32_t seed, float lo = -1, float hi = 1) {
-  std::vector<float> v(count);
-  testing::FillUniform(v.data(), DataType::kFloat32, static_cast<int64_t>(count), seed, lo, hi);
-  return v;
-}
+using ::convoy::testing::RandomFloats;
 
 TEST(ReferencePointwiseTest, BatchNormNormalizesEachChannelWithItsStatistics) {
   BatchNormProblem p;
