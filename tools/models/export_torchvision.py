@@ -28,6 +28,8 @@ MODELS = {
 
 
 def randomize_batch_norm(model, seed):
+    """Random affine parameters and running statistics, so folding batch norm is a real test (also used by
+    make_sample_models.py for the sample ResNet)."""
     gen = torch.Generator().manual_seed(seed)
     for m in model.modules():
         if isinstance(m, torch.nn.BatchNorm2d):

@@ -39,10 +39,11 @@ def make_simple_cnn(out_dir):
 
 def make_resnet_classifier(out_path, width=16, num_classes=1000):
     import torch
+    from export_torchvision import randomize_batch_norm
 
     torch.manual_seed(20240601)
     model = _narrow_resnet18(width, num_classes)
-    randomize_batch_norm(model)
+    randomize_batch_norm(model, seed=7)
     model.eval()
     out_path.parent.mkdir(parents=True, exist_ok=True)
     example = torch.randn(1, 3, 224, 224)
@@ -80,20 +81,6 @@ def _narrow_resnet18(width, num_classes):
             return self.fc(torch.flatten(self.avgpool(self.layers(x)), 1))
 
     return NarrowResNet18()
-
-
-def randomize_batch_norm(model):
-    """Random affine parameters and running statistics, so folding batch norm is a real test."""
-    import torch
-
-    gen = torch.Generator().manual_seed(7)
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            c = m.num_features
-            m.weight.data = torch.rand(c, generator=gen) * 0.5 + 0.75
-            m.bias.data = torch.randn(c, generator=gen) * 0.1
-            m.running_mean = torch.randn(c, generator=gen) * 0.1
-            m.running_var = torch.rand(c, generator=gen) * 0.5 + 0.75
 
 
 def main():
