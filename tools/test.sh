@@ -83,6 +83,11 @@ fi
 
 if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
   say "pytest tests/python"
+  # The binaries of the default (optimized) build, wherever the bazel-* convenience links point after other runs.
+  bin_dir="$(bazel info bazel-bin 2>/dev/null)"
+  export CONVOY_BAZEL_BIN="${CONVOY_BAZEL_BIN:-$bin_dir}"
+  export CONVOY_SERVER="${CONVOY_SERVER:-$bin_dir/server/convoy_server}"
+  export CONVOY_CLI="${CONVOY_CLI:-$bin_dir/server/tools/convoy}"
   if [ -x "$venv/bin/python" ]; then
     "$venv/bin/python" -m pytest -q tests/python --junitxml="$results/pytest/results.xml" -p no:cacheprovider
     rc=$?
