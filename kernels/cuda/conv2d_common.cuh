@@ -4,6 +4,7 @@
 //   StoreElementPair<T>(dst, a, b)               two adjacent outputs in one 4- or 8-byte store (dst 2-aligned)
 //   EpilogueOperands                             the fused-epilogue pointers and descriptor a kernel carries
 //   MakeEpilogueOperands<T>(epilogue, args)      ... filled from a Conv2dArgs or GemmArgs
+//   LaunchForFloatType(dtype, "Launcher", fn)    fn(T{}) -> cudaError_t for T = __half, __nv_bfloat16 or float; Status
 //   ApplyFusedEpilogue(ops, acc, channel, offset)  scale, bias, residual before/after, activation of one output
 //
 // The epilogue math itself is ApplyEpilogue from kernels/common/epilogue.h, so CPU, CUDA and reference agree.
@@ -13,9 +14,13 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "kernels/common/dtype.h"
 #include "kernels/common/epilogue.h"
 #include "kernels/cuda/element_conversion.cuh"
 #include "kernels/cuda_emulation/cuda_compat.cuh"
+#include "kernels/cuda_emulation/cuda_status.h"
 
 namespace convoy::cuda {
 
@@ -58,6 +63,26 @@ EpilogueOperands<T> MakeEpilogueOperands(const Epilogue& epilogue, const Args& a
   operands.bias = args.bias;
   operands.residual = static_cast<const T*>(args.residual);
   return operands;
+}
+
+// The dtype dispatch of every conv2d/GEMM entry: launch(T{}) with T = __half for FP16, __nv_bfloat16 for BF16 and
+// float otherwise (FP32, TF32: CanImplement has turned every other dtype away). A failed launch becomes a Status
+// naming `launcher`.
+template <typename Launch>
+absl::Status LaunchForFloatType(DataType dtype, absl::string_view launcher, Launch&& launch) {
+  cudaError_t error;
+  switch (dtype) {
+    case DataType::kFloat16:
+      error = launch(__half{});
+      break;
+    case DataType::kBFloat16:
+      error = launch(__nv_bfloat16{});
+      break;
+    default:
+      error = launch(float{});
+      break;
+  }
+  return CudaStatus(error, launcher);
 }
 
 template <typename T>

@@ -64,19 +64,10 @@ class CudaConv2dDepthwiseDirect final : public Conv2dAlgorithm {
     if (absl::Status can = CanImplement(problem); !can.ok()) return can;
     if (absl::Status checked = CheckConv2dArgs(name(), problem, args); !checked.ok()) return checked;
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
-    switch (problem.dtype) {
-      case DataType::kFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR(LaunchConv2dDepthwise(MakeDirectConvParams<__half>(problem, args), stream));
-        break;
-      case DataType::kBFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR(
-            LaunchConv2dDepthwise(MakeDirectConvParams<__nv_bfloat16>(problem, args), stream));
-        break;
-      default:
-        CONVOY_RETURN_IF_CUDA_ERROR(LaunchConv2dDepthwise(MakeDirectConvParams<float>(problem, args), stream));
-        break;
-    }
-    return absl::OkStatus();
+    return LaunchForFloatType(problem.dtype, "LaunchConv2dDepthwise", [&](auto tag) {
+      using T = decltype(tag);
+      return LaunchConv2dDepthwise(MakeDirectConvParams<T>(problem, args), stream);
+    });
   }
 
   int HeuristicScore(const Conv2dProblem& problem) const override { return 50; }

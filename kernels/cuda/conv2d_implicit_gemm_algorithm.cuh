@@ -108,21 +108,10 @@ class CudaConv2dImplicitGemm final : public Conv2dAlgorithm {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": x and w must be 16-byte aligned, y and residual 4"));
     }
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
-    switch (problem.dtype) {
-      case DataType::kFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR(
-            (LaunchImplicitGemm<__half, Tile, kOneByOne>(MakeImplicitGemmParams<__half>(problem, args), stream)));
-        break;
-      case DataType::kBFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR((LaunchImplicitGemm<__nv_bfloat16, Tile, kOneByOne>(
-            MakeImplicitGemmParams<__nv_bfloat16>(problem, args), stream)));
-        break;
-      default:
-        CONVOY_RETURN_IF_CUDA_ERROR(
-            (LaunchImplicitGemm<float, Tile, kOneByOne>(MakeImplicitGemmParams<float>(problem, args), stream)));
-        break;
-    }
-    return absl::OkStatus();
+    return LaunchForFloatType(problem.dtype, "LaunchImplicitGemm", [&](auto tag) {
+      using T = decltype(tag);
+      return LaunchImplicitGemm<T, Tile, kOneByOne>(MakeImplicitGemmParams<T>(problem, args), stream);
+    });
   }
 
   // Big tiles for big problems: the 128x128 tile when there are at least ~2 waves of them on a 132-SM GPU, the

@@ -68,18 +68,10 @@ class CudaConv2dDirectSimt final : public Conv2dAlgorithm {
     if (absl::Status can = CanImplement(problem); !can.ok()) return can;
     if (absl::Status checked = CheckConv2dArgs(name(), problem, args); !checked.ok()) return checked;
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
-    switch (problem.dtype) {
-      case DataType::kFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR(LaunchConv2dSimt(MakeDirectConvParams<__half>(problem, args), stream));
-        break;
-      case DataType::kBFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR(LaunchConv2dSimt(MakeDirectConvParams<__nv_bfloat16>(problem, args), stream));
-        break;
-      default:
-        CONVOY_RETURN_IF_CUDA_ERROR(LaunchConv2dSimt(MakeDirectConvParams<float>(problem, args), stream));
-        break;
-    }
-    return absl::OkStatus();
+    return LaunchForFloatType(problem.dtype, "LaunchConv2dSimt", [&](auto tag) {
+      using T = decltype(tag);
+      return LaunchConv2dSimt(MakeDirectConvParams<T>(problem, args), stream);
+    });
   }
 
   int HeuristicScore(const Conv2dProblem& problem) const override { return 1; }

@@ -89,18 +89,10 @@ class CudaGemmSimt final : public GemmAlgorithm {
       return absl::InvalidArgumentError("cuda.gemm.simt: an epilogue operand is null");
     }
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
-    switch (problem.dtype) {
-      case DataType::kFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR(LaunchGemmSimt(MakeGemmSimtParams<__half>(problem, args), stream));
-        break;
-      case DataType::kBFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR(LaunchGemmSimt(MakeGemmSimtParams<__nv_bfloat16>(problem, args), stream));
-        break;
-      default:
-        CONVOY_RETURN_IF_CUDA_ERROR(LaunchGemmSimt(MakeGemmSimtParams<float>(problem, args), stream));
-        break;
-    }
-    return absl::OkStatus();
+    return LaunchForFloatType(problem.dtype, "LaunchGemmSimt", [&](auto tag) {
+      using T = decltype(tag);
+      return LaunchGemmSimt(MakeGemmSimtParams<T>(problem, args), stream);
+    });
   }
 
   int HeuristicScore(const GemmProblem& problem) const override { return 1; }

@@ -61,21 +61,10 @@ class CudaGemmTensorCore final : public GemmAlgorithm {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": a and b must be 16-byte aligned, y and residual 4"));
     }
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
-    switch (problem.dtype) {
-      case DataType::kFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR(
-            (LaunchImplicitGemm<__half, Tile, true>(MakeGemmParams<__half>(problem, args), stream)));
-        break;
-      case DataType::kBFloat16:
-        CONVOY_RETURN_IF_CUDA_ERROR(
-            (LaunchImplicitGemm<__nv_bfloat16, Tile, true>(MakeGemmParams<__nv_bfloat16>(problem, args), stream)));
-        break;
-      default:
-        CONVOY_RETURN_IF_CUDA_ERROR(
-            (LaunchImplicitGemm<float, Tile, true>(MakeGemmParams<float>(problem, args), stream)));
-        break;
-    }
-    return absl::OkStatus();
+    return LaunchForFloatType(problem.dtype, "LaunchImplicitGemm", [&](auto tag) {
+      using T = decltype(tag);
+      return LaunchImplicitGemm<T, Tile, true>(MakeGemmParams<T>(problem, args), stream);
+    });
   }
 
   int HeuristicScore(const GemmProblem& problem) const override {
