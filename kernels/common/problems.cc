@@ -30,6 +30,12 @@ absl::Status CheckNonNegative(const std::string& name, std::initializer_list<std
   return absl::OkStatus();
 }
 
+// The four paddings of conv2d, pool2d and pad: each >= 0.
+absl::Status CheckPads(const std::string& name, int pad_top, int pad_bottom, int pad_left, int pad_right) {
+  return CheckNonNegative(name, {{"pad_top", pad_top}, {"pad_bottom", pad_bottom}, {"pad_left", pad_left},
+                                 {"pad_right", pad_right}});
+}
+
 absl::Status CheckComputeType(const std::string& name, DataType dtype) {
   if (!IsFloatingPoint(dtype)) {
     return Invalid(name, absl::StrCat("data type must be FP32, FP16 or BF16, got ", DataTypeName(dtype)));
@@ -76,11 +82,7 @@ absl::Status Conv2dProblem::Validate() const {
       !st.ok()) {
     return st;
   }
-  if (auto st = CheckNonNegative(name, {{"pad_top", pad_top}, {"pad_bottom", pad_bottom}, {"pad_left", pad_left},
-                                       {"pad_right", pad_right}});
-      !st.ok()) {
-    return st;
-  }
+  if (auto st = CheckPads(name, pad_top, pad_bottom, pad_left, pad_right); !st.ok()) return st;
   if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
   if (c % groups != 0 || k % groups != 0) {
     return Invalid(name, absl::StrCat("groups=", groups, " must divide c=", c, " and k=", k));
@@ -124,11 +126,7 @@ absl::Status Pool2dProblem::Validate() const {
       !st.ok()) {
     return st;
   }
-  if (auto st = CheckNonNegative(name, {{"pad_top", pad_top}, {"pad_bottom", pad_bottom}, {"pad_left", pad_left},
-                                        {"pad_right", pad_right}});
-      !st.ok()) {
-    return st;
-  }
+  if (auto st = CheckPads(name, pad_top, pad_bottom, pad_left, pad_right); !st.ok()) return st;
   if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
   if (pad_top >= r || pad_bottom >= r || pad_left >= s || pad_right >= s) {
     if (mode == PoolMode::kMax || mode == PoolMode::kAverage) {
@@ -275,11 +273,7 @@ std::string PadProblem::ToString() const {
 absl::Status PadProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
-  if (auto st = CheckNonNegative(name, {{"pad_top", pad_top}, {"pad_bottom", pad_bottom}, {"pad_left", pad_left},
-                                        {"pad_right", pad_right}});
-      !st.ok()) {
-    return st;
-  }
+  if (auto st = CheckPads(name, pad_top, pad_bottom, pad_left, pad_right); !st.ok()) return st;
   if (mode == PadMode::kReflect && (pad_top >= h || pad_bottom >= h || pad_left >= w || pad_right >= w)) {
     return Invalid(name, absl::StrCat("reflect padding must be smaller than the ", h, "x", w, " input"));
   }
