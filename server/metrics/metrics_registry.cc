@@ -1,7 +1,6 @@
 // MetricsRegistry: families, collectors and the HTTP endpoint. See metrics_registry.h.
 #include "server/metrics/metrics_registry.h"
 
-#include <exception>
 #include <utility>
 #include <vector>
 
@@ -68,25 +67,17 @@ absl::StatusOr<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(const O
   std::unique_ptr<MetricsRegistry> metrics(new MetricsRegistry());
   if (options.gpu_metrics) metrics->gpu_collector_ = NvmlGpuCollector::Open(options.nvml_library);
   if (options.listen_address.empty()) return metrics;
-  // prometheus-cpp reports a listening failure by throwing from the constructor; it stops here.
-  try {
-    metrics->exposer_ = std::make_unique<prometheus::Exposer>(options.listen_address, options.http_threads);
-  } catch (const std::exception& error) {
-    return absl::UnavailableError(absl::StrCat("metrics endpoint cannot listen on ", options.listen_address, ": ",
-                                               error.what()));
-  }
-  metrics->exposer_->RegisterCollectable(metrics->registry_, options.path);
-  metrics->exposer_->RegisterCollectable(metrics->cache_collector_, options.path);
-  if (metrics->gpu_collector_ != nullptr) {
-    metrics->exposer_->RegisterCollectable(metrics->gpu_collector_, options.path);
-  }
-  const std::vector<int> ports = metrics->exposer_->GetListeningPorts();
-  metrics->port_ = ports.empty() ? 0 : ports.front();
+  MetricsRegistry* raw = metrics.get();
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> endpoint =
+      MetricsHttpServer::Create({options.listen_address, options.path, [raw] { return raw->Scrape(); }});
+  if (!endpoint.ok()) return endpoint.status();
+  metrics->endpoint_ = std::move(endpoint).value();
+  metrics->port_ = metrics->endpoint_->port();
   return metrics;
 }
 
 // The endpoint goes first: it must stop serving before the collectables it reads are destroyed.
-MetricsRegistry::~MetricsRegistry() { exposer_.reset(); }
+MetricsRegistry::~MetricsRegistry() { endpoint_.reset(); }
 
 std::unique_ptr<ModelMetricsReporter> MetricsRegistry::ForModel(const std::string& model,
                                                                 const std::string& version) {

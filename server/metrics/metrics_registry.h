@@ -15,9 +15,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "server/metrics/algorithm_cache_collector.h"
+#include "server/metrics/metrics_http_server.h"
 #include "server/metrics/model_metrics_reporter.h"
 #include "server/metrics/nvml_gpu_collector.h"
 
@@ -30,7 +30,6 @@ class MetricsRegistry {
     // (metrics are still recorded and Scrape() still works).
     std::string listen_address = "0.0.0.0:8002";
     std::string path = "/metrics";
-    int http_threads = 2;
     // Export GPU gauges through NVML when the library loads; nothing happens where it does not.
     bool gpu_metrics = true;
     std::string nvml_library = "libnvidia-ml.so.1";
@@ -64,7 +63,7 @@ class MetricsRegistry {
   std::shared_ptr<AlgorithmCacheCollector> cache_collector_;
   std::shared_ptr<NvmlGpuCollector> gpu_collector_;  // null without NVML
   ModelMetricFamilies families_{};
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<MetricsHttpServer> endpoint_;
   int port_ = 0;
 };
 
