@@ -20,6 +20,14 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Floor division that rounds toward minus infinity for negative numerators.
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+// ceil(total / pieces), rounded up to a multiple of 16 (64-byte aligned pieces) when that still leaves `pieces`
+// non-empty pieces.
+int64_t RoundedPiece(int64_t total, int64_t pieces) {
+  const int64_t piece = CeilDiv(total, pieces);
+  const int64_t rounded = CeilDiv(piece, 16) * 16;
+  return rounded * (pieces - 1) < total ? rounded : piece;
+}
+
 int64_t GemmDepth(const Conv2dProblem& p) { return int64_t{p.c_per_group()} * p.r * p.s; }
 
 // Everything a tile needs, resolved once per Run.
@@ -201,11 +209,28 @@ TileIndex DecodeTile(const Conv2dProblem& p, const ConvGemmTiling& tiling, int64
 
 }  // namespace
 
-ConvGemmTiling PlanConvGemmTiling(const Conv2dProblem& p, ConvGemmOperand operand) {
+ConvGemmTiling PlanConvGemmTiling(const Conv2dProblem& p, ConvGemmOperand operand, int threads) {
   ConvGemmTiling t;
   const int64_t depth = GemmDepth(p);
   const int64_t pixels = p.layout == Layout::kNCHW ? int64_t{p.p()} * p.q() : int64_t{p.n} * p.p() * p.q();
   const int64_t images = p.layout == Layout::kNCHW ? p.n : 1;
+  if (operand == ConvGemmOperand::kDirect && p.dtype == DataType::kFloat32) {
+    const int64_t units = images * p.groups;
+    const int64_t pieces = units % std::max(1, threads) == 0 ? 1 : std::max(1, threads);
+    t.pixel_blocks = 1;
+    t.pixel_tile = static_cast<int>(pixels);
+    t.channel_blocks = 1;
+    t.channel_tile = p.k_per_group();
+    if (pieces > 1 && pixels < p.k_per_group()) {
+      t.channel_tile = static_cast<int>(RoundedPiece(p.k_per_group(), pieces));
+      t.channel_blocks = static_cast<int>(CeilDiv(p.k_per_group(), t.channel_tile));
+    } else if (pieces > 1) {
+      t.pixel_tile = static_cast<int>(RoundedPiece(pixels, pieces));
+      t.pixel_blocks = CeilDiv(pixels, t.pixel_tile);
+    }
+    t.tiles = units * t.pixel_blocks * t.channel_blocks;
+    return t;  // scratch_floats 0: the sgemm reads the input and writes the output in place
+  }
   int64_t tile = std::max<int64_t>(kMinPixelTile, kOperandTileFloats / std::max<int64_t>(1, depth) / 16 * 16);
   tile = std::min(tile, pixels);
   // Balance the blocks: 100 pixels become two tiles of 50, not 96 + 4.
@@ -228,7 +253,7 @@ ConvGemmTiling PlanConvGemmTiling(const Conv2dProblem& p, ConvGemmOperand operan
 }
 
 size_t ConvGemmWorkspaceBytes(const Conv2dProblem& problem, ConvGemmOperand operand) {
-  const ConvGemmTiling tiling = PlanConvGemmTiling(problem, operand);
+  const ConvGemmTiling tiling = PlanConvGemmTiling(problem, operand, ScratchSlotCount());
   return tiling.scratch_floats == 0 ? 0 : ScratchWorkspaceBytes(tiling.scratch_floats);
 }
 
@@ -239,7 +264,7 @@ size_t ConvGemmPackedFilterBytes(const Conv2dProblem& problem) {
 absl::Status RunConvGemm(const Conv2dProblem& problem, const Conv2dArgs& args, ConvGemmOperand operand,
                          Workspace workspace, const ExecutionContext& context) {
   if (context.thread_pool == nullptr) return absl::InvalidArgumentError("CPU conv2d needs a thread pool");
-  const ConvGemmTiling tiling = PlanConvGemmTiling(problem, operand);
+  const ConvGemmTiling tiling = PlanConvGemmTiling(problem, operand, context.thread_pool->num_threads());
   if (tiling.scratch_floats > 0) CONVOY_RETURN_IF_ERROR(ScratchSlots::Check(workspace.bytes, tiling.scratch_floats));
   ScratchSlots slots(workspace.data, workspace.bytes, tiling.scratch_floats);
   ConvGemmCall call{&problem, &tiling, operand, args.x, static_cast<const float*>(args.w), args.y,

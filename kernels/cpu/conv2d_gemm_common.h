@@ -28,7 +28,8 @@ enum class ConvGemmOperand {
   kDirect,  // 1x1, stride 1, no padding: the input already is the operand
 };
 
-// How a problem is cut into tiles; a pure function of the problem, so WorkspaceBytes and Run agree.
+// How a problem is cut into tiles. Only the FP32 direct (1x1) plan depends on `threads`, and it needs no scratch, so
+// WorkspaceBytes (default pool size) and Run (the pool at hand) always agree on the workspace.
 struct ConvGemmTiling {
   int pixel_tile = 0;     // output pixels per tile (columns for NCHW, rows for NHWC)
   int64_t pixel_blocks = 0;
@@ -38,7 +39,11 @@ struct ConvGemmTiling {
   size_t scratch_floats = 0;  // per-thread scratch
 };
 
-ConvGemmTiling PlanConvGemmTiling(const Conv2dProblem& problem, ConvGemmOperand operand);
+// FP32 kDirect: each (image, group) is one big sgemm, cut into exactly `threads` pieces (over output channels when
+// the image has fewer pixels than the group has channels, else over pixels) unless the (image, group) count already
+// is a multiple of `threads`: single-threaded OpenBLAS is only fast on long GEMMs. Everything else: L2-sized pixel
+// tiles, split over output channels until every thread has about two tiles.
+ConvGemmTiling PlanConvGemmTiling(const Conv2dProblem& problem, ConvGemmOperand operand, int threads);
 
 // Workspace for Run: ScratchSlotCount() slots of the tiling's scratch (0 when no tile needs scratch).
 size_t ConvGemmWorkspaceBytes(const Conv2dProblem& problem, ConvGemmOperand operand);
