@@ -22,18 +22,35 @@ struct GemmTiling {
   size_t scratch_floats;
 };
 
-// Rows in blocks of 64; columns split until every pool thread has about two tiles.
-GemmTiling PlanGemmTiling(const GemmProblem& p) {
+// FP32: exactly `threads` big pieces, each one sgemm (single-threaded OpenBLAS is only fast on long GEMMs): over
+// rows when there are at least 16 per piece, else over columns (an FC layer at batch 1-8). FP16/BF16 (converted
+// into per-thread scratch, sized for the default pool, so the plan must not depend on the pool at hand): rows in
+// blocks of 64, columns split until every pool thread has about two tiles.
+GemmTiling PlanGemmTiling(const GemmProblem& p, int threads) {
   GemmTiling t;
+  if (p.dtype == DataType::kFloat32) {
+    const int pieces = std::max(1, threads);
+    t.row_blocks = 1;
+    t.column_blocks = 1;
+    if (p.m >= 16 * pieces) {
+      t.row_blocks = pieces;
+    } else {
+      t.column_blocks = std::clamp(p.n / 16, 1, pieces);
+    }
+    t.row_tile = CeilDiv(p.m, t.row_blocks);
+    t.row_blocks = CeilDiv(p.m, t.row_tile);
+    t.column_tile = CeilDiv(p.n, t.column_blocks);
+    t.column_blocks = CeilDiv(p.n, t.column_tile);
+    t.scratch_floats = 0;
+    return t;
+  }
   t.row_blocks = CeilDiv(p.m, kRowTile);
   t.row_tile = CeilDiv(p.m, t.row_blocks);
   const int wanted_columns = CeilDiv(2 * ScratchSlotCount(), t.row_blocks);
   t.column_blocks = std::clamp(wanted_columns, 1, std::max(1, p.n / kMinColumnTile));
   t.column_tile = CeilDiv(p.n, t.column_blocks);
   t.column_blocks = CeilDiv(p.n, t.column_tile);
-  t.scratch_floats = p.dtype == DataType::kFloat32
-                         ? 0
-                         : static_cast<size_t>(t.row_tile) * p.k + static_cast<size_t>(t.row_tile) * t.column_tile;
+  t.scratch_floats = static_cast<size_t>(t.row_tile) * p.k + static_cast<size_t>(t.row_tile) * t.column_tile;
   return t;
 }
 
@@ -42,7 +59,7 @@ GemmTiling PlanGemmTiling(const GemmProblem& p) {
 absl::Status GemmOpenBlas::CanImplement(const GemmProblem& problem) const { return problem.Validate(); }
 
 size_t GemmOpenBlas::WorkspaceBytes(const GemmProblem& problem) const {
-  const GemmTiling tiling = PlanGemmTiling(problem);
+  const GemmTiling tiling = PlanGemmTiling(problem, ScratchSlotCount());
   return tiling.scratch_floats == 0 ? 0 : ScratchWorkspaceBytes(tiling.scratch_floats);
 }
 
@@ -59,7 +76,7 @@ absl::Status GemmOpenBlas::PackFilter(const GemmProblem& p, const void* filter, 
 absl::Status GemmOpenBlas::Run(const GemmProblem& p, const GemmArgs& args, Workspace workspace,
                                const ExecutionContext& context) const {
   if (context.thread_pool == nullptr) return absl::InvalidArgumentError("CPU GEMM needs a thread pool");
-  const GemmTiling t = PlanGemmTiling(p);
+  const GemmTiling t = PlanGemmTiling(p, context.thread_pool->num_threads());
   if (t.scratch_floats > 0) CONVOY_RETURN_IF_ERROR(ScratchSlots::Check(workspace.bytes, t.scratch_floats));
   ScratchSlots slots(workspace.data, workspace.bytes, t.scratch_floats);
   const EpilogueOperands ops{p.epilogue, args.scale, args.bias, args.residual, p.dtype};
