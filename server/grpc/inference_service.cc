@@ -194,7 +194,10 @@ void InferenceService::StartInfer(const inference::ModelInferRequest& request, a
         manager_->GetServedModel(request.model_name(), request.model_version());
     if (!served.ok()) return done(served.status());
     absl::StatusOr<DecodedRequest> decoded = DecodeInferRequest(request, **served);
-    if (!decoded.ok()) return done(decoded.status());
+    if (!decoded.ok()) {
+      (*served)->RecordRejectedRequest(decoded.status());  // a known model and version: counts as its failure
+      return done(decoded.status());
+    }
     decoded->spec.is_cancelled = [cancelled, deadline] { return cancelled() || absl::Now() >= deadline; };
     if (absl::Now() >= deadline) return done(absl::DeadlineExceededError("the request's deadline has passed"));
     const ServedModel* model = served->get();

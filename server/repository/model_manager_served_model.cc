@@ -228,6 +228,12 @@ absl::Status ServedModel::Infer(batching::BatchRequest::Spec spec, std::unique_p
   return enqueued;
 }
 
+void ServedModel::RecordRejectedRequest(const absl::Status& status) {
+  if (reporter_ != nullptr) reporter_->RecordFailure(metrics::FailureReasonFromStatus(status));
+  convoy::MutexLock lock(&stats_mu_);
+  stats_.fail.Add(absl::ZeroDuration());
+}
+
 void ServedModel::RecordOutcome(const batching::BatchRequest& request, const absl::Status& status,
                                 absl::Time arrival) {
   const absl::Time now = clock_->Now();

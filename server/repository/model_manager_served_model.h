@@ -91,6 +91,11 @@ class ServedModel {
   // (then it is left untouched, so the caller can send it to the version that replaced this one).
   absl::Status Infer(batching::BatchRequest::Spec spec, std::unique_ptr<InferencePayload>& payload, Done done);
 
+  // Counts a request for this version that failed before it reached Infer (e.g. its inputs did not decode
+  // against this version's config): a failure in the statistics and in nv_inference_request_failure under the
+  // status's reason (INVALID_ARGUMENT -> OTHER), as Triton counts invalid requests against the model.
+  void RecordRejectedRequest(const absl::Status& status);
+
   // Stops accepting requests and finishes queued ones until `deadline` (see DynamicBatcher::Shutdown).
   // Waits for requests being admitted to reach the batcher first, so none is refused after it was admitted.
   absl::Status Drain(absl::Time deadline);
