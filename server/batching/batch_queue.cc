@@ -116,12 +116,18 @@ std::vector<BatchQueue::Position> BatchQueue::GatherBatch(const std::vector<Posi
   std::vector<Position> members;
   const std::string& key = (*candidates.front().it)->shape_key();
   const int64_t limit = policy_.max_batch_size;
+  const bool merging = policy_.dynamic_batching && limit > 0;
   int64_t total = 0;
   *full = false;
   for (const Position& position : candidates) {
     const BatchRequest& request = **position.it;
     if (request.shape_key() != key) continue;
-    if (limit == 0 || total + request.batch_size() > limit) {  // no batching, or the next one does not fit
+    if (!merging) {  // every request runs alone, at once
+      members.push_back(position);
+      *full = true;
+      break;
+    }
+    if (total + request.batch_size() > limit) {  // the next one does not fit
       *full = !members.empty();
       if (members.empty()) members.push_back(position);
       break;

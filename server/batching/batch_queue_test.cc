@@ -250,6 +250,23 @@ TEST_F(BatchQueueTest, WithoutBatchingEveryRequestRunsAlone) {
   for (int i = 0; i < count; ++i) EXPECT_THAT(Ids(queue->TakeBatch(kStart, false).batch), ElementsAre(i));
 }
 
+// A model with a batch dimension but no dynamic_batching block (Triton's default scheduler): requests of up to
+// max_batch_size elements each, never merged, each sent at once.
+TEST_F(BatchQueueTest, WithoutDynamicBatchingRequestsRunAloneAtOnceUpToMaxBatchSize) {
+  BatchingPolicy policy = Policy(8, absl::ZeroDuration());
+  policy.dynamic_batching = false;
+  auto queue = MakeQueue(policy);
+  const int count = Uniform(2, 6);
+  for (int i = 0; i < count; ++i) Add(*queue, MakeRequest(i, {.batch_size = 1 + i % 2}));
+  for (int i = 0; i < count; ++i) {
+    BatchQueue::Decision decision = queue->TakeBatch(kStart, false);
+    EXPECT_THAT(Ids(decision.batch), ElementsAre(i));
+  }
+  EXPECT_TRUE(queue->TakeBatch(kStart, false).batch.empty());
+  std::unique_ptr<BatchRequest> too_big = MakeRequest(99, {.batch_size = 9});
+  EXPECT_THAT(queue->Add(too_big, kStart), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1..8")));
+}
+
 TEST_F(BatchQueueTest, RejectTimeoutFailsTheRequestWithDeadlineExceeded) {
   BatchingPolicy policy = Policy(8, absl::Seconds(10));
   const absl::Duration timeout = absl::Microseconds(Uniform(1, 1000));

@@ -5,6 +5,9 @@
 // The knobs and their trade-offs:
 //  - max_batch_size: the largest batch the model can run (sum of the requests' batch sizes). 0 means the model has
 //    no batch dimension: every request runs alone.
+//  - dynamic_batching: whether queued requests are merged into batches at all. Off is Triton's default scheduler
+//    (a model without a `dynamic_batching` block): every request runs alone, as it comes, up to max_batch_size
+//    elements each, and the knobs below other than the queue policies do nothing.
 //  - preferred_batch_sizes: batch sizes worth waiting for (e.g. sizes with a tuned kernel or a CUDA graph). A batch
 //    runs as soon as the largest preferred size (or max_batch_size) is reachable; when the queue delay ends, the
 //    batcher sends the largest preferred size it has, else everything that fits. Empty: only max_batch_size counts.
@@ -43,6 +46,7 @@ struct QueuePolicy {
 struct BatchingPolicy {
   std::string model_name;  // named in every error message, e.g. "resnet50" or "resnet50:2"
   int64_t max_batch_size = 0;
+  bool dynamic_batching = true;  // false: never merge requests
   std::vector<int64_t> preferred_batch_sizes;
   absl::Duration max_queue_delay = absl::ZeroDuration();
   bool preserve_ordering = false;

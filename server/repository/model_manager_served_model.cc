@@ -42,7 +42,9 @@ batching::BatchingPolicy PolicyFromConfig(const ModelConfig& config, const std::
   batching::BatchingPolicy policy;
   policy.model_name = name;
   policy.max_batch_size = config.max_batch_size;
-  if (!config.dynamic_batching.has_value()) return policy;
+  // No dynamic_batching block: Triton's default scheduler, each request runs alone as it comes.
+  policy.dynamic_batching = config.dynamic_batching.has_value();
+  if (!policy.dynamic_batching) return policy;
   const DynamicBatchingConfig& db = *config.dynamic_batching;
   policy.preferred_batch_sizes = db.preferred_batch_size;
   policy.max_queue_delay = absl::Microseconds(db.max_queue_delay_microseconds);
