@@ -10,7 +10,9 @@ using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 
 // One Watch call: keeps the latest status and writes it whenever it differs from the last one written (one write
-// in flight at a time).
+// in flight at a time). End() finishes the stream only after the latest status was written: with a write in flight
+// the finish waits for OnWriteDone, which first writes the latest status if it still differs (so a shutdown's
+// NOT_SERVING always reaches the client before the stream closes).
 class HealthService::Watcher final : public grpc::ServerWriteReactor<HealthCheckResponse> {
  public:
   Watcher(HealthService* service, std::string name) : service_(service), name_(std::move(name)) {}
@@ -18,18 +20,22 @@ class HealthService::Watcher final : public grpc::ServerWriteReactor<HealthCheck
   void Update(ServingStatus status) {
     {
       convoy::MutexLock lock(&mu_);
+      if (ending_) return;  // the last status is fixed once End() was called
       latest_ = status;
-      if (writing_ || finished_ || (sent_any_ && sent_ == latest_)) return;
+      if (writing_ || (sent_any_ && sent_ == latest_)) return;
       writing_ = true;
       response_.set_status(latest_);
     }
     StartWrite(&response_);
   }
 
+  // Finishes the stream once the latest status is written (at once when no write is in flight).
   void End() {
     {
       convoy::MutexLock lock(&mu_);
-      if (finished_) return;
+      if (ending_) return;
+      ending_ = true;
+      if (writing_) return;  // OnWriteDone finishes
       finished_ = true;
     }
     Finish(grpc::Status::OK);
@@ -39,17 +45,22 @@ class HealthService::Watcher final : public grpc::ServerWriteReactor<HealthCheck
 
   void OnWriteDone(bool ok) override {
     bool again = false;
+    bool finish = false;
     {
       convoy::MutexLock lock(&mu_);
       sent_ = response_.status();
       sent_any_ = true;
       writing_ = false;
-      if (ok && !finished_ && sent_ != latest_) {
+      if (!ok) ending_ = true;  // the client is gone: nothing more can reach it
+      if (ok && sent_ != latest_) {
         writing_ = again = true;
         response_.set_status(latest_);
+      } else if (ending_ && !finished_) {
+        finished_ = finish = true;
       }
     }
     if (again) StartWrite(&response_);
+    if (finish) Finish(grpc::Status::OK);
   }
 
   void OnCancel() override { End(); }
@@ -68,7 +79,8 @@ class HealthService::Watcher final : public grpc::ServerWriteReactor<HealthCheck
   ServingStatus sent_ ABSL_GUARDED_BY(mu_) = HealthCheckResponse::UNKNOWN;
   bool sent_any_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;    // End() called or the client gone: finish after the last write
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish() called
 };
 
 absl::StatusOr<ServingStatus> HealthService::StatusOf(const std::string& service) const {

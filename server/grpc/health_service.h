@@ -4,7 +4,8 @@
 //   "<model name>"     SERVING when a version of that model is READY, NOT_SERVING otherwise.
 // An unknown service is NOT_FOUND for Check and SERVICE_UNKNOWN for Watch (which keeps watching: the model may
 // appear later). Watch sends the current status at once, then each change; Refresh() (wired to the manager's
-// listener) recomputes. Shutdown() ends every Watch so the server can stop.
+// listener) recomputes. Shutdown() sends every Watch its final status (readiness: NOT_SERVING) and finishes each
+// stream once that write completed, so the server can stop.
 #ifndef CONVOY_SERVER_GRPC_HEALTH_SERVICE_H_
 #define CONVOY_SERVER_GRPC_HEALTH_SERVICE_H_
 
@@ -30,7 +31,8 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
   absl::StatusOr<ServingStatus> StatusOf(const std::string& service) const;
   // Sends every watcher its status if it changed.
   void Refresh();
-  // Finishes every Watch; later Watch calls finish at once.
+  // Sends every Watch its current status, then finishes it after that write completed; later Watch calls finish
+  // at once.
   void Shutdown();
 
   grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* context,
