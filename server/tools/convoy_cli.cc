@@ -1,7 +1,7 @@
 // The `convoy` command-line tool: run a model on .npy files, inspect its optimized graph and plan, and tune and
 // export the algorithm cache.
 //
-//   convoy run --model=model.onnx --input=x.npy --output=y.npy [--precision=fp16] [--device=cpu]
+//   convoy run --model=model.onnx --input=x.npy --output=y.npy [--precision=fp16] [--device=cpu] [--repeat=20]
 //   convoy run --engine=reference --model=model.onnx --input=x.npy --output_dir=out/ [--optimize=false]
 //   convoy inspect --model=model_repo/resnet_classifier [--tune] [--profile_batch=1]
 //   convoy inspect --engine=reference --model=model.onnx [--optimize=false]
@@ -14,6 +14,7 @@
 // --engine=reference evaluates the imported (and, unless --optimize=false, optimized) graph with the FP32 reference
 // interpreter instead of planning it on a device: the path the Python tests compare with onnxruntime op by op.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -45,7 +46,7 @@ using runtime::ModelRuntime;
 using runtime::ModelRuntimeOptions;
 
 constexpr char kUsage[] = R"(usage:
-  convoy run --model=PATH --input=[NAME=]X.npy ... (--output=[NAME=]Y.npy ... | --output_dir=DIR) [options]
+  convoy run --model=PATH --input=[NAME=]X.npy ... (--output=[NAME=]Y.npy ... | --output_dir=DIR) [--repeat=N] [options]
   convoy inspect --model=PATH [--tune] [--profile_batch=N] [options]
   convoy run|inspect --engine=reference --model=PATH [--optimize=false] ...   (FP32 reference interpreter)
   convoy tune --model=PATH --batch_sizes=1,8 --cache=OUT.cache [options]
@@ -55,6 +56,7 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32  --layout=nchw|
          --max_batch_size=N (model files without a config; default 8)  --cache=FILE (algorithm cache to load)
          --threads=N (CPU threads)  --quiet (no load log)
 --output_dir=DIR writes output i to DIR/i.npy, in the model's output order.
+--repeat=N times N more runs after the first (warm-up) one and prints their median and fastest wall time.
 )";
 
 // --key=value flags; repeated keys keep every value in order.
@@ -237,6 +239,20 @@ absl::Status RunCommand(const Flags& flags) {
   }
   CONVOY_ASSIGN_OR_RETURN(auto instance, model->CreateInstance());
   CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));
+  if (flags.Has("repeat")) {
+    // The run above was the warm-up; time `repeat` more and report the median (and the fastest) wall time.
+    CONVOY_ASSIGN_OR_RETURN(int repeat, ParsePositive("repeat", flags.Get("repeat")));
+    std::vector<double> ms;
+    for (int r = 0; r < repeat; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    const double median = repeat % 2 == 1 ? ms[repeat / 2] : (ms[repeat / 2 - 1] + ms[repeat / 2]) / 2;
+    std::cout << absl::StrFormat("timed %d runs at batch %d: median %.3f ms, min %.3f ms\n", repeat, batch, median,
+                                 ms[0]);
+  }
   for (size_t i = 0; i < results.size(); ++i) {
     CONVOY_RETURN_IF_ERROR(WriteNpyFile(output_paths[i], results[i]));
     std::cout << "wrote " << model->outputs()[i].name << " " << DimsToString(results[i].shape) << " "
@@ -427,9 +443,12 @@ absl::Status Main(int argc, char** argv) {
     return engine == "reference";
   };
   if (command == "run") {
-    CONVOY_ASSIGN_OR_RETURN(Flags flags,
-                            ParseFlags(argc, argv, with({"input", "output", "output_dir", "engine", "optimize"})));
+    CONVOY_ASSIGN_OR_RETURN(
+        Flags flags, ParseFlags(argc, argv, with({"input", "output", "output_dir", "engine", "optimize", "repeat"})));
     CONVOY_ASSIGN_OR_RETURN(bool reference, reference_engine(flags));
+    if (reference && flags.Has("repeat")) {
+      return absl::InvalidArgumentError("--repeat applies to the runtime engine only");
+    }
     return reference ? ReferenceRunCommand(flags) : RunCommand(flags);
   }
   if (command == "inspect") {

@@ -173,6 +173,28 @@ def test_reference_engine_and_output_dir(tmp_path):
     assert proc.returncode == 0 and "BatchNorm(" in proc.stdout and "optimizations:" not in proc.stdout
 
 
+def test_run_repeat_times_the_runs_and_still_writes_outputs(tmp_path):
+    """--repeat=N: one warm-up run, N timed ones (median and fastest printed); the outputs are still right."""
+    model = residual_cnn(tmp_path / "m.onnx")
+    x = rand(2, 3, 16, 16)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={out}", "--quiet",
+                  "--repeat=5")
+    m = re.search(r"^timed 5 runs at batch 2: median ([\d.]+) ms, min ([\d.]+) ms$", proc.stdout, flags=re.M)
+    assert m and 0 < float(m.group(2)) <= float(m.group(1)), proc.stdout
+    for i, e in enumerate(expected_outputs(model, x)):
+        assert relative_error(np.load(out / f"{i}.npy"), e) <= 1e-4
+    for bad in ["--repeat=0", "--repeat=x"]:
+        proc = convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={out}", bad,
+                      check=False)
+        assert proc.returncode == 1 and "repeat" in proc.stderr, proc.stderr
+    proc = convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={out}",
+                  "--engine=reference", "--repeat=2", check=False)
+    assert proc.returncode == 1 and "--repeat applies to the runtime engine only" in proc.stderr
+
+
 def test_inspect_shows_graph_plan_memory_and_step_times(tmp_path):
     model = residual_cnn(tmp_path / "m.onnx")
     out = convoy("inspect", f"--model={model}", "--max_batch_size=4", "--profile_batch=2").stdout
