@@ -91,7 +91,9 @@ absl::StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(const Options
     }
   }
   if (options.control_mode == ModelControlMode::kPoll && options.start_poll_thread) {
-    manager->poll_thread_ = std::thread([m = manager.get()] { m->PollLoop(); });
+    // The schedule starts now, not when the thread first runs, so time that moves meanwhile still counts.
+    const absl::Time first_poll = options.clock->Now() + options.poll_interval;
+    manager->poll_thread_ = std::thread([m = manager.get(), first_poll] { m->PollLoop(first_poll); });
   }
   return manager;
 }
@@ -385,15 +387,21 @@ absl::Status ModelManager::Poll() {
   return absl::OkStatus();
 }
 
-void ModelManager::PollLoop() {
+// Polls at first_poll, first_poll + interval, ...: each deadline follows the previous one, not the end of the
+// previous poll, so a clock that moved while a poll ran (a FakeClock stepped by a test, or a poll slower than the
+// interval) leads to the next poll at once instead of being lost. After a long stall it polls once at once, not
+// once per missed interval.
+void ModelManager::PollLoop(absl::Time first_poll) {
+  absl::Time next_poll = first_poll;
   convoy::MutexLock lock(&mu_);
   while (!stop_polling_) {
-    options_.clock->AwaitWithDeadline(&mu_, absl::Condition(&stop_polling_),
-                                      options_.clock->Now() + options_.poll_interval);
+    options_.clock->AwaitWithDeadline(&mu_, absl::Condition(&stop_polling_), next_poll);
     if (stop_polling_) break;
+    if (options_.clock->Now() < next_poll) continue;  // woke early
     mu_.Unlock();
     Poll().IgnoreError();
     mu_.Lock();
+    next_poll = std::max(next_poll + options_.poll_interval, options_.clock->Now());
   }
 }
 

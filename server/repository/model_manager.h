@@ -157,7 +157,7 @@ class ModelManager {
   absl::Status DrainAll(std::vector<std::shared_ptr<ServedModel>> retired, absl::Time deadline);
   void SetState(const std::string& model, int64_t version, ModelState state, const std::string& reason);
   void NotifyListeners();
-  void PollLoop();
+  void PollLoop(absl::Time first_poll);
   bool ModelExpectedReady(const ModelSlot& slot) const;
 
   const Options options_;

@@ -2,8 +2,12 @@
 // unload, and poll mode driven by a FakeClock (new version, changed config, removed model).
 #include "server/repository/model_manager.h"
 
+#include <functional>
+#include <memory>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/common/mutex.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
 #include "server/batching/fake_clock.h"
@@ -97,6 +101,43 @@ TEST(ModelManagerTest, LoadAndUnloadAreRefusedOutsideExplicitMode) {
   EXPECT_THAT(manager->UnloadModel("cnn"), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("explicit")));
 }
 
+// Waits, without polling in a sleep loop, until `done` holds: re-evaluates it whenever the manager reports a state
+// change (the listener). `limit` (real time) only turns a hang into a failure; a passing run never waits on it.
+class StateChangeWaiter {
+ public:
+  explicit StateChangeWaiter(ModelManager& manager) : state_(std::make_shared<State>()) {
+    manager.AddListener([state = state_] {
+      convoy::MutexLock lock(&state->mu);
+      ++state->changes;
+    });
+  }
+
+  bool WaitUntil(const std::function<bool()>& done, absl::Duration limit = absl::Seconds(120)) {
+    const absl::Time deadline = absl::Now() + limit;
+    while (true) {
+      uint64_t seen;
+      {
+        convoy::MutexLock lock(&state_->mu);
+        seen = state_->changes;
+      }
+      if (done()) return true;
+      convoy::MutexLock lock(&state_->mu);
+      const auto changed = [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_->changes != seen; };
+      if (!state_->mu.AwaitWithDeadline(absl::Condition(&changed), deadline)) return done();
+    }
+  }
+
+ private:
+  struct State {
+    convoy::Mutex mu;
+    uint64_t changes ABSL_GUARDED_BY(mu) = 0;
+  };
+  std::shared_ptr<State> state_;  // shared with the listener, which may outlive this waiter
+};
+
+// The poll thread polls at creation + k * poll_interval of the FakeClock: nothing can change before the test moves
+// time, and each Advance by one interval causes exactly one poll, whether or not the thread was already waiting
+// again. Each poll ends with a state notification, which the waiter follows.
 TEST(ModelManagerTest, PollingFollowsTheRepositoryWhenTimeSteps) {
   TestRepository repo;
   repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
@@ -106,29 +147,29 @@ TEST(ModelManagerTest, PollingFollowsTheRepositoryWhenTimeSteps) {
   options.poll_interval = absl::Seconds(10);
   options.start_poll_thread = true;
   CONVOY_ASSERT_OK_AND_ASSIGN(auto manager, ModelManager::Create(options));
+  StateChangeWaiter waiter(*manager);
   CONVOY_ASSERT_OK_AND_ASSIGN(auto first, manager->GetServedModel("cnn", "1"));
 
-  // A new model and a changed config: both picked up at the next poll, not before.
+  // A new model and a changed config: both picked up at the next poll, not before (time has not moved).
   repo.AddSimpleCnn("added", SimpleCnnConfig("added"));
   repo.WriteConfig("cnn", SimpleCnnConfig("cnn", 4));
-  clock.BlockUntilSettled(1);
   EXPECT_THAT(manager->IsModelReady("added"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("added")));
   clock.Advance(absl::Seconds(10));
-  auto reload_done = [&] {
+  // The poll swaps the new cnn in, then drains the old one, then notifies once more.
+  EXPECT_TRUE(waiter.WaitUntil([&] {
     auto cnn = manager->GetServedModel("cnn", "1");
-    return manager->IsModelReady("added").value_or(false) && cnn.ok() && cnn->get() != first.get();
-  };
-  for (int i = 0; i < 2000 && !reload_done(); ++i) absl::SleepFor(absl::Milliseconds(5));
+    return manager->IsModelReady("added").value_or(false) && cnn.ok() && cnn->get() != first.get() &&
+           first->draining();
+  }));
   EXPECT_THAT(manager->IsModelReady("added"), IsTrue());
   CONVOY_ASSERT_OK_AND_ASSIGN(auto reloaded, manager->GetServedModel("cnn", "1"));
   EXPECT_NE(reloaded.get(), first.get());
   EXPECT_EQ(reloaded->config().max_batch_size, 4);
-  for (int i = 0; i < 200 && !first->draining(); ++i) absl::SleepFor(absl::Milliseconds(5));
   EXPECT_TRUE(first->draining());
 
   repo.Remove("added");
   clock.Advance(absl::Seconds(10));
-  for (int i = 0; i < 2000 && manager->IsModelReady("added").ok(); ++i) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_TRUE(waiter.WaitUntil([&] { return !manager->IsModelReady("added").ok(); }));
   EXPECT_THAT(manager->IsModelReady("added"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("added")));
 }
 
