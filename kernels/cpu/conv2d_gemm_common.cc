@@ -221,7 +221,7 @@ ConvGemmTiling PlanConvGemmTiling(const Conv2dProblem& p, ConvGemmOperand operan
     t.pixel_tile = static_cast<int>(pixels);
     t.channel_blocks = 1;
     t.channel_tile = p.k_per_group();
-    if (pieces > 1 && pixels < p.k_per_group()) {
+    if (pieces > 1 && pixels < 2 * int64_t{p.k_per_group()}) {
       t.channel_tile = static_cast<int>(RoundedPiece(p.k_per_group(), pieces));
       t.channel_blocks = static_cast<int>(CeilDiv(p.k_per_group(), t.channel_tile));
     } else if (pieces > 1) {

@@ -39,10 +39,10 @@ struct ConvGemmTiling {
   size_t scratch_floats = 0;  // per-thread scratch
 };
 
-// FP32 kDirect: each (image, group) is one big sgemm, cut into exactly `threads` pieces (over output channels when
-// the image has fewer pixels than the group has channels, else over pixels) unless the (image, group) count already
-// is a multiple of `threads`: single-threaded OpenBLAS is only fast on long GEMMs. Everything else: L2-sized pixel
-// tiles, split over output channels until every thread has about two tiles.
+// FP32 kDirect: each (image, group) is one big sgemm, cut into exactly `threads` pieces unless the (image, group)
+// count already is a multiple of `threads` (single-threaded OpenBLAS is only fast on long GEMMs): over output
+// channels when the image has fewer than twice as many pixels as the group has channels, else over pixels.
+// Everything else: L2-sized pixel tiles, split over output channels until every thread has about two tiles.
 ConvGemmTiling PlanConvGemmTiling(const Conv2dProblem& problem, ConvGemmOperand operand, int threads);
 
 // Workspace for Run: ScratchSlotCount() slots of the tiling's scratch (0 when no tile needs scratch).
