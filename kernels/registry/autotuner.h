@@ -12,6 +12,7 @@
 #define CONVOY_KERNELS_REGISTRY_AUTOTUNER_H_
 
 #include <algorithm>
+#include <functional>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -31,7 +32,12 @@ enum class AlgorithmSelection { kHeuristic, kTune };
 
 struct TuningOptions {
   int warmup_runs = 2;
-  int timed_runs = 5;
+  int timed_runs = 5;           // at least this many timed runs per candidate...
+  double min_timed_ms = 20;     // ...and at least this much timed run time (short kernels run more often)...
+  int max_timed_runs = 100;     // ...but never more runs than this
+  // The two fastest candidates are re-timed in alternation when the second is within this factor of the first.
+  double confirm_margin = 1.25;
+  int confirm_rounds = 7;
   size_t max_workspace_bytes = size_t{256} << 20;
 };
 
@@ -85,53 +91,105 @@ const void* GetFilter(const Args&) { return nullptr; }
 
 double Median(std::vector<double> values);
 
+// Re-times the two fastest ok candidates in alternation (options.confirm_rounds rounds, one run each per round) when
+// they are within options.confirm_margin, and replaces their medians with the alternating runs' medians.
+void ConfirmLeaders(std::vector<CandidateTiming>& candidates, const TuningOptions& options,
+                    const std::function<absl::StatusOr<double>(size_t)>& time_one_run);
+
 }  // namespace autotuner_internal
 
-// Times one algorithm on prepared buffers. Returns the candidate record (ok or with the skip reason).
+// One candidate ready to run: its workspace and (when it wants one) its packed filter, made once.
+template <typename Op>
+struct PreparedCandidate {
+  const typename Op::AlgorithmType* algorithm = nullptr;
+  typename Op::Args args;
+  DeviceAllocation workspace;
+  DeviceAllocation packed_filter;
+  size_t workspace_bytes = 0;
+};
+
+// Allocates the candidate's workspace and packs its filter; the status says why it cannot run.
+template <typename Op>
+absl::Status PrepareCandidate(const typename Op::Problem& problem, TuningBuffers<Op>& buffers, Device& device,
+                              const TuningOptions& options, PreparedCandidate<Op>& prepared) {
+  const auto& algorithm = *prepared.algorithm;
+  prepared.workspace_bytes = algorithm.WorkspaceBytes(problem);
+  if (prepared.workspace_bytes > options.max_workspace_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("needs ", prepared.workspace_bytes,
+                                                     " workspace bytes, limit ", options.max_workspace_bytes));
+  }
+  CONVOY_ASSIGN_OR_RETURN(prepared.workspace, device.Allocate(prepared.workspace_bytes));
+  prepared.args = buffers.args;
+  if (const size_t packed_bytes = algorithm.PackedFilterBytes(problem); packed_bytes > 0) {
+    CONVOY_ASSIGN_OR_RETURN(prepared.packed_filter, device.Allocate(packed_bytes));
+    CONVOY_RETURN_IF_ERROR(algorithm.PackFilter(problem, autotuner_internal::GetFilter(prepared.args),
+                                                prepared.packed_filter.data(), device.context()));
+    autotuner_internal::SetFilter(prepared.args, prepared.packed_filter.data());
+  }
+  return absl::OkStatus();
+}
+
+// Per-run milliseconds of a prepared candidate: `warmup` untimed runs, then `reps` timed ones.
+template <typename Op>
+absl::StatusOr<std::vector<double>> TimePrepared(const typename Op::Problem& problem, PreparedCandidate<Op>& prepared,
+                                                 Device& device, int warmup, int reps) {
+  const Workspace ws{prepared.workspace.data(), prepared.workspace_bytes};
+  const ExecutionContext context = device.context();
+  return device.TimeRuns([&] { return prepared.algorithm->Run(problem, prepared.args, ws, context); }, warmup,
+                         reps);
+}
+
+// Times one algorithm on prepared buffers: warm-up, then timed runs until both options.timed_runs runs and
+// options.min_timed_ms of run time are reached (short kernels get more runs, up to options.max_timed_runs).
+// Returns the candidate record (ok, or with the skip reason).
 template <typename Op>
 CandidateTiming TimeCandidate(const typename Op::AlgorithmType& algorithm, const typename Op::Problem& problem,
-                              TuningBuffers<Op>& buffers, Device& device, const TuningOptions& options) {
+                              TuningBuffers<Op>& buffers, Device& device, const TuningOptions& options,
+                              PreparedCandidate<Op>* keep = nullptr) {
   CandidateTiming record;
   record.algorithm = std::string(algorithm.name());
-  record.workspace_bytes = algorithm.WorkspaceBytes(problem);
-  if (record.workspace_bytes > options.max_workspace_bytes) {
-    record.skip_reason = absl::StrCat("needs ", record.workspace_bytes, " workspace bytes, limit ",
-                                      options.max_workspace_bytes);
+  PreparedCandidate<Op> local;
+  PreparedCandidate<Op>& prepared = keep != nullptr ? *keep : local;
+  prepared.algorithm = &algorithm;
+  absl::Status ready = PrepareCandidate<Op>(problem, buffers, device, options, prepared);
+  record.workspace_bytes = prepared.workspace_bytes;
+  if (!ready.ok()) {
+    record.skip_reason = std::string(ready.message());
     return record;
   }
-  auto fail = [&record](const absl::Status& s) {
-    record.skip_reason = std::string(s.message());
-    return record;
-  };
-  auto workspace = device.Allocate(record.workspace_bytes);
-  if (!workspace.ok()) return fail(workspace.status());
-  typename Op::Args args = buffers.args;
-  DeviceAllocation packed;
-  if (const size_t packed_bytes = algorithm.PackedFilterBytes(problem); packed_bytes > 0) {
-    auto p = device.Allocate(packed_bytes);
-    if (!p.ok()) return fail(p.status());
-    packed = std::move(p).value();
-    absl::Status s = algorithm.PackFilter(problem, autotuner_internal::GetFilter(args), packed.data(), device.context());
-    if (!s.ok()) return fail(s);
-    autotuner_internal::SetFilter(args, packed.data());
+  auto times = TimePrepared<Op>(problem, prepared, device, options.warmup_runs, options.timed_runs);
+  double total = 0;
+  while (times.ok()) {
+    for (double t : *times) total += t;
+    const int done = static_cast<int>(times->size());
+    if (total >= options.min_timed_ms || done >= options.max_timed_runs) break;
+    auto more = TimePrepared<Op>(problem, prepared, device, 0, std::min(done, options.max_timed_runs - done));
+    if (!more.ok()) {
+      times = more.status();
+      break;
+    }
+    total = 0;
+    times->insert(times->end(), more->begin(), more->end());
   }
-  const Workspace ws{workspace->data(), record.workspace_bytes};
-  const ExecutionContext context = device.context();
-  auto times = device.TimeRuns([&] { return algorithm.Run(problem, args, ws, context); }, options.warmup_runs,
-                               options.timed_runs);
-  if (!times.ok()) return fail(times.status());
+  if (!times.ok()) {
+    record.skip_reason = std::string(times.status().message());
+    return record;
+  }
   record.ok = true;
   record.median_ms = autotuner_internal::Median(*times);
   return record;
 }
 
-// Times every candidate and returns the cache entry (NOT_FOUND if none ran).
+// Times every candidate and returns the cache entry (NOT_FOUND if none ran). The two fastest candidates, when
+// within options.confirm_margin of each other, are timed again in alternation (A B A B ...) so that a slow spell of
+// a noisy machine cannot favour whichever ran during the quiet part; the confirmed medians decide.
 template <typename Op>
 absl::StatusOr<CacheEntry> TuneProblem(const typename Op::Problem& problem, Device& device,
                                        const TuningOptions& options) {
   CONVOY_ASSIGN_OR_RETURN(auto buffers, TuningBuffers<Op>::Create(problem, device));
   CacheEntry entry;
   entry.tuned = true;
+  std::vector<std::unique_ptr<PreparedCandidate<Op>>> prepared;
   for (const auto* algorithm : OpRegistry<Op>::Global().All(device.backend())) {
     absl::Status can = algorithm->CanImplement(problem);
     if (!can.ok()) {
@@ -139,15 +197,24 @@ absl::StatusOr<CacheEntry> TuneProblem(const typename Op::Problem& problem, Devi
       skipped.algorithm = std::string(algorithm->name());
       skipped.skip_reason = std::string(can.message());
       entry.candidates.push_back(std::move(skipped));
+      prepared.push_back(nullptr);
       continue;
     }
-    CandidateTiming timing = TimeCandidate<Op>(*algorithm, problem, *buffers, device, options);
+    prepared.push_back(std::make_unique<PreparedCandidate<Op>>());
+    entry.candidates.push_back(TimeCandidate<Op>(*algorithm, problem, *buffers, device, options, prepared.back().get()));
+  }
+  autotuner_internal::ConfirmLeaders(
+      entry.candidates, options, [&](size_t i) -> absl::StatusOr<double> {
+        auto t = TimePrepared<Op>(problem, *prepared[i], device, 0, 1);
+        if (!t.ok()) return t.status();
+        return t->front();
+      });
+  for (const CandidateTiming& timing : entry.candidates) {
     if (timing.ok && (entry.algorithm.empty() || timing.median_ms < entry.time_ms)) {
       entry.algorithm = timing.algorithm;
       entry.time_ms = timing.median_ms;
       entry.workspace_bytes = timing.workspace_bytes;
     }
-    entry.candidates.push_back(std::move(timing));
   }
   if (entry.algorithm.empty()) {
     std::string reasons;

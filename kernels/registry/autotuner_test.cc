@@ -193,5 +193,60 @@ TEST(AutotunerTest, ConcurrentSelectionsTuneOnce) {
   EXPECT_EQ(cache.stats().tunings, 1);
 }
 
+TEST(AutotunerTest, ShortKernelsAreTimedMoreOftenUpToTheCap) {
+  const CandidateTiming quick = [] {
+    GemmProblem p = Problem(3);
+    auto buffers = TuningBuffers<GemmOp>::Create(p, CpuDevice::Default());
+    TuningOptions options;
+    options.timed_runs = 5;
+    options.min_timed_ms = 1e9;  // never reached: the cap decides
+    options.max_timed_runs = 40;
+    QuickGemm quick_gemm;
+    return TimeCandidate<GemmOp>(quick_gemm, p, **buffers, CpuDevice::Default(), options);
+  }();
+  EXPECT_TRUE(quick.ok) << quick.skip_reason;
+  // The sleepy one: 3 ms a run, so 20 ms of run time is reached after about 7 runs, well below the cap.
+  const int before = g_sleepy_runs.load();
+  GemmProblem p = Problem(3);
+  auto buffers = TuningBuffers<GemmOp>::Create(p, CpuDevice::Default());
+  ASSERT_TRUE(buffers.ok());
+  TuningOptions options;
+  options.warmup_runs = 0;
+  options.timed_runs = 2;
+  options.min_timed_ms = 20;
+  options.max_timed_runs = 1000;
+  SleepyGemm sleepy;
+  const CandidateTiming timing = TimeCandidate<GemmOp>(sleepy, p, **buffers, CpuDevice::Default(), options);
+  ASSERT_TRUE(timing.ok);
+  const int runs = g_sleepy_runs.load() - before;
+  EXPECT_GE(runs, 7);
+  EXPECT_LE(runs, 16);
+}
+
+TEST(AutotunerTest, AlternatingConfirmationOverridesANoisyFirstPass) {
+  // First pass: "a" looked faster (1.0 vs 1.1 ms) but it ran in a quiet spell; run in alternation, "b" wins.
+  std::vector<CandidateTiming> candidates(4);
+  candidates[0] = {"a", true, 1.0, 0, ""};
+  candidates[1] = {"skipped", false, 0, 0, "cannot"};
+  candidates[2] = {"b", true, 1.1, 0, ""};
+  candidates[3] = {"c", true, 5.0, 0, ""};
+  std::vector<size_t> order;
+  TuningOptions options;
+  options.confirm_rounds = 4;
+  autotuner_internal::ConfirmLeaders(candidates, options, [&](size_t i) -> absl::StatusOr<double> {
+    order.push_back(i);
+    return i == 0 ? 2.0 : 1.5;
+  });
+  EXPECT_EQ(candidates[0].median_ms, 2.0);
+  EXPECT_EQ(candidates[2].median_ms, 1.5);
+  EXPECT_EQ(candidates[3].median_ms, 5.0) << "only the two leaders are re-timed";
+  EXPECT_EQ(order, (std::vector<size_t>{0, 2, 2, 0, 0, 2, 2, 0}));
+  // Leaders far apart are left alone.
+  std::vector<CandidateTiming> apart = {{"a", true, 1.0, 0, ""}, {"b", true, 2.0, 0, ""}};
+  autotuner_internal::ConfirmLeaders(apart, options, [](size_t) -> absl::StatusOr<double> { return 9.0; });
+  EXPECT_EQ(apart[0].median_ms, 1.0);
+  EXPECT_EQ(apart[1].median_ms, 2.0);
+}
+
 }  // namespace
 }  // namespace convoy

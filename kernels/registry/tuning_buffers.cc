@@ -26,6 +26,36 @@ double Median(std::vector<double> values) {
   const size_t mid = values.size() / 2;
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
+void ConfirmLeaders(std::vector<CandidateTiming>& candidates, const TuningOptions& options,
+                    const std::function<absl::StatusOr<double>(size_t)>& time_one_run) {
+  size_t first = candidates.size(), second = candidates.size();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!candidates[i].ok) continue;
+    if (first == candidates.size() || candidates[i].median_ms < candidates[first].median_ms) {
+      second = first;
+      first = i;
+    } else if (second == candidates.size() || candidates[i].median_ms < candidates[second].median_ms) {
+      second = i;
+    }
+  }
+  if (second == candidates.size() || options.confirm_rounds <= 0 ||
+      candidates[second].median_ms > options.confirm_margin * candidates[first].median_ms) {
+    return;
+  }
+  std::vector<double> a, b;
+  for (int round = 0; round < options.confirm_rounds; ++round) {
+    // Alternate which goes first so neither always runs right after the other's cache traffic.
+    const bool a_first = round % 2 == 0;
+    for (size_t index : a_first ? std::vector<size_t>{first, second} : std::vector<size_t>{second, first}) {
+      absl::StatusOr<double> t = time_one_run(index);
+      if (!t.ok()) return;  // keep the first-pass medians
+      (index == first ? a : b).push_back(*t);
+    }
+  }
+  candidates[first].median_ms = Median(a);
+  candidates[second].median_ms = Median(b);
+}
+
 }  // namespace autotuner_internal
 
 absl::StatusOr<std::unique_ptr<TuningBuffers<Conv2dOp>>> TuningBuffers<Conv2dOp>::Create(const Conv2dProblem& p,
