@@ -1,3 +1,4 @@
+// CUDA graph capture and replay on the CUDA runtime, real or emulated (see cuda_graph.h).
 #include "kernels/cuda/cuda_graph.h"
 
 #include <utility>
@@ -6,24 +7,6 @@
 #include "kernels/cuda_emulation/cuda_status.h"
 
 namespace convoy::cuda {
-
-#if defined(CONVOY_CUDA_EMULATION)
-
-bool CudaGraphsSupported() { return false; }
-
-namespace {
-absl::Status NoGraphs() {
-  return absl::UnimplementedError("CUDA graphs need the real CUDA runtime; the CUDA emulation runs kernels eagerly");
-}
-}  // namespace
-
-void CudaGraph::Reset() {}
-absl::Status CudaGraph::Launch(cudaStream_t) const { return NoGraphs(); }
-absl::StatusOr<CudaGraphCapture> CudaGraphCapture::Begin(cudaStream_t) { return NoGraphs(); }
-void CudaGraphCapture::Abandon() { open_ = false; }
-absl::StatusOr<CudaGraph> CudaGraphCapture::End() { return NoGraphs(); }
-
-#else  // the real CUDA runtime
 
 bool CudaGraphsSupported() { return true; }
 
@@ -68,8 +51,6 @@ absl::StatusOr<CudaGraph> CudaGraphCapture::End() {
   result.exec_ = exec;
   return result;
 }
-
-#endif
 
 absl::StatusOr<CudaGraph> CudaGraph::Capture(cudaStream_t stream, const std::function<absl::Status()>& body) {
   CONVOY_ASSIGN_OR_RETURN(CudaGraphCapture capture, CudaGraphCapture::Begin(stream));

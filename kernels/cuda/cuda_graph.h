@@ -13,7 +13,8 @@
 // copies, cudaStreamSynchronize) while capturing; other threads may. Capture on the legacy default stream (null) is
 // not allowed by CUDA; pass an owned stream (CudaStream).
 //
-// In emulation builds graphs are not available: Begin and Capture return UNIMPLEMENTED.
+// The CUDA emulation captures and replays graphs too (kernels/cuda_emulation/host_runtime.h), and fails the calls a
+// capture forbids the way CUDA does, so capture bugs show up in CPU-only tests.
 #ifndef CONVOY_KERNELS_CUDA_CUDA_GRAPH_H_
 #define CONVOY_KERNELS_CUDA_CUDA_GRAPH_H_
 
@@ -25,7 +26,7 @@
 
 namespace convoy::cuda {
 
-// True where this build can capture and launch graphs (nvcc/cudart builds; false in emulation).
+// True where this build can capture and launch graphs: both the real runtime and the emulation can.
 bool CudaGraphsSupported();
 
 // An instantiated, launchable graph (cudaGraphExec_t) and the graph it came from; move-only, destroys both.

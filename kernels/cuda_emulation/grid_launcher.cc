@@ -181,4 +181,11 @@ cudaError_t LaunchGrid(const GridLaunch& launch) {
   return RecordError(CudaErrorFor(status), std::string(status.message()));
 }
 
+cudaError_t LaunchGridOnStream(GridLaunch launch, cudaStream_t stream) {
+  if (absl::Status status = ValidateLaunch(launch); !status.ok()) {
+    return RecordError(CudaErrorFor(status), std::string(status.message()));
+  }
+  return SubmitToStream(stream, "kernel launch", [launch = std::move(launch)] { return LaunchGrid(launch); });
+}
+
 }  // namespace convoy::cuda_emulation

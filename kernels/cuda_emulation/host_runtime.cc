@@ -1,10 +1,15 @@
-// The emulated CUDA runtime subset (see host_runtime.h): host memory as device memory, synchronous streams.
+// The emulated CUDA runtime subset (see host_runtime.h): host memory as device memory, synchronous streams, stream
+// capture into replayable graphs.
 #include "kernels/cuda_emulation/host_runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -12,8 +17,22 @@
 #include "absl/synchronization/mutex.h"
 #include "kernels/cuda_emulation/block_scheduler.h"
 
+// Recorded work, in stream order.
+struct CUgraph_st {
+  std::vector<std::function<cudaError_t()>> nodes;
+};
+
+struct CUgraphExec_st {
+  std::vector<std::function<cudaError_t()>> nodes;
+};
+
+// A stream is driven by one thread at a time (as the runtime's users do), so its capture state is not locked.
 struct CUstream_st {
   unsigned int flags = 0;
+  std::unique_ptr<CUgraph_st> capture;  // non-null while capturing
+  cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+  std::thread::id capture_thread;
+  std::string invalidated_by;  // non-empty once an unsafe call invalidated the capture
 };
 
 struct CUevent_st {
@@ -43,7 +62,62 @@ KernelAttributes& Attributes() {
   return *attributes;
 }
 
+// The captures this thread opened in the global or thread-local mode: unsafe calls on this thread invalidate them.
+thread_local std::vector<CUstream_st*> tls_strict_captures;
+
+bool IsLegacyStream(cudaStream_t stream) { return stream == nullptr || stream == cudaStreamLegacy; }
+bool IsCreatedStream(cudaStream_t stream) { return !IsLegacyStream(stream) && stream != cudaStreamPerThread; }
+
+std::string StreamName(cudaStream_t stream) {
+  return absl::StrCat("stream ", absl::Hex(reinterpret_cast<uintptr_t>(stream)));
+}
+
+// Fails `call` with `error` when this thread is capturing in a strict mode, invalidating those captures.
+cudaError_t FailIfCapturing(const char* call, cudaError_t error, const char* why) {
+  if (tls_strict_captures.empty()) return cudaSuccess;
+  const std::string detail = absl::StrCat(call, " ", why, " while this thread captures ",
+                                          StreamName(tls_strict_captures.front()),
+                                          " into a CUDA graph; the capture is invalidated");
+  for (CUstream_st* stream : tls_strict_captures) {
+    if (stream->invalidated_by.empty()) stream->invalidated_by = detail;
+  }
+  return RecordError(error, detail);
+}
+
+cudaError_t UnsafeDuringCapture(const char* call) {
+  return FailIfCapturing(call, cudaErrorStreamCaptureUnsupported, "is not allowed");
+}
+
+cudaError_t CopyBytes(const char* call, void* destination, const void* source, size_t bytes, cudaMemcpyKind kind) {
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
+    return RecordError(cudaErrorInvalidValue,
+                       absl::StrCat(call, ": kind ", static_cast<int>(kind), " is not a cudaMemcpyKind"));
+  }
+  if (bytes != 0) std::memmove(destination, source, bytes);
+  return cudaSuccess;
+}
+
 }  // namespace
+
+cudaError_t SubmitToStream(cudaStream_t stream, const char* what, std::function<cudaError_t()> work) {
+  if (IsLegacyStream(stream)) {
+    if (cudaError_t e = FailIfCapturing(what, cudaErrorStreamCaptureImplicit,
+                                        "on the legacy default stream (it synchronizes with the capturing stream)");
+        e != cudaSuccess) {
+      return e;
+    }
+  }
+  if (IsCreatedStream(stream) && stream->capture != nullptr) {
+    if (!stream->invalidated_by.empty()) {
+      return RecordError(cudaErrorStreamCaptureInvalidated,
+                         absl::StrCat(what, " on ", StreamName(stream), ": its capture was invalidated: ",
+                                      stream->invalidated_by));
+    }
+    stream->capture->nodes.push_back(std::move(work));
+    return cudaSuccess;
+  }
+  return work();
+}
 
 std::string LastErrorDetail() { return tls_last_error.detail; }
 
@@ -63,6 +137,7 @@ size_t MaxDynamicSharedBytes(const void* kernel) {
 }  // namespace convoy::cuda_emulation
 
 using convoy::cuda_emulation::RecordError;
+using convoy::cuda_emulation::UnsafeDuringCapture;
 
 const char* cudaGetErrorName(cudaError_t error) {
   switch (error) {
@@ -92,6 +167,16 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorLaunchFailure";
     case cudaErrorNotSupported:
       return "cudaErrorNotSupported";
+    case cudaErrorIllegalState:
+      return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported:
+      return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+      return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureImplicit:
+      return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorStreamCaptureWrongThread:
+      return "cudaErrorStreamCaptureWrongThread";
     case cudaErrorUnknown:
       return "cudaErrorUnknown";
   }
@@ -126,6 +211,16 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "unspecified launch failure";
     case cudaErrorNotSupported:
       return "operation not supported";
+    case cudaErrorIllegalState:
+      return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorStreamCaptureWrongThread:
+      return "attempt to terminate a thread-local capture sequence from another thread";
     case cudaErrorUnknown:
       return "unknown error";
   }
@@ -190,10 +285,11 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return UnsafeDuringCapture("cudaDeviceSynchronize"); }
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   *pointer = nullptr;
+  if (cudaError_t e = UnsafeDuringCapture("cudaMalloc"); e != cudaSuccess) return e;
   if (bytes == 0) return cudaSuccess;
   // posix_memalign keeps the exact size, so ASAN reports an access one element past the end.
   if (posix_memalign(pointer, convoy::cuda_emulation::kDeviceAllocationAlignment, bytes) != 0) {
@@ -204,33 +300,49 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
 }
 
 cudaError_t cudaFree(void* pointer) {
+  if (cudaError_t e = UnsafeDuringCapture("cudaFree"); e != cudaSuccess) return e;
   std::free(pointer);
   return cudaSuccess;
 }
 
-cudaError_t cudaMallocHost(void** pointer, size_t bytes) { return cudaMalloc(pointer, bytes); }
-cudaError_t cudaFreeHost(void* pointer) { return cudaFree(pointer); }
-
-cudaError_t cudaMemcpy(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind) {
-  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
-    return RecordError(cudaErrorInvalidValue,
-                       absl::StrCat("cudaMemcpy: kind ", static_cast<int>(kind), " is not a cudaMemcpyKind"));
-  }
-  if (bytes != 0) std::memmove(destination, source, bytes);
-  return cudaSuccess;
+cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
+  *pointer = nullptr;
+  if (cudaError_t e = UnsafeDuringCapture("cudaMallocHost"); e != cudaSuccess) return e;
+  return cudaMalloc(pointer, bytes);
 }
 
-cudaError_t cudaMemcpyAsync(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
-  return cudaMemcpy(destination, source, bytes, kind);
+cudaError_t cudaFreeHost(void* pointer) {
+  if (cudaError_t e = UnsafeDuringCapture("cudaFreeHost"); e != cudaSuccess) return e;
+  return cudaFree(pointer);
+}
+
+cudaError_t cudaMemcpy(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind) {
+  if (cudaError_t e = UnsafeDuringCapture("cudaMemcpy"); e != cudaSuccess) return e;
+  return convoy::cuda_emulation::CopyBytes("cudaMemcpy", destination, source, bytes, kind);
+}
+
+cudaError_t cudaMemcpyAsync(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
+    return RecordError(cudaErrorInvalidValue,
+                       absl::StrCat("cudaMemcpyAsync: kind ", static_cast<int>(kind), " is not a cudaMemcpyKind"));
+  }
+  return convoy::cuda_emulation::SubmitToStream(stream, "cudaMemcpyAsync", [=] {
+    return convoy::cuda_emulation::CopyBytes("cudaMemcpyAsync", destination, source, bytes, kind);
+  });
 }
 
 cudaError_t cudaMemset(void* destination, int value, size_t bytes) {
+  if (cudaError_t e = UnsafeDuringCapture("cudaMemset"); e != cudaSuccess) return e;
   if (bytes != 0) std::memset(destination, value, bytes);
   return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStream_t) {
-  return cudaMemset(destination, value, bytes);
+cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStream_t stream) {
+  return convoy::cuda_emulation::SubmitToStream(stream, "cudaMemsetAsync", [=] {
+    if (bytes != 0) std::memset(destination, value, bytes);
+    return cudaSuccess;
+  });
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
@@ -241,16 +353,118 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) 
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+  if (!convoy::cuda_emulation::IsCreatedStream(stream)) {
     return RecordError(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: the default stream cannot be destroyed");
   }
+  auto& captures = convoy::cuda_emulation::tls_strict_captures;
+  captures.erase(std::remove(captures.begin(), captures.end(), stream), captures.end());
   delete stream;
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+namespace convoy::cuda_emulation {
+namespace {
+// Waiting on or querying a stream that captures is an error from any thread; other waits only on a capturing thread.
+cudaError_t CheckWaitAllowed(const char* call, cudaStream_t stream) {
+  if (IsCreatedStream(stream) && stream->capture != nullptr) {
+    if (stream->invalidated_by.empty()) stream->invalidated_by = absl::StrCat(call, " on the capturing stream");
+    return RecordError(cudaErrorStreamCaptureUnsupported,
+                       absl::StrCat(call, ": ", StreamName(stream), " is capturing a CUDA graph (nothing it holds "
+                                    "runs until the graph is launched); the capture is invalidated"));
+  }
+  return UnsafeDuringCapture(call);
+}
+}  // namespace
+}  // namespace convoy::cuda_emulation
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  return convoy::cuda_emulation::CheckWaitAllowed("cudaStreamSynchronize", stream);
+}
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  return convoy::cuda_emulation::CheckWaitAllowed("cudaStreamQuery", stream);
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  using namespace convoy::cuda_emulation;  // NOLINT: the capture helpers
+  if (!IsCreatedStream(stream)) {
+    return RecordError(cudaErrorStreamCaptureUnsupported,
+                       "cudaStreamBeginCapture: the legacy default stream cannot be captured; capture a created stream");
+  }
+  if (stream->capture != nullptr) {
+    return RecordError(cudaErrorIllegalState,
+                       absl::StrCat("cudaStreamBeginCapture: ", StreamName(stream), " is already capturing"));
+  }
+  if (mode < cudaStreamCaptureModeGlobal || mode > cudaStreamCaptureModeRelaxed) {
+    return RecordError(cudaErrorInvalidValue, absl::StrCat("cudaStreamBeginCapture: mode ", static_cast<int>(mode),
+                                                           " is not a cudaStreamCaptureMode"));
+  }
+  stream->capture = std::make_unique<CUgraph_st>();
+  stream->capture_mode = mode;
+  stream->capture_thread = std::this_thread::get_id();
+  stream->invalidated_by.clear();
+  if (mode != cudaStreamCaptureModeRelaxed) tls_strict_captures.push_back(stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  using namespace convoy::cuda_emulation;  // NOLINT: the capture helpers
+  *graph = nullptr;
+  if (!IsCreatedStream(stream) || stream->capture == nullptr) {
+    return RecordError(cudaErrorIllegalState,
+                       absl::StrCat("cudaStreamEndCapture: ", StreamName(stream), " is not capturing"));
+  }
+  if (stream->capture_mode != cudaStreamCaptureModeRelaxed && stream->capture_thread != std::this_thread::get_id()) {
+    return RecordError(cudaErrorStreamCaptureWrongThread,
+                       "cudaStreamEndCapture: the capture was begun on another thread");
+  }
+  auto& captures = tls_strict_captures;
+  captures.erase(std::remove(captures.begin(), captures.end(), stream), captures.end());
+  std::unique_ptr<CUgraph_st> captured = std::move(stream->capture);
+  if (!stream->invalidated_by.empty()) {
+    return RecordError(cudaErrorStreamCaptureInvalidated,
+                       absl::StrCat("cudaStreamEndCapture: the capture was invalidated: ", stream->invalidated_by));
+  }
+  *graph = captured.release();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  using convoy::cuda_emulation::IsCreatedStream;
+  if (!IsCreatedStream(stream) || stream->capture == nullptr) {
+    *status = cudaStreamCaptureStatusNone;
+  } else {
+    *status = stream->invalidated_by.empty() ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusInvalidated;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  *exec = nullptr;
+  if (graph == nullptr) return RecordError(cudaErrorInvalidValue, "cudaGraphInstantiate: graph is null");
+  *exec = new CUgraphExec_st{graph->nodes};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (exec == nullptr) return RecordError(cudaErrorInvalidValue, "cudaGraphLaunch: graph exec is null");
+  return convoy::cuda_emulation::SubmitToStream(stream, "cudaGraphLaunch", [exec] {
+    for (const auto& node : exec->nodes) {
+      if (cudaError_t e = node(); e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
 
@@ -265,14 +479,18 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
-  event->recorded_at = std::chrono::steady_clock::now();
-  event->recorded = true;
-  return cudaSuccess;
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  return convoy::cuda_emulation::SubmitToStream(stream, "cudaEventRecord", [event] {
+    event->recorded_at = std::chrono::steady_clock::now();
+    event->recorded = true;
+    return cudaSuccess;
+  });
 }
 
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  return convoy::cuda_emulation::UnsafeDuringCapture("cudaEventSynchronize");
+}
+cudaError_t cudaEventQuery(cudaEvent_t) { return convoy::cuda_emulation::UnsafeDuringCapture("cudaEventQuery"); }
 
 cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
   if (!start->recorded || !end->recorded || !start->timing || !end->timing) {

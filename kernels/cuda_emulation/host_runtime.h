@@ -3,6 +3,13 @@
 // time work. It has CUDA's names in the global namespace (C++ linkage, so a binary never mixes it up with libcudart,
 // but never link an emulated kernel library and an nvcc-built one into the same binary).
 //
+// Stream capture (CUDA graphs) is emulated too: while a stream captures, what is queued on it (kernel launches,
+// async copies and memsets, event records, graph launches) is recorded instead of run, and cudaGraphLaunch replays
+// it. Like CUDA in the global and thread-local capture modes, calls that are unsafe during a capture fail on the
+// capturing thread with cudaErrorStreamCaptureUnsupported and invalidate the capture (allocation and free, synchronous
+// copies and memsets, any synchronization, queries of the capturing stream), and work queued on the legacy default
+// stream fails with cudaErrorStreamCaptureImplicit: the bugs that make a captured plan wrong on a GPU show up here.
+//
 // Errors: a failing call returns its cudaError_t and records it as the thread's last error (cudaGetLastError reads and
 // clears it). The emulation also keeps a detailed message for the last failure (which thread, which barrier, which
 // limit): convoy::cuda_emulation::LastErrorDetail(), which kernels/cuda_emulation/cuda_status.h puts into the
@@ -11,6 +18,7 @@
 #define CONVOY_KERNELS_CUDA_EMULATION_HOST_RUNTIME_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "kernels/cuda_emulation/vector_types.h"
@@ -23,12 +31,17 @@ enum cudaError {
   cudaErrorInvalidDeviceFunction = 98,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchOutOfResources = 701,
   cudaErrorAssert = 710,
   cudaErrorLaunchFailure = 719,
   cudaErrorNotSupported = 801,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureImplicit = 906,
+  cudaErrorStreamCaptureWrongThread = 908,
   cudaErrorUnknown = 999,
 };
 typedef enum cudaError cudaError_t;
@@ -37,6 +50,22 @@ struct CUstream_st;
 typedef CUstream_st* cudaStream_t;
 struct CUevent_st;
 typedef CUevent_st* cudaEvent_t;
+struct CUgraph_st;
+typedef CUgraph_st* cudaGraph_t;
+struct CUgraphExec_st;
+typedef CUgraphExec_st* cudaGraphExec_t;
+
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
 
 #define cudaStreamDefault 0x00
 #define cudaStreamNonBlocking 0x01
@@ -122,6 +151,14 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end);
 
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+
 // The dynamic shared memory a kernel may request above the default 48 KiB, up to 227 KiB (as on sm_90).
 cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value);
 template <typename... Params>
@@ -135,6 +172,9 @@ namespace convoy::cuda_emulation {
 std::string LastErrorDetail();
 // Records a failure: sets the thread's last error and detail; returns `error`.
 cudaError_t RecordError(cudaError_t error, std::string detail);
+// Queues `work` on `stream`: runs it now (the emulation is synchronous) and returns its result, or, while `stream`
+// captures a graph, records it for cudaGraphLaunch and returns cudaSuccess. `what` names the work in errors.
+cudaError_t SubmitToStream(cudaStream_t stream, const char* what, std::function<cudaError_t()> work);
 // The dynamic shared memory limit set for `kernel` with cudaFuncSetAttribute (48 KiB by default).
 size_t MaxDynamicSharedBytes(const void* kernel);
 
