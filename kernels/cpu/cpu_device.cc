@@ -64,6 +64,31 @@ absl::Status CpuDevice::CopyToHost(void* host_dst, const void* device_src, size_
   return absl::OkStatus();
 }
 
+namespace {
+
+// The CPU has nothing to queue on: kernels run on the device's thread pool as they are called.
+class CpuQueue final : public DeviceQueue {
+ public:
+  explicit CpuQueue(CpuDevice* device) : device_(device) {}
+  ExecutionContext context() const override { return device_->context(); }
+  absl::Status CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override {
+    return device_->CopyToDevice(device_dst, host_src, bytes);
+  }
+  absl::Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) override {
+    return device_->CopyToHost(host_dst, device_src, bytes);
+  }
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+ private:
+  CpuDevice* const device_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceQueue>> CpuDevice::CreateQueue() {
+  return std::unique_ptr<DeviceQueue>(new CpuQueue(this));
+}
+
 absl::StatusOr<std::vector<double>> CpuDevice::TimeRuns(const std::function<absl::Status()>& fn, int warmup,
                                                         int reps) {
   for (int i = 0; i < warmup; ++i) {

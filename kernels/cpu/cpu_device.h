@@ -27,6 +27,8 @@ class CpuDevice : public Device {
   absl::Status CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override;
   absl::Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
+  // The device's thread pool; copies are memcpy at once; Record is not supported.
+  absl::StatusOr<std::unique_ptr<DeviceQueue>> CreateQueue() override;
   absl::StatusOr<std::vector<double>> TimeRuns(const std::function<absl::Status()>& fn, int warmup,
                                                int reps) override;
   ThreadPool& thread_pool() { return *pool_; }

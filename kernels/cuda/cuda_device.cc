@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/cuda/cuda_graph.h"
 #include "kernels/cuda_emulation/cuda_host_api.h"
 #include "kernels/cuda_emulation/cuda_status.h"
 
@@ -55,6 +56,77 @@ absl::Status CudaDevice::Synchronize() {
   ScopedCudaDevice guard(info_.index);
   CONVOY_RETURN_IF_ERROR(guard.status());
   return stream_.Synchronize();
+}
+
+namespace {
+
+class RecordedCudaGraph final : public RecordedWork {
+ public:
+  RecordedCudaGraph(CudaGraph graph, cudaStream_t stream, int device)
+      : graph_(std::move(graph)), stream_(stream), device_(device) {}
+  absl::Status Replay() override {
+    ScopedCudaDevice guard(device_);
+    CONVOY_RETURN_IF_ERROR(guard.status());
+    return graph_.Launch(stream_);
+  }
+
+ private:
+  CudaGraph graph_;
+  cudaStream_t stream_;
+  int device_;
+};
+
+// A stream of its own on one GPU.
+class CudaQueue final : public DeviceQueue {
+ public:
+  CudaQueue(CudaStream stream, int device) : stream_(std::move(stream)), device_(device) {}
+
+  ExecutionContext context() const override {
+    ExecutionContext context;
+    context.backend = Backend::kCuda;
+    context.cuda_stream = stream_.get();
+    context.cuda_device = device_;
+    return context;
+  }
+  absl::Status CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override {
+    return Copy(device_dst, host_src, bytes, cudaMemcpyHostToDevice, "to");
+  }
+  absl::Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) override {
+    return Copy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, "from");
+  }
+  absl::Status Synchronize() override {
+    ScopedCudaDevice guard(device_);
+    CONVOY_RETURN_IF_ERROR(guard.status());
+    return stream_.Synchronize();
+  }
+  bool CanRecord() const override { return CudaGraphsSupported(); }
+  absl::StatusOr<std::unique_ptr<RecordedWork>> Record(const std::function<absl::Status()>& body) override {
+    ScopedCudaDevice guard(device_);
+    CONVOY_RETURN_IF_ERROR(guard.status());
+    CONVOY_ASSIGN_OR_RETURN(CudaGraph graph, CudaGraph::Capture(stream_.get(), body));
+    return std::unique_ptr<RecordedWork>(new RecordedCudaGraph(std::move(graph), stream_.get(), device_));
+  }
+
+ private:
+  absl::Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* direction) {
+    if (bytes == 0) return absl::OkStatus();
+    ScopedCudaDevice guard(device_);
+    CONVOY_RETURN_IF_ERROR(guard.status());
+    return CudaStatus(cudaMemcpyAsync(dst, src, bytes, kind, stream_.get()),
+                      absl::StrCat("queueing a copy of ", bytes, " bytes ", direction, " device ", device_));
+  }
+
+  CudaStream stream_;
+  int device_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceQueue>> CudaDevice::CreateQueue() {
+  ScopedCudaDevice guard(info_.index);
+  CONVOY_RETURN_IF_ERROR(guard.status());
+  CONVOY_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create({/*non_blocking=*/true}));
+  return std::unique_ptr<DeviceQueue>(new CudaQueue(std::move(stream), info_.index));
 }
 
 absl::StatusOr<std::vector<double>> CudaDevice::TimeRuns(const std::function<absl::Status()>& fn, int warmup,

@@ -14,8 +14,9 @@
 // device: memory is host memory, the stream runs each kernel to completion on the calling thread, and Identity()
 // starts with "cuda-emulated:". The cross-backend suite runs the CUDA kernels on it in CI.
 //
-// Thread-compatibility: Allocate is thread-safe (the pool locks); the stream orders work, so threads that share one
-// CudaDevice must coordinate what they queue on it (the runtime gives each model instance its own device object).
+// Thread-compatibility: Allocate and CreateQueue are thread-safe (the pool locks); the device's own stream orders
+// work, so threads that share it must coordinate what they queue on it. The runtime gives each model instance its own
+// queue (CreateQueue: its own stream), so instances run concurrently on one device.
 #ifndef CONVOY_KERNELS_CUDA_CUDA_DEVICE_H_
 #define CONVOY_KERNELS_CUDA_CUDA_DEVICE_H_
 
@@ -57,6 +58,9 @@ class CudaDevice : public Device {
   absl::Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) override;
   // Waits for the stream; an asynchronous kernel fault shows up here as a status.
   absl::Status Synchronize() override;
+  // A queue on a new non-blocking stream of this device, with graph recording (CudaGraph). Its copies are queued
+  // on that stream (they overlap other queues' work when the host buffer is pinned).
+  absl::StatusOr<std::unique_ptr<DeviceQueue>> CreateQueue() override;
   // Device time of each timed run, measured with a pair of events around fn's launches on the stream.
   absl::StatusOr<std::vector<double>> TimeRuns(const std::function<absl::Status()>& fn, int warmup,
                                                int reps) override;

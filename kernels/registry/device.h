@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,40 @@ class DeviceAllocation {
   std::function<void(void*)> deleter_;
 };
 
+// Work recorded from a DeviceQueue (on CUDA: a CUDA graph), replayable on that queue. A replay reads and writes the
+// very buffers the recorded work was given: put new inputs into them before replaying.
+class RecordedWork {
+ public:
+  virtual ~RecordedWork() = default;
+  // Queues one replay on the queue the work was recorded from (asynchronous, like a kernel launch).
+  virtual absl::Status Replay() = 0;
+};
+
+// One ordered queue of device work with its own owner: on CUDA a stream of its own, so that model instances run
+// concurrently; on the CPU the device's thread pool, with copies done at once. Work queued on one queue runs in
+// order. Copies are asynchronous where the device is: the host buffer must stay valid and unchanged until
+// Synchronize() returns.
+//
+// Thread-compatible: one thread queues at a time.
+class DeviceQueue {
+ public:
+  virtual ~DeviceQueue() = default;
+  // What kernels queued on this queue get (its stream on CUDA).
+  virtual ExecutionContext context() const = 0;
+  virtual absl::Status CopyToDevice(void* device_dst, const void* host_src, size_t bytes) = 0;
+  virtual absl::Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) = 0;
+  // Waits for everything queued; an asynchronous kernel fault shows up here.
+  virtual absl::Status Synchronize() = 0;
+  // True where Record works (CUDA).
+  virtual bool CanRecord() const { return false; }
+  // Records what `body` queues on this queue, without running it, for replay. Inside `body` nothing may allocate,
+  // copy synchronously or wait (Algorithm::Run never does). Fails with the body's error or the device's reason.
+  virtual absl::StatusOr<std::unique_ptr<RecordedWork>> Record(const std::function<absl::Status()>& body) {
+    (void)body;
+    return absl::UnimplementedError("this device cannot record work for replay");
+  }
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -64,6 +99,8 @@ class Device {
   virtual absl::Status CopyToDevice(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual absl::Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) = 0;
   virtual absl::Status Synchronize() = 0;
+  // A new queue of work on this device, owned by the caller (which must not outlive the device).
+  virtual absl::StatusOr<std::unique_ptr<DeviceQueue>> CreateQueue() = 0;
   // Runs fn `warmup` times, then `reps` timed times; returns each timed run's milliseconds (device time on CUDA).
   virtual absl::StatusOr<std::vector<double>> TimeRuns(const std::function<absl::Status()>& fn, int warmup,
                                                        int reps) = 0;

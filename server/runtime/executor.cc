@@ -34,12 +34,25 @@ absl::Status CheckView(const char* role, const std::string& name, const TensorVi
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const Options& options) {
   if (options.plan == nullptr) return absl::InvalidArgumentError("Executor::Options.plan is required");
   const ExecutionPlan& plan = *options.plan;
-  std::unique_ptr<Executor> executor(
-      new Executor(options.plan, options.context.value_or(plan.device().context())));
+  std::unique_ptr<Executor> executor(new Executor(options));
+  CONVOY_ASSIGN_OR_RETURN(executor->queue_, plan.device().CreateQueue());
+  executor->context_ = executor->queue_->context();
   CONVOY_ASSIGN_OR_RETURN(executor->arena_, plan.device().Allocate(plan.arena_bytes()));
   CONVOY_ASSIGN_OR_RETURN(executor->workspace_, plan.device().Allocate(plan.workspace_bytes()));
   executor->pointers_.resize(plan.tensors().size(), nullptr);
+  executor->recorded_.resize(plan.max_batch_size() + 1);
+  executor->recording_failed_.resize(plan.max_batch_size() + 1, false);
   return executor;
+}
+
+bool Executor::replays(int batch_size) const {
+  return batch_size >= 1 && batch_size < static_cast<int>(recorded_.size()) && recorded_[batch_size] != nullptr;
+}
+
+int Executor::recorded_batch_sizes() const {
+  int n = 0;
+  for (const auto& r : recorded_) n += r != nullptr;
+  return n;
 }
 
 TensorDesc Executor::ExpectedInputDesc(size_t index, int batch_size) const {
@@ -76,6 +89,7 @@ absl::Status Executor::BindTensors(int batch_size, absl::Span<const TensorView> 
   const MemoryPlan& memory = plan_->memory_plan(batch_size);
   const auto& tensors = plan_->tensors();
   char* arena = arena_.as<char>();
+  bound_to_caller_memory_ = false;
   for (size_t i = 0; i < tensors.size(); ++i) {
     pointers_[i] = memory.offsets[i] >= 0 ? arena + memory.offsets[i] : nullptr;
   }
@@ -83,19 +97,43 @@ absl::Status Executor::BindTensors(int batch_size, absl::Span<const TensorView> 
     const int id = plan_->inputs()[i].tensor;
     if (tensors[id].external) {
       pointers_[id] = inputs[i].data;  // read in place; steps never write their inputs
+      bound_to_caller_memory_ = true;
     } else {
-      CONVOY_RETURN_IF_ERROR(plan_->device().CopyToDevice(pointers_[id], inputs[i].data, tensors[id].Bytes(batch_size)));
+      CONVOY_RETURN_IF_ERROR(queue_->CopyToDevice(pointers_[id], inputs[i].data, tensors[id].Bytes(batch_size)));
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const int root = memory.roots[plan_->outputs()[i].tensor];
-    if (tensors[root].external && pointers_[root] == nullptr) pointers_[root] = outputs[i].data;
+    if (tensors[root].external && pointers_[root] == nullptr) {
+      pointers_[root] = outputs[i].data;
+      bound_to_caller_memory_ = true;
+    }
   }
   for (size_t i = 0; i < tensors.size(); ++i) pointers_[i] = pointers_[memory.roots[i]];
   return absl::OkStatus();
 }
 
 absl::Status Executor::RunSteps(int batch_size) {
+  // A recording holds this run's pointers: only arena-bound runs (every tensor at its fixed offset) can replay.
+  if (!options_.record_per_batch_size || observer_ || bound_to_caller_memory_ || !queue_->CanRecord()) {
+    return RunEachStep(batch_size);
+  }
+  std::unique_ptr<RecordedWork>& recorded = recorded_[batch_size];
+  if (recorded == nullptr && !recording_failed_[batch_size]) {
+    absl::StatusOr<std::unique_ptr<RecordedWork>> made = queue_->Record([&] { return RunEachStep(batch_size); });
+    if (made.ok()) {
+      recorded = std::move(*made);
+    } else {
+      recording_failed_[batch_size] = true;
+      recording_error_ = absl::Status(made.status().code(), absl::StrCat("recording batch size ", batch_size, ": ",
+                                                                         made.status().message()));
+    }
+  }
+  if (recorded == nullptr) return RunEachStep(batch_size);
+  return recorded->Replay();
+}
+
+absl::Status Executor::RunEachStep(int batch_size) {
   const Workspace workspace{workspace_.data(), plan_->workspace_bytes()};
   const auto& steps = plan_->steps();
   for (size_t s = 0; s < steps.size(); ++s) {
@@ -103,7 +141,7 @@ absl::Status Executor::RunSteps(int batch_size) {
     const auto start = std::chrono::steady_clock::now();
     absl::Status status = step.Run(batch_size, pointers_, workspace, context_);
     if (status.ok() && observer_) {
-      status = plan_->device().Synchronize();
+      status = queue_->Synchronize();
       const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
       if (status.ok()) observer_(static_cast<int>(s), step, elapsed.count());
     }
@@ -119,18 +157,19 @@ absl::Status Executor::CopyOutputs(int batch_size, absl::Span<const TensorView> 
   for (size_t i = 0; i < outputs.size(); ++i) {
     const int id = plan_->outputs()[i].tensor;
     if (pointers_[id] == outputs[i].data) continue;  // written in place
-    CONVOY_RETURN_IF_ERROR(
-        plan_->device().CopyToHost(outputs[i].data, pointers_[id], plan_->tensors()[id].Bytes(batch_size)));
+    CONVOY_RETURN_IF_ERROR(queue_->CopyToHost(outputs[i].data, pointers_[id], plan_->tensors()[id].Bytes(batch_size)));
   }
   return absl::OkStatus();
 }
 
 absl::Status Executor::Run(int batch_size, absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs) {
   CONVOY_RETURN_IF_ERROR(Validate(batch_size, inputs, outputs));
-  CONVOY_RETURN_IF_ERROR(BindTensors(batch_size, inputs, outputs));
-  CONVOY_RETURN_IF_ERROR(RunSteps(batch_size));
-  if (plan_->device().backend() != Backend::kCpu) CONVOY_RETURN_IF_ERROR(plan_->device().Synchronize());
-  return CopyOutputs(batch_size, outputs);
+  absl::Status status = BindTensors(batch_size, inputs, outputs);
+  if (status.ok()) status = RunSteps(batch_size);
+  if (status.ok()) status = CopyOutputs(batch_size, outputs);
+  // Always wait, failed or not: queued copies still read and write the caller's buffers until the queue is idle.
+  absl::Status synchronized = queue_->Synchronize();
+  return status.ok() ? synchronized : status;
 }
 
 }  // namespace convoy::runtime

@@ -6,10 +6,14 @@
 //
 // Memory: the activation arena (sized for the largest batch's memory plan) and the workspace (the largest step
 // workspace) are allocated once in Create; Run allocates nothing on the device.
+// Each executor owns a DeviceQueue (on CUDA: a stream of its own), so executors of one plan run concurrently on one
+// device. With `record_per_batch_size` (a model's `cuda_graphs: true`), the first Run of each batch size records the
+// steps (a CUDA graph: one launch instead of one per kernel) and later Runs of that size replay the recording; the
+// arena offsets of a batch size never change, which is what makes the replay valid.
 // Inputs and outputs are host TensorViews in the order of plan.inputs() / plan.outputs(), with exactly the
 // descriptors the plan expects for the batch (ExpectedInputDesc / ExpectedOutputDesc). On the CPU, inputs are read in
 // place and outputs are written in place where the plan allows (zero copy); on other devices they are copied through
-// Device::CopyToDevice / CopyToHost.
+// the queue, and Run returns once the outputs are in the caller's buffers.
 //
 // Thread safety: thread-compatible (one Run at a time per executor); the plan is shared read-only.
 #ifndef CONVOY_SERVER_RUNTIME_EXECUTOR_H_
@@ -17,7 +21,6 @@
 
 #include <functional>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,11 +40,10 @@ class Executor {
 
   struct Options {
     std::shared_ptr<const ExecutionPlan> plan;  // required
-    // The context kernels run on; default: plan->device().context() (its thread pool, or its default stream).
-    // TODO(cuda): each CUDA executor should own a stream here and, where enabled, capture one CUDA graph per batch
-    // size on its first run and replay it afterwards (the steps are fixed per batch size and Run allocates nothing,
-    // which is what capture needs); the CUDA backend adds that when it lands.
-    std::optional<ExecutionContext> context;
+    // Record the steps once per batch size and replay them (CUDA graphs) where the device's queue can record; ignored
+    // elsewhere and while a step observer is set. A batch size whose recording fails runs its steps one by one
+    // from then on (recording_error() says why): serving never fails because a graph could not be made.
+    bool record_per_batch_size = false;
   };
   static absl::StatusOr<std::unique_ptr<Executor>> Create(const Options& options);
 
@@ -59,17 +61,31 @@ class Executor {
 
   void set_step_observer(StepObserver observer) { observer_ = std::move(observer); }
 
+  // Whether Runs of this batch size replay a recording (they do from the first Run on, when recording is on and
+  // the device can record).
+  bool replays(int batch_size) const;
+  // How many batch sizes have a recording, and the last reason a recording failed (OK if none did).
+  int recorded_batch_sizes() const;
+  const absl::Status& recording_error() const { return recording_error_; }
+  const ExecutionContext& context() const { return context_; }
+
  private:
-  Executor(std::shared_ptr<const ExecutionPlan> plan, ExecutionContext context)
-      : plan_(std::move(plan)), context_(context) {}
+  explicit Executor(const Options& options) : plan_(options.plan), options_(options) {}
   absl::Status Validate(int batch_size, absl::Span<const TensorView> inputs,
                         absl::Span<const TensorView> outputs) const;
   absl::Status BindTensors(int batch_size, absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
   absl::Status RunSteps(int batch_size);
+  absl::Status RunEachStep(int batch_size);
   absl::Status CopyOutputs(int batch_size, absl::Span<const TensorView> outputs);
 
   std::shared_ptr<const ExecutionPlan> plan_;
+  Options options_;
+  std::unique_ptr<DeviceQueue> queue_;
   ExecutionContext context_;
+  bool bound_to_caller_memory_ = false;                 // this run reads or writes caller buffers in place
+  std::vector<std::unique_ptr<RecordedWork>> recorded_;  // per batch size
+  std::vector<bool> recording_failed_;                  // per batch size
+  absl::Status recording_error_;
   DeviceAllocation arena_;
   DeviceAllocation workspace_;
   std::vector<void*> pointers_;  // per plan tensor, for the current run

@@ -186,6 +186,14 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
   }
   for (const TensorMetadata& out : outputs_) planner.io_dtypes[out.name] = out.datatype;
   CONVOY_ASSIGN_OR_RETURN(plan_, BuildExecutionPlan(graph_, planner));
+  if (options.cuda_graphs.value_or(optimization.cuda_graphs)) {
+    CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<DeviceQueue> probe, options.device->CreateQueue());
+    records_graphs_ = probe->CanRecord();
+    if (!records_graphs_ && options.log) {
+      options.log(absl::StrCat(name_, ": cuda_graphs is on but ", options.device->Identity(),
+                               " cannot record work; steps run one by one"));
+    }
+  }
   report_.weight_bytes = plan_->weight_bytes();
   report_.arena_bytes = plan_->arena_bytes();
   report_.workspace_bytes = plan_->workspace_bytes();
@@ -212,6 +220,15 @@ absl::Status ModelRuntime::Warmup(const ModelRuntimeOptions& options) {
     }
     for (int64_t i = 0; i < config_->warmup->iterations; ++i) CONVOY_RETURN_IF_ERROR(instance->Run(batch, ins, outs));
   }
+  // The warm-up instance recorded a graph per batch size it ran: a failure here would repeat in every instance.
+  const Executor& executor = instance->executor();
+  if (records_graphs_ && options.log) {
+    options.log(executor.recording_error().ok()
+                    ? absl::StrCat(name_, ": recorded a CUDA graph for ", executor.recorded_batch_sizes(),
+                                   " warm-up batch size(s)")
+                    : absl::StrCat(name_, ": warning: CUDA graph recording failed, steps run one by one: ",
+                                   executor.recording_error().message()));
+  }
   return absl::OkStatus();
 }
 
@@ -232,11 +249,12 @@ absl::StatusOr<std::unique_ptr<ModelRuntime>> ModelRuntime::Create(const ModelRu
   CONVOY_RETURN_IF_ERROR(model->Plan(options));
   model->report_.plan_seconds = SecondsSince(start);
   const ExecutionPlan& plan = *model->plan_;
-  log(absl::StrFormat("%s: planned %d steps for %s (%s, %s) in %.3f s: weights %s, arena %s and workspace %s per "
-                      "instance",
+  log(absl::StrFormat("%s: planned %d steps for %s (%s, %s%s) in %.3f s: weights %s, arena %s and workspace %s "
+                      "per instance",
                       model->name_, plan.steps().size(), plan.device().Identity(), PrecisionName(plan.precision()),
-                      LayoutName(plan.layout()), model->report_.plan_seconds, FormatBytes(plan.weight_bytes()),
-                      FormatBytes(plan.arena_bytes()), FormatBytes(plan.workspace_bytes())));
+                      LayoutName(plan.layout()), model->records_graphs_ ? ", a CUDA graph per batch size" : "",
+                      model->report_.plan_seconds, FormatBytes(plan.weight_bytes()), FormatBytes(plan.arena_bytes()),
+                      FormatBytes(plan.workspace_bytes())));
   for (int b : {1, plan.max_batch_size()}) {
     log(absl::StrCat(model->name_, ": memory at batch ", b, ": ", DescribeMemoryPlan(plan.memory_plan(b))));
     if (plan.max_batch_size() == 1) break;
@@ -251,7 +269,10 @@ absl::StatusOr<std::unique_ptr<ModelRuntime>> ModelRuntime::Create(const ModelRu
 }
 
 absl::StatusOr<std::unique_ptr<ModelInstance>> ModelRuntime::CreateInstance() const {
-  CONVOY_ASSIGN_OR_RETURN(auto executor, Executor::Create({plan_}));
+  Executor::Options executor_options;
+  executor_options.plan = plan_;
+  executor_options.record_per_batch_size = records_graphs_;
+  CONVOY_ASSIGN_OR_RETURN(auto executor, Executor::Create(executor_options));
   std::unique_ptr<ModelInstance> instance(new ModelInstance(this, std::move(executor)));
   instance->preprocessed_.resize(inputs_.size());
   for (size_t i = 0; i < inputs_.size(); ++i) {

@@ -53,6 +53,8 @@ struct ModelRuntimeOptions {
   std::optional<Precision> precision;
   std::optional<AlgorithmSelection> selection;
   std::vector<int> tune_batch_sizes;  // empty: the config's, or every batch size
+  // Override of the config's `cuda_graphs`: record a CUDA graph per batch size in each instance (see executor.h).
+  std::optional<bool> cuda_graphs;
   // Default: NCHW on the CPU, NHWC elsewhere (tensor-core kernels want it).
   std::optional<Layout> layout;
   TuningOptions tuning;
@@ -95,7 +97,9 @@ class ModelRuntime {
   const ExecutionPlan& plan() const { return *plan_; }
   const LoadReport& load_report() const { return report_; }
 
-  // A new instance with its own arena and workspace.
+  // Whether instances record a CUDA graph per batch size (asked for, and the device can record).
+  bool records_graphs() const { return records_graphs_; }
+  // A new instance with its own arena, workspace and device queue (its own CUDA stream).
   absl::StatusOr<std::unique_ptr<ModelInstance>> CreateInstance() const;
 
   // OK, or INVALID_ARGUMENT naming the tensor and the expected vs actual shape, datatype or byte size. `byte_size`
@@ -118,6 +122,7 @@ class ModelRuntime {
   std::vector<int> input_plan_index_;                             // inputs_[i] is plan input input_plan_index_[i]
   std::vector<int> output_plan_index_;                            // outputs_[i] is plan output output_plan_index_[i]
   int max_batch_size_ = 0;
+  bool records_graphs_ = false;
   Graph graph_;
   std::shared_ptr<const ExecutionPlan> plan_;
   LoadReport report_;
