@@ -2,7 +2,7 @@
 // without a recorded CUDA graph per batch size, replays see new inputs, a failed recording falls back to running
 // the steps, and executors of one plan run concurrently on one device. Outputs are compared with the reference
 // interpreter (double-precision per op) on fresh random inputs, the output buffers poisoned with NaN before each
-// run; FP32 plans within 1e-4 relative + 1e-5 absolute.
+// run; FP32 plans within 1e-4 relative + 1e-5 absolute. UINT8 image inputs are normalized by the plan's first step.
 #include <memory>
 #include <random>
 #include <thread>
@@ -78,6 +78,54 @@ TEST(ExecutorCudaTest, RecordsOneGraphPerBatchSizeAndReplaysItOnNewInputs) {
   }
   EXPECT_EQ(executor->recorded_batch_sizes(), 3);
   EXPECT_THAT(executor->recording_error(), IsOk());
+}
+
+// A UINT8 HWC image input normalized on the device by the plan's first step (inside the recorded graph), vs the
+// reference on the same normalization done here in double precision.
+TEST(ExecutorCudaTest, Uint8ImagesAreNormalizedOnTheDeviceInsideTheGraph) {
+  auto gpu = EmulatedGpu();
+  ASSERT_NE(gpu, nullptr);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
+  PreprocessProblem preprocess;
+  preprocess.h = 8, preprocess.w = 8, preprocess.c = 3;
+  preprocess.mean = {0.485f, 0.456f, 0.406f, 0};
+  preprocess.stddev = {0.229f, 0.224f, 0.225f, 1};
+  PlannerOptions options;
+  options.device = gpu.get();
+  options.layout = Layout::kNHWC;
+  options.max_batch_size = 2;
+  options.preprocessing["x"] = preprocess;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, options));
+  EXPECT_EQ(plan->steps().front()->op(), ::convoy::OpKind::kPreprocess);
+  EXPECT_THAT(std::string(plan->steps().front()->AlgorithmName(1)), StartsWith("cuda."));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan, /*record_per_batch_size=*/true}));
+  EXPECT_EQ(executor->ExpectedInputDesc(0, 2).dims(), (std::vector<int64_t>{2, 8, 8, 3}));
+  EXPECT_EQ(executor->ExpectedInputDesc(0, 2).dtype(), DataType::kUInt8);
+  std::mt19937 random(FreshSeed());
+  for (int batch : {2, 1, 2}) {
+    std::vector<uint8_t> pixels(batch * 8 * 8 * 3);
+    for (uint8_t& p : pixels) p = static_cast<uint8_t>(random() % 256);
+    Tensor x{{batch, 3, 8, 8}, std::vector<float>(pixels.size())};
+    for (int n = 0; n < batch; ++n)
+      for (int y = 0; y < 8; ++y)
+        for (int w = 0; w < 8; ++w)
+          for (int c = 0; c < 3; ++c) {
+            const double unit = pixels[((n * 8 + y) * 8 + w) * 3 + c] / 255.0;
+            x.data[((n * 3 + c) * 8 + y) * 8 + w] =
+                static_cast<float>((unit - preprocess.mean[c]) / preprocess.stddev[c]);
+          }
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(graph, {{"x", x}}));
+    std::vector<float> probs(batch * 10), features(batch * 8 * 4 * 4);
+    ::convoy::testing::PoisonWithNaN(probs.data(), DataType::kFloat32, probs.size());
+    ::convoy::testing::PoisonWithNaN(features.data(), DataType::kFloat32, features.size());
+    ASSERT_THAT(executor->Run(batch, {TensorView{executor->ExpectedInputDesc(0, batch), pixels.data()}},
+                              {TensorView{executor->ExpectedOutputDesc(0, batch), probs.data()},
+                               TensorView{executor->ExpectedOutputDesc(1, batch), features.data()}}),
+                IsOk());
+    EXPECT_TRUE(executor->replays(batch));
+    EXPECT_THAT(::convoy::testing::CompareFloats(probs, expected.at("probs").data, {1e-4, 1e-5}), IsOk());
+    EXPECT_THAT(::convoy::testing::CompareFloats(features, expected.at("features").data, {1e-4, 1e-5}), IsOk());
+  }
 }
 
 TEST(ExecutorCudaTest, WithoutRecordingEveryStepRunsAndMatchesToo) {

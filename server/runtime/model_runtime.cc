@@ -7,8 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
-#include "kernels/cpu/cpu_device.h"
-#include "kernels/registry/registry.h"
 #include "server/repository/model_loader.h"
 #include "server/runtime/planner.h"
 
@@ -182,7 +180,11 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
   planner.cache = options.cache;
   planner.log = options.log;
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (!preprocessing_[i].has_value()) planner.io_dtypes[inputs_[i].name] = inputs_[i].datatype;
+    if (preprocessing_[i].has_value()) {
+      planner.preprocessing[inputs_[i].name] = *preprocessing_[i];
+    } else {
+      planner.io_dtypes[inputs_[i].name] = inputs_[i].datatype;
+    }
   }
   for (const TensorMetadata& out : outputs_) planner.io_dtypes[out.name] = out.datatype;
   CONVOY_ASSIGN_OR_RETURN(plan_, BuildExecutionPlan(graph_, planner));
@@ -274,13 +276,6 @@ absl::StatusOr<std::unique_ptr<ModelInstance>> ModelRuntime::CreateInstance() co
   executor_options.record_per_batch_size = records_graphs_;
   CONVOY_ASSIGN_OR_RETURN(auto executor, Executor::Create(executor_options));
   std::unique_ptr<ModelInstance> instance(new ModelInstance(this, std::move(executor)));
-  instance->preprocessed_.resize(inputs_.size());
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (!preprocessing_[i].has_value()) continue;
-    const auto& p = *preprocessing_[i];
-    const size_t bytes = size_t(std::max(1, max_batch_size_)) * p.c * p.h * p.w * sizeof(float);
-    CONVOY_ASSIGN_OR_RETURN(instance->preprocessed_[i], HostBuffer::Allocate(bytes));
-  }
   instance->plan_inputs_.resize(plan_->inputs().size());
   instance->plan_outputs_.resize(plan_->outputs().size());
   return instance;
@@ -307,20 +302,6 @@ absl::Status ModelRuntime::ValidateInput(size_t index, int batch_size, const Ten
   return absl::OkStatus();
 }
 
-absl::Status ModelInstance::Preprocess(size_t input, int batch_size, const TensorView& pixels,
-                                       TensorView* normalized) {
-  PreprocessProblem problem = *model_->preprocessing_[input];
-  problem.n = batch_size;
-  // Pre-processing runs on the host CPU algorithms (the pixels arrive in host memory); the heuristic choice is a
-  // registry scan, cheap next to the model.
-  CONVOY_ASSIGN_OR_RETURN(const PreprocessAlgorithm* algorithm,
-                          OpRegistry<PreprocessOp>::Global().Heuristic(problem, Backend::kCpu));
-  normalized->desc = executor_->ExpectedInputDesc(model_->input_plan_index_[input], batch_size);
-  normalized->data = preprocessed_[input].data();
-  return algorithm->Run(problem, PreprocessArgs{pixels.as<const uint8_t>(), normalized->data}, Workspace{},
-                        CpuDevice::Default().context());
-}
-
 absl::Status ModelInstance::Run(int batch_size, absl::Span<const TensorView> inputs,
                                 absl::Span<const TensorView> outputs) {
   const ModelRuntime& m = *model_;
@@ -336,9 +317,7 @@ absl::Status ModelInstance::Run(int batch_size, absl::Span<const TensorView> inp
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     CONVOY_RETURN_IF_ERROR(m.ValidateInput(i, batch_size, inputs[i].desc, inputs[i].desc.size_bytes()));
-    TensorView& plan_input = plan_inputs_[m.input_plan_index_[i]];
-    plan_input = inputs[i];
-    if (m.preprocessing_[i].has_value()) CONVOY_RETURN_IF_ERROR(Preprocess(i, batch_size, inputs[i], &plan_input));
+    plan_inputs_[m.input_plan_index_[i]] = inputs[i];  // UINT8 images too: the plan's first step normalizes them
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorMetadata& t = m.outputs_[i];

@@ -12,7 +12,8 @@
 //
 // Inputs and outputs are host TensorViews in the order of inputs() / outputs(), in the declared datatypes:
 // FP16/BF16 tensors are converted to and from the compute type inside the plan; a UINT8 [H, W, C] input with
-// `preprocessing` in its config is normalized by the PreprocessOp kernel into the model's float [N, C, H, W] input.
+// `preprocessing` in its config is normalized by a PreprocessOp step, the plan's first, on the model's device (on a GPU
+// only the bytes travel) into the model's [N, C, H, W] input in the compute type and layout.
 //
 // Thread safety: ModelRuntime is immutable after Create and may be shared; each ModelInstance is thread-compatible
 // (one Run at a time), and instances of one model run concurrently.
@@ -139,11 +140,9 @@ class ModelInstance {
   friend class ModelRuntime;
   ModelInstance(const ModelRuntime* model, std::unique_ptr<Executor> executor)
       : model_(model), executor_(std::move(executor)) {}
-  absl::Status Preprocess(size_t input, int batch_size, const TensorView& pixels, TensorView* normalized);
 
   const ModelRuntime* model_;
   std::unique_ptr<Executor> executor_;
-  std::vector<HostBuffer> preprocessed_;  // per input with preprocessing, sized for the largest batch
   std::vector<TensorView> plan_inputs_;
   std::vector<TensorView> plan_outputs_;
 };

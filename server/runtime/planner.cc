@@ -154,8 +154,59 @@ absl::StatusOr<const void*> PlanBuilder::UploadFloats(const std::vector<float>& 
   return Upload(t, DataType::kFloat32, Layout::kNCHW);
 }
 
+// A UINT8 image input: plan input `input.name` is [N,] H, W, C bytes; a PreprocessOp step writes the graph's
+// [N,] C, H, W tensor in the compute type (FP32 when the kernels cannot write it directly) and the plan layout.
+absl::Status PlanBuilder::AddPreprocessedInput(const GraphInput& input, const PreprocessProblem& configured) {
+  const bool batched = !input.shape.empty() && input.shape[0] == kBatch;
+  const size_t image_rank = batched ? 4 : 3;
+  if (input.shape.size() != image_rank) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", input.name, "': preprocessing needs a [N,]C,H,W input, ",
+                                                   "the graph has ", DimsToString(input.shape)));
+  }
+  const int64_t c = input.shape[image_rank - 3], h = input.shape[image_rank - 2], w = input.shape[image_rank - 1];
+  if (c != configured.c || h != configured.h || w != configured.w) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", input.name, "': preprocessing is configured for ",
+                                                   configured.h, "x", configured.w, "x", configured.c,
+                                                   " (HxWxC) images, the graph input is ", DimsToString(input.shape)));
+  }
+  Shape pixels_shape = {h, w, c};
+  if (batched) pixels_shape.insert(pixels_shape.begin(), kBatch);
+  PlanTensor pixels{input.name, pixels_shape, DataType::kUInt8, Layout::kNCHW};
+  pixels.external = options_.device->backend() == Backend::kCpu;
+  plan_->tensors_.push_back(std::move(pixels));
+  producer_.push_back(-1);
+  const int pixels_id = static_cast<int>(plan_->tensors_.size()) - 1;
+  plan_->inputs_.push_back({input.name, pixels_id});
+
+  PreprocessProblem probe = configured;
+  probe.dst_dtype = compute_dtype();
+  probe.dst_layout = layout();
+  const bool direct = OpRegistry<PreprocessOp>::Global().Heuristic(probe, options_.device->backend()).ok();
+  const DataType dtype = direct ? compute_dtype() : DataType::kFloat32;
+  PlanTensor normalized{absl::StrCat(input.name, ":normalized"), input.shape, dtype, layout()};
+  plan_->tensors_.push_back(std::move(normalized));
+  producer_.push_back(-1);
+  const int out = static_cast<int>(plan_->tensors_.size()) - 1;
+  values_[input.name] = out;
+  auto problem_for = [configured, batched, dtype, this](int b) {
+    PreprocessProblem p = configured;
+    p.n = batched ? b : 1;
+    p.dst_dtype = dtype;
+    p.dst_layout = layout();
+    return p;
+  };
+  auto bind = [pixels_id, out](TensorPointers t) {
+    return PreprocessArgs{static_cast<const uint8_t*>(t[pixels_id]), t[out]};
+  };
+  return AddKernelStep<PreprocessOp>(absl::StrCat(input.name, ":preprocess"), {pixels_id}, {out}, problem_for, bind);
+}
+
 absl::Status PlanBuilder::AddGraphInputs() {
   for (const GraphInput& input : graph_.inputs()) {
+    if (auto p = options_.preprocessing.find(input.name); p != options_.preprocessing.end()) {
+      CONVOY_RETURN_IF_ERROR(AddPreprocessedInput(input, p->second));
+      continue;
+    }
     auto it = options_.io_dtypes.find(input.name);
     const DataType dtype = it == options_.io_dtypes.end() ? DataType::kFloat32 : it->second;
     PlanTensor t{input.name, input.shape, dtype, Layout::kNCHW};

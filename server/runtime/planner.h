@@ -54,6 +54,10 @@ struct PlannerOptions {
   AlgorithmCache* cache = nullptr;
   // Data type in which each graph input/output (by name) is exchanged with the caller; FP32 when absent.
   std::map<std::string, DataType> io_dtypes;
+  // Graph inputs (by name) that arrive as UINT8 images, [N,] H, W, C, and are normalized on the device by a
+  // PreprocessOp step into the graph's [N,] C, H, W input in the plan's compute type and layout (n, dst_dtype and
+  // dst_layout of the problem are set by the planner). The plan input is then the UINT8 image.
+  std::map<std::string, PreprocessProblem> preprocessing;
   // Receives one line per tuned layer (choice and time). May be empty.
   std::function<void(const std::string&)> log;
 };

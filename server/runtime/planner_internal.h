@@ -113,6 +113,7 @@ class PlanBuilder {
 
  private:
   absl::Status AddGraphInputs();
+  absl::Status AddPreprocessedInput(const GraphInput& input, const PreprocessProblem& configured);
   absl::Status PlanNode(const Node& node);
   absl::Status BindGraphOutputs();
   absl::Status PlanMemory();
