@@ -58,6 +58,16 @@ TEST(CudaConv2dGemmTest, EveryProblemHasACudaConvAlgorithm) {
   }
 }
 
+// The way a plan with CUDA graphs runs them: each case recorded on a stream of its own, then replayed (the extra
+// problems reach every algorithm). A kernel that launches on another stream, allocates or waits fails here.
+TEST(CudaConv2dGemmTest, EveryAlgorithmRecordsIntoAGraphAndReplays) {
+  CONVOY_CREATE_DEVICE_OR_SKIP(device);
+  CrossBackendOptions options;
+  options.record_and_replay = true;
+  ExpectAllAlgorithmsMatchReference<Conv2dOp>(Backend::kCuda, *device, CudaConvExtraProblems(), options);
+  ExpectAllAlgorithmsMatchReference<GemmOp>(Backend::kCuda, *device, CudaGemmExtraProblems(), options);
+}
+
 #if defined(CONVOY_CUDA_EMULATION)
 // The emulation runs a block's threads between barriers in forward order by default; reverse and random orders
 // expose a missing __syncthreads (a read of shared memory another thread writes). The extra problems reach every

@@ -98,5 +98,38 @@ TEST_P(CudaCrossBackendTest, Preprocess) {
 
 INSTANTIATE_TEST_SUITE_P(Forward, CudaCrossBackendTest, ::testing::Values(Order::kForward));
 
+// Every op again the way a plan with CUDA graphs runs it: recorded on a queue (stream) of its own, then replayed. A
+// kernel that launches on another stream, allocates or waits fails here (in emulation as on a GPU).
+class CudaCrossBackendRecordedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (SharedDevice() == nullptr) {
+      ASSERT_FALSE(IsCudaEmulated()) << "the emulated device must always exist";
+      GTEST_SKIP() << "no CUDA device";
+    }
+    options_.record_and_replay = true;
+  }
+  template <typename Op>
+  void Check() {
+    ExpectAllAlgorithmsMatchReference<Op>(Backend::kCuda, *SharedDevice(), testing::ProblemsFor<typename Op::Problem>(),
+                                          options_);
+  }
+  testing::CrossBackendOptions options_;
+};
+
+TEST_F(CudaCrossBackendRecordedTest, EveryOp) {
+  Check<Pool2dOp>();
+  Check<SoftmaxOp>();
+  Check<ConvertOp>();
+  Check<BatchNormOp>();
+  Check<ActivationOp>();
+  Check<BinaryElementwiseOp>();
+  Check<ConcatOp>();
+  Check<SplitOp>();
+  Check<ChannelShuffleOp>();
+  Check<PadOp>();
+  Check<PreprocessOp>();
+}
+
 }  // namespace
 }  // namespace convoy::cuda

@@ -43,6 +43,10 @@ struct CrossBackendOptions {
   double tolerance_scale = 1.0;
   // Fail when no algorithm of the backend is registered for the op.
   bool require_registered_algorithms = true;
+  // Run each case the way a CUDA-graph plan does: recorded on a queue of its own (Device::CreateQueue), then replayed.
+  // Catches kernels that launch on the wrong stream, allocate or wait (forbidden inside a capture). Only for devices
+  // whose queues can record (CUDA, real or emulated).
+  bool record_and_replay = false;
 };
 
 namespace cross_backend_internal {
@@ -63,7 +67,7 @@ absl::Status CompareOutputs(const std::vector<BufferSpec>& specs, const HostBuff
 // Runs `algorithm` on `problem` on the device and compares with the reference. `seed` makes the inputs.
 template <typename Op>
 absl::Status RunOneCase(const typename Op::AlgorithmType& algorithm, const typename Op::Problem& problem,
-                        Device& device, uint32_t seed, Tolerance tolerance) {
+                        Device& device, uint32_t seed, Tolerance tolerance, bool record_and_replay = false) {
   using Traits = OpCaseTraits<typename Op::Problem>;
   const std::vector<BufferSpec> in_specs = Traits::Inputs(problem), out_specs = Traits::Outputs(problem);
   CONVOY_ASSIGN_OR_RETURN(HostBuffers inputs, MakeHostBuffers(in_specs, seed, /*poison=*/false));
@@ -85,9 +89,23 @@ absl::Status RunOneCase(const typename Op::AlgorithmType& algorithm, const typen
   }
   const size_t workspace_bytes = algorithm.WorkspaceBytes(problem);
   CONVOY_ASSIGN_OR_RETURN(DeviceAllocation workspace, device.Allocate(workspace_bytes));
-  CONVOY_RETURN_IF_ERROR(algorithm.Run(problem, Traits::MakeArgs(problem, device_in, device_out),
-                                       Workspace{workspace.data(), workspace_bytes}, context));
-  CONVOY_RETURN_IF_ERROR(device.Synchronize());
+  const typename Op::Args args = Traits::MakeArgs(problem, device_in, device_out);
+  if (record_and_replay) {
+    CONVOY_RETURN_IF_ERROR(device.Synchronize());  // the uploads above ran on the device's own stream
+    CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<DeviceQueue> queue, device.CreateQueue());
+    if (!queue->CanRecord()) return absl::FailedPreconditionError("record_and_replay: this device cannot record");
+    const ExecutionContext queue_context = queue->context();
+    absl::StatusOr<std::unique_ptr<RecordedWork>> recorded = queue->Record(
+        [&] { return algorithm.Run(problem, args, Workspace{workspace.data(), workspace_bytes}, queue_context); });
+    if (!recorded.ok()) {
+      return absl::Status(recorded.status().code(), absl::StrCat("recording: ", recorded.status().message()));
+    }
+    CONVOY_RETURN_IF_ERROR((*recorded)->Replay());
+    CONVOY_RETURN_IF_ERROR(queue->Synchronize());
+  } else {
+    CONVOY_RETURN_IF_ERROR(algorithm.Run(problem, args, Workspace{workspace.data(), workspace_bytes}, context));
+    CONVOY_RETURN_IF_ERROR(device.Synchronize());
+  }
   for (size_t i = 0; i < out_specs.size(); ++i) {
     const size_t bytes = static_cast<size_t>(out_specs[i].count) * DataTypeSize(out_specs[i].dtype);
     CONVOY_RETURN_IF_ERROR(device.CopyToHost(actual.pointers[i], device_out[i], bytes));
@@ -125,14 +143,16 @@ void ExpectAllAlgorithmsMatchReference(Backend backend, Device& device,
     for (const auto* algorithm : algorithms) {
       if (!algorithm->CanImplement(problem).ok()) continue;
       const absl::Status status =
-          cross_backend_internal::RunOneCase<Op>(*algorithm, problem, device, seed, tolerance);
+          cross_backend_internal::RunOneCase<Op>(*algorithm, problem, device, seed, tolerance,
+                                                 options.record_and_replay);
       ++cases_run[std::string(algorithm->name())];
       ++total;
       EXPECT_TRUE(status.ok()) << algorithm->name() << " on " << problem.ToString() << " (case " << i
                                << ", seed " << seed << "): " << status.message();
     }
   }
-  std::cout << "[cross-backend] " << op_name << " on " << BackendName(backend) << ": " << total << " cases over "
+  std::cout << "[cross-backend] " << op_name << " on " << BackendName(backend)
+            << (options.record_and_replay ? " (recorded, replayed)" : "") << ": " << total << " cases over "
             << problems.size() << " problems\n";
   for (const auto& [name, count] : cases_run) {
     std::cout << "[cross-backend]   " << name << ": " << count << " cases\n";

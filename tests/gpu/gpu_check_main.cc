@@ -1,5 +1,6 @@
-// The GPU check driver (plain main, no GoogleTest): every CUDA conv2d and GEMM algorithm against the CPU reference
-// on the device, then a benchmark of every conv2d algorithm on the ResNet-50 conv layers against cuDNN's best.
+// The GPU check driver (plain main, no GoogleTest): every CUDA algorithm of every op against the CPU reference on the
+// device, run directly and again recorded into a CUDA graph on a stream of its own and replayed (as plans with
+// cuda_graphs run), then a benchmark of every conv2d algorithm on the ResNet-50 conv layers against cuDNN's best.
 //
 //   gpu_check [--quick] [--no_bench] [--batches=1,8,32] [--bench_budget_s=180] [--out=FILE] [--probe]
 //
@@ -64,7 +65,8 @@ struct Counts {
 
 template <typename Op>
 void CheckOp(const std::vector<typename Op::Problem>& problems, cuda::CudaDevice& device, Report& report,
-             Counts& counts, bool require_coverage = true) {
+             Counts& counts, bool require_coverage = true, bool recorded = false) {
+  const char* how = recorded ? " [graph]" : "";
   const auto algorithms = OpRegistry<Op>::Global().All(Backend::kCuda);
   std::map<std::string, int> ran;
   for (const auto* algorithm : algorithms) ran[std::string(algorithm->name())] = 0;
@@ -75,19 +77,20 @@ void CheckOp(const std::vector<typename Op::Problem>& problems, cuda::CudaDevice
     for (const auto* algorithm : algorithms) {
       if (!algorithm->CanImplement(problem).ok()) continue;
       const absl::Status status =
-          testing::cross_backend_internal::RunOneCase<Op>(*algorithm, problem, device, seed, tolerance);
+          testing::cross_backend_internal::RunOneCase<Op>(*algorithm, problem, device, seed, tolerance, recorded);
       ++ran[std::string(algorithm->name())];
       if (status.ok()) {
         ++counts.passed;
-        report.Line("PASS ", algorithm->name(), " ", problem.ToString());
+        report.Line("PASS ", algorithm->name(), how, " ", problem.ToString());
       } else {
         ++counts.failed;
-        report.Line("FAIL ", algorithm->name(), " ", problem.ToString(), " (seed ", seed, "): ", status.message());
+        report.Line("FAIL ", algorithm->name(), how, " ", problem.ToString(), " (seed ", seed, "): ",
+                    status.message());
       }
     }
   }
   for (const auto& [name, count] : ran) {
-    report.Line("  ", name, ": ", count, " cases");
+    report.Line("  ", name, how, ": ", count, " cases");
     if (count == 0 && require_coverage) {
       ++counts.failed;
       report.Line("FAIL ", name, " ran on no problem");
@@ -97,6 +100,22 @@ void CheckOp(const std::vector<typename Op::Problem>& problems, cuda::CudaDevice
     ++counts.failed;
     report.Line("FAIL no CUDA algorithm registered for ", OpKindName(Op::Problem::kKind));
   }
+}
+
+// Every op besides conv2d and GEMM on the shared problem list (kernels/testing/problem_list.h).
+void CheckOtherOps(cuda::CudaDevice& device, Report& report, Counts& counts, bool recorded) {
+  using testing::ProblemsFor;
+  CheckOp<Pool2dOp>(ProblemsFor<Pool2dProblem>(), device, report, counts, true, recorded);
+  CheckOp<SoftmaxOp>(ProblemsFor<SoftmaxProblem>(), device, report, counts, true, recorded);
+  CheckOp<ConvertOp>(ProblemsFor<ConvertProblem>(), device, report, counts, true, recorded);
+  CheckOp<BatchNormOp>(ProblemsFor<BatchNormProblem>(), device, report, counts, true, recorded);
+  CheckOp<ActivationOp>(ProblemsFor<ActivationProblem>(), device, report, counts, true, recorded);
+  CheckOp<BinaryElementwiseOp>(ProblemsFor<BinaryProblem>(), device, report, counts, true, recorded);
+  CheckOp<ConcatOp>(ProblemsFor<ConcatProblem>(), device, report, counts, true, recorded);
+  CheckOp<SplitOp>(ProblemsFor<SplitProblem>(), device, report, counts, true, recorded);
+  CheckOp<ChannelShuffleOp>(ProblemsFor<ChannelShuffleProblem>(), device, report, counts, true, recorded);
+  CheckOp<PadOp>(ProblemsFor<PadProblem>(), device, report, counts, true, recorded);
+  CheckOp<PreprocessOp>(ProblemsFor<PreprocessProblem>(), device, report, counts, true, recorded);
 }
 
 // A device buffer of `count` elements of `dtype`, uniform in [-1, 1).
@@ -274,11 +293,16 @@ int Main(int argc, char** argv) {
   }
   report.Line("device: ", (*device)->Identity(), options.quick ? "  (--quick subset)" : "");
   Counts counts;
-  report.Line("== Correctness: every CUDA conv2d / GEMM algorithm against the CPU reference ==");
+  report.Line("== Correctness: every CUDA algorithm of every op against the CPU reference ==");
   CheckOp<Conv2dOp>(options.quick ? testing::CudaConvExtraProblems() : testing::CudaConvTestProblems(), **device,
                     report, counts);
   CheckOp<GemmOp>(options.quick ? testing::CudaGemmExtraProblems() : testing::CudaGemmTestProblems(), **device,
                   report, counts);
+  CheckOtherOps(**device, report, counts, /*recorded=*/false);
+  report.Line("== The same, recorded into a CUDA graph on a stream of its own and replayed ==");
+  CheckOp<Conv2dOp>(testing::CudaConvExtraProblems(), **device, report, counts, true, /*recorded=*/true);
+  CheckOp<GemmOp>(testing::CudaGemmExtraProblems(), **device, report, counts, true, /*recorded=*/true);
+  CheckOtherOps(**device, report, counts, /*recorded=*/true);
   if (!options.quick) {  // full-size layers (batch 1, FP16) against the reference, for the tensor-core kernels
     std::vector<Conv2dProblem> full;
     for (const testing::ResNetLayer& layer : testing::ResNet50ConvLayers(1, DataType::kFloat16, Layout::kNHWC)) {
