@@ -43,7 +43,8 @@ ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require client certifi
 ABSL_FLAG(int, max_message_bytes, 0, "Largest gRPC message; 0 derives it from the largest model input at max batch.");
 ABSL_FLAG(int, poll_interval_seconds, 15, "Repository rescan interval with --model_control_mode=poll.");
 ABSL_FLAG(std::vector<std::string>, load_model, {}, "Models to load at start with --model_control_mode=explicit.");
-ABSL_FLAG(int, log_verbosity, 1, "0: warnings, the startup summary and shutdown only; 1: also model state changes.");
+ABSL_FLAG(int, log_verbosity, 1,
+          "0: warnings, the startup summary and shutdown only; 1: also model state changes and load progress.");
 
 namespace convoy {
 namespace {
@@ -256,6 +257,11 @@ int Run() {
   manager_options.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_exit_timeout_seconds));
   manager_options.device = device->device;
   manager_options.metrics = metrics.get();
+  if (absl::GetFlag(FLAGS_log_verbosity) >= 1) {
+    manager_options.load_log = [](const std::string& model, int64_t version, const std::string& line) {
+      Log(absl::StrCat("level=info event=model_load model=", model, " version=", version, " detail=", Quote(line)));
+    };
+  }
   absl::StatusOr<std::unique_ptr<repository::ModelManager>> manager =
       repository::ModelManager::Create(manager_options);
   if (!manager.ok()) return fail(manager.status());

@@ -185,6 +185,10 @@ absl::Status ModelManager::LoadOne(const LoadTask& task) {
   options.device = options_.device;
   options.clock = options_.clock;
   options.metrics = options_.metrics;
+  if (options_.load_log) {
+    options.load_log = [log = options_.load_log, model = options.model_name,
+                        version = options.version](const std::string& line) { log(model, version, line); };
+  }
   absl::StatusOr<std::unique_ptr<ServedModel>> loaded = ServedModel::Load(options);
   std::shared_ptr<ServedModel> replaced;
   {

@@ -81,6 +81,9 @@ class ModelManager {
     Device* device = nullptr;                               // required; not owned
     const batching::Clock* clock = &batching::Clock::Real();  // polling and batching; not owned
     metrics::MetricsRegistry* metrics = nullptr;            // optional; not owned
+    // Optional: receives each model version's load progress (import, planning, tuning, memory, warm-up, CUDA graphs,
+    // with times), from the loading thread.
+    std::function<void(const std::string& model, int64_t version, const std::string& line)> load_log;
     // kPoll: run the polling thread. Tests turn it off and call Poll() themselves.
     bool start_poll_thread = true;
   };

@@ -148,6 +148,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const Options& op
   runtime_options.model_path = options.model_path;
   runtime_options.config = options.config;
   runtime_options.device = options.device;
+  runtime_options.log = options.load_log;
   CONVOY_ASSIGN_OR_RETURN(model->runtime_, runtime::ModelRuntime::Create(runtime_options));
   CONVOY_RETURN_IF_ERROR(model->LoadLabels(options));
   CONVOY_RETURN_IF_ERROR(model->StartBatcher(options));

@@ -77,6 +77,7 @@ class ServedModel {
     Device* device = nullptr;                       // required
     const batching::Clock* clock = &batching::Clock::Real();
     metrics::MetricsRegistry* metrics = nullptr;    // optional
+    std::function<void(const std::string&)> load_log;  // optional: the runtime's load progress lines
   };
   // Imports, plans and warms the model, creates its instances and starts its batcher. Errors carry the cause
   // (bad model file, planning failure, unreadable labels file).

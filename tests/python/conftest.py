@@ -12,6 +12,7 @@ and from models generated here with the onnx helper (fresh random weights each r
                 and Relu(flatten) -> embedding [8]
   tiny_fp16     the same graph, served with an FP16 input and FP16 output
   tiny_uint8    the same graph behind a UINT8 [8,8,3] image input with mean/std preprocessing
+  tiny_graphs   tiny_onnx with cuda_graphs on and warm-up at batch 1 and 2 (for the emulated-GPU server)
   tiny_nobatch  tiny_onnx without a dynamic_batching section (requests must never be merged)
   slow_queue    the sample ResNet classifier with max_queue_size 2 (overload)
   resnet_drain  the sample ResNet classifier, batch 1, unbounded queue, no queue timeout (shutdown under load)
@@ -43,6 +44,19 @@ SAMPLE_REPO = REPO_ROOT / "model_repo"
 RNG = np.random.default_rng()
 TINY_CLASSES = 5
 TINY_LABELS = ["ant", "bee", "cat", "dog", "eel"]
+
+
+def emulated_gpu_server_binary():
+    """Path of convoy_server_emulated_gpu (the server on the CUDA emulation), under $CONVOY_BAZEL_BIN or the default
+    output folders; fails the calling test when it is not built."""
+    folders = ([os.environ["CONVOY_BAZEL_BIN"]] if os.environ.get("CONVOY_BAZEL_BIN") else
+               [str(REPO_ROOT / "bazel-out/k8-opt/bin"), str(REPO_ROOT / "bazel-bin")])
+    candidates = [f"{f}/server/convoy_server_emulated_gpu" for f in folders]
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    pytest.fail(f"convoy_server_emulated_gpu is not built (looked at {candidates}): run "
+                "`bazel build //server:convoy_server_emulated_gpu`", pytrace=False)
 
 
 def server_binary():
@@ -165,11 +179,14 @@ def make_repository(dest, models):
     for name in models:
         if name in ("simple_cnn", "resnet_classifier"):
             shutil.copytree(SAMPLE_REPO / name, dest / name)
-        elif name in ("tiny_onnx", "tiny_fp16", "tiny_uint8", "tiny_nobatch"):
+        elif name in ("tiny_onnx", "tiny_fp16", "tiny_uint8", "tiny_nobatch", "tiny_graphs"):
             _tiny_onnx(dest / name / "1" / "model.onnx")
             _write(dest / name / "labels.txt", "\n".join(TINY_LABELS) + "\n")
             if name == "tiny_onnx":
                 cfg = _tiny_config(name)
+            elif name == "tiny_graphs":
+                cfg = (_tiny_config(name) + "optimization:\n  cuda_graphs: true\n"
+                       "warmup:\n  batch_sizes: [1, 2]\n")
             elif name == "tiny_nobatch":
                 cfg = _tiny_config(name).split("dynamic_batching:")[0]
             elif name == "tiny_fp16":
@@ -253,12 +270,13 @@ class ConvoyServer:
     """One convoy_server process on free loopback ports. `start()` waits until `wait_for` (a health service name:
     "readiness" by default, or "liveness") is SERVING; `stop()` sends SIGTERM and returns the exit code."""
 
-    def __init__(self, repository, log_path, flags=(), tls=None, env=None):
+    def __init__(self, repository, log_path, flags=(), tls=None, env=None, binary=None):
         self.repository = pathlib.Path(repository)
         self.log_path = pathlib.Path(log_path)
         self.flags = list(flags)
         self.tls = tls  # {"cert", "key", "ca", "client_ca"} paths, or None
         self.env = dict(env or {})
+        self.binary = binary  # default: server_binary()
         self.grpc_port = None
         self.metrics_port = None
         self.proc = None
@@ -273,11 +291,12 @@ class ConvoyServer:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     def start(self, wait_for="readiness", timeout=120.0):
-        binary = server_binary()
+        binary = self.binary or server_binary()
+        device = "--device=cuda" if self.binary and self.binary.endswith("_emulated_gpu") else "--device=cpu"
         for attempt in range(3):  # a free port can be taken between the probe and the bind: retry on new ones
             self.grpc_port, self.metrics_port = free_port(), free_port()
             args = [binary, f"--model_repository={self.repository}", f"--grpc_port={self.grpc_port}",
-                    f"--metrics_port={self.metrics_port}", "--device=cpu", "--exit_timeout_seconds=20", *self.flags]
+                    f"--metrics_port={self.metrics_port}", device, "--exit_timeout_seconds=20", *self.flags]
             if self.tls:
                 args += [f"--tls_cert={self.tls['cert']}", f"--tls_key={self.tls['key']}"]
                 if self.tls.get("client_ca"):
@@ -395,11 +414,11 @@ def metric(samples, name, **labels):
     return values[0] if values else 0.0
 
 
-def started_server(tmp_path_factory, models, flags=(), wait_for="readiness", tls=None, name="server"):
+def started_server(tmp_path_factory, models, flags=(), wait_for="readiness", tls=None, name="server", binary=None):
     """Builds a repository of `models` and starts a server over it (caller stops it)."""
     base = tmp_path_factory.mktemp(name)
     repo = make_repository(base / "repo", models)
-    server = ConvoyServer(repo, base / "server.log", flags=flags, tls=tls)
+    server = ConvoyServer(repo, base / "server.log", flags=flags, tls=tls, binary=binary)
     server.start(wait_for=wait_for)
     return server
 
