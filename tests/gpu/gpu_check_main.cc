@@ -30,6 +30,8 @@
 #include "kernels/testing/cross_backend_suite.h"
 #include "kernels/testing/test_tensors.h"
 #include "tests/gpu/cudnn_bench.h"
+#include "tests/gpu/gpu_check_report.h"
+#include "tests/gpu/plan_check.h"
 
 namespace convoy::gpu_check {
 namespace {
@@ -40,27 +42,6 @@ struct Options {
   std::vector<int> batches = {1, 8, 32};
   std::string out;
   double bench_budget_s = 180;  // benchmark rows past this many seconds are reported as skipped, not run
-};
-
-// Everything printed goes to stdout and to the output file.
-class Report {
- public:
-  explicit Report(const std::string& path) {
-    if (!path.empty()) file_.open(path);
-  }
-  template <typename... Args>
-  void Line(const Args&... args) {
-    const std::string line = absl::StrCat(args...);
-    std::cout << line << "\n" << std::flush;
-    if (file_.is_open()) file_ << line << "\n" << std::flush;
-  }
-
- private:
-  std::ofstream file_;
-};
-
-struct Counts {
-  int passed = 0, failed = 0;
 };
 
 template <typename Op>
@@ -313,6 +294,7 @@ int Main(int argc, char** argv) {
     report.Line("-- full-size ResNet-50 layers (batch 1, FP16) --");
     CheckOp<Conv2dOp>(full, **device, report, counts, /*require_coverage=*/false);
   }
+  CheckPlans(**device, options.quick, report, counts);
   if (options.bench) RunBenchmark(options, **device, report, counts);
   report.Line("gpu_check: ", counts.passed, " passed, ", counts.failed, " failed");
   return counts.failed == 0 ? 0 : 1;

@@ -1,0 +1,173 @@
+// Whole plans on the device (see plan_check.h). Correctness: a graph with every op the planner maps
+// (planner_test_graphs.h), planned in FP32, TF32 and FP16 NHWC, run by one executor step by step and by another that
+// records a CUDA graph per batch size, on fresh random inputs against the reference interpreter (double precision per
+// op). Tolerances (relative to the output's largest magnitude, plus absolute): FP32 1e-4 + 1e-5, TF32 and FP16
+// 1e-2 + 1e-3. Timing: a chain of small convolutions, where launches dominate, run both ways.
+#include "tests/gpu/plan_check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "kernels/testing/test_tensors.h"
+#include "server/runtime/executor.h"
+#include "server/runtime/planner.h"
+#include "server/runtime/planner_test_graphs.h"
+#include "server/runtime/reference_interpreter.h"
+
+namespace convoy::gpu_check {
+namespace {
+
+using runtime::Executor;
+using runtime::Graph;
+using runtime::Precision;
+using runtime::Tensor;
+
+struct PrecisionCase {
+  Precision precision;
+  const char* name;
+  testing::Tolerance tolerance;
+};
+
+absl::StatusOr<std::shared_ptr<const runtime::ExecutionPlan>> PlanOn(cuda::CudaDevice& device, const Graph& graph,
+                                                                      Precision precision, int max_batch_size) {
+  runtime::PlannerOptions options;
+  options.device = &device;
+  options.precision = precision;
+  options.layout = Layout::kNHWC;
+  options.max_batch_size = max_batch_size;
+  return runtime::BuildExecutionPlan(graph, options);
+}
+
+// Runs `executor` on `x` and compares every graph output with `expected`.
+absl::Status RunAndCompare(Executor& executor, int batch, const Tensor& x,
+                           const std::map<std::string, Tensor>& expected, const testing::Tolerance& tolerance) {
+  const runtime::ExecutionPlan& plan = executor.plan();
+  std::vector<std::vector<float>> outputs(plan.outputs().size());
+  std::vector<TensorView> out_views;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].resize(expected.at(plan.outputs()[i].name).data.size());
+    testing::PoisonWithNaN(outputs[i].data(), DataType::kFloat32, outputs[i].size());
+    out_views.push_back(TensorView{executor.ExpectedOutputDesc(i, batch), outputs[i].data()});
+  }
+  CONVOY_RETURN_IF_ERROR(executor.Run(
+      batch, {TensorView{executor.ExpectedInputDesc(0, batch), const_cast<float*>(x.data.data())}}, out_views));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = plan.outputs()[i].name;
+    if (absl::Status s = testing::CompareFloats(outputs[i], expected.at(name).data, tolerance); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("output '", name, "': ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void CheckEveryOpPlans(cuda::CudaDevice& device, bool quick, Report& report, Counts& counts) {
+  const std::vector<PrecisionCase> precisions = {{Precision::kFp32, "fp32", {1e-4, 1e-5}},
+                                                 {Precision::kTf32, "tf32", {1e-2, 1e-3}},
+                                                 {Precision::kFp16, "fp16", {1e-2, 1e-3}}};
+  const std::vector<int> batches = quick ? std::vector<int>{1, 2} : std::vector<int>{1, 4, 3};
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  uint32_t seed = 4242;
+  for (const PrecisionCase& p : precisions) {
+    const std::string what = absl::StrCat("plan every_op ", p.name, " NHWC");
+    auto fail = [&](const std::string& why) {
+      ++counts.failed;
+      report.Line("FAIL ", what, ": ", why);
+    };
+    absl::StatusOr<Graph> graph = runtime::testing::EveryOpGraph(seed++);
+    if (!graph.ok()) return fail(std::string(graph.status().message()));
+    auto plan = PlanOn(device, *graph, p.precision, max_batch);
+    if (!plan.ok()) {
+      fail(absl::StrCat("planning: ", plan.status().message()));
+      continue;
+    }
+    auto stepwise = Executor::Create({*plan, /*record_per_batch_size=*/false});
+    auto graphs = Executor::Create({*plan, /*record_per_batch_size=*/true});
+    if (!stepwise.ok() || !graphs.ok()) {
+      fail(absl::StrCat("executor: ", (stepwise.ok() ? graphs.status() : stepwise.status()).message()));
+      continue;
+    }
+    for (int batch : batches) {
+      const Tensor x = runtime::testing::RandomTensor({batch, 3, 8, 8}, seed++);
+      absl::StatusOr<std::map<std::string, Tensor>> expected = runtime::RunReference(*graph, {{"x", x}});
+      if (!expected.ok()) {
+        fail(absl::StrCat("reference: ", expected.status().message()));
+        continue;
+      }
+      for (Executor* executor : {stepwise->get(), graphs->get()}) {
+        const bool recorded = executor == graphs->get();
+        const std::string label = absl::StrCat(what, " batch ", batch, recorded ? " [graph]" : " [steps]");
+        absl::Status status = RunAndCompare(*executor, batch, x, *expected, p.tolerance);
+        if (status.ok() && recorded && !executor->replays(batch)) {
+          status = absl::InternalError(
+              absl::StrCat("no CUDA graph was recorded: ", executor->recording_error().message()));
+        }
+        if (status.ok()) {
+          ++counts.passed;
+          report.Line("PASS ", label, " (", (*plan)->steps().size(), " steps)");
+        } else {
+          ++counts.failed;
+          report.Line("FAIL ", label, ": ", status.message());
+        }
+      }
+    }
+  }
+}
+
+// Milliseconds per Run (median of `rounds` rounds of `runs` runs each), wall clock: Run waits for the device.
+absl::StatusOr<double> TimeRuns(Executor& executor, const Tensor& x, std::vector<float>& y, int runs, int rounds) {
+  const TensorView in{executor.ExpectedInputDesc(0, 1), const_cast<float*>(x.data.data())};
+  const TensorView out{executor.ExpectedOutputDesc(0, 1), y.data()};
+  for (int i = 0; i < 3; ++i) CONVOY_RETURN_IF_ERROR(executor.Run(1, {in}, {out}));  // warm-up, records the graph
+  std::vector<double> per_run;
+  for (int r = 0; r < rounds; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < runs; ++i) CONVOY_RETURN_IF_ERROR(executor.Run(1, {in}, {out}));
+    per_run.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+                      runs);
+  }
+  std::sort(per_run.begin(), per_run.end());
+  return per_run[per_run.size() / 2];
+}
+
+void TimeLaunchBoundPlan(cuda::CudaDevice& device, bool quick, Report& report, Counts& counts) {
+  const int length = quick ? 4 : 32;
+  absl::StatusOr<Graph> graph = runtime::testing::ConvChainGraph(length, 99);
+  absl::StatusOr<std::shared_ptr<const runtime::ExecutionPlan>> plan =
+      graph.ok() ? PlanOn(device, *graph, Precision::kFp32, 1) : graph.status();
+  if (!plan.ok()) {
+    ++counts.failed;
+    report.Line("FAIL plan conv_chain: ", plan.status().message());
+    return;
+  }
+  const Tensor x = runtime::testing::RandomTensor({1, 4, 6, 6}, 7);
+  std::vector<float> y(4 * 6 * 6);
+  double ms[2] = {0, 0};
+  for (int recorded = 0; recorded < 2; ++recorded) {
+    auto executor = Executor::Create({*plan, recorded == 1});
+    absl::StatusOr<double> t =
+        executor.ok() ? TimeRuns(**executor, x, y, quick ? 2 : 200, quick ? 1 : 5) : executor.status();
+    if (!t.ok()) {
+      ++counts.failed;
+      report.Line("FAIL time conv_chain", recorded ? " [graph]" : " [steps]", ": ", t.status().message());
+      return;
+    }
+    ms[recorded] = *t;
+  }
+  report.Line(absl::StrFormat("conv chain of %d layers (%d steps, batch 1, launch-bound): %.4f ms step by step, "
+                              "%.4f ms as a CUDA graph: %.2fx",
+                              length, (*plan)->steps().size(), ms[0], ms[1], ms[0] / std::max(ms[1], 1e-9)));
+}
+
+}  // namespace
+
+void CheckPlans(cuda::CudaDevice& device, bool quick, Report& report, Counts& counts) {
+  report.Line("== Whole plans (planner + executor, the server's GPU path): step by step and as CUDA graphs ==");
+  CheckEveryOpPlans(device, quick, report, counts);
+  TimeLaunchBoundPlan(device, quick, report, counts);
+}
+
+}  // namespace convoy::gpu_check
