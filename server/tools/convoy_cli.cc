@@ -38,6 +38,9 @@
 #include "server/runtime/model_runtime.h"
 #include "server/runtime/reference_interpreter.h"
 #include "server/tools/npy.h"
+#ifdef CONVOY_CLI_WITH_CUDA
+#include "kernels/cuda/cuda_device.h"
+#endif
 
 namespace convoy::tools {
 namespace {
@@ -55,6 +58,7 @@ PATH: model.onnx, model.yaml, or a model repository folder (config.yaml + versio
 options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32  --layout=nchw|nhwc
          --max_batch_size=N (model files without a config; default 8)  --cache=FILE (algorithm cache to load)
          --threads=N (CPU threads)  --quiet (no load log)
+         --cuda_graphs[=true|false] (on a GPU: record a CUDA graph per batch size; default: the config's)
 --output_dir=DIR writes output i to DIR/i.npy, in the model's output order.
 --repeat=N times N more runs after the first (warm-up) one and prints their median and fastest wall time.
 )";
@@ -97,15 +101,29 @@ absl::StatusOr<int> ParsePositive(const std::string& flag, const std::string& te
   return value;
 }
 
-// The device named by --device. This binary has the CPU backend only; `auto` picks it.
+// The device named by --device: `auto` is the first GPU when this binary has the CUDA backend and one is visible,
+// else the CPU.
 absl::StatusOr<Device*> SelectDevice(const Flags& flags) {
   const std::string name = flags.Get("device", "auto");
+  if (name != "cpu" && name != "auto" && name != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat("--device must be cpu, cuda or auto, got '", name, "'"));
+  }
+#ifdef CONVOY_CLI_WITH_CUDA
+  if (name != "cpu") {
+    static std::unique_ptr<cuda::CudaDevice> gpu;
+    absl::StatusOr<std::unique_ptr<cuda::CudaDevice>> created = cuda::CudaDevice::Create({});
+    if (created.ok()) {
+      gpu = std::move(*created);
+      std::cerr << "device: " << gpu->Identity() << "\n";
+      return gpu.get();
+    }
+    if (name == "cuda") return absl::UnavailableError(absl::StrCat("--device=cuda: ", created.status().message()));
+  }
+#else
   if (name == "cuda") {
     return absl::UnavailableError("--device=cuda: this convoy binary was built without the CUDA backend");
   }
-  if (name != "cpu" && name != "auto") {
-    return absl::InvalidArgumentError(absl::StrCat("--device must be cpu, cuda or auto, got '", name, "'"));
-  }
+#endif
   static std::unique_ptr<CpuDevice> device;
   CpuDevice::Options options;
   if (flags.Has("threads")) {
@@ -142,6 +160,13 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
   if (flags.Has("layout")) {
     const std::string layout = absl::AsciiStrToUpper(flags.Get("layout"));
     CONVOY_ASSIGN_OR_RETURN(options.layout, ParseLayout(layout));
+  }
+  if (flags.Has("cuda_graphs")) {
+    const std::string value = flags.Get("cuda_graphs");
+    if (value != "true" && value != "false") {
+      return absl::InvalidArgumentError(absl::StrCat("--cuda_graphs must be true or false, got '", value, "'"));
+    }
+    options.cuda_graphs = value == "true";
   }
   if (flags.Has("max_batch_size")) {
     CONVOY_ASSIGN_OR_RETURN(options.default_max_batch_size, ParsePositive("max_batch_size", flags.Get("max_batch_size")));
@@ -426,7 +451,7 @@ absl::Status Main(int argc, char** argv) {
   if (argc < 2) return absl::InvalidArgumentError("missing subcommand");
   const std::string command = argv[1];
   const std::vector<std::string> common = {"model", "device", "precision", "layout", "max_batch_size",
-                                           "cache", "threads", "quiet"};
+                                           "cache", "threads", "quiet", "cuda_graphs"};
   auto with = [&common](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;

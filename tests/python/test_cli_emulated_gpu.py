@@ -1,0 +1,87 @@
+"""The `convoy` CLI on the GPU path without a GPU: //server/tools:convoy_emulated_gpu runs, tunes and inspects models
+on the emulated CUDA device (the CUDA kernels on the CPU), with and without CUDA graphs. Outputs are compared with
+onnxruntime on fresh random inputs and weights: FP32 within 1e-4 relative error (max |diff| / max |ref|), TF32 and
+FP16 within 1e-2, BF16 within 6e-2 (as in test_cli.py: a handful of roundings per layer).
+"""
+import os
+import pathlib
+import re
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from test_cli import mobile_block, rand, relative_error, residual_cnn
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def emulated_cli():
+    folders = ([os.environ["CONVOY_BAZEL_BIN"]] if os.environ.get("CONVOY_BAZEL_BIN") else
+               [str(REPO_ROOT / "bazel-out/k8-opt/bin"), str(REPO_ROOT / "bazel-bin")])
+    for folder in folders:
+        candidate = f"{folder}/server/tools/convoy_emulated_gpu"
+        if os.access(candidate, os.X_OK):
+            return candidate
+    pytest.fail(f"convoy_emulated_gpu is not built under {folders}: run "
+                "`bazel build //server/tools:convoy_emulated_gpu`", pytrace=False)
+
+
+def convoy(*args):
+    proc = subprocess.run([emulated_cli(), *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"convoy {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr}"
+    return proc
+
+
+def run_on_gpu(tmp_path, model, x, *flags):
+    np.save(tmp_path / "x.npy", x)
+    names = [o.name for o in onnx.load(str(model)).graph.output]
+    outputs = [f"--output={n}={tmp_path / (n + '.npy')}" for n in names]
+    proc = convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", *outputs, "--device=cuda", *flags)
+    assert "device: cuda-emulated:" in proc.stderr, proc.stderr
+    return proc, [np.load(tmp_path / (n + ".npy")) for n in names]
+
+
+def expected_outputs(model, x):
+    return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+
+
+@pytest.mark.parametrize("graphs", ["false", "true"])
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("build,shape", [(residual_cnn, (3, 16, 16)), (mobile_block, (6, 10, 10))],
+                         ids=["residual_cnn", "mobile_block"])
+def test_run_on_the_gpu_path_matches_onnxruntime(tmp_path, build, shape, batch, graphs):
+    model = build(tmp_path / "m.onnx")
+    x = rand(batch, *shape)
+    proc, actual = run_on_gpu(tmp_path, model, x, f"--cuda_graphs={graphs}", "--repeat=2")
+    if graphs == "true":
+        assert "a CUDA graph per batch size" in proc.stderr, proc.stderr
+    for got, want in zip(actual, expected_outputs(model, x)):
+        assert got.shape == want.shape and got.dtype == np.float32
+        assert relative_error(got, want) <= 1e-4
+
+
+@pytest.mark.parametrize("precision,tolerance", [("tf32", 1e-2), ("fp16", 1e-2), ("bf16", 6e-2)])
+def test_reduced_precision_on_the_gpu_path(tmp_path, precision, tolerance):
+    model = residual_cnn(tmp_path / "m.onnx")
+    x = rand(2, 3, 16, 16)
+    _, actual = run_on_gpu(tmp_path, model, x, f"--precision={precision}", "--cuda_graphs")
+    for got, want in zip(actual, expected_outputs(model, x)):
+        assert relative_error(got, want) <= tolerance
+
+
+def test_tune_on_the_gpu_path_picks_cuda_algorithms_and_the_cache_reloads(tmp_path):
+    model = residual_cnn(tmp_path / "m.onnx")
+    cache = tmp_path / "gpu.cache"
+    out = convoy("tune", f"--model={model}", "--device=cuda", "--precision=fp16", "--batch_sizes=1",
+                 f"--cache={cache}").stdout
+    # conv2 (8 -> 8 channels) has several CUDA candidates and is timed; the C=3 stem only fits the SIMT kernel.
+    assert re.search(r"^tune conv2 batch 1: cuda\.conv2d\.\S+ [\d.e-]+ ms$", out, flags=re.M), out
+    assert re.search(r"^tune conv1 batch 1: cuda\.conv2d\.direct_simt \(heuristic\)$", out, flags=re.M), out
+    written = re.search(r"wrote (\d+) entries to", out)
+    assert written and int(written.group(1)) >= 2, out
+    inspect = convoy("inspect", f"--model={model}", "--device=cuda", "--precision=fp16", f"--cache={cache}")
+    assert f"loaded {written.group(1)} algorithm cache entries" in inspect.stderr
+    assert "cuda.conv2d." in inspect.stdout and "(tuned " in inspect.stdout, inspect.stdout
