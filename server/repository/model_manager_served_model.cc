@@ -292,6 +292,8 @@ bool ServedModel::draining() const {
   return draining_;
 }
 
+batching::BatcherStats ServedModel::batcher_stats() const { return batcher_->stats(); }
+
 ModelStats ServedModel::stats() const {
   convoy::MutexLock lock(&stats_mu_);
   return stats_;

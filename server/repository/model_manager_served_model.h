@@ -111,6 +111,8 @@ class ServedModel {
   const std::vector<std::string>& labels(size_t index) const { return labels_[index]; }
   absl::Duration load_time() const { return load_time_; }
   ModelStats stats() const;
+  // The batcher's live counters (queued requests, running batches): what tests wait on instead of sleeping.
+  batching::BatcherStats batcher_stats() const;
 
  private:
   class Executor;

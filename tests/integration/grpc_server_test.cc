@@ -2,6 +2,7 @@
 // channel: every RPC, input errors with exact codes and messages, streaming, health Check/Watch, explicit
 // load/unload, poll-mode reload under traffic, deadlines in the queue, overload, and graceful shutdown under load.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -341,12 +342,22 @@ TEST(GrpcServerTest, PollReloadDropsNoRequest) {
   EXPECT_EQ(failed.load(), 0);
 }
 
+// Waits (up to 30 s) until `ready` holds for the model's batcher counters; false on time-out.
+bool WaitForBatcher(ServerHarness& h, const std::string& model,
+                    const std::function<bool(const batching::BatcherStats&)>& ready) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::shared_ptr<repository::ServedModel>> served = h.manager->GetServedModel(model, "");
+    if (served.ok() && ready((*served)->batcher_stats())) return true;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return false;
+}
+
 // resnet_classifier takes hundreds of milliseconds for a batch of 16 on the CPU: long enough to keep its one
-// instance busy while later requests wait in the queue.
-// DISABLED: timing-dependent as written: the 9.6 MB batch-16 request can reach the server after the small ones
-// (they then fill the queue and it is refused). Needs a hook that says "the busy batch is running" (e.g. batcher
-// stats on ServedModel) instead of a sleep.
-TEST(GrpcServerTest, DISABLED_DeadlineExpiredInQueueNeverRunsAndFullQueueRejectsFast) {
+// instance busy while later requests wait in the queue. The test waits on the batcher's counters (the batch of 16
+// is running; the short-deadline request is queued), never on a guessed sleep.
+TEST(GrpcServerTest, DeadlineExpiredInQueueNeverRunsAndFullQueueRejectsFast) {
   TestRepository repo;
   repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"
                                                   "  default_queue_policy:\n    max_queue_size: 2\n"));
@@ -356,10 +367,13 @@ TEST(GrpcServerTest, DISABLED_DeadlineExpiredInQueueNeverRunsAndFullQueueRejects
     grpc::Status status = h.Infer(ImageRequest("resnet", 16, 224), &response);
     EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
   });
-  absl::SleepFor(absl::Milliseconds(50));  // the batch of 16 is running
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) { return s.running_batches == 1; }))
+      << "the batch of 16 never started";
   inference::ModelInferResponse response;
   grpc::Status expired = h.Infer(ImageRequest("resnet", 1, 224), &response, absl::Milliseconds(20));
   EXPECT_EQ(expired.error_code(), grpc::DEADLINE_EXCEEDED);
+  ASSERT_EQ(h.manager->GetServedModel("resnet", "").value()->batcher_stats().running_batches, 1)
+      << "the batch of 16 finished before the test could queue behind it";
   // The queue holds two requests; the rest are refused at once while the admitted ones complete.
   std::atomic<int> ok{0}, unavailable{0};
   std::vector<std::thread> clients;
