@@ -1,5 +1,6 @@
 #include "kernels/common/problems.h"
 
+#include <functional>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -62,6 +63,7 @@ absl::string_view OpKindName(OpKind kind) {
     case OpKind::kPad: return "pad";
     case OpKind::kConvert: return "convert";
     case OpKind::kPreprocess: return "preprocess";
+    case OpKind::kTranspose: return "transpose";
   }
   return "unknown";
 }
@@ -291,6 +293,89 @@ absl::Status ConvertProblem::Validate() const {
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
   if (auto st = CheckComputeType(name, src_dtype); !st.ok()) return st;
   return CheckComputeType(name, dst_dtype);
+}
+
+// ---- transpose ----
+std::vector<int64_t> TransposeProblem::output_dims() const {
+  std::vector<int64_t> out;
+  for (int p : perm) out.push_back(p >= 0 && p < rank() ? dims[p] : 0);
+  return out;
+}
+
+int64_t TransposeProblem::num_elements() const {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+TransposeProblem TransposeProblem::Coalesced() const {
+  // Drop unit dims: `kept[d]` is the new index of input dim d (-1 when dropped).
+  std::vector<int> kept(dims.size(), -1);
+  std::vector<int64_t> reduced_dims;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] != 1) {
+      kept[d] = static_cast<int>(reduced_dims.size());
+      reduced_dims.push_back(dims[d]);
+    }
+  }
+  std::vector<int> reduced_perm;
+  for (int p : perm) {
+    if (kept[p] >= 0) reduced_perm.push_back(kept[p]);
+  }
+  TransposeProblem out;
+  out.dtype = dtype;
+  if (reduced_dims.empty()) {
+    out.dims = {1}, out.perm = {0};
+    return out;
+  }
+  // Runs of output positions reading consecutive input dims become one dim. `run_of_input[d]` is the run starting
+  // at input dim d (runs start at the input dim of their first output position).
+  std::vector<int> run_of_input(reduced_dims.size(), -1);
+  std::vector<int> run_starts;  // input dim each run starts at, in output order
+  for (size_t i = 0; i < reduced_perm.size(); ++i) {
+    if (i == 0 || reduced_perm[i] != reduced_perm[i - 1] + 1) {
+      run_of_input[reduced_perm[i]] = static_cast<int>(run_starts.size());
+      run_starts.push_back(reduced_perm[i]);
+    }
+  }
+  // Input order of the runs: walk input dims, a run's extent is the product of its dims.
+  std::vector<int> input_index_of_run(run_starts.size());
+  for (size_t d = 0; d < reduced_dims.size(); ++d) {
+    if (run_of_input[d] < 0) {
+      out.dims.back() *= reduced_dims[d];
+      continue;
+    }
+    input_index_of_run[run_of_input[d]] = static_cast<int>(out.dims.size());
+    out.dims.push_back(reduced_dims[d]);
+  }
+  out.perm = input_index_of_run;
+  return out;
+}
+
+std::string TransposeProblem::ToString() const {
+  return absl::StrCat("transpose dims=", absl::StrJoin(dims, ","), " perm=", absl::StrJoin(perm, ","), " ",
+                      DataTypeName(dtype));
+}
+
+absl::Status TransposeProblem::Validate() const {
+  const std::string name = ToString();
+  if (dims.empty() || rank() > kMaxRank) {
+    return Invalid(name, absl::StrCat("rank must be 1..", kMaxRank, ", got ", rank()));
+  }
+  for (int d = 0; d < rank(); ++d) {
+    if (dims[d] <= 0) return Invalid(name, absl::StrCat("dim ", d, " must be positive, got ", dims[d]));
+  }
+  if (perm.size() != dims.size()) {
+    return Invalid(name, absl::StrCat("perm has ", perm.size(), " entries for rank ", rank()));
+  }
+  std::vector<bool> seen(dims.size(), false);
+  for (int p : perm) {
+    if (p < 0 || p >= rank() || seen[p]) return Invalid(name, "perm is not a permutation of 0..rank-1");
+    seen[p] = true;
+  }
+  const size_t element = DataTypeSize(dtype);
+  if (element != 1 && element != 2 && element != 4 && element != 8) {
+    return Invalid(name, absl::StrCat("elements of ", element, " bytes"));
+  }
+  return absl::OkStatus();
 }
 
 // ---- preprocess ----

@@ -38,6 +38,7 @@ enum class OpKind : uint8_t {
   kPad,
   kConvert,
   kPreprocess,
+  kTranspose,
 };
 absl::string_view OpKindName(OpKind kind);
 
@@ -338,6 +339,34 @@ struct ConvertProblem {
 struct ConvertArgs {
   const void* x = nullptr;
   void* y = nullptr;
+};
+
+// ---- general transpose of a dense row-major tensor of rank 1..6: y dim i is x dim perm[i] ------------------------
+// The graph's Transpose (ONNX semantics). Elements move bit for bit, so every data type works (FP32, FP16, BF16,
+// UINT8, INT64, ...). Coalesced() gives the equivalent lowest-rank problem the kernels dispatch on: NCHW -> NHWC of
+// [N, C, H, W] becomes the batched matrix swap [N, C, H*W] perm (0, 2, 1).
+struct TransposeProblem {
+  static constexpr OpKind kKind = OpKind::kTranspose;
+  static constexpr int kMaxRank = 6;
+  std::vector<int64_t> dims;  // input dims, row-major
+  std::vector<int> perm;      // output dim i is input dim perm[i]
+  DataType dtype = DataType::kFloat32;
+
+  int rank() const { return static_cast<int>(dims.size()); }
+  std::vector<int64_t> output_dims() const;
+  int64_t num_elements() const;
+  // Unit dims dropped and input dims that stay adjacent and in order in the output merged (rank >= 1; the identity
+  // permutation coalesces to one dim).
+  TransposeProblem Coalesced() const;
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(dims, perm, dtype); }
+  CONVOY_PROBLEM_COMPARISONS(TransposeProblem)
+};
+
+struct TransposeArgs {
+  const void* x = nullptr;  // dims
+  void* y = nullptr;        // output_dims(); must not overlap x
 };
 
 // ---- image pre-processing: UINT8 [N, H, W, C] -> (x / 255 - mean[c]) / stddev[c] in dst dtype and layout ---------------

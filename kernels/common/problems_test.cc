@@ -130,6 +130,53 @@ TEST(ProblemsTest, ConcatChannelsAreKeyed) {
   EXPECT_THAT(empty.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at least one input")));
 }
 
+TEST(ProblemsTest, TransposeIsKeyedValidatedAndCoalesced) {
+  TransposeProblem p;
+  p.dims = {2, 3, 4, 5}, p.perm = {0, 2, 3, 1};  // NCHW -> NHWC
+  ASSERT_THAT(p.Validate(), IsOk());
+  EXPECT_EQ(p.output_dims(), (std::vector<int64_t>{2, 4, 5, 3}));
+  EXPECT_EQ(p.num_elements(), 120);
+  EXPECT_EQ(p.ToString(), "transpose dims=2,3,4,5 perm=0,2,3,1 FP32");
+  TransposeProblem other = p;
+  other.perm = {0, 3, 1, 2};
+  EXPECT_NE(p, other);
+  EXPECT_NE(absl::Hash<TransposeProblem>()(p), absl::Hash<TransposeProblem>()(other));
+  other = p;
+  other.dtype = DataType::kFloat16;
+  EXPECT_NE(p, other);
+
+  // NCHW -> NHWC is the batched swap [N, C, H*W] -> [N, H*W, C]; NHWC -> NCHW of [N, H, W, C] = [2, 3, 4, 5] is
+  // [N, H*W, C] -> [N, C, H*W]; unit dims vanish.
+  TransposeProblem c = p.Coalesced();
+  EXPECT_EQ(c.dims, (std::vector<int64_t>{2, 3, 20}));
+  EXPECT_EQ(c.perm, (std::vector<int>{0, 2, 1}));
+  p.perm = {0, 3, 1, 2};
+  c = p.Coalesced();
+  EXPECT_EQ(c.dims, (std::vector<int64_t>{2, 12, 5}));
+  EXPECT_EQ(c.perm, (std::vector<int>{0, 2, 1}));
+  p.dims = {1, 3, 1, 5}, p.perm = {2, 3, 0, 1};
+  c = p.Coalesced();
+  EXPECT_EQ(c.dims, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(c.perm, (std::vector<int>{1, 0}));
+  p.dims = {2, 3, 4}, p.perm = {0, 1, 2};  // identity: one flat dim
+  c = p.Coalesced();
+  EXPECT_EQ(c.dims, (std::vector<int64_t>{24}));
+  EXPECT_EQ(c.perm, (std::vector<int>{0}));
+  p.dims = {2, 3, 4, 5, 6}, p.perm = {3, 4, 0, 1, 2};
+  c = p.Coalesced();
+  EXPECT_EQ(c.dims, (std::vector<int64_t>{24, 30}));
+  EXPECT_EQ(c.perm, (std::vector<int>{1, 0}));
+
+  p.dims = {2, 3}, p.perm = {0, 0};
+  EXPECT_THAT(p.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a permutation")));
+  p.perm = {1, 0, 2};
+  EXPECT_THAT(p.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("perm has 3 entries for rank 2")));
+  p.dims = {1, 1, 1, 1, 1, 1, 1}, p.perm = {0, 1, 2, 3, 4, 5, 6};
+  EXPECT_THAT(p.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank must be 1..6")));
+  p.dims = {2, 0}, p.perm = {1, 0};
+  EXPECT_THAT(p.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dim 1 must be positive")));
+}
+
 TEST(ProblemsTest, TensorDescStridesFollowLayout) {
   TensorDesc nchw = TensorDesc::Image(DataType::kFloat32, 2, 3, 4, 5, Layout::kNCHW);
   TensorDesc nhwc = TensorDesc::Image(DataType::kFloat16, 2, 3, 4, 5, Layout::kNHWC);

@@ -1,9 +1,9 @@
 // The shared cross-backend suite (kernels/testing/cross_backend_suite.h) over every CUDA algorithm of pool2d,
-// batch_norm, activation, binary, concat, split, channel_shuffle, softmax, pad, convert and preprocess.
+// batch_norm, activation, binary, concat, split, channel_shuffle, softmax, pad, convert, preprocess and transpose.
 //
 // Built against the emulation (cuda_cross_backend_emulated_test) the kernels run on the emulated CudaDevice; those
-// with barriers or warp collectives (pool2d's global reduction, softmax's warp per row, convert's shared-memory
-// transposition) also run under the emulation's reverse and seeded-random thread orders, which expose a missing
+// with barriers or warp collectives (pool2d's global reduction, softmax's warp per row, convert's and transpose's
+// shared-memory tiles) also run under the emulation's reverse and seeded-random thread orders, which expose a missing
 // __syncthreads. Built by nvcc (cuda_cross_backend_test) it runs on the GPU, and skips where there is none.
 #include <memory>
 
@@ -74,6 +74,9 @@ TEST_P(CudaCrossBackendSynchronizingTest, Softmax) {
 TEST_P(CudaCrossBackendSynchronizingTest, Convert) {
   ExpectAllAlgorithmsMatchReference<ConvertOp>(Backend::kCuda, device());
 }
+TEST_P(CudaCrossBackendSynchronizingTest, Transpose) {
+  ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCuda, device());
+}
 
 INSTANTIATE_TEST_SUITE_P(ThreadOrders, CudaCrossBackendSynchronizingTest,
                          ::testing::Values(Order::kForward, Order::kReverse, Order::kRandom));
@@ -129,6 +132,7 @@ TEST_F(CudaCrossBackendRecordedTest, EveryOp) {
   Check<ChannelShuffleOp>();
   Check<PadOp>();
   Check<PreprocessOp>();
+  Check<TransposeOp>();
 }
 
 }  // namespace

@@ -84,6 +84,7 @@ using SoftmaxOp = OpTraits<SoftmaxProblem, SoftmaxArgs>;
 using PadOp = OpTraits<PadProblem, PadArgs>;
 using ConvertOp = OpTraits<ConvertProblem, ConvertArgs>;
 using PreprocessOp = OpTraits<PreprocessProblem, PreprocessArgs>;
+using TransposeOp = OpTraits<TransposeProblem, TransposeArgs>;
 
 using Conv2dAlgorithm = Conv2dOp::AlgorithmType;
 using Pool2dAlgorithm = Pool2dOp::AlgorithmType;
@@ -98,6 +99,7 @@ using SoftmaxAlgorithm = SoftmaxOp::AlgorithmType;
 using PadAlgorithm = PadOp::AlgorithmType;
 using ConvertAlgorithm = ConvertOp::AlgorithmType;
 using PreprocessAlgorithm = PreprocessOp::AlgorithmType;
+using TransposeAlgorithm = TransposeOp::AlgorithmType;
 
 }  // namespace convoy
 

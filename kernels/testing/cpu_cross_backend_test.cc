@@ -27,6 +27,7 @@ TEST(CpuCrossBackendTest, Softmax) { ExpectAllAlgorithmsMatchReference<SoftmaxOp
 TEST(CpuCrossBackendTest, Pad) { ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Convert) { ExpectAllAlgorithmsMatchReference<ConvertOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Preprocess) { ExpectAllAlgorithmsMatchReference<PreprocessOp>(Backend::kCpu, Device()); }
+TEST(CpuCrossBackendTest, Transpose) { ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, Device()); }
 
 // The same kernels on a single-threaded pool (everything inline) and a 3-thread pool (uneven chunks).
 TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
@@ -38,6 +39,7 @@ TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
     ExpectAllAlgorithmsMatchReference<BinaryElementwiseOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<SoftmaxOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, **device);
   }
 }
 

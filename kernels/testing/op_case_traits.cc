@@ -234,4 +234,19 @@ Tolerance OpCaseTraits<PreprocessProblem>::TolerancePerOutput(const PreprocessPr
   return ToleranceFor(p.dst_dtype, 1);
 }
 
+// ---- transpose ----
+std::vector<BufferSpec> OpCaseTraits<TransposeProblem>::Inputs(const TransposeProblem& p) {
+  // Integer types get a wide range, so that misplaced elements differ (UINT8 takes all bytes regardless).
+  const float range = IsFloatingPoint(p.dtype) ? 1.0f : 1000.0f;
+  return {{"x", p.dtype, p.num_elements(), -range, range}};
+}
+std::vector<BufferSpec> OpCaseTraits<TransposeProblem>::Outputs(const TransposeProblem& p) {
+  return {{"y", p.dtype, p.num_elements()}};
+}
+TransposeArgs OpCaseTraits<TransposeProblem>::MakeArgs(const TransposeProblem&, const std::vector<void*>& in,
+                                                       const std::vector<void*>& out) {
+  return TransposeArgs{in[0], out[0]};
+}
+Tolerance OpCaseTraits<TransposeProblem>::TolerancePerOutput(const TransposeProblem&) { return kExact; }
+
 }  // namespace convoy::testing

@@ -1,5 +1,7 @@
 #include "kernels/testing/problem_list.h"
 
+#include <iterator>
+
 namespace convoy::testing {
 namespace {
 
@@ -303,6 +305,42 @@ std::vector<PreprocessProblem> PreprocessProblems() {
   return out;
 }
 
+std::vector<TransposeProblem> TransposeProblems() {
+  std::vector<TransposeProblem> out;
+  auto add = [&out](std::vector<int64_t> dims, std::vector<int> perm, std::vector<DataType> dtypes) {
+    for (DataType dtype : dtypes) {
+      TransposeProblem p;
+      p.dims = dims, p.perm = perm, p.dtype = dtype;
+      out.push_back(p);
+    }
+  };
+  const std::vector<DataType> every_float(std::begin(kDtypes), std::end(kDtypes));
+  const std::vector<DataType> fp32 = {DataType::kFloat32};
+  // Rank 4: NCHW -> NHWC, NHWC -> NCHW (TF-converted models), the H <-> W swap, the reverse, inner blocks moved.
+  add({2, 3, 5, 7}, {0, 2, 3, 1}, every_float);
+  add({2, 5, 7, 3}, {0, 3, 1, 2}, every_float);
+  add({3, 8, 9, 5}, {0, 3, 1, 2}, fp32);  // batch 3, more channels than pixels per row
+  add({2, 3, 5, 7}, {0, 1, 3, 2}, every_float);
+  add({2, 3, 5, 7}, {3, 2, 1, 0}, fp32);
+  add({2, 3, 5, 7}, {1, 0, 2, 3}, fp32);
+  add({2, 3, 5, 7}, {0, 2, 1, 3}, fp32);
+  add({1, 4, 6, 3}, {0, 3, 1, 2}, {DataType::kUInt8});
+  // Rank 2 and 3: tiles with ragged edges, several tiles per matrix and several matrices, 3-cycles, unit dims.
+  add({33, 40}, {1, 0}, {DataType::kFloat32, DataType::kFloat16});
+  add({1, 17}, {1, 0}, fp32);  // coalesces to a copy
+  add({3, 37, 65}, {0, 2, 1}, {DataType::kFloat32, DataType::kBFloat16});
+  add({3, 37, 65}, {2, 0, 1}, fp32);
+  add({4, 5, 6}, {1, 2, 0}, fp32);
+  add({2, 3, 4}, {2, 1, 0}, {DataType::kInt64});
+  // Rank 1, 5 and 6: the identity, ShuffleNet's [N, g, C/g, H, W] transpose, the reverse, a scattered permutation.
+  add({9}, {0}, fp32);
+  add({2, 3, 2, 4, 5}, {0, 2, 1, 3, 4}, fp32);
+  add({2, 3, 2, 4, 5}, {4, 3, 2, 1, 0}, {DataType::kFloat16});
+  add({2, 1, 3, 2, 3, 2}, {5, 0, 4, 1, 3, 2}, fp32);
+  add({2, 3, 1, 2, 2, 3}, {0, 1, 2, 3, 5, 4}, fp32);
+  return out;
+}
+
 template <>
 std::vector<Conv2dProblem> ProblemsFor<Conv2dProblem>() { return Conv2dProblems(); }
 template <>
@@ -329,5 +367,7 @@ template <>
 std::vector<ConvertProblem> ProblemsFor<ConvertProblem>() { return ConvertProblems(); }
 template <>
 std::vector<PreprocessProblem> ProblemsFor<PreprocessProblem>() { return PreprocessProblems(); }
+template <>
+std::vector<TransposeProblem> ProblemsFor<TransposeProblem>() { return TransposeProblems(); }
 
 }  // namespace convoy::testing

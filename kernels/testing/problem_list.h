@@ -1,6 +1,6 @@
 // The shared problem list: for every op, small problems that exercise its corners (odd sizes, C=3 stems, every
 // filter size, stride, asymmetric padding, dilation, groups, depthwise, batch 1 and larger, every epilogue and
-// activation, FP32/FP16/BF16, NCHW/NHWC, pooling ceil mode and count_include_pad, uneven concat/split, ...).
+// activation, FP32/FP16/BF16, NCHW/NHWC, pooling ceil mode and count_include_pad, uneven concat/split, transposes of rank 1..6, ...).
 //
 // Every backend's algorithms are checked against the reference over these lists (cross_backend_suite.h). They are
 // kept small so that running every algorithm, including emulated CUDA kernels (~100x slower than native), takes
@@ -27,6 +27,7 @@ std::vector<SoftmaxProblem> SoftmaxProblems();
 std::vector<PadProblem> PadProblems();
 std::vector<ConvertProblem> ConvertProblems();
 std::vector<PreprocessProblem> PreprocessProblems();
+std::vector<TransposeProblem> TransposeProblems();
 
 // Every activation kind with representative parameters (clip as relu6, leaky slope 0.1, ONNX hard sigmoid).
 std::vector<Activation> AllActivations();

@@ -19,7 +19,7 @@ class ProblemListTest : public ::testing::Test {};
 using ProblemTypes =
     ::testing::Types<Conv2dProblem, GemmProblem, Pool2dProblem, BatchNormProblem, ActivationProblem, BinaryProblem,
                      ConcatProblem, SplitProblem, ChannelShuffleProblem, SoftmaxProblem, PadProblem, ConvertProblem,
-                     PreprocessProblem>;
+                     PreprocessProblem, TransposeProblem>;
 TYPED_TEST_SUITE(ProblemListTest, ProblemTypes);
 
 TYPED_TEST(ProblemListTest, EveryProblemIsValidAndTheReferenceWritesFiniteOutputs) {
@@ -82,6 +82,21 @@ TEST(ProblemListCoverageTest, PoolListCoversCeilModeCountIncludePadAndGlobalMode
   }
   EXPECT_EQ(modes.size(), 4u);
   EXPECT_TRUE(ceil && include_pad);
+}
+
+TEST(ProblemListCoverageTest, TransposeListCoversEveryRankLayoutSwapAndElementSize) {
+  std::set<int> ranks;
+  std::set<size_t> element_sizes;
+  bool to_nhwc = false, to_nchw = false;
+  for (const TransposeProblem& p : TransposeProblems()) {
+    ranks.insert(p.rank());
+    element_sizes.insert(DataTypeSize(p.dtype));
+    to_nhwc |= p.perm == std::vector<int>{0, 2, 3, 1};
+    to_nchw |= p.perm == std::vector<int>{0, 3, 1, 2};
+  }
+  EXPECT_EQ(ranks, (std::set<int>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(element_sizes, (std::set<size_t>{1, 2, 4, 8}));
+  EXPECT_TRUE(to_nhwc && to_nchw);
 }
 
 }  // namespace

@@ -10,11 +10,13 @@
 //   become one kernel step each, with the fused conv epilogue carried into Conv2dProblem. Binary broadcasting is
 //   classified into the kernel's kinds (same shape, [N,C,1,1], [1,C,1,1], scalar); Gemm weights are transposed to
 //   [n, k] and scaled by alpha once, beta * C becomes the bias.
+// - Transpose becomes a TransposeOp step on the logical (NCHW-order) dims: its input is converted to NCHW first and
+//   its output is NCHW (consumers in an NHWC plan convert it like any graph input).
 // - Flatten, Reshape and Identity become aliases of their input's buffer (no copy).
 // - Anything else fails with the node's name and op.
 // Layout: kernels run in options.layout. Graph inputs and outputs are exchanged in NCHW (in options.io_dtypes, FP32
 // by default) and Convert steps are inserted where a tensor's dtype or layout has to change: at the graph edges and,
-// in NHWC plans, before Flatten/Reshape/Softmax of spatial tensors.
+// in NHWC plans, before Flatten/Reshape/Softmax/Transpose of spatial tensors.
 // Precision: FP16/BF16 convert the weights at load and run every kernel in that type; TF32 sets allow_tf32.
 // Algorithms: for every batch size 1..max_batch_size through SelectAlgorithm (kHeuristic, or kTune for the
 // configured batch sizes, timing each layer at load); packed filters are made once per (step, algorithm).

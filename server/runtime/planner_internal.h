@@ -143,6 +143,7 @@ absl::Status PlanChannelShuffle(PlanBuilder& b, const Node& node);
 absl::Status PlanSoftmax(PlanBuilder& b, const Node& node);
 absl::Status PlanGemm(PlanBuilder& b, const Node& node);
 absl::Status PlanPad(PlanBuilder& b, const Node& node);
+absl::Status PlanTranspose(PlanBuilder& b, const Node& node);
 absl::Status PlanAlias(PlanBuilder& b, const Node& node);
 
 // ---- template definitions ----------------------------------------------------------------------------------------

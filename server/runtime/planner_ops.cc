@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
 #include "server/runtime/planner_internal.h"
 
@@ -292,6 +293,36 @@ absl::Status PlanPad(PlanBuilder& b, const Node& node) {
   };
   auto bind = [x, y](TensorPointers t) { return PadArgs{t[x], t[y]}; };
   return b.AddKernelStep<PadOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanTranspose(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  // The permutation names logical (row-major NCHW-order) dims: spatial NHWC tensors go back to NCHW first, and the
+  // output is NCHW whatever its rank (a consumer that wants NHWC converts it).
+  CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
+  const std::vector<int64_t>& perm = node.As<TransposeAttrs>().perm;
+  const size_t rank = b.tensor(x).shape.size();
+  if (rank < 1 || rank > static_cast<size_t>(TransposeProblem::kMaxRank) || perm.size() != rank) {
+    return b.NodeError(node, absl::StrCat("the kernel transposes ranks 1..", TransposeProblem::kMaxRank, "; got ",
+                                          ShapeToString(b.tensor(x).shape), " with a perm of ", perm.size(),
+                                          " entries"));
+  }
+  // Plans, their I/O metadata and the batcher keep the dynamic batch in dim 0.
+  if (b.tensor(x).shape[0] == kBatch && perm[0] != 0) {
+    return b.NodeError(node, absl::StrCat("perm [", absl::StrJoin(perm, ","), "] moves the dynamic batch axis 0 of ",
+                                          ShapeToString(b.tensor(x).shape), "; only the other axes can be permuted"));
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), Layout::kNCHW));
+  std::vector<int> kernel_perm(perm.begin(), perm.end());
+  auto problem_for = [&b, x, kernel_perm](int batch) {
+    TransposeProblem p;
+    p.dims = b.tensor(x).Dims(batch);
+    p.perm = kernel_perm;
+    p.dtype = b.compute_dtype();
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return TransposeArgs{t[x], t[y]}; };
+  return b.AddKernelStep<TransposeOp>(node.name, {x}, {y}, problem_for, bind);
 }
 
 absl::Status PlanAlias(PlanBuilder& b, const Node& node) {

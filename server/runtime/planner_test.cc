@@ -1,6 +1,7 @@
 // Planner tests: plans of a graph using every mapped op, run by the executor on the CPU in NCHW and NHWC and in
 // FP32/FP16/BF16, compared with the reference interpreter on fresh random inputs; plan structure (conversions,
-// aliases, memory reuse); tuning; and load failures that name the node and the numbers.
+// aliases, memory reuse); Transpose steps in NCHW and NHWC plans; tuning; and load failures that name the node and
+// the numbers.
 #include "server/runtime/planner.h"
 
 #include <random>
@@ -128,6 +129,43 @@ TEST(PlannerTest, FlattenIsAnAliasAndTheChainReusesMemory) {
   ExpectPlanMatchesReference(chain, chain_plan, 4, {1e-4, 1e-5});
 }
 
+// A TF-converted model: NHWC input -> Transpose to NCHW -> conv -> Transpose back to NHWC, plus an H <-> W swap of
+// the conv's output as a second output. In an NHWC plan every Transpose reads and writes NCHW, so the plan converts
+// around them and still matches the reference at every batch size, in FP32 and FP16, in both plan layouts.
+absl::StatusOr<Graph> NhwcConvGraph(uint32_t seed) {
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("image_nhwc", {kBatch, 6, 5, 3}));
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("w", testing::RandomTensor({8, 3, 3, 3}, seed)));
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("b", testing::RandomTensor({8}, seed + 1)));
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("to_nchw", TransposeAttrs{{0, 3, 1, 2}}, {"image_nhwc"}, {"image"})));
+  Conv2dAttrs conv;
+  conv.window = Window2d{3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  conv.has_bias = true;
+  conv.activation = Activation::Relu();
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("conv", conv, {"image", "w", "b"}, {"features"})));
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("to_nhwc", TransposeAttrs{{0, 2, 3, 1}}, {"features"}, {"out_nhwc"})));
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("swap_hw", TransposeAttrs{{0, 1, 3, 2}}, {"features"}, {"out_whc"})));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("out_nhwc"));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("out_whc"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
+TEST(PlannerTest, TransposeIsAStepOnLogicalDimsInNchwAndNhwcPlans) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, NhwcConvGraph(FreshSeed()));
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    SCOPED_TRACE(LayoutName(layout));
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp32, layout, 3)));
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kTranspose), 3) << plan->ToString(1);
+    // NCHW: no conversion at all. NHWC: the transposed input into NHWC for the conv, the conv's output back to
+    // NCHW once for both transposes.
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), layout == Layout::kNHWC ? 2 : 0) << plan->ToString(1);
+    for (int batch = 1; batch <= 3; ++batch) ExpectPlanMatchesReference(graph, plan, batch, {1e-4, 1e-5});
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto fp16, BuildExecutionPlan(graph, CpuOptions(Precision::kFp16, layout, 3)));
+    ExpectPlanMatchesReference(graph, fp16, 3, {1e-2, 2e-2});
+  }
+}
+
 TEST(PlannerTest, TuningTimesLayersLogsThemAndFillsTheCache) {
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::ConvChainGraph(2, FreshSeed()));
   AlgorithmCache cache;
@@ -180,12 +218,21 @@ TEST(PlannerTest, LoadFailuresNameTheNodeAndTheShapes) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("node 'the_node' (Conv2d): input 1 'b' must be a constant")));
   Graph g;
-  ASSERT_THAT(g.AddInput("x", {kBatch, 4, 5, 6}), IsOk());
-  ASSERT_THAT(g.AddNode(MakeNode("swap_hw", TransposeAttrs{{0, 1, 3, 2}}, {"x"}, {"y"})), IsOk());
+  ASSERT_THAT(g.AddInput("x", {kBatch, 1, 2, 1, 2, 1, 2}), IsOk());
+  ASSERT_THAT(g.AddNode(MakeNode("rank7", TransposeAttrs{{0, 2, 1, 3, 4, 5, 6}}, {"x"}, {"y"})), IsOk());
   ASSERT_THAT(g.AddOutput("y"), IsOk());
   ASSERT_THAT(g.Finalize(), IsOk());
   EXPECT_THAT(BuildExecutionPlan(g, CpuOptions(Precision::kFp32, Layout::kNCHW, 1)),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("node 'swap_hw' (Transpose)")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'rank7' (Transpose): the kernel transposes ranks 1..6; got [N,1,2,1,2,1,2]")));
+  Graph moves_batch;
+  ASSERT_THAT(moves_batch.AddInput("x", {kBatch, 12}), IsOk());
+  ASSERT_THAT(moves_batch.AddNode(MakeNode("t", TransposeAttrs{{1, 0}}, {"x"}, {"y"})), IsOk());
+  ASSERT_THAT(moves_batch.AddOutput("y"), IsOk());
+  ASSERT_THAT(moves_batch.Finalize(), IsOk());
+  EXPECT_THAT(BuildExecutionPlan(moves_batch, CpuOptions(Precision::kFp32, Layout::kNCHW, 2)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 't' (Transpose): perm [1,0] moves the dynamic batch axis 0 of [N,12]")));
   EXPECT_THAT(BuildExecutionPlan(g, PlannerOptions()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("device is required")));
 }

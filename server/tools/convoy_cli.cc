@@ -444,6 +444,7 @@ absl::Status AlgorithmsCommand() {
   ListAlgorithms<PadOp>("pad");
   ListAlgorithms<ConvertOp>("convert");
   ListAlgorithms<PreprocessOp>("preprocess");
+  ListAlgorithms<TransposeOp>("transpose");
   return absl::OkStatus();
 }
 

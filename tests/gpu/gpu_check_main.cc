@@ -97,6 +97,7 @@ void CheckOtherOps(cuda::CudaDevice& device, Report& report, Counts& counts, boo
   CheckOp<ChannelShuffleOp>(ProblemsFor<ChannelShuffleProblem>(), device, report, counts, true, recorded);
   CheckOp<PadOp>(ProblemsFor<PadProblem>(), device, report, counts, true, recorded);
   CheckOp<PreprocessOp>(ProblemsFor<PreprocessProblem>(), device, report, counts, true, recorded);
+  CheckOp<TransposeOp>(ProblemsFor<TransposeProblem>(), device, report, counts, true, recorded);
 }
 
 // A device buffer of `count` elements of `dtype`, uniform in [-1, 1).

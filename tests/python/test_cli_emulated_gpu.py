@@ -12,8 +12,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from onnx import helper
 
-from test_cli import mobile_block, rand, relative_error, residual_cnn
+from test_cli import mobile_block, rand, relative_error, residual_cnn, save_model
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -85,3 +86,28 @@ def test_tune_on_the_gpu_path_picks_cuda_algorithms_and_the_cache_reloads(tmp_pa
     inspect = convoy("inspect", f"--model={model}", "--device=cuda", "--precision=fp16", f"--cache={cache}")
     assert f"loaded {written.group(1)} algorithm cache entries" in inspect.stderr
     assert "cuda.conv2d." in inspect.stdout and "(tuned " in inspect.stdout, inspect.stdout
+
+
+def nhwc_converted_cnn(path):
+    """A TF -> ONNX style model: NHWC input -> Transpose to NCHW -> conv+relu -> Transpose back to NHWC (an output)
+    and an H <-> W swap of the conv output (a second output)."""
+    init = {"w": rand(8, 3, 3, 3), "b": rand(8)}
+    nodes = [helper.make_node("Transpose", ["x"], ["nchw"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["nchw", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["features_nhwc"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["r"], ["swapped"], perm=[0, 1, 3, 2])]
+    return save_model(path, nodes, [("x", (9, 7, 3))], ["features_nhwc", "swapped"], init)
+
+
+@pytest.mark.parametrize("precision,tolerance", [("fp32", 1e-4), ("fp16", 1e-2)])
+def test_transposes_around_a_conv_on_the_gpu_path(tmp_path, precision, tolerance):
+    """The CUDA transpose kernels (tiles for NHWC <-> NCHW and the H <-> W swap) in a plan, with CUDA graphs."""
+    model = nhwc_converted_cnn(tmp_path / "m.onnx")
+    x = rand(3, 9, 7, 3)
+    _, actual = run_on_gpu(tmp_path, model, x, f"--precision={precision}", "--cuda_graphs")
+    for got, want in zip(actual, expected_outputs(model, x)):
+        assert got.shape == want.shape
+        assert relative_error(got, want) <= tolerance
+    inspect = convoy("inspect", f"--model={model}", "--device=cuda", f"--precision={precision}")
+    assert "cuda.transpose.tiles" in inspect.stdout, inspect.stdout

@@ -1,13 +1,17 @@
 """Per-op importer tests: a single-op ONNX model built with the onnx helper, evaluated by onnxruntime and by Convoy
 (import, optimize, reference interpreter); outputs must agree to 1e-5 relative error (max |diff| / max |ref|).
 Fresh random inputs and weights each run."""
+import pathlib
+import subprocess
+import tempfile
+
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from reference_engine import inspect_model, relative_error, run_model
+from reference_engine import cli_path, inspect_model, relative_error, run_model
 
 RNG = np.random.default_rng()
 
@@ -16,10 +20,11 @@ def rand(*shape, low=-1.0, high=1.0):
     return RNG.uniform(low, high, size=shape).astype(np.float32)
 
 
-def make_model(nodes, inputs, output_names, initializers=(), opset=13):
+def make_model(nodes, inputs, output_names, initializers=(), opset=13, dynamic_batch=True):
+    batch = lambda v: ["N"] if dynamic_batch else [v.shape[0]]
     graph = helper.make_graph(
         nodes, "op_test",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N"] + list(v.shape[1:])) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, batch(v) + list(v.shape[1:])) for n, v in inputs.items()],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in output_names],
         initializer=[numpy_helper.from_array(v, n) for n, v in initializers])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -182,6 +187,111 @@ def test_exporter_shape_chain_reshape_and_channel_shuffle(tmp_path):
     check(tmp_path, model, x)
     rc, text = inspect_model(tmp_path / "model.onnx")
     assert rc == 0 and "ChannelShuffle" in text and "Transpose" not in text, text
+
+
+def run_runtime(model_path, inputs, *flags):
+    """`convoy run` with the default (kernel) engine on the CPU; the outputs in graph output order."""
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [cli_path(), "run", f"--model={model_path}", f"--output_dir={tmp}", *flags]
+        for i, (name, value) in enumerate(inputs.items()):
+            path = pathlib.Path(tmp, f"input{i}.npy")
+            np.save(path, np.ascontiguousarray(value, dtype=np.float32))
+            args.append(f"--input={name}={path}")
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"convoy run {' '.join(flags)} failed: {proc.stderr.strip()}"
+        count = sum(1 for line in proc.stdout.splitlines() if line.startswith("wrote "))
+        return [np.load(pathlib.Path(tmp, f"{i}.npy")) for i in range(count)]
+
+
+def check_runtime(tmp_path, model, inputs, cases=(("fp32", 1e-5), ("fp16", 1e-2))):
+    """The kernels' plan (`convoy run` on the CPU) in NCHW and NHWC at each (precision, tolerance) vs onnxruntime."""
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, inputs)
+    for layout in ("nchw", "nhwc"):
+        for precision, tol in cases:
+            actual = run_runtime(path, inputs, f"--layout={layout}", f"--precision={precision}")
+            assert len(actual) == len(expected)
+            for a, e in zip(actual, expected):
+                assert a.shape == e.shape, (layout, precision, a.shape, e.shape)
+                err = relative_error(a, e)
+                assert err <= tol, f"{layout} {precision}: rel err {err}"
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("shape,perm", [
+    ((12,), [0, 1]),                  # rank 2: the identity (a copy)
+    ((5, 7), [0, 2, 1]),
+    ((6, 5, 3), [0, 3, 1, 2]),        # NHWC -> NCHW
+    ((3, 6, 5), [0, 2, 3, 1]),        # NCHW -> NHWC
+    ((4, 6, 5), [0, 1, 3, 2]),        # H <-> W
+    ((4, 6, 5), [0, 3, 2, 1]),
+    ((2, 3, 4, 5), [0, 2, 4, 1, 3]),  # rank 5
+], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else ("reverse" if v is None else "p" + "".join(map(str, v))))
+def test_transpose(tmp_path, batch, shape, perm):
+    attrs = {} if perm is None else dict(perm=perm)
+    x = {"x": rand(batch, *shape)}
+    model = make_model([helper.make_node("Transpose", ["x"], ["y"], **attrs)], x, ["y"])
+    check(tmp_path, model, x)
+    # Data movement is exact in FP32; FP16 rounds each element once on the way in.
+    check_runtime(tmp_path, model, x, cases=(("fp32", 0.0), ("fp16", 1e-3)))
+
+
+@pytest.mark.parametrize("shape,perm", [((3, 12), [1, 0]), ((2, 3, 4), [2, 0, 1]), ((2, 3, 4, 5), [3, 2, 0, 1]),
+                                        ((2, 3, 4, 5), None)])  # no perm: the reverse
+def test_transpose_of_the_batch_axis_with_a_fixed_batch(tmp_path, shape, perm):
+    x = {"x": rand(*shape)}
+    attrs = {} if perm is None else dict(perm=perm)
+    model = make_model([helper.make_node("Transpose", ["x"], ["y"], **attrs)], x, ["y"], dynamic_batch=False)
+    check(tmp_path, model, x)
+    check_runtime(tmp_path, model, x, cases=(("fp32", 0.0),))
+
+
+def test_transpose_of_the_dynamic_batch_axis_fails_the_load_naming_the_node(tmp_path):
+    x = {"x": rand(2, 12)}
+    path = tmp_path / "model.onnx"
+    onnx.save(make_model([helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0], name="t")], x, ["y"]), str(path))
+    np.save(tmp_path / "x.npy", x["x"])
+    proc = subprocess.run([cli_path(), "run", f"--model={path}", f"--input=x={tmp_path / 'x.npy'}"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "node 't' (Transpose): perm [1,0] moves the dynamic batch axis 0" in proc.stderr, \
+        proc.stderr
+
+
+def nhwc_converted_cnn():
+    """What TF -> ONNX converters emit: an NHWC input transposed to NCHW for the convs, and the features transposed
+    back to NHWC before the flatten that feeds the classifier; a second output is the NHWC feature map itself."""
+    inits = [("w1", rand(8, 3, 3, 3)), ("b1", rand(8)), ("w2", rand(6, 8, 1, 1)), ("fc", rand(6 * 4 * 5, 10)),
+             ("fcb", rand(10)), ("flat", np.array([-1, 6 * 4 * 5], np.int64))]
+    nodes = [helper.make_node("Transpose", ["x"], ["nchw"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["nchw", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"]),
+             helper.make_node("Transpose", ["c2"], ["features_nhwc"], perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["features_nhwc", "flat"], ["f"]),
+             helper.make_node("MatMul", ["f", "fc"], ["m"]),
+             helper.make_node("Add", ["m", "fcb"], ["logits"])]
+    return nodes, inits
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_transpose_feeding_conv_in_an_nhwc_converted_model(tmp_path, batch):
+    nodes, inits = nhwc_converted_cnn()
+    x = {"x": rand(batch, 8, 10, 3)}
+    model = make_model(nodes, x, ["logits", "features_nhwc"], inits)
+    check(tmp_path, model, x)
+    check_runtime(tmp_path, model, x)
+
+
+def test_transpose_of_a_constant_folds_away(tmp_path):
+    nodes = [helper.make_node("Transpose", ["c"], ["ct"], perm=[0, 3, 1, 2]),
+             helper.make_node("Add", ["x", "ct"], ["y"])]
+    x = {"x": rand(2, 4, 3, 5)}
+    model = make_model(nodes, x, ["y"], [("c", rand(1, 1, 1, 4))])  # -> [1, 4, 1, 1]: per channel
+    check(tmp_path, model, x)
+    check_runtime(tmp_path, model, x)
+    rc, text = inspect_model(tmp_path / "model.onnx")
+    assert rc == 0 and "Transpose" not in text, text
 
 
 def test_constant_and_dropout(tmp_path):

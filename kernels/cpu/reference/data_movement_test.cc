@@ -1,6 +1,7 @@
 // Checks the reference concat, split, channel shuffle, pad and convert through identities that do not reuse their
 // code: split inverts concat, shuffling by g then by C/g restores the input, padding's interior is the input and its
-// border follows each mode's rule, and NCHW -> NHWC -> NCHW round-trips.
+// border follows each mode's rule, NCHW -> NHWC -> NCHW round-trips, and a transpose by a permutation and then by
+// its inverse restores the input.
 #include <cstring>
 
 #include "gmock/gmock.h"
@@ -56,6 +57,25 @@ TEST(ReferenceDataMovementTest, ShuffleByGroupsThenByChannelsPerGroupRestoresThe
   inverse.groups = p.c / p.groups;
   ASSERT_THAT(ChannelShuffle(inverse, ChannelShuffleArgs{shuffled.data(), restored.data()}), IsOk());
   EXPECT_EQ(restored, x);
+}
+
+TEST(ReferenceDataMovementTest, TransposeByPermThenByItsInverseRestoresTheInput) {
+  TransposeProblem p;
+  p.dims = {2, 3, 4, 5}, p.perm = {0, 2, 3, 1};  // NCHW -> NHWC
+  const std::vector<float> x = RandomFloats(120, 40);
+  std::vector<float> y(x.size()), restored(x.size());
+  ASSERT_THAT(Transpose(p, TransposeArgs{x.data(), y.data()}), IsOk());
+  const TensorDesc nchw = TensorDesc::Image(DataType::kFloat32, 2, 3, 4, 5, Layout::kNCHW);
+  const TensorDesc nhwc = TensorDesc::Image(DataType::kFloat32, 2, 3, 4, 5, Layout::kNHWC);
+  EXPECT_EQ(y[nhwc.Offset4(1, 2, 3, 4)], x[nchw.Offset4(1, 2, 3, 4)]);
+  EXPECT_EQ(y[nhwc.Offset4(0, 1, 2, 0)], x[nchw.Offset4(0, 1, 2, 0)]);
+  TransposeProblem inverse;
+  inverse.dims = p.output_dims(), inverse.perm = {0, 3, 1, 2};
+  ASSERT_THAT(Transpose(inverse, TransposeArgs{y.data(), restored.data()}), IsOk());
+  EXPECT_EQ(restored, x);
+  p.perm = {0, 1, 2};
+  EXPECT_THAT(Transpose(p, TransposeArgs{x.data(), y.data()}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("perm has 3 entries for rank 4")));
 }
 
 TEST(ReferenceDataMovementTest, PadBordersFollowEachMode) {
