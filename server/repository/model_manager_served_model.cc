@@ -178,6 +178,15 @@ absl::Status ServedModel::StartBatcher(const Options& options) {
   std::vector<std::unique_ptr<runtime::ModelInstance>> instances;
   for (int64_t i = 0; i < instance_count; ++i) {
     CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<runtime::ModelInstance> instance, runtime_->CreateInstance());
+    // With CUDA graphs, each serving instance records its own graphs for the warm-up batch sizes before READY, so
+    // no request pays for a recording of those sizes.
+    if (runtime_->records_graphs()) {
+      CONVOY_RETURN_IF_ERROR(runtime_->WarmUp(*instance));
+      if (options.load_log) {
+        options.load_log(absl::StrCat(name_, ": instance ", i, " recorded ", instance->executor().recorded_batch_sizes(),
+                                      " CUDA graph(s) during warm-up"));
+      }
+    }
     instances.push_back(std::move(instance));
   }
   if (options.metrics != nullptr) {

@@ -205,6 +205,21 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
 absl::Status ModelRuntime::Warmup(const ModelRuntimeOptions& options) {
   if (!options.warmup || !config_.has_value() || !config_->warmup.has_value()) return absl::OkStatus();
   CONVOY_ASSIGN_OR_RETURN(auto instance, CreateInstance());
+  CONVOY_RETURN_IF_ERROR(WarmUp(*instance));
+  // The warm-up instance recorded a graph per batch size it ran: a failure here would repeat in every instance.
+  const Executor& executor = instance->executor();
+  if (records_graphs_ && options.log) {
+    options.log(executor.recording_error().ok()
+                    ? absl::StrCat(name_, ": recorded a CUDA graph for ", executor.recorded_batch_sizes(),
+                                   " warm-up batch size(s)")
+                    : absl::StrCat(name_, ": warning: CUDA graph recording failed, steps run one by one: ",
+                                   executor.recording_error().message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelRuntime::WarmUp(ModelInstance& instance) const {
+  if (!config_.has_value() || !config_->warmup.has_value()) return absl::OkStatus();
   for (int64_t b : config_->warmup->batch_sizes) {
     const int batch = static_cast<int>(std::min<int64_t>(std::max<int64_t>(b, 1), std::max(1, max_batch_size_)));
     std::vector<HostTensor> buffers;
@@ -220,16 +235,7 @@ absl::Status ModelRuntime::Warmup(const ModelRuntimeOptions& options) {
       outs.push_back(h.view());
       buffers.push_back(std::move(h));
     }
-    for (int64_t i = 0; i < config_->warmup->iterations; ++i) CONVOY_RETURN_IF_ERROR(instance->Run(batch, ins, outs));
-  }
-  // The warm-up instance recorded a graph per batch size it ran: a failure here would repeat in every instance.
-  const Executor& executor = instance->executor();
-  if (records_graphs_ && options.log) {
-    options.log(executor.recording_error().ok()
-                    ? absl::StrCat(name_, ": recorded a CUDA graph for ", executor.recorded_batch_sizes(),
-                                   " warm-up batch size(s)")
-                    : absl::StrCat(name_, ": warning: CUDA graph recording failed, steps run one by one: ",
-                                   executor.recording_error().message()));
+    for (int64_t i = 0; i < config_->warmup->iterations; ++i) CONVOY_RETURN_IF_ERROR(instance.Run(batch, ins, outs));
   }
   return absl::OkStatus();
 }

@@ -102,6 +102,9 @@ class ModelRuntime {
   bool records_graphs() const { return records_graphs_; }
   // A new instance with its own arena, workspace and device queue (its own CUDA stream).
   absl::StatusOr<std::unique_ptr<ModelInstance>> CreateInstance() const;
+  // Runs the config's warm-up (batch sizes x iterations, constant inputs) on `instance`: with CUDA graphs this
+  // records the instance's graphs for those batch sizes before it serves. No-op without a warmup section.
+  absl::Status WarmUp(ModelInstance& instance) const;
 
   // OK, or INVALID_ARGUMENT naming the tensor and the expected vs actual shape, datatype or byte size. `byte_size`
   // is the size of the buffer the caller holds (for raw payloads), checked against the shape.

@@ -60,6 +60,7 @@ def test_startup_summary_names_the_emulated_gpu_and_the_graph_recordings(gpu_ser
     assert "planned" in log and "cuda-emulated:" in log, log
     assert "tiny_graphs: planned" in log and "a CUDA graph per batch size" in log, log
     assert "tiny_graphs: recorded a CUDA graph for 2 warm-up batch size(s)" in log, log
+    assert "tiny_graphs: instance 0 recorded 2 CUDA graph(s) during warm-up" in log, log
 
 
 @pytest.mark.parametrize("batch", [1, 3])
