@@ -316,7 +316,9 @@ absl::Status WriteOddShapes(const std::string& path) {
   OnnxBuilder::SetInts(dil, "pads", {4, 4, 4, 4});                                   // [N,24,19,23]
   g.Unary("Relu", "dil", "dil_relu");
   g.Conv("dil_relu", "s3", 24, 40, 3, 3, {2, 1, 0, 2});                               // [N,40,7,8]
-  g.Unary("Sigmoid", "s3", "s3_act");
+  onnx::NodeProto* hs = g.Node("HardSigmoid", {"s3"}, {"s3_act"});
+  OnnxBuilder::SetFloat(hs, "alpha", 0.25f);
+  OnnxBuilder::SetFloat(hs, "beta", 0.4f);
   g.Conv("s3_act", "grouped", 40, 40, 3, 1, {1, 1, 1, 1}, /*groups=*/4);              // [N,40,7,8]
   g.BatchNorm("grouped", "grouped_bn", 40);
   g.Unary("Relu", "grouped_bn", "grouped_relu");
@@ -337,7 +339,11 @@ absl::Status WriteOddShapes(const std::string& path) {
   mode->set_type(onnx::AttributeProto::STRING);
   mode->set_s("edge");                                                                  // [N,40,5,6]
   g.Conv("epad", "mix", 40, 3, 1, 1, {0, 0, 0, 0});                                   // [N,3,5,6]
-  OnnxBuilder::SetInt(g.Node("Concat", {"cpad", "epad", "mix"}, {"joined"}), "axis", 1);  // [N,67,5,6]
+  // Per-channel and scalar constants after a conv fold into its weights and bias.
+  g.Node("Mul", {"mix", g.Random("mix.scale", {1, 3, 1, 1}, 0.5f, 2.0f)}, {"mix_scaled"});
+  g.Node("Div", {"mix_scaled", g.Floats("mix.divisor", {}, {1.5f})}, {"mix_out"});
+  OnnxBuilder::SetFloat(g.Node("LeakyRelu", {"mix_out"}, {"mix_act"}), "alpha", 0.2f);  // fused after the folds
+  OnnxBuilder::SetInt(g.Node("Concat", {"cpad", "epad", "mix_act"}, {"joined"}), "axis", 1);  // [N,67,5,6]
   g.Node("GlobalMaxPool", {"joined"}, {"gmp"});
   g.Node("Flatten", {"gmp"}, {"gmp_flat"});                                            // [N,67]
   g.Node("MatMul", {"gmp_flat", g.Random("mm.weight", {67, 9}, -0.3f, 0.3f)}, {"mm"});
@@ -348,7 +354,7 @@ absl::Status WriteOddShapes(const std::string& path) {
 }
 
 // Two graph inputs of different ranks, a graph output that is also read by later steps, an output that is an input
-// passed through, and an output that is a view (Flatten) of a spatial tensor.
+// passed through, an output that is a view (Flatten) of a spatial tensor, and the ops on [N,C] matrices.
 absl::Status WriteTwoInputs(const std::string& path) {
   OnnxBuilder g(/*seed=*/99);
   g.Input("image", {3, 12, 12});
@@ -359,7 +365,15 @@ absl::Status WriteTwoInputs(const std::string& path) {
   g.Node("Flatten", {"gap"}, {"gap_flat"});                  // [N,8]
   onnx::NodeProto* fc = g.Node("Gemm", {"extra", g.Random("fc.weight", {8, 6}, -0.5f, 0.5f)}, {"fc"});
   OnnxBuilder::SetInt(fc, "transB", 1);
-  g.Node("Add", {"gap_flat", "fc"}, {"sum"});
+  // Matrix ops: Concat and Split of [N,C], BN of [N,C], Mul with the constant first, Add of two runtime matrices.
+  OnnxBuilder::SetInt(g.Node("Concat", {"gap_flat", "fc"}, {"joined"}), "axis", 1);  // [N,16]
+  g.BatchNorm("joined", "joined_bn", 16);
+  onnx::NodeProto* split = g.Node("Split", {"joined_bn", g.Ints("split.sizes", {4, 12})}, {"part_a", "part_b"});
+  OnnxBuilder::SetInt(split, "axis", 1);
+  g.Node("Mul", {g.Random("part_b.scale", {12}, 0.5f, 1.5f), "part_b"}, {"part_b_scaled"});
+  onnx::NodeProto* fc2 = g.Node("Gemm", {"part_b_scaled", g.Random("fc2.weight", {4, 12}, -0.5f, 0.5f)}, {"fc2"});
+  OnnxBuilder::SetInt(fc2, "transB", 1);
+  g.Node("Add", {"part_a", "fc2"}, {"sum"});
   OnnxBuilder::SetInt(g.Node("Softmax", {"sum"}, {"probs"}), "axis", 1);
   g.Node("Flatten", {"conv_relu"}, {"conv_flat"});          // [N,1152], a view of an NHWC tensor
   g.Node("Identity", {"extra"}, {"extra_copy"});
@@ -381,7 +395,8 @@ absl::Status WriteWideChannels(const std::string& path) {
   g.Unary("Relu", "c2_bn", "c2_relu");
   g.Conv("c2_relu", "c3", 272, 136, 3, 2, {1, 1, 1, 1});                                // [N,136,4,4]
   g.Conv("c3", "dw", 136, 136, 3, 1, {1, 1, 1, 1}, /*groups=*/136);
-  g.Node("Add", {"dw", "c3"}, {"dw_res"});
+  g.Unary("Relu", "dw", "dw_relu");
+  g.Node("Add", {"dw_relu", "c3"}, {"dw_res"});  // the residual after the activation (MobileNet's order)
   g.Node("GlobalAveragePool", {"dw_res"}, {"gap"});
   g.Node("Flatten", {"gap"}, {"flat"});
   onnx::NodeProto* fc = g.Node("Gemm", {"flat", g.Random("fc.weight", {300, 136}, -0.2f, 0.2f),
@@ -587,6 +602,26 @@ double CompareOutput(const std::string& label, const std::vector<float>& actual,
   return worst;
 }
 
+// Whether instances of `model` record a CUDA graph per batch size (set by LoadOnGpu from Case::cuda_graphs for every
+// model it loads, so an address reused by a later model is set again).
+std::mutex graphs_mu;
+std::set<const ModelRuntime*>& ModelsWithGraphs() {
+  static auto* models = new std::set<const ModelRuntime*>();
+  return *models;
+}
+void SetRecordsGraphs(const ModelRuntime& model, bool graphs) {
+  std::lock_guard<std::mutex> lock(graphs_mu);
+  if (graphs) {
+    ModelsWithGraphs().insert(&model);
+  } else {
+    ModelsWithGraphs().erase(&model);
+  }
+}
+bool RecordsGraphs(const ModelRuntime& model) {
+  std::lock_guard<std::mutex> lock(graphs_mu);
+  return ModelsWithGraphs().count(&model) > 0;
+}
+
 // Runs `gpu_instance` (of gpu_model) and a fresh instance of the CPU reference on one fresh random batch; compares
 // every output.
 void RunAndCompare(const ModelRuntime& gpu_model, ModelInstance& gpu_instance, const ModelRuntime& cpu_model,
@@ -608,6 +643,11 @@ void RunAndCompare(const ModelRuntime& gpu_model, ModelInstance& gpu_instance, c
   CONVOY_ASSERT_OK_AND_ASSIGN(auto cpu_instance, cpu_model.CreateInstance());
   ASSERT_THAT(cpu_instance->Run(batch, inputs.views, cpu_out.views), IsOk());
   ASSERT_THAT(gpu_instance.Run(batch, inputs.views, gpu_out.views), IsOk());
+  if (gpu_model.plan().device().backend() == Backend::kCuda && RecordsGraphs(gpu_model)) {
+    // A plan that fails to record falls back to running its steps: correct, but not what the case is about.
+    EXPECT_THAT(gpu_instance.executor().recording_error(), IsOk());
+    EXPECT_TRUE(gpu_instance.executor().replays(batch)) << "batch " << batch << " ran without its CUDA graph";
+  }
   for (size_t i = 0; i < gpu_out.tensors.size(); ++i) {
     const TensorDesc& d = gpu_out.tensors[i].desc();
     const std::vector<float> actual = ::convoy::testing::ToFloats(gpu_out.tensors[i].data(), d.dtype(),
@@ -648,7 +688,9 @@ absl::StatusOr<std::unique_ptr<ModelRuntime>> LoadOnGpu(const Case& c,
   options.precision = c.precision;
   options.cuda_graphs = c.cuda_graphs;
   if (adjust) adjust(options);
-  return ModelRuntime::Create(options);
+  CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<ModelRuntime> model, ModelRuntime::Create(options));
+  SetRecordsGraphs(*model, c.cuda_graphs);
+  return model;
 }
 
 void ExpectCudaPlan(const ModelRuntime& model, const Case& c) {
@@ -702,7 +744,10 @@ TEST_P(ModelRuntimeCudaEmulatedTest, MatchesTheCpuRuntime) {
   }
   CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, gpu_model->CreateInstance());
   for (int batch : BatchesOf(*gpu_model)) {
-    RunAndCompare(*gpu_model, *instance, *cpu_model, batch, ToleranceFor(c.precision), CaseLabel(c));
+    // With CUDA graphs the first run records and the second replays the recording on new inputs.
+    for (int repeat = 0; repeat < (c.cuda_graphs ? 2 : 1); ++repeat) {
+      RunAndCompare(*gpu_model, *instance, *cpu_model, batch, ToleranceFor(c.precision), CaseLabel(c));
+    }
   }
 }
 
