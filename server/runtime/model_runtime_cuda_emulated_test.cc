@@ -9,7 +9,8 @@
 // Models (small: the emulation pays for every GPU thread; the ONNX files are written here with seeded weights):
 //   simple_cnn           model_repo/simple_cnn through its config.yaml (Convoy YAML: conv+relu, max pool, flatten,
 //                        dense, softmax), with the config's warm-up.
-//   simple_cnn_uint8     the same graph with a UINT8 [H,W,C] input and `preprocessing` in the config.
+//   simple_cnn_uint8     the same graph with a UINT8 [H,W,C] input and `preprocessing` in the config (scale 1/255;
+//                        simple_cnn_uint8_raw: scale 1).
 //   resnet_mini          conv+BN+relu stem, max pool, a basic residual block, a strided block with a 1x1 projection
 //                        shortcut, global average pool, flatten, Gemm, Softmax; two outputs.
 //   resnet_mini_half_io  the same ONNX file with a config exchanging an FP16 input and FP16/BF16 outputs.
@@ -35,17 +36,19 @@
 // it). The CPU side computes in FP32. tol per precision is ToleranceFor() below (never less than one unit in the last
 // place of an FP16/BF16 output); the worst errors of the run are printed at the end ("max error" lines) and the ones
 // measured when this test was written are quoted there.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
-#include <functional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,6 +68,7 @@
 #include "onnx/onnx_pb.h"
 #include "server/repository/model_repository.h"
 #include "server/runtime/model_runtime.h"
+#include "server/runtime/reference_interpreter.h"
 
 namespace convoy::runtime {
 namespace {
@@ -438,7 +442,8 @@ absl::StatusOr<std::string> GeneratedModel(const std::string& name) {
   static std::map<std::string, std::string>* written = new std::map<std::string, std::string>();
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = written->find(name); it != written->end()) return it->second;
-  const std::string path = absl::StrCat(TempDir(), "/", name, ".onnx");
+  // The process id keeps concurrent runs outside Bazel (no private TEST_TMPDIR) from rewriting each other's models.
+  const std::string path = absl::StrCat(TempDir(), "/", name, ".", getpid(), ".onnx");
   absl::Status status = name == "resnet_mini" ? WriteResnetMini(path)
                         : name == "op_zoo"    ? WriteOpZoo(path)
                         : name == "odd_shapes" ? WriteOddShapes(path)
@@ -479,12 +484,16 @@ absl::StatusOr<ModelRuntimeOptions> ModelOptions(const std::string& name) {
     options.config = scanned.config;
     options.config->max_batch_size = 8;  // every batch size up to max is planned; 8 is enough here
     options.warmup = true;                // the config's warm-up (batch 1 and 8), as the server loads it
-    if (name == "simple_cnn_uint8") {
+    if (absl::StartsWith(name, "simple_cnn_uint8")) {
       repository::TensorConfig& in = options.config->inputs[0];
       in.data_type = repository::TensorDataType::kUint8;
       in.dims = {32, 32, 3};
       in.layout = repository::TensorLayout::kNhwc;
       in.preprocessing = repository::ImagePreprocessing{{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}};
+      // _raw: scale 1 (mean and std in pixel units) instead of 1/255.
+      if (name == "simple_cnn_uint8_raw") {
+        in.preprocessing = repository::ImagePreprocessing{{124, 116, 104}, {58, 57, 57}, 1.0f};
+      }
     }
     return options;
   }
@@ -719,8 +728,8 @@ std::vector<T> Concat(std::vector<T> a, const std::vector<T>& b) {
   return a;
 }
 
-const std::vector<std::string> kModels = {"simple_cnn", "simple_cnn_uint8", "resnet_mini", "resnet_mini_half_io",
-                                          "op_zoo",     "odd_shapes",       "two_inputs",  "fixed_batch",
+const std::vector<std::string> kModels = {"simple_cnn",  "simple_cnn_uint8", "simple_cnn_uint8_raw", "resnet_mini",
+                                          "resnet_mini_half_io", "op_zoo", "odd_shapes", "two_inputs", "fixed_batch",
                                           "wide_channels"};
 const std::vector<Layout> kLayouts = {Layout::kNHWC, Layout::kNCHW};
 const std::vector<Precision> kPrecisions = {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16};
@@ -837,9 +846,13 @@ TEST_P(EveryCandidateTest, MatchesTheCpuRuntime) {
   }
 }
 
+// NHWC cases record CUDA graphs (each forced algorithm is also captured and replayed), NCHW cases run step by step.
+const std::vector<std::string> kEveryCandidateModels = {"simple_cnn", "resnet_mini", "op_zoo", "odd_shapes",
+                                                        "wide_channels"};
 INSTANTIATE_TEST_SUITE_P(Models, EveryCandidateTest,
-                         ::testing::ValuesIn(CasesOf({"simple_cnn", "resnet_mini", "op_zoo", "odd_shapes", "wide_channels"},
-                                                     kLayouts, kPrecisions)),
+                         ::testing::ValuesIn(Concat(CasesOf(kEveryCandidateModels, {Layout::kNHWC}, kPrecisions,
+                                                            /*cuda_graphs=*/true),
+                                                    CasesOf(kEveryCandidateModels, {Layout::kNCHW}, kPrecisions))),
                          CaseName);
 
 // One instance runs batch sizes in an order where a later, smaller batch could read what an earlier, larger one
@@ -884,6 +897,36 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelRuntimeCudaEmulatedConcurrencyTest,
                                                     CasesOf({"resnet_mini", "simple_cnn_uint8"}, {Layout::kNHWC},
                                                             {Precision::kFp16}, /*cuda_graphs=*/true))),
                          CaseName);
+
+// The CPU runtime is this test's reference: check it once against the reference interpreter (double-precision per
+// op, on the optimized graph) for the models with FP32 inputs and outputs.
+TEST(ModelRuntimeCudaEmulatedReferenceTest, CpuRuntimeMatchesTheInterpreter) {
+  for (const char* name : {"simple_cnn", "resnet_mini", "op_zoo", "odd_shapes", "two_inputs", "fixed_batch",
+                           "wide_channels"}) {
+    SCOPED_TRACE(name);
+    CONVOY_ASSERT_OK_AND_ASSIGN(const ModelRuntime* cpu_model, CpuModel(name));
+    const int batch = cpu_model->max_batch_size() > 0 ? 3 : 1;
+    const uint32_t seed = std::random_device{}();
+    CONVOY_ASSERT_OK_AND_ASSIGN(Buffers inputs, MakeBuffers(cpu_model->inputs(), batch, *cpu_model));
+    std::map<std::string, Tensor> feeds;
+    for (size_t i = 0; i < inputs.tensors.size(); ++i) {
+      const TensorDesc& d = inputs.tensors[i].desc();
+      ::convoy::testing::FillUniform(inputs.tensors[i].data(), d.dtype(), d.num_elements(), seed + i);
+      feeds[cpu_model->inputs()[i].name] =
+          Tensor{d.dims(), ::convoy::testing::ToFloats(inputs.tensors[i].data(), d.dtype(), d.num_elements())};
+    }
+    CONVOY_ASSERT_OK_AND_ASSIGN(Buffers outputs, MakeBuffers(cpu_model->outputs(), batch, *cpu_model));
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, cpu_model->CreateInstance());
+    ASSERT_THAT(instance->Run(batch, inputs.views, outputs.views), IsOk());
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(cpu_model->graph(), feeds));
+    for (size_t i = 0; i < outputs.tensors.size(); ++i) {
+      const TensorDesc& d = outputs.tensors[i].desc();
+      CompareOutput(absl::StrCat(name, " cpu vs interpreter, output '", cpu_model->outputs()[i].name, "' seed ", seed),
+                    ::convoy::testing::ToFloats(outputs.tensors[i].data(), d.dtype(), d.num_elements()),
+                    expected.at(cpu_model->outputs()[i].name).data, 1e-4);
+    }
+  }
+}
 
 // The emulation's other thread orders (reverse, seeded random) find kernels that read shared memory before the
 // barrier that should order it, at the shapes whole models give them.
