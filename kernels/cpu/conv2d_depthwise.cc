@@ -2,6 +2,12 @@
 #include "kernels/cpu/conv2d_depthwise.h"
 
 #include <algorithm>
+#include <limits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define CONVOY_DEPTHWISE_SSE 1
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
@@ -111,8 +117,367 @@ void RunNhwcRow(const DepthwiseCall& call, int64_t n_oh, float* scratch) {
   }
 }
 
+// ---- The fused epilogue in registers -------------------------------------------------------------------------
+//
+// The fast paths finish each accumulator before its single store when the epilogue is affine + a clamp (identity,
+// relu, clip/relu6) on FP32 output: v = acc * scale + bias (+ r) -> min(max(v, lo), hi) (+ r). Other activations and
+// FP16/BF16 outputs store the raw sums and run ApplyChannelEpilogue / ApplyPixelEpilogue on the hot row instead.
+struct ClampEpilogue {
+  bool fused = false;  // false: the kernels store raw sums (kNone, no clamp, scale 1, bias 0)
+  ResidualMode residual = ResidualMode::kNone;
+  bool clamp = false;
+  float lo = 0.0f, hi = 0.0f;
+};
+
+ClampEpilogue ClassifyEpilogue(const Conv2dProblem& p) {
+  ClampEpilogue out;
+  if (p.dtype != DataType::kFloat32) return out;
+  const Activation& a = p.epilogue.activation;
+  switch (a.kind) {
+    case ActivationKind::kIdentity: break;
+    case ActivationKind::kRelu:
+      out.clamp = true, out.lo = 0.0f, out.hi = std::numeric_limits<float>::infinity();
+      break;
+    case ActivationKind::kClip:
+      out.clamp = true, out.lo = a.alpha, out.hi = a.beta;
+      break;
+    default: return out;
+  }
+  out.fused = true;
+  out.residual = p.epilogue.residual;
+  return out;
+}
+
+// Clamps like fminf(fmaxf(v, lo), hi) in ApplyActivation (a NaN sum becomes lo), without the libm calls.
+template <ResidualMode kRes, bool kClamp>
+inline float FinishScalar(float acc, float scale, float bias, float lo, float hi, const float* residual) {
+  float v = acc * scale + bias;
+  if (kRes == ResidualMode::kBeforeActivation) v += *residual;
+  if (kClamp) {
+    v = v >= lo ? v : lo;
+    v = v > hi ? hi : v;
+  }
+  if (kRes == ResidualMode::kAfterActivation) v += *residual;
+  return v;
+}
+
+#ifdef CONVOY_DEPTHWISE_SSE
+// _mm_max_ps(v, lo) returns lo when v is NaN, as fmaxf does. residual is ignored when kRes is kNone.
+template <ResidualMode kRes, bool kClamp>
+inline __m128 FinishVector(__m128 acc, __m128 scale, __m128 bias, __m128 lo, __m128 hi, __m128 residual) {
+  __m128 v = _mm_add_ps(_mm_mul_ps(acc, scale), bias);
+  if (kRes == ResidualMode::kBeforeActivation) v = _mm_add_ps(v, residual);
+  if (kClamp) v = _mm_min_ps(_mm_max_ps(v, lo), hi);
+  if (kRes == ResidualMode::kAfterActivation) v = _mm_add_ps(v, residual);
+  return v;
+}
+
+template <ResidualMode kRes, bool kClamp>
+inline __m128 FinishVector(__m128 acc, __m128 scale, __m128 bias, __m128 lo, __m128 hi, const float* residual) {
+  return FinishVector<kRes, kClamp>(acc, scale, bias, lo, hi,
+                                    kRes == ResidualMode::kNone ? _mm_setzero_ps() : _mm_loadu_ps(residual));
+}
+
+// The first `count` (1-3) lanes of a vector from / to memory, without touching the floats after them.
+inline __m128 LoadPartial(const float* x, int64_t count) {
+  const __m128 low2 = _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(x));
+  if (count == 1) return _mm_load_ss(x);
+  return count == 2 ? low2 : _mm_movelh_ps(low2, _mm_load_ss(x + 2));
+}
+
+inline void StorePartial(float* y, __m128 v, int64_t count) {
+  if (count == 1) {
+    _mm_store_ss(y, v);
+    return;
+  }
+  _mm_storel_pi(reinterpret_cast<__m64*>(y), v);
+  if (count == 3) _mm_store_ss(y + 2, _mm_movehl_ps(v, v));
+}
+#endif
+
+// ---- NCHW 3x3, stride 1 or 2, dilation 1: a register-blocked row kernel over a zero-padded plane ---------------
+//
+// Each (image, channel) plane is first copied (FP16/BF16: converted) into a zero-padded FP32 plane in scratch, wide
+// and tall enough that every output column of every row reads inside it, including the last partial 4-wide step.
+// The row kernel then has no bounds checks at all: three input rows in flight, four output columns per step.
+
+struct PaddedPlaneShape {
+  int64_t rows, pitch;  // [rows, pitch] floats; x[ih, iw] sits at [ih + pad_top, iw + pad_left]
+};
+
+int64_t RoundUp4(int64_t v) { return (v + 3) / 4 * 4; }
+
+PaddedPlaneShape PaddedPlane(const Conv2dProblem& p) {
+  const int64_t stride = p.stride_w;
+  // The last 4-wide step starts at output column RoundUp4(Q) - 4 and reads 3 * stride + 3 input columns from
+  // there (stride 1: 6, stride 2: 9; see Row3Taps).
+  const int64_t last_step = RoundUp4(p.q()) - 4;
+  const int64_t read_end = last_step * stride + (stride == 1 ? 6 : 9);
+  return PaddedPlaneShape{int64_t{p.p() - 1} * p.stride_h + 3, std::max<int64_t>(read_end, p.pad_left + p.w)};
+}
+
+// padded[i + pad_top, j + pad_left] = x_plane[i, j] for the input rows the output reads. Everything else in the padded
+// plane is zero: the slot is zeroed once per ParallelFor chunk (ZeroPaddedPlane) and no plane writes there.
+void FillPaddedPlane(const Conv2dProblem& p, const PaddedPlaneShape& shape, const void* x, int64_t plane_offset,
+                     float* padded) {
+  const int64_t last_row = std::min<int64_t>(p.h, shape.rows - p.pad_top);  // input rows [0, last_row) are read
+  for (int64_t ih = 0; ih < last_row; ++ih) {
+    float* row = padded + (ih + p.pad_top) * shape.pitch + p.pad_left;
+    if (p.dtype != DataType::kFloat32) {
+      LoadRowAsFloat(x, p.dtype, plane_offset + ih * p.w, p.w, row);
+      continue;
+    }
+    // An inline copy: rows here are often 7-28 floats, where a memcpy call costs as much as the copy.
+    const float* src = static_cast<const float*>(x) + plane_offset + ih * p.w;
+    int64_t j = 0;
+#ifdef CONVOY_DEPTHWISE_SSE
+    for (; j + 4 <= p.w; j += 4) _mm_storeu_ps(row + j, _mm_loadu_ps(src + j));
+#endif
+    for (; j < p.w; ++j) row[j] = src[j];
+  }
+}
+
+void ZeroPaddedPlane(const PaddedPlaneShape& shape, float* padded) {
+  std::fill(padded, padded + shape.rows * shape.pitch, 0.0f);
+}
+
+// One channel plane: y[oh, ow] = epilogue(sum_{r,s} w[r, s] * padded[oh * stride_h + r, ow * kStride + s]).
+struct Plane3x3 {
+  const float* padded;    // the zero-padded input plane
+  int64_t pitch;          // floats per padded row
+  int64_t stride_h;
+  const float* w;         // [3, 3] this channel's filter
+  float* y;               // [P, Q] the output plane (FP32), or scratch for raw sums
+  const float* residual;  // [P, Q] the residual plane when fused with a residual, else null
+  int64_t out_h, out_w;
+  float scale, bias, clamp_lo, clamp_hi;
+};
+
+template <int kStride>
+inline float Taps3x3(const float* const rows[3], const float* w, int64_t ow) {
+  float acc = 0.0f;
+  for (int r = 0; r < 3; ++r) {
+    for (int s = 0; s < 3; ++s) acc += w[r * 3 + s] * rows[r][ow * kStride + s];
+  }
+  return acc;
+}
+
+#ifdef CONVOY_DEPTHWISE_SSE
+// w0 * x[j * kStride] + w1 * x[j * kStride + 1] + w2 * x[j * kStride + 2] for the four columns j = 0..3 of a step.
+template <int kStride>
+inline __m128 Row3Taps(const float* x, __m128 w0, __m128 w1, __m128 w2) {
+  __m128 t0, t1, t2;
+  if (kStride == 1) {
+    t0 = _mm_loadu_ps(x), t1 = _mm_loadu_ps(x + 1), t2 = _mm_loadu_ps(x + 2);
+  } else {
+    const __m128 lo4 = _mm_loadu_ps(x), hi4 = _mm_loadu_ps(x + 4), tail = _mm_loadu_ps(x + 5);
+    t0 = _mm_shuffle_ps(lo4, hi4, _MM_SHUFFLE(2, 0, 2, 0));  // x[0, 2, 4, 6]
+    t1 = _mm_shuffle_ps(lo4, hi4, _MM_SHUFFLE(3, 1, 3, 1));  // x[1, 3, 5, 7]
+    t2 = _mm_shuffle_ps(t0, tail, _MM_SHUFFLE(3, 1, 2, 1));  // x[2, 4, 6, 8]
+  }
+  return _mm_add_ps(_mm_add_ps(_mm_mul_ps(w0, t0), _mm_mul_ps(w1, t1)), _mm_mul_ps(w2, t2));
+}
+#endif
+
+template <int kStride, ResidualMode kRes, bool kClamp>
+void RunPlane3x3(const Plane3x3& a) {
+#ifdef CONVOY_DEPTHWISE_SSE
+  const __m128 w00 = _mm_set1_ps(a.w[0]), w01 = _mm_set1_ps(a.w[1]), w02 = _mm_set1_ps(a.w[2]);
+  const __m128 w10 = _mm_set1_ps(a.w[3]), w11 = _mm_set1_ps(a.w[4]), w12 = _mm_set1_ps(a.w[5]);
+  const __m128 w20 = _mm_set1_ps(a.w[6]), w21 = _mm_set1_ps(a.w[7]), w22 = _mm_set1_ps(a.w[8]);
+  const __m128 scale = _mm_set1_ps(a.scale), bias = _mm_set1_ps(a.bias);
+  const __m128 lo = _mm_set1_ps(a.clamp_lo), hi = _mm_set1_ps(a.clamp_hi);
+#endif
+  for (int64_t oh = 0; oh < a.out_h; ++oh) {
+    const float* rows[3];  // padded[oh * stride_h + r, 0]
+    for (int r = 0; r < 3; ++r) rows[r] = a.padded + (oh * a.stride_h + r) * a.pitch;
+    float* y = a.y + oh * a.out_w;                                                       // y[oh, 0]
+    const float* res = kRes == ResidualMode::kNone ? nullptr : a.residual + oh * a.out_w;  // residual[oh, 0]
+    int64_t ow = 0;
+#ifdef CONVOY_DEPTHWISE_SSE
+    const float* x0 = rows[0];
+    const float* x1 = rows[1];
+    const float* x2 = rows[2];
+    for (; ow < a.out_w; ow += 4) {
+      // Written out per row (not a loop over r) so the nine weights and three row pointers stay in registers.
+      const __m128 sum0 = Row3Taps<kStride>(x0 + ow * kStride, w00, w01, w02);
+      const __m128 sum1 = Row3Taps<kStride>(x1 + ow * kStride, w10, w11, w12);
+      const __m128 sum2 = Row3Taps<kStride>(x2 + ow * kStride, w20, w21, w22);
+      const __m128 acc = _mm_add_ps(_mm_add_ps(sum0, sum1), sum2);
+      if (ow + 4 <= a.out_w) {
+        _mm_storeu_ps(y + ow, FinishVector<kRes, kClamp>(acc, scale, bias, lo, hi,
+                                                          kRes == ResidualMode::kNone ? nullptr : res + ow));
+      } else {  // the last partial step: finish in registers, load and store only the columns that exist
+        const int64_t count = a.out_w - ow;
+        const __m128 r = kRes == ResidualMode::kNone ? _mm_setzero_ps() : LoadPartial(res + ow, count);
+        StorePartial(y + ow, FinishVector<kRes, kClamp>(acc, scale, bias, lo, hi, r), count);
+      }
+    }
+#else
+    for (; ow < a.out_w; ++ow) {
+      y[ow] = FinishScalar<kRes, kClamp>(Taps3x3<kStride>(rows, a.w, ow), a.scale, a.bias, a.clamp_lo, a.clamp_hi,
+                                         kRes == ResidualMode::kNone ? nullptr : res + ow);
+    }
+#endif
+  }
+}
+
+using Plane3x3Kernel = void (*)(const Plane3x3&);
+
+template <int kStride>
+Plane3x3Kernel PickPlane3x3(const ClampEpilogue& e) {
+  switch (e.residual) {
+    case ResidualMode::kNone:
+      return e.clamp ? RunPlane3x3<kStride, ResidualMode::kNone, true> : RunPlane3x3<kStride, ResidualMode::kNone, false>;
+    case ResidualMode::kBeforeActivation:
+      return e.clamp ? RunPlane3x3<kStride, ResidualMode::kBeforeActivation, true>
+                     : RunPlane3x3<kStride, ResidualMode::kBeforeActivation, false>;
+    case ResidualMode::kAfterActivation:
+      return e.clamp ? RunPlane3x3<kStride, ResidualMode::kAfterActivation, true>
+                     : RunPlane3x3<kStride, ResidualMode::kAfterActivation, false>;
+  }
+  return nullptr;
+}
+
+bool IsRowKernelShape(const Conv2dProblem& p) {
+  return p.r == 3 && p.s == 3 && p.dilation_h == 1 && p.dilation_w == 1 && (p.stride_w == 1 || p.stride_w == 2);
+}
+
+// Scratch floats of the row-kernel path: the padded plane, plus [P, Q] raw sums when the epilogue is not fused.
+size_t Plane3x3ScratchFloats(const Conv2dProblem& p) {
+  const PaddedPlaneShape shape = PaddedPlane(p);
+  const size_t raw = ClassifyEpilogue(p).fused ? 0 : static_cast<size_t>(p.p()) * p.q();
+  return static_cast<size_t>(shape.rows * shape.pitch) + raw;
+}
+
+// One (image, channel) plane through the 3x3 row kernel; scratch as Plane3x3ScratchFloats says.
+// The padded plane at the start of scratch must be zero outside its data region (ZeroPaddedPlane once per slot).
+void RunNchwPlane3x3(const DepthwiseCall& call, const ClampEpilogue& e, const PaddedPlaneShape& shape, int64_t plane,
+                     float* scratch) {
+  const Conv2dProblem& p = *call.p;
+  const int channel = static_cast<int>(plane % p.c);
+  const int64_t out_size = call.out_h * call.out_w;
+  FillPaddedPlane(p, shape, call.x, plane * int64_t{p.h} * p.w, scratch);
+  const EpilogueOperands& ops = call.epilogue;
+  Plane3x3 a{};
+  a.padded = scratch, a.pitch = shape.pitch, a.stride_h = p.stride_h;
+  a.w = call.w + int64_t{channel} * 9;
+  // Fused: straight into y (FP32); otherwise raw sums into y (FP32) or scratch, then the shared epilogue.
+  const bool fp32 = p.dtype == DataType::kFloat32;
+  a.y = fp32 ? static_cast<float*>(call.y) + plane * out_size : scratch + shape.rows * shape.pitch;
+  a.residual = e.fused && e.residual != ResidualMode::kNone
+                   ? static_cast<const float*>(ops.residual) + plane * out_size
+                   : nullptr;
+  a.out_h = call.out_h, a.out_w = call.out_w;
+  a.scale = e.fused && ops.epilogue.has_scale ? ops.scale[channel] : 1.0f;
+  a.bias = e.fused && ops.epilogue.has_bias ? ops.bias[channel] : 0.0f;
+  a.clamp_lo = e.lo, a.clamp_hi = e.hi;
+  (p.stride_w == 1 ? PickPlane3x3<1>(e) : PickPlane3x3<2>(e))(a);
+  if (!e.fused) ApplyChannelEpilogue(ops, channel, a.y, out_size, call.y, plane * out_size);
+}
+
+// ---- NHWC FP32: channel vectors, each output pixel's taps accumulated in registers ----------------------------
+
+constexpr int kMaxNhwcTaps = 64;  // bigger filters take RunNhwcRow
+
+struct PixelTaps {
+  const float* x[kMaxNhwcTaps];  // x[n, ih, iw, 0] of each tap inside the input
+  const float* w[kMaxNhwcTaps];  // packed w[r, s, 0]
+  int count = 0;
+};
+
+// y[0, C) = epilogue(sum over taps of w[t][c] * x[t][c]) for one output pixel.
+template <ResidualMode kRes, bool kClamp>
+void RunNhwcPixel(const PixelTaps& taps, int c_count, const EpilogueOperands& ops, const ClampEpilogue& e,
+                  const float* residual, float* y) {
+  const float* scale = e.fused && ops.epilogue.has_scale ? ops.scale : nullptr;
+  const float* bias = e.fused && ops.epilogue.has_bias ? ops.bias : nullptr;
+  int c = 0;
+#ifdef CONVOY_DEPTHWISE_SSE
+  const __m128 one = _mm_set1_ps(1.0f), zero = _mm_setzero_ps();
+  const __m128 lo = _mm_set1_ps(e.lo), hi = _mm_set1_ps(e.hi);
+  for (; c + 8 <= c_count; c += 8) {  // two independent accumulator chains
+    __m128 acc0 = zero, acc1 = zero;
+    for (int t = 0; t < taps.count; ++t) {
+      acc0 = _mm_add_ps(acc0, _mm_mul_ps(_mm_loadu_ps(taps.w[t] + c), _mm_loadu_ps(taps.x[t] + c)));
+      acc1 = _mm_add_ps(acc1, _mm_mul_ps(_mm_loadu_ps(taps.w[t] + c + 4), _mm_loadu_ps(taps.x[t] + c + 4)));
+    }
+    for (int half = 0; half < 2; ++half) {
+      const int c4 = c + 4 * half;
+      _mm_storeu_ps(y + c4, FinishVector<kRes, kClamp>(half == 0 ? acc0 : acc1,
+                                                       scale ? _mm_loadu_ps(scale + c4) : one,
+                                                       bias ? _mm_loadu_ps(bias + c4) : zero, lo, hi,
+                                                       kRes == ResidualMode::kNone ? nullptr : residual + c4));
+    }
+  }
+  for (; c + 4 <= c_count; c += 4) {
+    __m128 acc = zero;
+    for (int t = 0; t < taps.count; ++t) {
+      acc = _mm_add_ps(acc, _mm_mul_ps(_mm_loadu_ps(taps.w[t] + c), _mm_loadu_ps(taps.x[t] + c)));
+    }
+    _mm_storeu_ps(y + c, FinishVector<kRes, kClamp>(acc, scale ? _mm_loadu_ps(scale + c) : one,
+                                                    bias ? _mm_loadu_ps(bias + c) : zero, lo, hi,
+                                                    kRes == ResidualMode::kNone ? nullptr : residual + c));
+  }
+#endif
+  for (; c < c_count; ++c) {
+    float acc = 0.0f;
+    for (int t = 0; t < taps.count; ++t) acc += taps.w[t][c] * taps.x[t][c];
+    y[c] = FinishScalar<kRes, kClamp>(acc, scale ? scale[c] : 1.0f, bias ? bias[c] : 0.0f, e.lo, e.hi,
+                                      kRes == ResidualMode::kNone ? nullptr : residual + c);
+  }
+}
+
+using NhwcPixelKernel = void (*)(const PixelTaps&, int, const EpilogueOperands&, const ClampEpilogue&, const float*,
+                                 float*);
+
+NhwcPixelKernel PickNhwcPixel(const ClampEpilogue& e) {
+  switch (e.residual) {
+    case ResidualMode::kNone:
+      return e.clamp ? RunNhwcPixel<ResidualMode::kNone, true> : RunNhwcPixel<ResidualMode::kNone, false>;
+    case ResidualMode::kBeforeActivation:
+      return e.clamp ? RunNhwcPixel<ResidualMode::kBeforeActivation, true>
+                     : RunNhwcPixel<ResidualMode::kBeforeActivation, false>;
+    case ResidualMode::kAfterActivation:
+      return e.clamp ? RunNhwcPixel<ResidualMode::kAfterActivation, true>
+                     : RunNhwcPixel<ResidualMode::kAfterActivation, false>;
+  }
+  return nullptr;
+}
+
+// One output row (image n, row oh) of an FP32 NHWC problem with at most kMaxNhwcTaps taps. No scratch.
+void RunNhwcRowFp32(const DepthwiseCall& call, const ClampEpilogue& e, int64_t n_oh) {
+  const Conv2dProblem& p = *call.p;
+  const int64_t n = n_oh / call.out_h, oh = n_oh % call.out_h;
+  const NhwcPixelKernel kernel = PickNhwcPixel(e);
+  const float* x = static_cast<const float*>(call.x);
+  PixelTaps taps;
+  for (int64_t ow = 0; ow < call.out_w; ++ow) {
+    taps.count = 0;
+    for (int r = 0; r < p.r; ++r) {
+      const int64_t ih = oh * p.stride_h - p.pad_top + int64_t{r} * p.dilation_h;
+      if (ih < 0 || ih >= p.h) continue;
+      for (int s = 0; s < p.s; ++s) {
+        const int64_t iw = ow * p.stride_w - p.pad_left + int64_t{s} * p.dilation_w;
+        if (iw < 0 || iw >= p.w) continue;
+        taps.x[taps.count] = x + ((n * p.h + ih) * p.w + iw) * p.c;  // x[n, ih, iw, 0]
+        taps.w[taps.count] = call.w + (int64_t{r} * p.s + s) * p.c;  // w[r, s, 0]
+        ++taps.count;
+      }
+    }
+    const int64_t y_offset = ((n * call.out_h + oh) * call.out_w + ow) * p.c;  // y[n, oh, ow, 0]
+    float* y = static_cast<float*>(call.y) + y_offset;
+    const float* residual = e.fused && e.residual != ResidualMode::kNone
+                                ? static_cast<const float*>(call.epilogue.residual) + y_offset
+                                : nullptr;
+    kernel(taps, p.c, call.epilogue, e, residual, y);
+    if (!e.fused) ApplyPixelEpilogue(call.epilogue, 0, y, p.c, call.y, y_offset);
+  }
+}
+
 size_t ScratchFloats(const Conv2dProblem& p) {
   if (p.layout == Layout::kNHWC) return size_t{2} * p.c;
+  if (IsRowKernelShape(p)) return Plane3x3ScratchFloats(p);
   return (p.dtype == DataType::kFloat32 ? 0 : static_cast<size_t>(p.h) * p.w) + static_cast<size_t>(p.q());
 }
 
@@ -178,12 +543,23 @@ absl::Status Conv2dDepthwise<kLayout>::Run(const Conv2dProblem& problem, const C
                      EpilogueOperands{problem.epilogue, args.scale, args.bias, args.residual, problem.dtype},
                      problem.p(), problem.q(), {}, {}};
   for (int s = 0; s < problem.s; ++s) ValidColumns(problem, s, &call.column_lo[s], &call.column_hi[s]);
+  const ClampEpilogue clamp = ClassifyEpilogue(problem);
+  const bool row_kernel = kLayout == Layout::kNCHW && IsRowKernelShape(problem);
+  const bool nhwc_fp32 = kLayout == Layout::kNHWC && problem.dtype == DataType::kFloat32 &&
+                         problem.r * problem.s <= kMaxNhwcTaps;
+  // NCHW: one task per (image, channel) plane; NHWC: one per (image, output row), every channel vectorized.
   const int64_t tasks = kLayout == Layout::kNCHW ? int64_t{problem.n} * problem.c : int64_t{problem.n} * problem.p();
+  const PaddedPlaneShape padded = row_kernel ? PaddedPlane(problem) : PaddedPlaneShape{0, 0};
   context.thread_pool->ParallelFor(tasks, [&](int64_t begin, int64_t end) {
     ScratchSlots::Lease lease = slots.Acquire();
+    if (row_kernel) ZeroPaddedPlane(padded, lease.data());
     for (int64_t task = begin; task < end; ++task) {
-      if (kLayout == Layout::kNCHW) {
+      if (row_kernel) {
+        RunNchwPlane3x3(call, clamp, padded, task, lease.data());
+      } else if (kLayout == Layout::kNCHW) {
         RunNchwPlane(call, task, lease.data());
+      } else if (nhwc_fp32) {
+        RunNhwcRowFp32(call, clamp, task);
       } else {
         RunNhwcRow(call, task, lease.data());
       }

@@ -1,12 +1,21 @@
 // CPU depthwise conv2d computed directly (groups == C == K; any filter size, stride, dilation and padding):
 //
-//   NCHW ("cpu.conv2d.depthwise_nchw"): one (image, channel) plane per task; for each output row the taps are
-//        accumulated as whole-row multiply-adds over the valid output columns, a loop the compiler vectorizes.
-//   NHWC ("cpu.conv2d.depthwise_nhwc"): one output row per task; each output pixel accumulates channel vectors,
-//        with the filter packed once to [R, S, C] so the channel loop is contiguous in both operands.
+//   NCHW ("cpu.conv2d.depthwise_nchw"): one (image, channel) plane per task.
+//        3x3, dilation 1, horizontal stride 1 or 2 (MobileNet's shapes): the plane is copied into a zero-padded FP32
+//        plane in the workspace (the borders handled there, once), then a row kernel with no bounds checks keeps
+//        three input rows in flight and produces four output columns per step with SSE (4 x 9 multiply-adds, the
+//        stride-2 taps deinterleaved with shuffles). Other shapes: for each output row the taps are accumulated as
+//        whole-row multiply-adds over the valid output columns, a loop the compiler vectorizes.
+//   NHWC ("cpu.conv2d.depthwise_nhwc"): one output row per task; the filter is packed once to [R, S, C]. FP32 with at
+//        most 64 taps: each output pixel lists its taps inside the input (the padding skipped there), then
+//        accumulates 8 channels at a time in registers over those taps (C % 4 channels scalar). FP16/BF16: the same
+//        taps over a converted pixel, accumulated in a scratch row.
 //
-// The epilogue is applied to each finished output row while it is in L1. FP16/BF16 problems compute in FP32 (the
-// packed filter is FP32; input planes/pixels are converted as they are read).
+// The epilogue: when it is affine + a clamp (identity, relu, clip/relu6; bias, scale, residual before or after) and
+// the output is FP32, it is applied to the accumulators in registers before the single store. Otherwise (other
+// activations, FP16/BF16) the raw sums are stored and ApplyChannelEpilogue / ApplyPixelEpilogue finish each row or
+// pixel while it is in L1. FP16/BF16 problems compute in FP32 (the packed filter is FP32; inputs are converted as
+// they are read). Without SSE2 the same paths run scalar.
 #ifndef CONVOY_KERNELS_CPU_CONV2D_DEPTHWISE_H_
 #define CONVOY_KERNELS_CPU_CONV2D_DEPTHWISE_H_
 

@@ -1,5 +1,6 @@
 // Direct depthwise conv2d against the reference: 3x3 and 5x5, strides 1 and 2, dilation, asymmetric padding,
-// every epilogue, FP16/BF16, both layouts; and the problems it must decline.
+// every epilogue, FP16/BF16, both layouts, the edges of the 3x3 row kernel and of the channel vectors; and the
+// problems it must decline.
 #include "kernels/cpu/conv2d_depthwise.h"
 
 #include "gtest/gtest.h"
@@ -27,6 +28,19 @@ std::vector<Conv2dProblem> Shapes(Layout layout) {
   Conv2dProblem asymmetric = Conv(1, 6, 9, 8, 6, 3, 3, 2, 0, 1, 6, layout);
   asymmetric.pad_top = 0, asymmetric.pad_bottom = 1, asymmetric.pad_left = 1, asymmetric.pad_right = 0;
   shapes.push_back(asymmetric);
+  // The 3x3 row kernel (NCHW) and channel vectors (NHWC): rows long enough for several 4-wide steps plus a
+  // remainder, odd sizes at stride 2, no padding, padding only on the right, C not a multiple of 4 (or of 8).
+  shapes.push_back(Conv(1, 5, 7, 23, 5, 3, 3, 1, 1, 1, 5, layout));
+  shapes.push_back(Conv(2, 13, 17, 19, 13, 3, 3, 2, 1, 1, 13, layout));
+  shapes.push_back(Conv(1, 37, 10, 30, 37, 3, 3, 2, 0, 1, 37, layout));
+  shapes.push_back(Conv(1, 12, 9, 2, 12, 3, 3, 1, 1, 1, 12, layout));  // narrower than the filter's reach
+  Conv2dProblem right_only = Conv(1, 9, 11, 21, 9, 3, 3, 2, 0, 1, 9, layout);
+  right_only.pad_top = 2, right_only.pad_bottom = 0, right_only.pad_left = 0, right_only.pad_right = 1;
+  shapes.push_back(right_only);
+  Conv2dProblem wide_left = Conv(1, 3, 6, 26, 3, 3, 3, 1, 0, 1, 3, layout);
+  wide_left.pad_left = 2, wide_left.pad_right = 0, wide_left.pad_top = 1, wide_left.pad_bottom = 2;
+  wide_left.stride_h = 2;  // stride 2 down the rows, 1 across
+  shapes.push_back(wide_left);
   return shapes;
 }
 

@@ -77,6 +77,15 @@ std::vector<Conv2dProblem> Conv2dProblems() {
   p = Conv(2, 8, 10, 11, 8, 3, 3, 2, 1);  // depthwise s2
   p.groups = 8;
   AddEveryLayout(out, p, false);
+  p = Conv(1, 13, 11, 19, 13, 3, 3, 2, 0);  // depthwise s2, odd sizes, asymmetric padding, C and W not multiples of 4
+  p.groups = 13;
+  p.pad_left = p.pad_bottom = 1;
+  p.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Relu6()};
+  AddEveryLayout(out, p, false);
+  p = Conv(1, 10, 7, 22, 10, 3, 3, 1, 1);  // depthwise s1, rows of several vectors plus a remainder, residual + relu6
+  p.groups = 10;
+  p.epilogue = Epilogue{true, false, ResidualMode::kAfterActivation, Activation::Relu6()};
+  AddEveryLayout(out, p, false);
   p = Conv(1, 6, 9, 8, 6, 5, 5, 1, 2);  // depthwise 5x5
   p.groups = 6;
   p.epilogue = BiasAnd(Activation::Of(ActivationKind::kHardSwish));
