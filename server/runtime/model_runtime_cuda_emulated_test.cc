@@ -57,6 +57,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
@@ -924,6 +925,42 @@ TEST(ModelRuntimeCudaEmulatedReferenceTest, CpuRuntimeMatchesTheInterpreter) {
       CompareOutput(absl::StrCat(name, " cpu vs interpreter, output '", cpu_model->outputs()[i].name, "' seed ", seed),
                     ::convoy::testing::ToFloats(outputs.tensors[i].data(), d.dtype(), d.num_elements()),
                     expected.at(cpu_model->outputs()[i].name).data, 1e-4);
+    }
+  }
+}
+
+// Any other ONNX models, named in CONVOY_E2E_ONNX_MODELS (comma-separated paths; skipped when unset), through the same
+// comparison: NHWC in every precision (FP16 also with CUDA graphs) and NCHW FP32, batch 1 and 3. For the torchvision
+// family that tests/python exports (tools/models/export_torchvision.py --size 64):
+//   bazel test --config=nocuda --test_filter='*ExtraModels*' //server/runtime:model_runtime_cuda_emulated_test
+//     --test_env=CONVOY_E2E_ONNX_MODELS=/tmp/tv/mobilenet_v2.onnx,/tmp/tv/googlenet.onnx
+TEST(ModelRuntimeCudaEmulatedExtraModelsTest, OnnxModelsFromTheEnvironment) {
+  const char* list = std::getenv("CONVOY_E2E_ONNX_MODELS");
+  if (list == nullptr || *list == '\0') GTEST_SKIP() << "CONVOY_E2E_ONNX_MODELS is not set";
+  for (const std::string& path : std::vector<std::string>(absl::StrSplit(list, ',', absl::SkipEmpty()))) {
+    SCOPED_TRACE(path);
+    ModelRuntimeOptions options;
+    options.model_path = path;
+    options.default_max_batch_size = 3;
+    options.device = &CpuDevice::Default();
+    CONVOY_ASSERT_OK_AND_ASSIGN(std::unique_ptr<ModelRuntime> cpu_model, ModelRuntime::Create(options));
+    std::vector<Case> cases = Concat(CasesOf({path}, {Layout::kNHWC}, kPrecisions),
+                                     CasesOf({path}, {Layout::kNCHW}, {Precision::kFp32}));
+    cases.push_back({path, Layout::kNHWC, Precision::kFp16, /*cuda_graphs=*/true});
+    for (const Case& c : cases) {
+      ModelRuntimeOptions o = options;
+      o.device = &EmulatedGpu();
+      o.layout = c.layout;
+      o.precision = c.precision;
+      o.cuda_graphs = c.cuda_graphs;
+      CONVOY_ASSERT_OK_AND_ASSIGN(std::unique_ptr<ModelRuntime> gpu_model, ModelRuntime::Create(o));
+      SetRecordsGraphs(*gpu_model, c.cuda_graphs);
+      ExpectCudaPlan(*gpu_model, c);
+      CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, gpu_model->CreateInstance());
+      for (int batch : BatchesOf(*gpu_model)) {
+        RunAndCompare(*gpu_model, *instance, *cpu_model, std::min(batch, 3), ToleranceFor(c.precision),
+                      CaseLabel(c));
+      }
     }
   }
 }
