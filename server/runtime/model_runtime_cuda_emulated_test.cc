@@ -28,8 +28,10 @@
 //
 // Tests: every model x {NHWC, NCHW} x {fp32, tf32, fp16, bf16} at batch 1 and 5 (plus NHWC fp32/fp16 with CUDA
 // graphs); every registered CUDA algorithm forced on every step it can run (EveryCandidateTest); one instance
-// across batch sizes (with and without graphs); instances on three threads; reverse and seeded-random thread orders.
-// Outputs are poisoned with NaN before each run.
+// across batch sizes (with and without graphs); instances on three threads; reverse and seeded-random thread orders;
+// the CPU reference itself against the reference interpreter; and, when CONVOY_E2E_ONNX_MODELS names ONNX files, those
+// (the nine torchvision exports at 64x64 all passed this way when the test was written). Outputs are poisoned with
+// NaN before each run; CUDA-graph cases must record (a silent fallback to step-by-step runs fails them).
 //
 // Tolerance: |cuda - cpu| <= tol * (|cpu| + max|cpu over the output|): relative to each element plus the same
 // relative amount of the output's scale (an element near zero inherits the rounding of the large values summed into
