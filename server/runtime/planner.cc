@@ -309,6 +309,9 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanBuilder::Build() {
   for (const Node& node : graph_.nodes()) CONVOY_RETURN_IF_ERROR(PlanNode(node));
   CONVOY_RETURN_IF_ERROR(BindGraphOutputs());
   CONVOY_RETURN_IF_ERROR(PlanMemory());
+  // Filter packing ran on the device's own stream; executors run on streams of their own, so the plan is handed out
+  // only once that work is done.
+  CONVOY_RETURN_IF_ERROR(options_.device->Synchronize());
   return std::shared_ptr<const ExecutionPlan>(std::move(plan_));
 }
 
