@@ -5,10 +5,10 @@
 //   CONVOY_ASSIGN_OR_RETURN(std::shared_ptr<CudaMemoryPool> pool, CudaMemoryPool::Create({.device = 0}));
 //   CONVOY_ASSIGN_OR_RETURN(DeviceAllocation buffer, pool->Allocate(bytes));   // returns to the pool when destroyed
 //
-// Stream order: a block released by its owner may be handed out again at once. That is safe when all users of the
-// pool's memory queue their work on one stream (the device's stream, as Convoy's runtime does): later work on that
-// stream runs after the earlier kernels that used the block. A caller that used a block on another stream must
-// synchronize (or keep the allocation alive) until that work is done.
+// Stream order: a block released by its owner may be handed out again at once, to work on any stream. Release a
+// block only when the work that used it is done: Convoy's runtime does (each executor waits for its own stream at
+// the end of every run and outlives its arena; the planner waits for the device before handing out a plan). A caller
+// that frees a block with work still queued on it must synchronize first (or keep the allocation alive).
 //
 // Blocks are sized in `granularity` steps (rounded up), and a request takes a cached block of the same rounded size or
 // up to `max_oversize_ratio` times larger (the smallest that fits). When cudaMalloc fails the pool frees its cached
