@@ -101,6 +101,32 @@ using ConvertAlgorithm = ConvertOp::AlgorithmType;
 using PreprocessAlgorithm = PreprocessOp::AlgorithmType;
 using TransposeAlgorithm = TransposeOp::AlgorithmType;
 
+// Names one op for ForEachOp's visitor: `using Op = typename decltype(tag)::type;`.
+template <typename Op>
+struct OpTag {
+  using type = Op;
+};
+
+// Calls visit(OpTag<Op>{}) for every op of the library: the one list that code going over all ops (the tests over
+// every op, `convoy algorithms`, the GPU check) iterates, so a new op is added here once.
+template <typename Visitor>
+void ForEachOp(Visitor&& visit) {
+  visit(OpTag<Conv2dOp>{});
+  visit(OpTag<GemmOp>{});
+  visit(OpTag<Pool2dOp>{});
+  visit(OpTag<BatchNormOp>{});
+  visit(OpTag<ActivationOp>{});
+  visit(OpTag<BinaryElementwiseOp>{});
+  visit(OpTag<ConcatOp>{});
+  visit(OpTag<SplitOp>{});
+  visit(OpTag<ChannelShuffleOp>{});
+  visit(OpTag<SoftmaxOp>{});
+  visit(OpTag<PadOp>{});
+  visit(OpTag<ConvertOp>{});
+  visit(OpTag<PreprocessOp>{});
+  visit(OpTag<TransposeOp>{});
+}
+
 }  // namespace convoy
 
 #endif  // CONVOY_KERNELS_REGISTRY_ALGORITHM_H_

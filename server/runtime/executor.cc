@@ -115,7 +115,7 @@ absl::Status Executor::BindTensors(int batch_size, absl::Span<const TensorView> 
 
 absl::Status Executor::RunSteps(int batch_size) {
   // A recording holds this run's pointers: only arena-bound runs (every tensor at its fixed offset) can replay.
-  if (!options_.record_per_batch_size || observer_ || bound_to_caller_memory_ || !queue_->CanRecord()) {
+  if (!record_per_batch_size_ || observer_ || bound_to_caller_memory_ || !queue_->CanRecord()) {
     return RunEachStep(batch_size);
   }
   std::unique_ptr<RecordedWork>& recorded = recorded_[batch_size];

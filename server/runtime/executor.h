@@ -70,7 +70,8 @@ class Executor {
   const ExecutionContext& context() const { return context_; }
 
  private:
-  explicit Executor(const Options& options) : plan_(options.plan), options_(options) {}
+  explicit Executor(const Options& options)
+      : plan_(options.plan), record_per_batch_size_(options.record_per_batch_size) {}
   absl::Status Validate(int batch_size, absl::Span<const TensorView> inputs,
                         absl::Span<const TensorView> outputs) const;
   absl::Status BindTensors(int batch_size, absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
@@ -79,7 +80,7 @@ class Executor {
   absl::Status CopyOutputs(int batch_size, absl::Span<const TensorView> outputs);
 
   std::shared_ptr<const ExecutionPlan> plan_;
-  Options options_;
+  const bool record_per_batch_size_;
   std::unique_ptr<DeviceQueue> queue_;
   ExecutionContext context_;
   bool bound_to_caller_memory_ = false;                 // this run reads or writes caller buffers in place

@@ -775,31 +775,14 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelRuntimeCudaEmulatedTest,
 // at batch 1 and 5 is read from a first plan; round r then loads the model with a private cache that names, for
 // every key, the r-th CUDA algorithm registered for the step's op (SelectAlgorithm falls back to the heuristic's
 // pick when that one cannot implement the problem). Rounds that add no new (step, algorithm) pair are not run.
-template <typename Op>
-std::vector<std::string> CudaAlgorithmNames() {
-  std::vector<std::string> names;
-  for (const auto* a : OpRegistry<Op>::Global().All(Backend::kCuda)) names.push_back(std::string(a->name()));
-  return names;
-}
-
 std::vector<std::string> CudaAlgorithmNames(convoy::OpKind op) {
-  switch (op) {
-    case convoy::OpKind::kConv2d: return CudaAlgorithmNames<Conv2dOp>();
-    case convoy::OpKind::kPool2d: return CudaAlgorithmNames<Pool2dOp>();
-    case convoy::OpKind::kGemm: return CudaAlgorithmNames<GemmOp>();
-    case convoy::OpKind::kBatchNorm: return CudaAlgorithmNames<BatchNormOp>();
-    case convoy::OpKind::kActivation: return CudaAlgorithmNames<ActivationOp>();
-    case convoy::OpKind::kBinary: return CudaAlgorithmNames<BinaryElementwiseOp>();
-    case convoy::OpKind::kConcat: return CudaAlgorithmNames<ConcatOp>();
-    case convoy::OpKind::kSplit: return CudaAlgorithmNames<SplitOp>();
-    case convoy::OpKind::kChannelShuffle: return CudaAlgorithmNames<ChannelShuffleOp>();
-    case convoy::OpKind::kSoftmax: return CudaAlgorithmNames<SoftmaxOp>();
-    case convoy::OpKind::kPad: return CudaAlgorithmNames<PadOp>();
-    case convoy::OpKind::kConvert: return CudaAlgorithmNames<ConvertOp>();
-    case convoy::OpKind::kPreprocess: return CudaAlgorithmNames<PreprocessOp>();
-    case convoy::OpKind::kTranspose: return CudaAlgorithmNames<TransposeOp>();
-  }
-  return {};
+  std::vector<std::string> names;
+  ForEachOp([&](auto tag) {
+    using Op = typename decltype(tag)::type;
+    if (Op::kKind != op) return;
+    for (const auto* a : OpRegistry<Op>::Global().All(Backend::kCuda)) names.push_back(std::string(a->name()));
+  });
+  return names;
 }
 
 class EveryCandidateTest : public ::testing::TestWithParam<Case> {};

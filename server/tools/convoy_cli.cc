@@ -423,28 +423,13 @@ absl::Status TuneCommand(const Flags& flags) {
   return absl::OkStatus();
 }
 
-template <typename Op>
-void ListAlgorithms(const char* op) {
-  for (const auto* algorithm : OpRegistry<Op>::Global().All(Backend::kCpu)) {
-    std::cout << op << " " << algorithm->name() << "\n";
-  }
-}
-
 absl::Status AlgorithmsCommand() {
-  ListAlgorithms<Conv2dOp>("conv2d");
-  ListAlgorithms<GemmOp>("gemm");
-  ListAlgorithms<Pool2dOp>("pool2d");
-  ListAlgorithms<BatchNormOp>("batch_norm");
-  ListAlgorithms<ActivationOp>("activation");
-  ListAlgorithms<BinaryElementwiseOp>("binary");
-  ListAlgorithms<ConcatOp>("concat");
-  ListAlgorithms<SplitOp>("split");
-  ListAlgorithms<ChannelShuffleOp>("channel_shuffle");
-  ListAlgorithms<SoftmaxOp>("softmax");
-  ListAlgorithms<PadOp>("pad");
-  ListAlgorithms<ConvertOp>("convert");
-  ListAlgorithms<PreprocessOp>("preprocess");
-  ListAlgorithms<TransposeOp>("transpose");
+  ForEachOp([](auto tag) {
+    using Op = typename decltype(tag)::type;
+    for (const auto* algorithm : OpRegistry<Op>::Global().All(Backend::kCpu)) {
+      std::cout << OpKindName(Op::kKind) << " " << algorithm->name() << "\n";
+    }
+  });
   return absl::OkStatus();
 }
 

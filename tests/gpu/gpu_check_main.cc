@@ -83,21 +83,15 @@ void CheckOp(const std::vector<typename Op::Problem>& problems, cuda::CudaDevice
   }
 }
 
-// Every op besides conv2d and GEMM on the shared problem list (kernels/testing/problem_list.h).
+// Every op besides conv2d and GEMM (their own problem lists above) on the shared problem list
+// (kernels/testing/problem_list.h).
 void CheckOtherOps(cuda::CudaDevice& device, Report& report, Counts& counts, bool recorded) {
-  using testing::ProblemsFor;
-  CheckOp<Pool2dOp>(ProblemsFor<Pool2dProblem>(), device, report, counts, true, recorded);
-  CheckOp<SoftmaxOp>(ProblemsFor<SoftmaxProblem>(), device, report, counts, true, recorded);
-  CheckOp<ConvertOp>(ProblemsFor<ConvertProblem>(), device, report, counts, true, recorded);
-  CheckOp<BatchNormOp>(ProblemsFor<BatchNormProblem>(), device, report, counts, true, recorded);
-  CheckOp<ActivationOp>(ProblemsFor<ActivationProblem>(), device, report, counts, true, recorded);
-  CheckOp<BinaryElementwiseOp>(ProblemsFor<BinaryProblem>(), device, report, counts, true, recorded);
-  CheckOp<ConcatOp>(ProblemsFor<ConcatProblem>(), device, report, counts, true, recorded);
-  CheckOp<SplitOp>(ProblemsFor<SplitProblem>(), device, report, counts, true, recorded);
-  CheckOp<ChannelShuffleOp>(ProblemsFor<ChannelShuffleProblem>(), device, report, counts, true, recorded);
-  CheckOp<PadOp>(ProblemsFor<PadProblem>(), device, report, counts, true, recorded);
-  CheckOp<PreprocessOp>(ProblemsFor<PreprocessProblem>(), device, report, counts, true, recorded);
-  CheckOp<TransposeOp>(ProblemsFor<TransposeProblem>(), device, report, counts, true, recorded);
+  ForEachOp([&](auto tag) {
+    using Op = typename decltype(tag)::type;
+    if constexpr (Op::kKind != OpKind::kConv2d && Op::kKind != OpKind::kGemm) {
+      CheckOp<Op>(testing::ProblemsFor<typename Op::Problem>(), device, report, counts, true, recorded);
+    }
+  });
 }
 
 // A device buffer of `count` elements of `dtype`, uniform in [-1, 1).

@@ -46,34 +46,31 @@ TINY_CLASSES = 5
 TINY_LABELS = ["ant", "bee", "cat", "dog", "eel"]
 
 
-def emulated_gpu_server_binary():
-    """Path of convoy_server_emulated_gpu (the server on the CUDA emulation), under $CONVOY_BAZEL_BIN or the default
-    output folders; fails the calling test when it is not built."""
-    folders = ([os.environ["CONVOY_BAZEL_BIN"]] if os.environ.get("CONVOY_BAZEL_BIN") else
-               [str(REPO_ROOT / "bazel-out/k8-opt/bin"), str(REPO_ROOT / "bazel-bin")])
-    candidates = [f"{f}/server/convoy_server_emulated_gpu" for f in folders]
-    for candidate in candidates:
-        if os.access(candidate, os.X_OK):
-            return candidate
-    pytest.fail(f"convoy_server_emulated_gpu is not built (looked at {candidates}): run "
-                "`bazel build //server:convoy_server_emulated_gpu`", pytrace=False)
-
-
-def server_binary():
-    """Path of convoy_server: $CONVOY_SERVER, else under $CONVOY_BAZEL_BIN, else bazel-out/k8-opt/bin (the -c opt
-    output: tools/test.sh's last pass is an asan build that repoints bazel-bin), else bazel-bin. Fails the calling
-    test with the reason when none exists."""
-    explicit = os.environ.get("CONVOY_SERVER", "")
+def built_binary(target_path, env_var=None):
+    """Path of the Bazel-built binary `target_path` (e.g. "server/convoy_server"): $env_var when given and set, else
+    under $CONVOY_BAZEL_BIN, else bazel-out/k8-opt/bin (the -c opt output: tools/test.sh's last pass is an asan build
+    that repoints bazel-bin), else bazel-bin. Fails the calling test with the reason when none exists."""
+    explicit = os.environ.get(env_var, "") if env_var else ""
     if explicit and not os.access(explicit, os.X_OK):
-        pytest.fail(f"CONVOY_SERVER={explicit} is not an executable file", pytrace=False)
+        pytest.fail(f"{env_var}={explicit} is not an executable file", pytrace=False)
     folders = ([os.environ["CONVOY_BAZEL_BIN"]] if os.environ.get("CONVOY_BAZEL_BIN") else
                [str(REPO_ROOT / "bazel-out/k8-opt/bin"), str(REPO_ROOT / "bazel-bin")])
-    candidates = [explicit] + [f"{f}/server/convoy_server" for f in folders]
+    candidates = [explicit] + [f"{f}/{target_path}" for f in folders]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
-    pytest.fail(f"convoy_server is not built (looked at {[c for c in candidates if c]}): run "
-                "`bazel build //server:convoy_server` or set CONVOY_SERVER", pytrace=False)
+    label = "//" + target_path.rsplit("/", 1)[0] + ":" + target_path.rsplit("/", 1)[1]
+    pytest.fail(f"{target_path} is not built (looked at {[c for c in candidates if c]}): run `bazel build {label}`"
+                + (f" or set {env_var}" if env_var else ""), pytrace=False)
+
+
+def server_binary():
+    return built_binary("server/convoy_server", "CONVOY_SERVER")
+
+
+def emulated_gpu_server_binary():
+    """The server on the CUDA emulation (start it with device="cuda")."""
+    return built_binary("server/convoy_server_emulated_gpu")
 
 
 def free_port():
@@ -270,13 +267,14 @@ class ConvoyServer:
     """One convoy_server process on free loopback ports. `start()` waits until `wait_for` (a health service name:
     "readiness" by default, or "liveness") is SERVING; `stop()` sends SIGTERM and returns the exit code."""
 
-    def __init__(self, repository, log_path, flags=(), tls=None, env=None, binary=None):
+    def __init__(self, repository, log_path, flags=(), tls=None, env=None, binary=None, device="cpu"):
         self.repository = pathlib.Path(repository)
         self.log_path = pathlib.Path(log_path)
         self.flags = list(flags)
         self.tls = tls  # {"cert", "key", "ca", "client_ca"} paths, or None
         self.env = dict(env or {})
         self.binary = binary  # default: server_binary()
+        self.device = device  # --device
         self.grpc_port = None
         self.metrics_port = None
         self.proc = None
@@ -292,11 +290,11 @@ class ConvoyServer:
 
     def start(self, wait_for="readiness", timeout=120.0):
         binary = self.binary or server_binary()
-        device = "--device=cuda" if self.binary and self.binary.endswith("_emulated_gpu") else "--device=cpu"
         for attempt in range(3):  # a free port can be taken between the probe and the bind: retry on new ones
             self.grpc_port, self.metrics_port = free_port(), free_port()
             args = [binary, f"--model_repository={self.repository}", f"--grpc_port={self.grpc_port}",
-                    f"--metrics_port={self.metrics_port}", device, "--exit_timeout_seconds=20", *self.flags]
+                    f"--metrics_port={self.metrics_port}", f"--device={self.device}", "--exit_timeout_seconds=20",
+                    *self.flags]
             if self.tls:
                 args += [f"--tls_cert={self.tls['cert']}", f"--tls_key={self.tls['key']}"]
                 if self.tls.get("client_ca"):
@@ -414,11 +412,12 @@ def metric(samples, name, **labels):
     return values[0] if values else 0.0
 
 
-def started_server(tmp_path_factory, models, flags=(), wait_for="readiness", tls=None, name="server", binary=None):
+def started_server(tmp_path_factory, models, flags=(), wait_for="readiness", tls=None, name="server", binary=None,
+                   device="cpu"):
     """Builds a repository of `models` and starts a server over it (caller stops it)."""
     base = tmp_path_factory.mktemp(name)
     repo = make_repository(base / "repo", models)
-    server = ConvoyServer(repo, base / "server.log", flags=flags, tls=tls, binary=binary)
+    server = ConvoyServer(repo, base / "server.log", flags=flags, tls=tls, binary=binary, device=device)
     server.start(wait_for=wait_for)
     return server
 

@@ -3,8 +3,6 @@ on the emulated CUDA device (the CUDA kernels on the CPU), with and without CUDA
 onnxruntime on fresh random inputs and weights: FP32 within 1e-4 relative error (max |diff| / max |ref|), TF32 and
 FP16 within 1e-2, BF16 within 6e-2 (as in test_cli.py: a handful of roundings per layer).
 """
-import os
-import pathlib
 import re
 import subprocess
 
@@ -14,24 +12,13 @@ import onnxruntime as ort
 import pytest
 from onnx import helper
 
+from conftest import built_binary
 from test_cli import mobile_block, rand, relative_error, residual_cnn, save_model
-
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def emulated_cli():
-    folders = ([os.environ["CONVOY_BAZEL_BIN"]] if os.environ.get("CONVOY_BAZEL_BIN") else
-               [str(REPO_ROOT / "bazel-out/k8-opt/bin"), str(REPO_ROOT / "bazel-bin")])
-    for folder in folders:
-        candidate = f"{folder}/server/tools/convoy_emulated_gpu"
-        if os.access(candidate, os.X_OK):
-            return candidate
-    pytest.fail(f"convoy_emulated_gpu is not built under {folders}: run "
-                "`bazel build //server/tools:convoy_emulated_gpu`", pytrace=False)
 
 
 def convoy(*args):
-    proc = subprocess.run([emulated_cli(), *map(str, args)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([built_binary("server/tools/convoy_emulated_gpu"), *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, f"convoy {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr}"
     return proc
 

@@ -20,7 +20,8 @@ MODELS = ["simple_cnn", "tiny_onnx", "tiny_uint8", "tiny_graphs"]
 
 @pytest.fixture(scope="module")
 def gpu_server(tmp_path_factory):
-    server = started_server(tmp_path_factory, MODELS, name="emulated_gpu", binary=emulated_gpu_server_binary())
+    server = started_server(tmp_path_factory, MODELS, name="emulated_gpu", binary=emulated_gpu_server_binary(),
+                            device="cuda")
     yield server
     stop_and_check(server)
 
