@@ -18,6 +18,9 @@ debian_packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libonnx-dev python3-onnx
   libopenblas-dev libboost-context-dev
+  # oneDNN 2.6 (OpenMP runtime): the CPU convolution / pooling / GEMM / reorder primitives behind
+  # kernels/cpu/*_onednn (docs/kernels.md says why this build and not PyPI's). Required: the build fails without it.
+  libdnnl-dev
   libssl-dev openssl zlib1g-dev
   python3 python3-venv python3-pip python3-numpy python3-yaml
   python3-torch python3-torchvision           # exports the torchvision-shaped test models to ONNX
@@ -29,7 +32,9 @@ debian_packages=(
 python_packages=(
   "numpy<2.3"
   "onnx==1.16.2"
-  "onnxruntime==1.19.2"
+  # CPU peers of bench/onnxruntime_compare.py (docs/performance.md); onnxruntime is also the tests' reference.
+  "onnxruntime==1.31.1"
+  "openvino==2026.4.1"
   "tritonclient[grpc]==2.41.1"                # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38)
   "nvidia-cuda-runtime-cu12"                   # libcudart.so.12, which that perf_analyzer links even on the CPU
   "pytest"
