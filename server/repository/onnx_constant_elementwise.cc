@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -23,7 +24,7 @@ enum class Fn {
   kAdd, kSub, kMul, kDiv, kMod, kPow, kMin, kMax, kSum,
   kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual,
   kAnd, kOr, kXor, kNot,
-  kNeg, kAbs, kSign, kFloor, kCeil, kRound, kSqrt, kReciprocal,
+  kNeg, kAbs, kSign, kFloor, kCeil, kRound, kSqrt, kReciprocal, kRelu,
 };
 
 struct ElementwiseOp {
@@ -62,6 +63,7 @@ const std::map<std::string, ElementwiseOp>& ElementwiseOps() {
       {"Round", {Fn::kRound, 1, 1, false, false}},
       {"Sqrt", {Fn::kSqrt, 1, 1, false, false}},
       {"Reciprocal", {Fn::kReciprocal, 1, 1, false, false}},
+      {"Relu", {Fn::kRelu, 1, 1, false, false}},
   };
   return *ops;
 }
@@ -139,6 +141,7 @@ absl::StatusOr<int64_t> IntegerResult(const EvalCall& c, Fn fn, const std::vecto
     case Fn::kAbs: return a < 0 ? WrapSub(0, a) : a;
     case Fn::kSign: return (a > 0) - (a < 0);
     case Fn::kFloor: case Fn::kCeil: case Fn::kRound: return a;
+    case Fn::kRelu: return std::max<int64_t>(a, 0);
     case Fn::kSqrt: case Fn::kReciprocal: break;
   }
   return c.Unsupported(absl::StrCat(c.op(), " of integers"));
@@ -172,6 +175,7 @@ absl::StatusOr<double> FloatResult(const EvalCall& c, Fn fn, const std::vector<d
     case Fn::kRound: return std::nearbyint(a);  // halves to even (the default rounding mode)
     case Fn::kSqrt: return std::sqrt(a);
     case Fn::kReciprocal: return 1.0 / a;
+    case Fn::kRelu: return std::isnan(a) ? a : std::max(a, 0.0);
     case Fn::kAnd: case Fn::kOr: case Fn::kXor: case Fn::kNot: break;
   }
   return c.Unsupported(absl::StrCat(c.op(), " of floating-point values"));
@@ -241,6 +245,53 @@ absl::StatusOr<Outputs> EvaluateElementwise(const EvalCall& c) {
       out.ints.push_back(WrapToType(type, truncated));
     } else {
       out.floats.push_back(RoundToType(type, r));
+    }
+  }
+  return Outputs{std::move(out)};
+}
+
+// Clip(x, min, max): bounds as optional inputs from opset 11 on, attributes before; integers stay integers.
+absl::StatusOr<Outputs> EvaluateClip(const EvalCall& c) {
+  const KnownValue& x = c.in(0);
+  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  std::optional<int64_t> int_lo, int_hi;  // integer bounds, compared exactly
+  if (c.opset() < 11) {
+    CONVOY_RETURN_IF_ERROR(c.attrs().CheckKnown({"min", "max"}));
+    CONVOY_RETURN_IF_ERROR(c.ExpectInputs(1, 1));
+    CONVOY_ASSIGN_OR_RETURN(float min_attr, c.attrs().Float("min", -std::numeric_limits<float>::infinity()));
+    CONVOY_ASSIGN_OR_RETURN(float max_attr, c.attrs().Float("max", std::numeric_limits<float>::infinity()));
+    lo = min_attr;
+    hi = max_attr;
+  } else {
+    CONVOY_RETURN_IF_ERROR(c.attrs().CheckKnown({}));
+    CONVOY_RETURN_IF_ERROR(c.ExpectInputs(1, 3));
+    for (int i = 1; i < c.num_inputs(); ++i) {
+      if (!c.has(i)) continue;
+      CONVOY_RETURN_IF_ERROR(c.RejectBatchStandIn(i));
+      if (c.in(i).size() != 1) return c.Error(absl::StrCat(c.InputLabel(i), " must be a scalar, got ", c.in(i).Describe()));
+      (i == 1 ? lo : hi) = ElementAsDouble(c.in(i), 0);
+      if (c.in(i).is_int()) (i == 1 ? int_lo : int_hi) = c.in(i).ints[0];
+    }
+  }
+  CONVOY_RETURN_IF_ERROR(c.RejectBatchStandIn(0));
+  KnownValue out = EmptyLike(x.type, x.shape);
+  for (int64_t e = 0; e < x.size(); ++e) {
+    if (x.is_int()) {
+      int64_t v = x.ints[e];
+      if (int_lo) {
+        v = std::max(v, *int_lo);
+      } else if (static_cast<double>(v) < lo) {
+        CONVOY_ASSIGN_OR_RETURN(v, TruncateToInt(c, std::ceil(lo)));
+      }
+      if (int_hi) {
+        v = std::min(v, *int_hi);
+      } else if (static_cast<double>(v) > hi) {
+        CONVOY_ASSIGN_OR_RETURN(v, TruncateToInt(c, std::floor(hi)));
+      }
+      out.ints.push_back(v);
+    } else {
+      const double v = x.floats[e];
+      out.floats.push_back(RoundToType(x.type, std::isnan(v) ? v : std::min(std::max(v, lo), hi)));
     }
   }
   return Outputs{std::move(out)};

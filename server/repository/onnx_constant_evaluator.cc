@@ -668,6 +668,7 @@ const std::map<std::string, OpFunction>& OpTable() {
       {"Expand", ExpandOp},
       {"Tile", TileOp},
       {"Where", EvaluateWhere},
+      {"Clip", EvaluateClip},
       {"Cast", EvaluateCast},
       {"CastLike", EvaluateCast},
       {"ReduceSum", EvaluateReduce},

@@ -13,7 +13,7 @@
 //
 // Ops: Constant, Identity, Shape, Size, Gather, Slice, Concat, Split, Reshape, Flatten, Transpose, Squeeze,
 // Unsqueeze, Cast, CastLike, ConstantOfShape, Range, Expand, Tile, Where, element-wise Add Sub Mul Div Mod Pow
-// Min Max Sum Neg Abs Sign Floor Ceil Round Sqrt Reciprocal, comparisons Equal Less LessOrEqual Greater
+// Min Max Sum Neg Abs Sign Floor Ceil Round Sqrt Reciprocal Relu Clip, comparisons Equal Less LessOrEqual Greater
 // GreaterOrEqual, logic Not And Or Xor, and ReduceSum ReduceProd ReduceMin ReduceMax.
 //
 // The dynamic batch: Shape of a runtime tensor whose dimension 0 is the batch yields kSymbolicBatchValue there

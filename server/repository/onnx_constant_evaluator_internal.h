@@ -74,10 +74,11 @@ absl::StatusOr<Shape> BroadcastShapes(const EvalCall& c, const std::vector<Shape
 // For each element of `out`, the flat index of the element of a tensor of shape `in` broadcast to it.
 std::vector<int64_t> BroadcastSourceIndices(const Shape& in, const Shape& out);
 
-// Element-wise ops, Where, Cast/CastLike and reductions (onnx_constant_elementwise.cc).
+// Element-wise ops, Where, Clip, Cast/CastLike and reductions (onnx_constant_elementwise.cc).
 bool IsElementwiseOp(const std::string& op);
 absl::StatusOr<Outputs> EvaluateElementwise(const EvalCall& c);
 absl::StatusOr<Outputs> EvaluateWhere(const EvalCall& c);
+absl::StatusOr<Outputs> EvaluateClip(const EvalCall& c);
 absl::StatusOr<Outputs> EvaluateCast(const EvalCall& c);
 absl::StatusOr<Outputs> EvaluateReduce(const EvalCall& c);
 

@@ -61,6 +61,13 @@ class NodeUnderTest {
     a->set_i(v);
     return *this;
   }
+  NodeUnderTest& Float(const char* name, float v) {
+    auto* a = node_.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+    return *this;
+  }
   NodeUnderTest& Ints(const char* name, const std::vector<int64_t>& v) {
     auto* a = node_.add_attribute();
     a->set_name(name);
@@ -388,6 +395,20 @@ TEST(ConstantEvaluatorTest, UnaryVariadicAndFloatOps) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs fmod=1")));
   EXPECT_THAT(NodeUnderTest("Sqrt").Input(I64({1}, {4})).Run(),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("Sqrt of integers")));
+}
+
+TEST(ConstantEvaluatorTest, ClipAndReluOfIntegersAndFloats) {
+  // torch.clamp(pad, min=0) on int64 pads: what torch.onnx writes for "same" padding computed from x.shape.
+  KnownValue pads = I64({3}, {-2, 1, 9});
+  EXPECT_THAT(NodeUnderTest("Clip").Input(pads).Input(I64({}, {0})).Value(13).ints, ElementsAre(0, 1, 9));
+  KnownValue clipped = NodeUnderTest("Clip").Input(pads).Omitted().Input(I64({}, {4})).Value(13);
+  EXPECT_EQ(clipped.type, T::INT64);
+  EXPECT_THAT(clipped.ints, ElementsAre(-2, 1, 4));
+  EXPECT_THAT(NodeUnderTest("Clip").Input(F32({3}, {-2, 0.5f, 9})).Float("min", 0).Float("max", 6).Value(9).floats,
+              ElementsAre(0, 0.5f, 6));
+  EXPECT_THAT(NodeUnderTest("Relu").Input(pads).Value().ints, ElementsAre(0, 1, 9));
+  EXPECT_THAT(NodeUnderTest("Clip").Input(pads).Input(I64({2}, {0, 1})).Run(13),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input 1 ('in1') must be a scalar")));
 }
 
 TEST(ConstantEvaluatorTest, ComparisonsLogicAndWhere) {

@@ -83,8 +83,6 @@ class OnnxImporter {
   absl::Status SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status CastOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SliceOp(const onnx::NodeProto& n, const OnnxAttributes& a);
-  absl::Status EmitAxisCrop(const OnnxAttributes& a, const std::string& node_name, const std::string& input,
-                            int64_t axis, int64_t begin, int64_t size, const std::string& output);
   absl::Status SliceRuntimeTensor(const onnx::NodeProto& n, const OnnxAttributes& a, const std::vector<int64_t>& starts,
                                   const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                                   const std::vector<int64_t>& steps);
@@ -745,37 +743,8 @@ absl::Status OnnxImporter::PadOp(const onnx::NodeProto& n, const OnnxAttributes&
       pad.value = v->is_int() ? static_cast<float>(v->ints[0]) : v->floats[0];
     }
   }
-  const std::string name = n.name().empty() ? "pad" : n.name();
-  if (std::all_of(pad.pads.begin(), pad.pads.end(), [](int64_t p) { return p >= 0; }) || Known(n.input(0))) {
-    return Emit(name, pad, {n.input(0)}, {n.output(0)});
-  }
-  // Negative pads crop: the positive ones become a Pad node, then each cropped axis an EmitAxisCrop.
-  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
-  const int64_t rank = static_cast<int64_t>(x.size());
-  if (static_cast<int64_t>(pad.pads.size()) != 2 * rank) {
-    return a.Error(absl::StrCat("expected ", 2 * rank, " pads for rank ", rank, ", got ", pad.pads.size()));
-  }
-  std::vector<int64_t> crop_axes;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (pad.pads[d] < 0 || pad.pads[d + rank] < 0) crop_axes.push_back(d);
-  }
-  runtime::PadAttrs grow = pad;
-  for (int64_t& p : grow.pads) p = std::max<int64_t>(p, 0);
-  std::string current = n.input(0);
-  if (std::any_of(grow.pads.begin(), grow.pads.end(), [](int64_t p) { return p > 0; })) {
-    current = graph_.UniqueName(n.output(0) + "_grown");
-    CONVOY_RETURN_IF_ERROR(Emit(name, grow, {n.input(0)}, {current}));
-  }
-  for (size_t k = 0; k < crop_axes.size(); ++k) {
-    const int64_t d = crop_axes[k];
-    CONVOY_ASSIGN_OR_RETURN(Shape cur, ShapeOf(current));
-    const int64_t begin = std::max<int64_t>(-pad.pads[d], 0), end_cut = std::max<int64_t>(-pad.pads[d + rank], 0);
-    const std::string out =
-        k + 1 == crop_axes.size() ? n.output(0) : graph_.UniqueName(absl::StrCat(n.output(0), "_crop", d));
-    CONVOY_RETURN_IF_ERROR(EmitAxisCrop(a, name + "_crop", current, d, begin, cur[d] - begin - end_cut, out));
-    current = out;
-  }
-  return absl::OkStatus();
+  // Negative pads crop; the kernels take them as they are.
+  return Emit(n.name().empty() ? "pad" : n.name(), pad, {n.input(0)}, {n.output(0)});
 }
 
 // Shape of a runtime tensor: its dimensions are known at import, except the dynamic batch (kSymbolicBatchValue).
@@ -862,32 +831,8 @@ absl::Status OnnxImporter::CastOp(const onnx::NodeProto& n, const OnnxAttributes
   return Emit(n.name().empty() ? "cast" : n.name(), runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
 }
 
-// `output` = `input` cut to [begin, begin + size) along `axis`: the middle output of a Split (the others are
-// left unread and removed by dead-node elimination). The batch axis cannot be cut.
-absl::Status OnnxImporter::EmitAxisCrop(const OnnxAttributes& a, const std::string& node_name,
-                                        const std::string& input, int64_t axis, int64_t begin, int64_t size,
-                                        const std::string& output) {
-  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(input));
-  if (axis <= 0 || axis >= static_cast<int64_t>(x.size())) {
-    return absl::UnimplementedError(absl::StrCat(a.label(), ": cutting runtime data ", runtime::ShapeToString(x),
-                                                 " along axis ", axis, " (only non-batch axes)"));
-  }
-  const int64_t dim = x[axis];
-  if (size <= 0) return a.Error(absl::StrCat("the cut leaves nothing of axis ", axis, " (extent ", dim, ")"));
-  runtime::SplitAttrs split{axis, {}};
-  std::vector<std::string> outputs;
-  const std::string stem = absl::StrCat(output, "_axis", axis);
-  for (auto [part, name] : {std::pair<int64_t, std::string>{begin, stem + "_before"},
-                            {size, output},
-                            {dim - begin - size, stem + "_after"}}) {
-    if (part == 0) continue;
-    split.sizes.push_back(part);
-    outputs.push_back(name == output ? output : graph_.UniqueName(name));
-  }
-  return Emit(node_name, split, {input}, outputs);
-}
-
-// Slice of runtime data with step 1 on non-batch axes (ShuffleNet's chunk, crops): one EmitAxisCrop per cut axis.
+// A step-1 slice of runtime data on non-batch axes: on the channel axis it is the middle output of a Split
+// (ShuffleNet's chunk), on H and W of an image a Pad with negative pads (a crop); one node per cut axis.
 absl::Status OnnxImporter::SliceRuntimeTensor(const onnx::NodeProto& n, const OnnxAttributes& a,
                                               const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                                               const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
@@ -899,7 +844,7 @@ absl::Status OnnxImporter::SliceRuntimeTensor(const onnx::NodeProto& n, const On
                                 axes.size(), " and ", steps.size(), " entries"));
   }
   struct Cut {
-    int64_t axis, begin, size;
+    int64_t axis, begin, end;
   };
   std::vector<Cut> cuts;
   for (size_t i = 0; i < starts.size(); ++i) {
@@ -910,23 +855,43 @@ absl::Status OnnxImporter::SliceRuntimeTensor(const onnx::NodeProto& n, const On
       return absl::UnimplementedError(absl::StrCat(a.label(), ": slicing the runtime tensor '", n.input(0),
                                                    "' with step ", steps[i], " (only step 1)"));
     }
-    if (x[axis] == runtime::kBatch) {
-      return absl::UnimplementedError(absl::StrCat(a.label(), ": slicing the dynamic batch axis of '", n.input(0), "'"));
+    if (axis == 0) {
+      return absl::UnimplementedError(absl::StrCat(a.label(), ": slicing the batch axis of '", n.input(0), "'"));
     }
     const int64_t dim = x[axis];
     int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i], e = ends[i] < 0 ? ends[i] + dim : ends[i];
     s = std::clamp<int64_t>(s, 0, dim);
     e = std::clamp<int64_t>(e, s, dim);
     if (e == s) return a.Error(absl::StrCat("empty slice of runtime data on axis ", axis));
-    if (s > 0 || e < dim) cuts.push_back({axis, s, e - s});
+    if (s > 0 || e < dim) cuts.push_back({axis, s, e});
   }
   const std::string name = n.name().empty() ? "slice" : n.name();
   if (cuts.empty()) return Emit(name, runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
   std::string current = n.input(0);
   for (size_t k = 0; k < cuts.size(); ++k) {
+    const Cut& cut = cuts[k];
     const std::string out =
-        k + 1 == cuts.size() ? n.output(0) : graph_.UniqueName(absl::StrCat(n.output(0), "_cut", cuts[k].axis));
-    CONVOY_RETURN_IF_ERROR(EmitAxisCrop(a, name, current, cuts[k].axis, cuts[k].begin, cuts[k].size, out));
+        k + 1 == cuts.size() ? n.output(0) : graph_.UniqueName(absl::StrCat(n.output(0), "_cut", cut.axis));
+    CONVOY_ASSIGN_OR_RETURN(Shape shape, ShapeOf(current));
+    if (rank == 4 && cut.axis >= 2) {
+      runtime::PadAttrs crop;
+      crop.pads.assign(8, 0);
+      crop.pads[cut.axis] = -cut.begin;
+      crop.pads[cut.axis + 4] = -(shape[cut.axis] - cut.end);
+      CONVOY_RETURN_IF_ERROR(Emit(name, crop, {current}, {out}));
+    } else {
+      runtime::SplitAttrs split{cut.axis, {}};
+      std::vector<std::string> outputs;
+      const std::string stem = absl::StrCat(out, "_axis", cut.axis);
+      for (auto [part, part_name] : {std::pair<int64_t, std::string>{cut.begin, stem + "_before"},
+                                     {cut.end - cut.begin, out},
+                                     {shape[cut.axis] - cut.end, stem + "_after"}}) {
+        if (part == 0) continue;
+        split.sizes.push_back(part);
+        outputs.push_back(part_name == out ? out : graph_.UniqueName(part_name));
+      }
+      CONVOY_RETURN_IF_ERROR(Emit(name, split, {current}, outputs));
+    }
     current = out;
   }
   return absl::OkStatus();

@@ -3,8 +3,8 @@
 // Runtime ops: Conv, BatchNormalization, Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Add, Sub,
 // Mul, Div, Concat, Split, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean (over H,W), Flatten,
 // Reshape, Transpose, Gemm, MatMul (2-D, constant B), Softmax, Identity, Dropout, Pad (constant/reflect/edge;
-// negative pads crop), Slice (step 1, non-batch axes), Squeeze, Unsqueeze, Cast (to float), and Shape of a runtime
-// tensor (its static dims).
+// negative pads crop), Slice (step 1: of channels a Split, of H and W a cropping Pad), Squeeze, Unsqueeze, Cast (to
+// float), and Shape of a runtime tensor (its static dims).
 // Every node whose inputs are all constants is evaluated at load time whatever its element type, by the evaluator
 // in onnx_constant_evaluator.h (Shape, Gather, Slice with any steps, Concat, Reshape, Transpose, Cast,
 // ConstantOfShape, Range, Expand, Where, arithmetic, comparisons, ...): the integer subgraphs exporters write for
