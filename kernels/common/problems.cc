@@ -294,7 +294,10 @@ std::string PadProblem::ToString() const {
 absl::Status PadProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
-  if (auto st = CheckPads(name, pad_top, pad_bottom, pad_left, pad_right); !st.ok()) return st;
+  // Negative pads crop (ONNX Pad); the output must keep at least one row and column.
+  if (out_h() < 1 || out_w() < 1) {
+    return Invalid(name, absl::StrCat("the pads leave a ", out_h(), "x", out_w(), " output"));
+  }
   if (mode == PadMode::kReflect && (pad_top >= h || pad_bottom >= h || pad_left >= w || pad_right >= w)) {
     return Invalid(name, absl::StrCat("reflect padding must be smaller than the ", h, "x", w, " input"));
   }

@@ -268,7 +268,14 @@ std::vector<PadProblem> PadProblems() {
     AddEveryLayout(out, p, mode == PadMode::kConstant);
     p.n = 1, p.c = 4, p.h = 4, p.w = 4, p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
     AddEveryLayout(out, p, mode == PadMode::kReflect);
+    // Negative pads crop: top and right cropped, bottom and left padded (ONNX Pad with negative pads, Slice of H/W).
+    p.n = 2, p.c = 3, p.h = 7, p.w = 6, p.pad_top = -2, p.pad_bottom = 1, p.pad_left = 2, p.pad_right = -3;
+    AddEveryLayout(out, p, mode == PadMode::kEdge);
   }
+  PadProblem crop;  // a pure crop, as the importer maps a spatial Slice
+  crop.n = 1, crop.c = 5, crop.h = 9, crop.w = 8, crop.pad_top = -1, crop.pad_bottom = -3, crop.pad_left = -2,
+  crop.pad_right = 0;
+  AddEveryLayout(out, crop, true);
   return out;
 }
 

@@ -282,10 +282,9 @@ absl::Status PlanPad(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<PadAttrs>();
   CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
   CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
-  const auto& pads = a.pads;  // [n, c, h, w] begins, then ends
-  if (pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5] ||
-      *std::min_element(pads.begin(), pads.end()) < 0) {
-    return b.NodeError(node, "only non-negative padding of H and W is supported");
+  const auto& pads = a.pads;  // [n, c, h, w] begins, then ends; negative ones crop
+  if (pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5]) {
+    return b.NodeError(node, "only padding (or cropping) of H and W is supported");
   }
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
   const PadMode mode = a.mode;
