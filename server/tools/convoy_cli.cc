@@ -479,6 +479,14 @@ absl::Status Main(int argc, char** argv) {
 }  // namespace convoy::tools
 
 int main(int argc, char** argv) {
+  // `convoy help`, `convoy --help`, `convoy SUBCOMMAND --help`: the usage, on stdout, exit 0.
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || (i == 1 && arg == "help")) {
+      std::cout << convoy::tools::kUsage;
+      return 0;
+    }
+  }
   const absl::Status status = convoy::tools::Main(argc, argv);
   if (!status.ok()) {
     std::cerr << "convoy: " << status.message() << "\n";
