@@ -17,7 +17,7 @@ from conftest import REPO_ROOT, built_binary
 SCRIPT_GLOBS = ["tools/**/*.sh", "tools/**/*.py", "deploy/**/*.sh", "deploy/**/*.py", "bench/**/*.py",
                 "tests/gpu/run_gpu_check.sh", "tests/gpu/build_check.sh"]
 # Scripts that import Debian's torch (python3-torch), which the .venv does not have.
-DEBIAN_PYTHON = {"tools/models/export_torchvision.py"}
+DEBIAN_PYTHON = {"tools/models/export_torchvision.py", "tools/models/export_padded_modules.py"}
 BINARIES = ["server/convoy_server", "server/tools/convoy", "deploy/convoy_health_probe",
             "tests/gpu/gpu_check_emulated"]
 TIMEOUT_S = 60
