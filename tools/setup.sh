@@ -32,6 +32,7 @@ python_packages=(
   "onnxruntime==1.19.2"
   "tritonclient[grpc]==2.41.1"                # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38)
   "nvidia-cuda-runtime-cu12"                   # libcudart.so.12, which that perf_analyzer links even on the CPU
+  "nvidia-cuda-cuobjdump" "nvidia-cuda-nvdisasm"  # SASS of the CUDA kernels (//kernels/cuda:kernel_resources_test)
   "pytest"
   "grpcio-health-checking"
   "protobuf<5"

@@ -1,6 +1,7 @@
 // Ours against cuDNN's best per ResNet-50 conv layer, timed the same way on both sides (see conv_bench.h).
 #include "tests/gpu/conv_bench.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -38,7 +39,12 @@ absl::StatusOr<Ours> TimeOurs(const Conv2dProblem& p, const Conv2dArgs& args, vo
                               cuda::CudaDevice& device, const LaunchTimingOptions& timing) {
   std::optional<Ours> best;
   std::string errors;
-  for (const Conv2dAlgorithm* algorithm : OpRegistry<Conv2dOp>::Global().Candidates(p, Backend::kCuda)) {
+  std::vector<const Conv2dAlgorithm*> candidates = OpRegistry<Conv2dOp>::Global().Candidates(p, Backend::kCuda);
+  // The score-1 fallback (cuda.conv2d.direct_simt) never wins where a real kernel applies: not worth its seconds.
+  const bool has_real = std::any_of(candidates.begin(), candidates.end(),
+                                    [&](const Conv2dAlgorithm* a) { return a->HeuristicScore(p) > 1; });
+  for (const Conv2dAlgorithm* algorithm : candidates) {
+    if (has_real && algorithm->HeuristicScore(p) <= 1) continue;
     const size_t need = algorithm->WorkspaceBytes(p);
     if (need > workspace_bytes || algorithm->PackedFilterBytes(p) > 0) {
       absl::StrAppend(&errors, " ", algorithm->name(), ": needs a packed filter or ", need, " bytes of workspace;");

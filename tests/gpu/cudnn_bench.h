@@ -29,7 +29,7 @@ struct CudnnBenchOptions {
   LaunchTimingOptions timing;
   int legacy_top = 3;         // legacy algorithms timed, in the order of Find's own ranking
   int heuristic_top = 3;      // engine configs taken from each of heuristic modes A and B
-  double backend_budget_s = 1.5;  // stop finalizing more backend plans for this layer past this much time
+  double backend_budget_s = 1.0;  // stop finalizing more backend plans for this layer past this much time
 };
 
 struct CudnnResult {

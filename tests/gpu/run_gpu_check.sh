@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU check, for a machine with an NVIDIA GPU (CUDA 13 driver, cuDNN 9, PyTorch) but no Bazel and no internet.
 # Carry tests/gpu/out/ there (made here by tests/gpu/prepare.sh), then run this script; it stays under its budget
-# (CONVOY_GPU_CHECK_BUDGET_S, default 280 s) whatever happens, each step with a time cap of its own:
+# (CONVOY_GPU_CHECK_BUDGET_S, default 270 s) whatever happens, each step with a time cap of its own:
 #   1. cuDNN: CONVOY_CUDNN_LIBRARY, the CUDA toolkit, ldconfig, or the nvidia-cudnn / torch Python packages;
 #   2. the carried binary out/gpu_check with out/lib on the library path (or through out/loader where this machine's
 #      glibc is older than the build machine's);
@@ -21,7 +21,7 @@ mkdir -p "$out_dir"
 log="$out_dir/run_gpu_check.log"
 report="$out_dir/gpu_check.txt"
 work="$(mktemp -d /tmp/convoy_gpu_check.XXXXXX)"
-budget_s="${CONVOY_GPU_CHECK_BUDGET_S:-280}"
+budget_s="${CONVOY_GPU_CHECK_BUDGET_S:-270}"
 start_s=$SECONDS
 exec > >(tee "$log") 2>&1
 say() { echo "[run_gpu_check $(date +%H:%M:%S) +$((SECONDS - start_s))s] $*"; }
