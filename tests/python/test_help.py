@@ -1,7 +1,7 @@
 """Every tool answers `--help` with its usage on stdout and exit code 0, and does nothing else.
 
 The tools are found, not listed: every script with a `#!` line under tools/, deploy/ and bench/, the GPU check's
-entry scripts (tests/gpu/run_gpu_check.sh, build_check.sh), and the built binaries (convoy_server, convoy,
+entry scripts (tests/gpu/run_gpu_check.sh, prepare.sh), and the built binaries (convoy_server, convoy,
 convoy_health_probe, the emulated GPU check). A tool that ignored --help and started its real work (a build, a test
 run, a server) would run into the timeout and fail. Python scripts run with this interpreter (the .venv) unless
 they say they need Debian's python3 (torch).
@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO_ROOT, built_binary
 
 SCRIPT_GLOBS = ["tools/**/*.sh", "tools/**/*.py", "deploy/**/*.sh", "deploy/**/*.py", "bench/**/*.py",
-                "tests/gpu/run_gpu_check.sh", "tests/gpu/build_check.sh"]
+                "tests/gpu/run_gpu_check.sh", "tests/gpu/prepare.sh"]
 # Scripts that import Debian's torch (python3-torch), which the .venv does not have.
 DEBIAN_PYTHON = {"tools/models/export_torchvision.py", "tools/models/export_padded_modules.py"}
 BINARIES = ["server/convoy_server", "server/tools/convoy", "deploy/convoy_health_probe",
