@@ -52,7 +52,7 @@ def check_usage(run, name):
 
 def test_the_tools_are_found():
     scripts = entry_scripts()
-    for expected in ["tools/setup.sh", "tools/test.sh", "tools/run_server.sh",
+    for expected in ["tools/setup.sh", "tools/test.sh", "tools/run_server.sh", "deploy/test_image.sh",
                      "bench/serving_benchmark.py", "tests/gpu/run_gpu_check.sh"]:
         assert expected in scripts, f"{expected} not found among {scripts}"
 
