@@ -255,8 +255,7 @@ prebuilt_context() {
     [ -x "$bin_dir/$b" ] || fail "no $bin_dir/$b (build it, or set CONVOY_BAZEL_BIN)"
     cp -L "$bin_dir/$b" "$work/context/bin/" && strip "$work/context/bin/$(basename "$b")"
   done
-  cli="$bin_dir/server/tools/convoy"
-  [ -x "$cli" ] || cli=""
+  [ -x "$bin_dir/server/tools/convoy" ] && cli="$bin_dir/server/tools/convoy"
   say "binaries from $bin_dir ($(du -sh "$work/context/bin" | cut -f1) stripped)"
 }
 
@@ -312,7 +311,9 @@ run_and_check() {  # image tag
 say "mode: $mode$([ "$mode" = full ] && [ "$with_cuda" = 0 ] && echo ' (CPU image only)'); repo $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 ensure_docker
 ensure_base_images
+# The convoy tool built on this machine, to compare the served answers with (fast mode: the same build's).
 cli="${CONVOY_CLI:-}"
+[ -z "$cli" ] && [ -x "$repo_root/bazel-bin/server/tools/convoy" ] && cli="$repo_root/bazel-bin/server/tools/convoy"
 cuda_version=13.0
 if [ "$mode" = fast ]; then
   prebuilt_context
