@@ -139,11 +139,26 @@ absl::Status ModelManager::ApplyScan(const ScannedModel& scanned, bool retry_fai
         tasks.push_back({scanned.name, scanned.directory, scanned.config, version, fingerprint});
       }
     }
+  }
+  NotifyListeners();
+  absl::Status loaded = RunLoads(tasks);
+  {
+    // Versions the scan no longer selects (an older one once a new version appears, with `latest: 1`) kept serving
+    // while the selected ones loaded, so a new version takes over without a gap; they retire now, unless none of
+    // the selected versions is READY (a new version that failed to load leaves the old one serving).
+    convoy::MutexLock lock(&mu_);
+    ModelSlot& slot = models_[scanned.name];
+    auto selected = [&](int64_t number) {
+      return scanned.status.ok() && std::any_of(scanned.versions.begin(), scanned.versions.end(),
+                                                [&](const ModelVersion& v) { return v.version == number; });
+    };
+    const bool selected_ready = std::any_of(slot.versions.begin(), slot.versions.end(), [&](const auto& entry) {
+      return selected(entry.first) && entry.second.state == ModelState::kReady;
+    });
     for (auto it = slot.versions.begin(); it != slot.versions.end();) {
-      const bool selected = scanned.status.ok() &&
-                            std::any_of(scanned.versions.begin(), scanned.versions.end(),
-                                        [&](const ModelVersion& v) { return v.version == it->first; });
-      if (selected) {
+      const bool keep = selected(it->first) || (!selected_ready && scanned.status.ok() &&
+                                                it->second.state == ModelState::kReady);
+      if (keep) {
         ++it;
         continue;
       }
@@ -151,8 +166,6 @@ absl::Status ModelManager::ApplyScan(const ScannedModel& scanned, bool retry_fai
       it = slot.versions.erase(it);
     }
   }
-  NotifyListeners();
-  absl::Status loaded = RunLoads(tasks);
   absl::Status drained = DrainAll(std::move(retired), absl::Now() + options_.drain_timeout);
   NotifyListeners();
   if (!scanned.status.ok()) return scanned.status;
