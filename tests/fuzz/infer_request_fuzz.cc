@@ -318,13 +318,14 @@ const std::vector<ModelSignature>& FuzzSignatures() {
   return *signatures;
 }
 
-ModelInferRequest ValidRequest(const ModelSignature& s, std::mt19937_64& rng) {
+ModelInferRequest ValidRequest(const ModelSignature& s, std::mt19937_64& rng, size_t max_input_bytes) {
   ModelInferRequest r;
   r.set_model_name(s.name);
   size_t item_bytes = 0;
   for (const TensorMetadata& t : s.inputs) item_bytes += ItemBytes(t, s);
+  const bool fits = item_bytes <= max_input_bytes;
   const int64_t max_batch = std::max<int64_t>(
-      1, std::min<int64_t>(s.max_batch_size, static_cast<int64_t>(kMaxInputBytes / std::max<size_t>(item_bytes, 1))));
+      1, std::min<int64_t>(s.max_batch_size, static_cast<int64_t>(max_input_bytes / std::max<size_t>(item_bytes, 1))));
   const int64_t batch = s.max_batch_size > 0 ? 1 + static_cast<int64_t>(rng() % max_batch) : 1;
   // Typed contents cost a protobuf field per element: only for small inputs.
   const bool typed = rng() % 3 == 0 && std::all_of(s.inputs.begin(), s.inputs.end(), [&](const TensorMetadata& t) {
@@ -339,7 +340,7 @@ ModelInferRequest ValidRequest(const ModelSignature& s, std::mt19937_64& rng) {
     const int64_t count = ItemElements(t, s) * (s.max_batch_size > 0 ? batch : 1);
     if (!typed) {
       // The decoder reads sizes, not values: one byte value repeated is enough (and fast for big inputs).
-      r.add_raw_input_contents(std::string(static_cast<size_t>(count) * DataTypeSize(t.datatype),
+      r.add_raw_input_contents(std::string(fits ? static_cast<size_t>(count) * DataTypeSize(t.datatype) : 0,
                                            static_cast<char>(rng() & 0x3f)));
     } else if (t.datatype == DataType::kFloat32) {
       for (int64_t i = 0; i < count; ++i) in->mutable_contents()->add_fp32_contents(0.25f * static_cast<float>(i % 9));
@@ -384,10 +385,12 @@ int DecodeRequestBytes(const uint8_t* data, size_t size) {
   return accepted;
 }
 
-std::vector<std::string> SeedRequests(uint64_t seed) {
+std::vector<std::string> SeedRequests(uint64_t seed, size_t max_input_bytes) {
   std::mt19937_64 rng(seed);
   std::vector<std::string> seeds;
-  for (const ModelSignature& signature : FuzzSignatures()) seeds.push_back(ValidRequest(signature, rng).SerializeAsString());
+  for (const ModelSignature& signature : FuzzSignatures()) {
+    seeds.push_back(ValidRequest(signature, rng, max_input_bytes).SerializeAsString());
+  }
   return seeds;
 }
 

@@ -30,9 +30,11 @@ namespace convoy::fuzz {
 // repository root; a missing folder leaves only the built-in ones). Built once.
 const std::vector<runtime::ModelSignature>& FuzzSignatures();
 
-// A request the decoder accepts for `signature`: a random batch (at most 1 MiB of input), raw or typed contents,
-// sometimes requested outputs and a priority.
-inference::ModelInferRequest ValidRequest(const runtime::ModelSignature& signature, std::mt19937_64& rng);
+// A request the decoder accepts for `signature`: a random batch (at most `max_input_bytes` of input), raw or typed
+// contents, sometimes requested outputs and a priority. When one batch item is larger than max_input_bytes (the
+// sample ResNet's 602 KB image under libFuzzer's 64 KB limit) the shape is right and the contents are empty.
+inference::ModelInferRequest ValidRequest(const runtime::ModelSignature& signature, std::mt19937_64& rng,
+                                          size_t max_input_bytes = size_t{1} << 20);
 
 // One to four structural edits of `request` (see the file comment).
 void MutateRequest(inference::ModelInferRequest& request, std::mt19937_64& rng);
@@ -42,7 +44,7 @@ void MutateRequest(inference::ModelInferRequest& request, std::mt19937_64& rng);
 int DecodeRequestBytes(const uint8_t* data, size_t size);
 
 // The serialized ValidRequest of each signature with `seed`: the fuzzer's seed corpus.
-std::vector<std::string> SeedRequests(uint64_t seed);
+std::vector<std::string> SeedRequests(uint64_t seed, size_t max_input_bytes = size_t{1} << 20);
 
 }  // namespace convoy::fuzz
 

@@ -68,7 +68,7 @@ seed_corpus() {  # target, dir
     onnx_import) cp model_repo/resnet_classifier/1/model.onnx "$2/" 2>/dev/null || true ;;
     convoy_graph) { cat model_repo/simple_cnn/1/model.yaml; printf '\0'; cat model_repo/simple_cnn/1/model.safetensors; } >"$2/simple_cnn" ;;
     model_config) for f in model_repo/*/config.yaml; do cp "$f" "$2/$(basename "$(dirname "$f")").yaml"; done ;;
-    infer_request) CONVOY_FUZZ_WRITE_SEEDS="$2" "$3" -runs=0 "$2" >/dev/null 2>&1 || true ;;  # valid requests
+    infer_request) rm -f "$2"/seed_*; CONVOY_FUZZ_WRITE_SEEDS="$2" "$3" -runs=0 "$2" >/dev/null 2>&1 || true ;;
   esac
 }
 
@@ -86,7 +86,7 @@ for t in "${targets[@]}"; do
   corpus="$out/corpus_$t"
   seed_corpus "$t" "$corpus" "$bin"
   if [ "$t" = infer_request ]; then
-    limits=(-runs="$runs" -max_len=1100000)
+    limits=(-runs="$runs" -max_len=65536)
     echo "[fuzz] $t for $runs executions"
   else
     limits=(-max_total_time="$seconds" -max_len=4000000)
