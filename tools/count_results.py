@@ -374,7 +374,10 @@ def describe(key):
 
 
 def main(argv):
-    if len(argv) > 1 and argv[1] in ("collect-bazel", "record-pytest", "record-failure"):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(argv) >= 2 else 2
+    if argv[1] in ("collect-bazel", "record-pytest", "record-failure"):
         p = argparse.ArgumentParser(prog="count_results.py " + argv[1])
         p.add_argument("--results", required=True)
         if argv[1] == "collect-bazel":
@@ -408,8 +411,8 @@ def main(argv):
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", args.name)
             write_failure_xml(os.path.join(args.results, "steps", f"{safe}.xml"), args.name, args.message)
         return 0
-    if len(argv) < 2 or argv[1].startswith("-"):
-        print(__doc__, file=sys.stderr)
+    if argv[1].startswith("-"):
+        print(__doc__.strip(), file=sys.stderr)
         return 2
     passed = failed = skipped = 0
     for path in argv[1:]:

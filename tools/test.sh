@@ -17,6 +17,7 @@
 # To add a step: write step_<name> (run it; record its outcome with `bazel_pass`, `record_pytest`, `record_failure`
 # or JUnit XML files under "$results/<name>/"), and add <name> to STEPS.
 set -uo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"

@@ -14,9 +14,11 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cuda/conv2d_gemm_test_problems.h"
+#include "kernels/common/status_matchers.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/testing/cross_backend_suite.h"
 #include "kernels/testing/problem_list.h"
+#include "kernels/testing/test_tensors.h"
 
 #if defined(CONVOY_CUDA_EMULATION)
 #include "kernels/cuda_emulation/schedule.h"
@@ -66,6 +68,49 @@ TEST(CudaConv2dGemmTest, EveryAlgorithmRecordsIntoAGraphAndReplays) {
   options.record_and_replay = true;
   ExpectAllAlgorithmsMatchReference<Conv2dOp>(Backend::kCuda, *device, CudaConvExtraProblems(), options);
   ExpectAllAlgorithmsMatchReference<GemmOp>(Backend::kCuda, *device, CudaGemmExtraProblems(), options);
+}
+
+// The tensor-core kernels write two adjacent output channels with one store (8 bytes in FP32/TF32, 4 in FP16/BF16),
+// which faults on the GPU unless y is aligned to two elements: Run must turn a y aligned only to one FP32 element
+// away, and take every y aligned to two, with the same output as at the allocation's start.
+TEST(CudaConv2dGemmTest, TensorCorePathsNeedYAlignedForThePairedStore) {
+  CONVOY_CREATE_DEVICE_OR_SKIP(device);
+  for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    Conv2dProblem p;
+    p.n = 1, p.h = 4, p.w = 4, p.c = 8, p.k = 8, p.dtype = dtype, p.layout = Layout::kNHWC, p.allow_tf32 = true;
+    const size_t element = DataTypeSize(dtype), y_bytes = p.output_desc().size_bytes();
+    CONVOY_ASSERT_OK_AND_ASSIGN(HostBuffer x_host, RandomBuffer(dtype, p.input_desc().num_elements(), 11));
+    CONVOY_ASSERT_OK_AND_ASSIGN(HostBuffer w_host, RandomBuffer(dtype, p.filter_elements(), 12));
+    CONVOY_ASSERT_OK_AND_ASSIGN(DeviceAllocation x, device->Allocate(x_host.size()));
+    CONVOY_ASSERT_OK_AND_ASSIGN(DeviceAllocation w, device->Allocate(w_host.size()));
+    CONVOY_ASSERT_OK_AND_ASSIGN(DeviceAllocation y, device->Allocate(y_bytes + 64));
+    CONVOY_ASSERT_OK(device->CopyToDevice(x.data(), x_host.data(), x_host.size()));
+    CONVOY_ASSERT_OK(device->CopyToDevice(w.data(), w_host.data(), w_host.size()));
+    for (const Conv2dAlgorithm* algorithm : OpRegistry<Conv2dOp>::Global().All(Backend::kCuda)) {
+      const std::string name(algorithm->name());
+      if (name.find("implicit_gemm") == std::string::npos && name.find("gemm_1x1") == std::string::npos) continue;
+      SCOPED_TRACE(absl::StrCat(name, " ", DataTypeName(dtype)));
+      CONVOY_ASSERT_OK(algorithm->CanImplement(p));
+      std::vector<std::vector<uint8_t>> outputs;
+      for (const size_t shift : {size_t{0}, 2 * element, element}) {
+        Conv2dArgs args;
+        args.x = x.data(), args.w = w.data(), args.y = y.as<char>() + shift;
+        const std::vector<uint8_t> poison(y_bytes + 64, 0xFF);  // NaN in FP32 and FP16
+        CONVOY_ASSERT_OK(device->CopyToDevice(y.data(), poison.data(), poison.size()));
+        const absl::Status status = algorithm->Run(p, args, Workspace{}, device->context());
+        if (shift == element) {  // one element off the pair
+          EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+          EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(absl::StrCat("y ", 2 * element, "-byte")));
+          continue;
+        }
+        CONVOY_ASSERT_OK(status);
+        CONVOY_ASSERT_OK(device->Synchronize());
+        outputs.emplace_back(y_bytes);
+        CONVOY_ASSERT_OK(device->CopyToHost(outputs.back().data(), args.y, y_bytes));
+      }
+      EXPECT_EQ(outputs[0], outputs[1]) << "the output depends on where y starts";
+    }
+  }
 }
 
 #if defined(CONVOY_CUDA_EMULATION)

@@ -5,7 +5,8 @@
 // CanImplement (exactly what the kernel needs): NHWC; groups 1; FP16 or BF16, or FP32 with allow_tf32 (computed in
 // TF32); C a multiple of 8 (FP16/BF16) or 4 (FP32), so every 16-byte copy lies in one filter tap; K even (paired
 // stores); N*P*Q and R*S*C below 2^31; for the 1x1 variant also R = S = 1, stride 1 and no padding. Run also
-// checks that x and w are 16-byte aligned and y and the residual 4-byte aligned (cudaMalloc'd buffers are).
+// checks that x and w are 16-byte aligned, y aligned for the paired store (two elements: 8 bytes for FP32/TF32, 4 for
+// FP16/BF16) and the residual 4-byte aligned (cudaMalloc'd buffers are).
 #ifndef CONVOY_KERNELS_CUDA_CONV2D_IMPLICIT_GEMM_ALGORITHM_CUH_
 #define CONVOY_KERNELS_CUDA_CONV2D_IMPLICIT_GEMM_ALGORITHM_CUH_
 
@@ -104,8 +105,11 @@ class CudaConv2dImplicitGemm final : public Conv2dAlgorithm {
     if (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr) {
       return absl::InvalidArgumentError("residual is null");
     }
-    if (!IsAligned(args.x, 16) || !IsAligned(args.w, 16) || !IsAligned(args.y, 4) || !IsAligned(args.residual, 4)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": x and w must be 16-byte aligned, y and residual 4"));
+    const size_t y_alignment = PairedStoreAlignment(problem.dtype);
+    if (!IsAligned(args.x, 16) || !IsAligned(args.w, 16) || !IsAligned(args.y, y_alignment) ||
+        !IsAligned(args.residual, 4)) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": x and w must be 16-byte aligned, y ", y_alignment,
+                                                     "-byte (paired stores) and residual 4-byte"));
     }
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
     return LaunchForFloatType(problem.dtype, "LaunchImplicitGemm", [&](auto tag) {

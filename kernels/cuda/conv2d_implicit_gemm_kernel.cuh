@@ -18,8 +18,8 @@
 //     adjacent output channels is written with one store.
 //
 // Requirements (checked by the algorithms' CanImplement): C a multiple of 16 bytes of elements (8 FP16/BF16, 4 FP32),
-// K even, 16-byte aligned x and w, 4-byte aligned y and residual. kOneByOne kernels also need R = S = 1, stride 1 and
-// no padding (then A is X itself, [N*H*W, C]).
+// K even, 16-byte aligned x and w, y aligned to two elements (8 bytes FP32, 4 FP16/BF16), residual 4-byte aligned.
+// kOneByOne kernels also need R = S = 1, stride 1 and no padding (then A is X itself, [N*H*W, C]).
 #ifndef CONVOY_KERNELS_CUDA_CONV2D_IMPLICIT_GEMM_KERNEL_CUH_
 #define CONVOY_KERNELS_CUDA_CONV2D_IMPLICIT_GEMM_KERNEL_CUH_
 

@@ -5,7 +5,7 @@
 // layers at small batch).
 //
 // CanImplement: FP16/BF16, or FP32 with allow_tf32; k a multiple of 8 (FP16/BF16) or 4 (FP32); n even; a and b
-// 16-byte aligned, y and residual 4-byte aligned (checked in Run).
+// 16-byte aligned, y aligned to two elements (8 bytes for FP32: paired stores) and residual 4-byte (checked in Run).
 #include <string>
 
 #include "kernels/cuda/conv2d_implicit_gemm_algorithm.cuh"
@@ -57,8 +57,11 @@ class CudaGemmTensorCore final : public GemmAlgorithm {
         (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr)) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": an epilogue operand is null"));
     }
-    if (!IsAligned(args.a, 16) || !IsAligned(args.b, 16) || !IsAligned(args.y, 4) || !IsAligned(args.residual, 4)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": a and b must be 16-byte aligned, y and residual 4"));
+    const size_t y_alignment = PairedStoreAlignment(problem.dtype);
+    if (!IsAligned(args.a, 16) || !IsAligned(args.b, 16) || !IsAligned(args.y, y_alignment) ||
+        !IsAligned(args.residual, 4)) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": a and b must be 16-byte aligned, y ", y_alignment,
+                                                     "-byte (paired stores) and residual 4-byte"));
     }
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
     return LaunchForFloatType(problem.dtype, "LaunchImplicitGemm", [&](auto tag) {
