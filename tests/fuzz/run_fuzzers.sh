@@ -35,7 +35,7 @@ for proto in proto/model_config.proto proto/grpc_service.proto; do
 done
 sources=(tests/fuzz/fuzz_entries.cc tests/fuzz/infer_request_fuzz.cc server/runtime/graph.cc
          server/runtime/shape_inference.cc server/runtime/reference_interpreter.cc server/runtime/passes/*.cc
-         server/runtime/model_signature.cc server/repository/onnx_importer.cc server/repository/onnx_proto_reader.cc
+         server/runtime/model_signature.cc server/repository/onnx_*.cc
          server/repository/convoy_graph_importer.cc server/repository/safetensors.cc server/repository/yaml_fields.cc
          server/repository/model_config.cc server/repository/model_names.cc server/grpc/infer_codec.cc
          kernels/common/dtype.cc kernels/common/tensor.cc "$gen/proto/model_config.pb.cc"
