@@ -122,11 +122,12 @@ def collect_bazel(results, pass_name, log_path, testlogs, sanitizer=None):
     for target in parse_bazel_summary(text):
         target["xml"] = []
         target["missing"] = []
+        # A cached target's files are copied too (for the record: they are an earlier run's and never counted).
+        for rel in target_xml_files(testlogs, target["label"]):
+            os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
+            shutil.copyfile(os.path.join(testlogs, rel), os.path.join(dest, rel))
+            target["xml"].append(rel)
         if not target["cached"]:
-            for rel in target_xml_files(testlogs, target["label"]):
-                os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
-                shutil.copyfile(os.path.join(testlogs, rel), os.path.join(dest, rel))
-                target["xml"].append(rel)
             have = {os.path.basename(os.path.dirname(x)) for x in target["xml"]}
             target["missing"] = [d for d in expected_result_dirs(testlogs, target["label"]) if d not in have]
         record["targets"].append(target)
