@@ -148,6 +148,12 @@ def write_failure_xml(path, name, message):
 # Reading JUnit XML
 
 
+def one_line(text, limit=300):
+    """A JUnit message on one line ("file:line: reason" for gtest's two-line messages), cut at `limit`."""
+    text = ": ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def read_cases(path):
     """[(classname.name, outcome, message)] of one JUnit file; outcome is passed, failed or skipped. An unreadable
     file is one failed case."""
@@ -163,15 +169,15 @@ def read_cases(path):
             bad = case.find("error")
         skipped = case.find("skipped")
         if bad is not None:
-            message = bad.get("message") or (bad.text or "").strip()
-            cases.append((name, "failed", message.splitlines()[0] if message else bad.tag))
+            message = one_line(bad.get("message") or bad.text or "")
+            cases.append((name, "failed", message or bad.tag))
         elif skipped is not None or case.get("status") == "notrun" or case.get("result") == "skipped":
             reason = ""
             if skipped is not None:
-                reason = skipped.get("message") or (skipped.text or "").strip()
+                reason = one_line(skipped.get("message") or skipped.text or "")
             elif case.get("status") == "notrun":
                 reason = "disabled (not run)"
-            cases.append((name, "skipped", reason.splitlines()[0] if reason else "no reason given"))
+            cases.append((name, "skipped", reason or "no reason given"))
         else:
             cases.append((name, "passed", ""))
     return cases

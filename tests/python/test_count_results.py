@@ -142,12 +142,12 @@ def test_a_passed_target_without_cases_fails(tmp_path):
 
 
 def test_skipped_targets_and_cases_are_listed_with_their_reason(tmp_path):
-    junit(tmp_path / "testlogs-bazel/a/t/test.xml", [("ok", "passed", ""), ("gpu", "gtest_skipped", "needs a GPU"),
+    junit(tmp_path / "testlogs-bazel/a/t/test.xml", [("ok", "passed", ""), ("gpu", "gtest_skipped", "a.cc:9&#x0A;needs a GPU"),
                                                      ("DISABLED_x", "notrun", "")])
     collect(tmp_path, "bazel", ["//a:t   PASSED in 0.1s", "//a:incompatible   SKIPPED"])
     (passed, failed, skipped), text = run_count(tmp_path)
     assert (passed, failed, skipped) == (1, 0, 3), text
-    assert "SKIPPED: //a:t Suite.gpu: needs a GPU" in text
+    assert "SKIPPED: //a:t Suite.gpu: a.cc:9: needs a GPU" in text
     assert "SKIPPED: //a:t Suite.DISABLED_x: disabled (not run)" in text
     assert "SKIPPED: //a:incompatible <target>: Bazel SKIPPED the target" in text
 
