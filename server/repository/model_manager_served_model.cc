@@ -150,6 +150,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const Options& op
   runtime_options.device = options.device;
   runtime_options.log = options.load_log;
   CONVOY_ASSIGN_OR_RETURN(model->runtime_, runtime::ModelRuntime::Create(runtime_options));
+  model->signature_ = model->runtime_->signature();
+  model->signature_.name = model->name_;  // the name clients use (the repository folder)
   CONVOY_RETURN_IF_ERROR(model->LoadLabels(options));
   CONVOY_RETURN_IF_ERROR(model->StartBatcher(options));
   model->load_time_ = absl::Now() - start;
