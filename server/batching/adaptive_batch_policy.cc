@@ -10,7 +10,7 @@ namespace {
 
 constexpr double kWaitGain = 1.01;         // a hold must finish the known requests this much sooner than sending now
 constexpr size_t kHoldCandidates = 32;     // expected arrivals considered as hold ends, at most
-constexpr double kPrefixTolerance = 0.95;  // cut a batch only for a prefix more than 5 % more efficient
+constexpr double kPrefixTolerance = 0.90;  // cut a batch only for a prefix more than 10 % more efficient
 constexpr double kExploreFraction = 0.5;   // try a new size when its request is due within this share of t(n)
 constexpr int64_t kExploreSamples = 2;     // sizes measured fewer times than this are worth one try
 

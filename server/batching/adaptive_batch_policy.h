@@ -29,7 +29,7 @@
 //    sizes the load alone would not produce; and every power of two below a batch about to be sent is measured
 //    twice first (that prefix goes first, the rest right after), so interpolation never spans more than a factor
 //    of two. Both cost a handful of batches in the life of the model.
-//  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 5 %
+//  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 10 %
 //    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
 //  - With another instance free there is spare capacity and the batch runs at once.
 //
@@ -95,7 +95,7 @@ class AdaptiveBatchPolicy {
   };
   // The largest b whose p99 execution fits the oldest request's remaining target; 0 when not even 1 fits.
   int64_t BatchLimit(absl::Time now, absl::Time oldest, const LoadEstimator& load) const;
-  // The prefix of `sizes` within `limit` that runs most efficiently (the longest within 5 % of the best).
+  // The prefix of `sizes` within `limit` that runs most efficiently (the longest within 10 % of the best).
   Send BestPrefix(const std::vector<int64_t>& sizes, int64_t limit, const LoadEstimator& load) const;
   // When to send if waiting is worth it: the expected arrival whose hold serves the known requests soonest;
   // nullopt: send now.

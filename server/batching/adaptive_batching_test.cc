@@ -131,11 +131,11 @@ TEST(AdaptiveBatchingTest, ASteadyStreamGrowsBatchesToTheMostEfficientSize) {
                                                                           absl::Microseconds(40) * (b * b)));
   }
   const std::vector<SimulatedBatch> late = adaptive.BatchesIn(absl::Seconds(1), absl::Seconds(4));
+  // The policy keeps the longest prefix within 10 % of the best rate (not to chase noise): 21 here at most.
   EXPECT_GE(MedianSize(late), 10);
-  EXPECT_LE(MedianSize(late), 20);
-  // Within 10 %: the noise adds up to 0.26 ms per batch and the policy keeps the longest prefix within 5 % of the
-  // best rate, to avoid chasing noise.
-  EXPECT_GE(adaptive.Throughput(absl::Seconds(1), absl::Seconds(4)), 0.9 * best);
+  EXPECT_LE(MedianSize(late), 21);
+  // Within 12 %: those 10 %, and the noise adds up to 0.26 ms per batch.
+  EXPECT_GE(adaptive.Throughput(absl::Seconds(1), absl::Seconds(4)), 0.88 * best);
   // The fixed policy runs full batches of 32 at a worse time per element.
   options.policy = Fixed(32, 2 * kMs);
   const SimulationResult fixed = Simulated(options);
