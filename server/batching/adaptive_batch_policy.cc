@@ -8,11 +8,12 @@
 namespace convoy::batching {
 namespace {
 
-constexpr double kWaitGain = 1.01;         // a hold must finish the known requests this much sooner than sending now
+constexpr double kWaitGain = 1.002;        // a hold must finish the known requests this much sooner than sending now
 constexpr size_t kHoldCandidates = 32;     // expected arrivals considered as hold ends, at most
 constexpr double kPrefixTolerance = 0.90;  // cut a batch only for a prefix more than 10 % more efficient
 constexpr double kExploreFraction = 0.5;   // try a new size when its request is due within this share of t(n)
 constexpr int64_t kExploreSamples = 2;     // sizes measured fewer times than this are worth one try
+constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency bound exceeds 0.9 L cannot meet L
 
 double Rate(int64_t elements, absl::Duration seconds) {
   return static_cast<double>(elements) / std::max(absl::ToDoubleSeconds(seconds), 1e-9);
@@ -96,6 +97,7 @@ absl::Time AdaptiveBatchPolicy::Makespan(absl::Time start, int64_t elements, con
 
 std::optional<absl::Time> AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last_change, absl::Time oldest,
                                                                  int64_t elements, int64_t limit,
+                                                                 const HoldTarget& target,
                                                                  const LoadEstimator& load) const {
   const double per_request = std::max(load.mean_request_size(), 1.0);
   const int64_t wanted = static_cast<int64_t>(std::ceil(static_cast<double>(limit - elements) / per_request));
@@ -116,8 +118,8 @@ std::optional<absl::Time> AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last
     const absl::Time until = expected[j - 1];
     const int64_t first = std::min<int64_t>(elements + std::llround(static_cast<double>(j) * per_request), limit);
     if (until - oldest > options_.max_hold) break;
-    if (options_.target_latency > absl::ZeroDuration() &&
-        (until - oldest) + *load.ExecutionTimeP99(first) > options_.target_latency) {
+    const absl::Duration waited = target.count_queue_time ? until - oldest : absl::ZeroDuration();
+    if (target.latency > absl::ZeroDuration() && waited + *load.ExecutionTimeP99(first) > target.latency) {
       break;
     }
     const bool unmeasured = load.ExecutionSamples(first) < kExploreSamples;
@@ -148,6 +150,17 @@ int64_t AdaptiveBatchPolicy::OnTime(absl::Time now, const HeadBatch& head, const
   return on_time;
 }
 
+bool AdaptiveBatchPolicy::TargetFeasible(int64_t population, const LoadEstimator& load) const {
+  const int64_t elements = std::llround(static_cast<double>(population) * std::max(load.mean_request_size(), 1.0));
+  double best_rate = 0;
+  for (int64_t b = 1; b <= std::min(elements, options_.max_batch_size); ++b) {
+    best_rate = std::max(best_rate, Rate(b, *load.ExecutionTime(b)));
+  }
+  const double mean_latency_s = static_cast<double>(elements) / best_rate -
+                                absl::ToDoubleSeconds(load.return_time().value_or(absl::ZeroDuration()));
+  return mean_latency_s <= kFeasibleShare * absl::ToDoubleSeconds(options_.target_latency);
+}
+
 AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::Time last_change,
                                                           const HeadBatch& head, const LoadEstimator& load) const {
   Decision decision;
@@ -155,27 +168,44 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   for (int64_t size : head.sizes) elements += size;
   const absl::Time oldest = *std::min_element(head.enqueued.begin(), head.enqueued.end());
   const int64_t max_batch = std::max<int64_t>(options_.max_batch_size, 1);
+  const bool measured = load.ExecutionTime(1).has_value();
+  absl::Duration target = options_.target_latency;
   decision.batch_limit = BatchLimit(now, oldest, load);
-  Send send = BestPrefix(head.sizes, std::max<int64_t>(decision.batch_limit, 1), load);
-  // Overload: not even a batch of one meets the target for the oldest request, or cutting the batch at the limit
-  // would not bring more of the queued requests in on time than sending the largest batch. Throughput first then;
-  // the queue policy bounds the rest.
-  const Send largest = BestPrefix(head.sizes, max_batch, load);
-  if (decision.batch_limit == 0 || (send.elements < largest.elements &&
-                                    OnTime(now, head, send, load) <= OnTime(now, head, largest, load))) {
+  // A closed population that cannot meet the target at all is served as if there were none (overload).
+  const int64_t population = head.returning_in_system + load.ClientsExpected(last_change);
+  if (target > absl::ZeroDuration() && measured && population > 0 && !TargetFeasible(population, load)) {
     decision.overload = true;
     decision.batch_limit = max_batch;
-    send = largest;
+    target = absl::ZeroDuration();
+  }
+  // In a closed loop cutting a batch to meet the target cannot help: it lowers the throughput, and at a given
+  // concurrency every latency rises with it. There the target only keeps holds from forming a batch that alone
+  // would run past it.
+  const bool cuts = target > absl::ZeroDuration() && population == 0;
+  Send send = BestPrefix(head.sizes, cuts ? std::max<int64_t>(decision.batch_limit, 1) : max_batch, load);
+  // Late: not even a batch of one meets the target for the oldest request, or cutting at the limit would not bring
+  // more of the queued requests in on time than the largest batch. Throughput first, at once; the queue policy
+  // bounds the rest.
+  bool late = target > absl::ZeroDuration() && decision.batch_limit == 0;
+  if (cuts && !late) {
+    const Send largest = BestPrefix(head.sizes, max_batch, load);
+    late = send.elements < largest.elements && OnTime(now, head, send, load) <= OnTime(now, head, largest, load);
+  }
+  if (late) {
+    decision.overload = true;
+    decision.batch_limit = max_batch;
+    send = BestPrefix(head.sizes, max_batch, load);
   }
   decision.length = send.length;
+  const int64_t limit = cuts ? decision.batch_limit : max_batch;
   // Nothing to decide when no one can join, when part of the queue stays behind anyway, without measurements, or
   // when another instance is free (spare capacity: a lone batch costs nobody anything).
-  if (head.full || decision.overload || send.elements < elements || elements >= decision.batch_limit ||
-      !send.rate || head.another_instance_free) {
+  if (head.full || late || send.elements < elements || elements >= limit || !send.rate ||
+      head.another_instance_free) {
     return decision;
   }
   const std::optional<absl::Time> hold =
-      WorthWaitingUntil(last_change, oldest, elements, decision.batch_limit, load);
+      WorthWaitingUntil(last_change, oldest, elements, limit, HoldTarget{target, population == 0}, load);
   if (hold && *hold > now) {
     decision.length = 0;
     decision.hold_until = *hold;

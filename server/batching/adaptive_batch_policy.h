@@ -22,7 +22,7 @@
 //  - Otherwise it compares, for the n queued and those k expected requests, when one instance would be done with
 //    all of them (the makespan): sending now and then running each next batch as soon as it is free and someone
 //    arrived, against holding until the j-th expected arrival (a spread of j up to 32 values) and doing the same
-//    from there. It holds until the a_j with the earliest makespan when that beats sending now by more than 1 %.
+//    from there. It holds until the a_j with the earliest makespan when that beats sending now by more than 0.2 %.
 //    In a saturated closed loop this is what merges the clients coming back into one batch instead of alternating
 //    two half batches; with clients that think longer than a batch takes it never holds.
 //  - A size measured fewer than twice is tried when the next request is due within t(n) / 2, so the policy learns
@@ -33,14 +33,22 @@
 //    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
 //  - With another instance free there is spare capacity and the batch runs at once.
 //
-// With a latency target L (target_latency): each request sent must meet (queue time) + p99 of t(b) <= L, the p99
-// being the estimator's bound for that size. The batch limit is the largest b that meets it for the oldest queued
-// request; batches are cut to it, and a hold is allowed only if the batch still meets it when the awaited request
-// arrives. So as load rises, batches grow only as far as L allows. When even a batch of one misses L for the
-// oldest request, or cutting at the limit would bring no more of the queued requests in on time than sending the
-// largest batch (the cut would cost throughput and save no one), the model is in overload: the policy sends the
-// largest batch (up to max_batch_size) at once, for throughput, and the queue policy (max_queue_size, timeouts)
-// bounds the queue as with the fixed policy.
+// With a latency target L (target_latency), for requests that do not come from a closed loop (bursts, an open
+// stream): a request is sent or held in a batch only if its queue time plus the p99 bound of that batch's execution
+// (the estimator's) meets L. The batch limit is the largest b that meets it for the oldest queued request; what is
+// queued is cut to it when that brings more of the queued requests in on time than the largest batch would, and
+// holds never break it, so as load rises batches grow only as far as L allows. In a closed loop (returning clients
+// present) a cut cannot help: it lowers the throughput, and at a given concurrency every latency rises with it
+// (X = C / (R + Z)); and a hold refused because the queued half of an alternating loop already waited would keep
+// the loop alternating, slower for everyone. There the target keeps holds from forming a batch whose execution
+// alone would run past L, and otherwise the schedule is the throughput-optimal one, which at that concurrency is
+// also the lowest-latency one. Overload, where the policy serves throughput first and the queue policy
+// (max_queue_size, timeouts) bounds the queue as with the fixed policy:
+//  - a closed population that cannot meet L at all: P returning clients at the best throughput X* of batches of
+//    at most P see a mean latency of at least P / X* - Z; above 0.9 L the target is set aside (batches and holds
+//    as without one, convoy_batcher_batch_limit = max_batch_size);
+//  - not even a batch of one meets L for the oldest request, or a cut would not help: the largest batch (up to
+//    max_batch_size) runs at once.
 //
 // max_hold (max_queue_delay_microseconds with policy adaptive, when given) caps any hold from the oldest request's
 // arrival. Without it a hold still ends within t(n) of the last change.
@@ -71,6 +79,7 @@ class AdaptiveBatchPolicy {
     std::vector<absl::Time> enqueued;  // their enqueue times
     bool full = false;                 // the next request of the same shape does not fit: no one can join
     bool another_instance_free = false;  // besides the one asking
+    int64_t returning_in_system = 0;     // queued or running requests from returning clients (load_estimator.h)
   };
 
   struct Decision {
@@ -99,10 +108,20 @@ class AdaptiveBatchPolicy {
   Send BestPrefix(const std::vector<int64_t>& sizes, int64_t limit, const LoadEstimator& load) const;
   // When to send if waiting is worth it: the expected arrival whose hold serves the known requests soonest;
   // nullopt: send now.
+  // What a hold must respect: the latency target (zero: none), counting the time the oldest request already
+  // waited (requests outside a closed loop), or only the batch's own execution (in a closed loop).
+  struct HoldTarget {
+    absl::Duration latency;
+    bool count_queue_time;
+  };
   std::optional<absl::Time> WorthWaitingUntil(absl::Time last_change, absl::Time oldest, int64_t elements,
-                                              int64_t limit, const LoadEstimator& load) const;
+                                              int64_t limit, const HoldTarget& target,
+                                              const LoadEstimator& load) const;
   // With a target: how many requests of `head` meet it when `first` runs now and the rest right after.
   int64_t OnTime(absl::Time now, const HeadBatch& head, const Send& first, const LoadEstimator& load) const;
+  // With a target: whether a closed population of P clients (returning ones in the server and out) can meet it at
+  // all: at the best throughput X* of batches of at most P elements they see a mean latency of at least P / X* - Z.
+  bool TargetFeasible(int64_t population, const LoadEstimator& load) const;
   // When one instance would be done with `elements` queued plus the `expected` arrivals, starting the first batch
   // at `start` with everything arrived by then, and each next batch as soon as it is free and someone arrived.
   absl::Time Makespan(absl::Time start, int64_t elements, const std::vector<absl::Time>& expected, int64_t limit,

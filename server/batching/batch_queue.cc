@@ -78,6 +78,7 @@ absl::Status BatchQueue::Add(std::unique_ptr<BatchRequest>& request, absl::Time 
   request->enqueue_time_ = now;
   request->deadline_ = timeout > absl::ZeroDuration() ? now + timeout : absl::InfiniteFuture();
   request->from_returning_client_ = load_.RecordArrival(now, batch_size);
+  returning_in_system_ += request->from_returning_client_ ? 1 : 0;
   last_change_ = std::max(last_change_, now);
   levels_[level - 1].in_time.push_back(std::move(request));
   ++size_;
@@ -119,6 +120,7 @@ std::vector<BatchQueue::Removed> BatchQueue::RemoveCancelledAndExpired(absl::Tim
   if (!removed.empty()) {  // their clients get an answer now, and the head batch may have changed
     int64_t returning = 0;
     for (const Removed& entry : removed) returning += entry.request->from_returning_client() ? 1 : 0;
+    returning_in_system_ -= returning;
     load_.RecordResponses(now, returning, static_cast<int64_t>(removed.size()) - returning);
     last_change_ = std::max(last_change_, now);
   }
@@ -208,6 +210,7 @@ size_t BatchQueue::AdaptiveDecision(const std::vector<Position>& members, bool f
   AdaptiveBatchPolicy::HeadBatch head;
   head.full = full;
   head.another_instance_free = instances_ - running_batches_ > 1;
+  head.returning_in_system = returning_in_system_;
   for (const Position& position : members) {
     head.sizes.push_back((*position.it)->batch_size());
     head.enqueued.push_back((*position.it)->enqueue_time_);
@@ -257,6 +260,7 @@ void BatchQueue::RecordBatchDone(const FinishedBatch& batch) {
   load_.RecordResponses(batch.done, batch.returning, batch.requests - batch.returning);
   running_requests_ = std::max<int64_t>(running_requests_ - batch.requests, 0);
   running_batches_ = std::max<int64_t>(running_batches_ - 1, 0);
+  returning_in_system_ = std::max<int64_t>(returning_in_system_ - batch.returning, 0);
   last_change_ = std::max(last_change_, batch.done);
 }
 
@@ -285,6 +289,7 @@ BatcherEstimates BatchQueue::Estimates() const {
 std::vector<std::unique_ptr<BatchRequest>> BatchQueue::TakeAll() {
   std::vector<std::unique_ptr<BatchRequest>> all;
   for (const Position& position : Candidates()) {
+    returning_in_system_ -= (*position.it)->from_returning_client() ? 1 : 0;
     all.push_back(std::move(*position.it));
     position.list->erase(position.it);
   }

@@ -143,6 +143,7 @@ class BatchQueue {
   const int instances_;
   int64_t running_requests_ = 0;                 // given out by TakeBatch, not yet reported done
   int64_t running_batches_ = 0;
+  int64_t returning_in_system_ = 0;              // queued or running requests from returning clients
   absl::Time last_change_ = absl::InfinitePast();  // the latest arrival, response, dispatch or removal
   std::optional<absl::Time> hold_start_;         // the first hold since the latest batch left
   absl::Duration last_wait_ = absl::ZeroDuration();
