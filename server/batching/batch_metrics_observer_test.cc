@@ -18,6 +18,14 @@ namespace {
 
 using ::convoy::metrics::testing::SampleValue;
 
+// A registry read through Scrape() only: no HTTP endpoint, no GPU gauges.
+metrics::MetricsRegistry::Options WithoutEndpoint() {
+  metrics::MetricsRegistry::Options options;
+  options.listen_address = "";
+  options.gpu_metrics = false;
+  return options;
+}
+
 class NoopExecutor : public BatchExecutor {
  public:
   absl::Status ExecuteBatch(Batch&, int) override { return absl::OkStatus(); }
@@ -25,10 +33,7 @@ class NoopExecutor : public BatchExecutor {
 
 TEST(BatchMetricsObserverTest, PendingGaugeAndFailureReasonsFollowTheBatcher) {
   std::mt19937 rng(std::random_device{}());
-  metrics::MetricsRegistry::Options metrics_options;
-  metrics_options.listen_address = "";
-  metrics_options.gpu_metrics = false;
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto registry, metrics::MetricsRegistry::Create(metrics_options));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto registry, metrics::MetricsRegistry::Create(WithoutEndpoint()));
   std::unique_ptr<metrics::ModelMetricsReporter> reporter = registry->ForModel("resnet", "1");
   BatchMetricsObserver observer(reporter.get());
   FakeClock clock;
@@ -96,10 +101,7 @@ class TimedExecutor : public BatchExecutor {
 
 TEST(BatchMetricsObserverTest, AdaptiveEstimatesAppearAsBatcherGauges) {
   std::mt19937 rng(std::random_device{}());
-  metrics::MetricsRegistry::Options metrics_options;
-  metrics_options.listen_address = "";
-  metrics_options.gpu_metrics = false;
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto registry, metrics::MetricsRegistry::Create(metrics_options));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto registry, metrics::MetricsRegistry::Create(WithoutEndpoint()));
   std::unique_ptr<metrics::ModelMetricsReporter> reporter = registry->ForModel("resnet", "2");
   const absl::Duration target = absl::Milliseconds(50);
   reporter->SetBatchingPolicy("adaptive", target);  // what ServedModel does when it starts the batcher
