@@ -260,7 +260,15 @@ def measure(args, mode, repo, concurrencies, tmp, tag):
         for c in concurrencies:
             before_b, before_s = scrape(server.metrics_port)
             load_before = os.getloadavg()[0]
-            row = perf_analyzer(args, server.grpc_port, c, pathlib.Path(tmp) / f"pa_{mode}_{c}_{tag}.csv")
+            try:
+                row = perf_analyzer(args, server.grpc_port, c, pathlib.Path(tmp) / f"pa_{mode}_{c}_{tag}.csv")
+            except RuntimeError as error:  # e.g. the server's queue timeouts failed perf_analyzer's requests
+                reason = next((line.strip() for line in str(error).splitlines() if "had error" in line),
+                              str(error).splitlines()[0])
+                print(f"{tag} {MODE_LABELS[mode]} c={c}: perf_analyzer failed: {reason}", flush=True)
+                rows.append({"mode": mode, "concurrency": c, "error": reason,
+                             "load": [round(load_before, 2), round(os.getloadavg()[0], 2)]})
+                continue
             load_after = os.getloadavg()[0]
             after_b, after_s = scrape(server.metrics_port)
             execs = after_s["nv_inference_exec_count"] - before_s["nv_inference_exec_count"]
@@ -281,13 +289,18 @@ def measure(args, mode, repo, concurrencies, tmp, tag):
 
 
 def spread(runs):
-    values = [r["throughput"] for r in runs]
+    values = [r["throughput"] for r in runs if "error" not in r]
     return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
 
 
-def median_row(runs):
+def median_row(all_runs):
     """The median over repeated runs of one (mode, concurrency): each number is its own median; the batch histogram
-    is the run whose throughput is the median's (lower median with an even count)."""
+    is the run whose throughput is the median's (lower median with an even count). Failed runs are counted, not
+    averaged; a point whose runs all failed keeps the first error."""
+    runs = [r for r in all_runs if "error" not in r]
+    failed = len(all_runs) - len(runs)
+    if not runs:
+        return dict(all_runs[0], runs=0, failed_runs=failed, load=[v for r in all_runs for v in r["load"]])
     ordered = sorted(runs, key=lambda r: r["throughput"])
     middle = ordered[(len(ordered) - 1) // 2]
     row = dict(middle)
@@ -295,7 +308,7 @@ def median_row(runs):
         row[key] = statistics.median(r[key] for r in runs)
     row.update(runs=len(runs), throughputs=[round(r["throughput"], 1) for r in runs], spread=spread(runs),
                failures=sum(r["failures"] for r in runs), stability=max(r["stability"] for r in runs),
-               load=[v for r in runs for v in r["load"]])
+               load=[v for r in all_runs for v in r["load"]], failed_runs=failed)
     return row
 
 
@@ -353,16 +366,17 @@ def main():
                     for row in measure(args, mode, repos[mode], again, tmp, f"repeat {extra + 1}"):
                         runs[(mode, row["concurrency"])].append(row)
         results = [median_row(runs[(mode, c)]) for mode in modes for c in concurrencies]
-        batches = sorted({1} | {nearest_power_of_two(r["mean_batch"], 16) for r in results})
+        measured = [r for r in results if "error" not in r]
+        batches = sorted({1} | {nearest_power_of_two(r["mean_batch"], 16) for r in measured})
         engine_env = {"CONVOY_CPU_THREADS": str(args.server_threads)} if args.server_threads else {}
         os.environ.update(engine_env)
         engine = [engine_throughput(pinned_cli(args), repos[modes[0]] / MODEL, b, args.engine_reps) for b in batches]
     by_batch = {e["batch"]: e for e in engine}
-    for r in results:
+    for r in measured:
         b = nearest_power_of_two(r["mean_batch"], 16) if r["mean_batch"] else 1
         r["engine_batch"] = b
         r["vs_engine"] = r["throughput"] / by_batch[b]["throughput"]
-    plot(results, engine, pathlib.Path(args.images), args.image_prefix,
+    plot(measured, engine, pathlib.Path(args.images), args.image_prefix,
          args.target_latency_ms if "adaptive" in modes else None)
     print_tables(results, engine)
     print(f"\ntotal time {time.monotonic() - started:.0f} s")
@@ -387,8 +401,12 @@ def print_tables(results, engine):
           "executions by batch size | engine at that batch (inf/s) | served / engine | runs (inf/s) | load average |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- |")
     for r in results:
+        if "error" in r:
+            print(f"| {r['mode']} | {r['concurrency']} | failed in all {r['failed_runs']} runs: {r['error']} |")
+            continue
         hist = ", ".join(f"{k}: {v}" for k, v in sorted(r["batch_histogram"].items(), key=lambda kv: float(kv[0])))
-        throughputs = ", ".join(f"{t:.1f}" for t in r["throughputs"])
+        throughputs = ", ".join(f"{t:.1f}" for t in r["throughputs"]) + (
+            f" ({r['failed_runs']} failed)" if r["failed_runs"] else "")
         load = f"{min(r['load']):.1f}-{max(r['load']):.1f}"
         print(f"| {r['mode']} | {r['concurrency']} | {r['throughput']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
               f"{r['queue_ms']:.1f} | {r['mean_batch']:.2f} | {hist} | "
