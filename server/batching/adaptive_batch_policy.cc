@@ -13,6 +13,7 @@ constexpr size_t kHoldCandidates = 32;     // expected arrivals considered as ho
 constexpr double kPrefixTolerance = 0.90;  // cut a batch only for a prefix more than 10 % more efficient
 constexpr double kExploreFraction = 0.5;   // try a new size when its request is due within this share of t(n)
 constexpr int64_t kExploreSamples = 2;     // sizes measured fewer times than this are worth one try
+constexpr int64_t kRefreshBatches = 32;    // a size cut away is sent again after this many batches of others
 constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency bound exceeds 0.9 L cannot meet L
 
 double Rate(int64_t elements, absl::Duration seconds) {
@@ -72,6 +73,12 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
     const int64_t size = it->elements;
     if (size >= chosen->elements || size < 2 || (size & (size - 1)) != 0) continue;
     if (load.ExecutionSamples(size) < kExploreSamples) return Send{it->length, it->elements, it->rate};
+  }
+  // Refresh: a cut keeps the longer sizes from being measured again, so their estimates would never catch up with a
+  // change (a noisy neighbour gone, a cache now warm); every kRefreshBatches batches the whole prefix goes instead.
+  const Candidate& longest = candidates.back();
+  if (chosen != &longest && load.BatchesSinceMeasured(longest.elements) >= kRefreshBatches) {
+    return Send{longest.length, longest.elements, longest.rate};
   }
   return Send{chosen->length, chosen->elements, chosen->rate};
 }

@@ -31,6 +31,8 @@
 //    of two. Both cost a handful of batches in the life of the model.
 //  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 10 %
 //    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
+//    A size cut away is sent whole again once 32 batches of other sizes ran since it was last measured, so its
+//    estimate follows the machine (a noisy neighbour leaving, say) instead of freezing at an unlucky value.
 //  - With another instance free there is spare capacity and the batch runs at once.
 //
 // With a latency target L (target_latency), for requests that do not come from a closed loop (bursts, an open

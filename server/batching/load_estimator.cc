@@ -68,6 +68,7 @@ void LoadEstimator::RecordResponses(absl::Time done, int64_t returning, int64_t 
 void LoadEstimator::RecordExecution(int64_t batch_size, absl::Duration busy) {
   SizeStats& size = sizes_[std::clamp<int64_t>(batch_size, 1, max_batch_size_)];
   ++size.samples;
+  size.last_batch = ++batches_;
   const double weight = Weight(size.samples, kExecutionWeight);
   const double deviation = Seconds(busy) - size.mean_s;
   size.mean_s += weight * deviation;
@@ -182,6 +183,11 @@ std::optional<absl::Duration> LoadEstimator::ExecutionTimeP99(int64_t batch_size
 int64_t LoadEstimator::ExecutionSamples(int64_t batch_size) const {
   if (batch_size < 1 || batch_size > max_batch_size_) return 0;
   return sizes_[batch_size].samples;
+}
+
+int64_t LoadEstimator::BatchesSinceMeasured(int64_t batch_size) const {
+  if (batch_size < 1 || batch_size > max_batch_size_ || sizes_[batch_size].samples == 0) return batches_;
+  return batches_ - sizes_[batch_size].last_batch;
 }
 
 std::map<int64_t, absl::Duration> LoadEstimator::MeasuredExecutionTimes() const {

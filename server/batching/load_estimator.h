@@ -76,6 +76,8 @@ class LoadEstimator {
   std::optional<absl::Duration> ExecutionTimeP99(int64_t batch_size) const;
   // Batches of exactly this size measured so far.
   int64_t ExecutionSamples(int64_t batch_size) const;
+  // Batches of any size measured since this size was last measured (all of them when it never was).
+  int64_t BatchesSinceMeasured(int64_t batch_size) const;
   // Every measured size with its mean estimate.
   std::map<int64_t, absl::Duration> MeasuredExecutionTimes() const;
 
@@ -86,6 +88,7 @@ class LoadEstimator {
   };
   struct SizeStats {
     int64_t samples = 0;
+    int64_t last_batch = 0;  // batches_ when this size was last measured
     double mean_s = 0;
     double variance_s2 = 0;
   };
@@ -98,6 +101,7 @@ class LoadEstimator {
 
   const int64_t max_batch_size_;
   std::vector<SizeStats> sizes_;  // index: batch size
+  int64_t batches_ = 0;           // batches measured, every size
   std::deque<ClientOut> out_;     // clients out, oldest response first
   std::deque<absl::Time> arrivals_;      // last 64 arrival times
   std::deque<absl::Time> new_arrivals_;  // last 32 unmatched arrival times
