@@ -50,7 +50,7 @@ MODE_LABELS = {"on": "fixed delay (config as shipped)", "off": "batching off", "
 MODE_COLORS = {"on": "tab:blue", "off": "tab:orange", "adaptive": "tab:green"}
 
 
-def make_repositories(tmp, modes, target_latency_ms):
+def make_repositories(tmp, modes, target_latency_ms, keep_queue_timeout=True):
     """One copy of the sample ResNet entry per mode: "on" (config as shipped: the fixed policy), "off"
     (dynamic_batching removed) and "adaptive" (policy: adaptive with the latency target, without the fixed policy's
     preferred sizes and delay; the queue policy and priorities stay)."""
@@ -60,6 +60,8 @@ def make_repositories(tmp, modes, target_latency_ms):
         repo = pathlib.Path(tmp) / f"batching_{mode}"
         shutil.copytree(src, repo / MODEL)
         config = (src / "config.yaml").read_text()
+        if not keep_queue_timeout:  # every mode alike: an overloaded machine then measures latency, not rejections
+            config = re.sub(r"^    default_timeout_microseconds:.*\n", "", config, flags=re.M)
         if mode == "off":
             # Drop the dynamic_batching block (its key line and the indented lines under it).
             config = re.sub(r"^dynamic_batching:\n(?:[ ].*\n)+", "", config, flags=re.M)
@@ -326,6 +328,9 @@ def main():
     p.add_argument("--rounds", type=int, default=1, help="alternating rounds; rows are medians over them")
     p.add_argument("--repeat_noisy", type=int, default=0, help="extra runs, at most, of a point whose runs spread")
     p.add_argument("--noise", type=float, default=0.10, help="spread (max - min) / median that counts as noisy")
+    p.add_argument("--no_queue_timeout", action="store_true",
+                   help="drop the shipped config's 1 s queue timeout in every mode (a slow shared machine at high "
+                        "concurrency otherwise turns the sweep into rejections)")
     p.add_argument("--taskset", default="", help="SERVER_CORE:CLIENT_CORE, e.g. 0:1 (taskset -c)")
     p.add_argument("--server_threads", type=int, default=0, help="CONVOY_CPU_THREADS of the server and engine runs")
     p.add_argument("--measurement_ms", type=int, default=3000)
@@ -349,7 +354,7 @@ def main():
     started = time.monotonic()
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
-        repos = make_repositories(tmp, modes, args.target_latency_ms)
+        repos = make_repositories(tmp, modes, args.target_latency_ms, keep_queue_timeout=not args.no_queue_timeout)
         for round_index in range(args.rounds):
             shift = round_index % len(modes)  # alternate which mode goes first
             for mode in modes[shift:] + modes[:shift]:
