@@ -223,7 +223,10 @@ def plot(results, engine, out_dir, prefix="serving", target_ms=None):
     ax1.legend(fontsize=7, loc="lower right")
     ax2.set_ylabel("latency (ms)")
     ax2.set_title("client latency")
-    ax2.set_ylim(bottom=0)
+    if max(conc) >= 16:  # a sweep to high concurrency spans two decades of latency
+        ax2.set_yscale("log")
+    else:
+        ax2.set_ylim(bottom=0)
     ax2.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(out_dir / f"{prefix}_throughput_latency.png", dpi=110)
