@@ -16,6 +16,12 @@ CUDA_ARCH_FLAGS = [
     "-gencode=arch=compute_90,code=compute_90",
 ]
 
+# Hopper-only kernels (wgmma, setmaxnreg: sm_90a features). The -gencode form: the -arch=sm_90a shorthand also runs a
+# plain sm_90 pass, which rejects them. sm_90a code runs only on compute capability 9.0 devices.
+HOPPER_ARCH_FLAGS = [
+    "-gencode=arch=compute_90a,code=sm_90a",
+]
+
 NVCC_FLAGS = [
     "-std=c++17",
     "-O3",
@@ -28,8 +34,9 @@ NVCC_FLAGS = [
     "-DCONVOY_CUDA_DEVICE=1",
 ]
 
-def cuda_library(name, srcs, hdrs = [], compile_deps = [], deps = [], nvcc_flags = [], visibility = None, **kwargs):
-    """srcs: .cu files; hdrs: headers they include; compile_deps: other files (filegroups) nvcc must see."""
+def cuda_library(name, srcs, hdrs = [], compile_deps = [], deps = [], nvcc_flags = [], arch_flags = CUDA_ARCH_FLAGS, visibility = None, **kwargs):
+    """srcs: .cu files; hdrs: headers they include; compile_deps: other files (filegroups) nvcc must see;
+    arch_flags: the -gencode targets (HOPPER_ARCH_FLAGS for sm_90a-only sources)."""
     if not CUDA_ENABLED:
         return
     objs = []
@@ -39,7 +46,7 @@ def cuda_library(name, srcs, hdrs = [], compile_deps = [], deps = [], nvcc_flags
             name = obj.replace(".", "_") + "_nvcc",
             srcs = [src] + hdrs + compile_deps,
             outs = [obj],
-            cmd = " ".join([NVCC] + CUDA_ARCH_FLAGS + NVCC_FLAGS + nvcc_flags + ["-c", "$(location %s)" % src, "-o", "$@"]),
+            cmd = " ".join([NVCC] + arch_flags + NVCC_FLAGS + nvcc_flags + ["-c", "$(location %s)" % src, "-o", "$@"]),
             message = "nvcc " + src,
         )
         objs.append(obj)
