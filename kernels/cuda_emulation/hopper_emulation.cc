@@ -355,7 +355,7 @@ struct OperandReader {
           desc.leading_byte_offset, desc.stride_byte_offset, desc.swizzle_bytes);
       return false;
     }
-    seen.push_back(address & ~15u);
+    if (seen.empty() || seen.back() != (address & ~15u)) seen.push_back(address & ~15u);
     uint32_t bits = 0;
     std::memcpy(&bits, pointer, element);
     *value = ElementFromBits(bits, type);
