@@ -73,6 +73,10 @@ python_packages=(
   "openvino==2026.4.1"
   "tritonclient[grpc]==2.41.1"                # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38)
   "nvidia-cuda-runtime-cu12"                   # libcudart.so.12, which that perf_analyzer links even on the CPU
+  # cuobjdump + nvdisasm (the toolkit here has neither): tests/python/test_hopper_sass.py reads the SASS of the
+  # sm_90a kernels (HGMMA, bulk tensor copies, no local memory).
+  "nvidia-cuda-cuobjdump==13.5.37"
+  "nvidia-cuda-nvdisasm==13.5.37"
   "pytest"
   "grpcio-health-checking"
   "protobuf<5"

@@ -121,9 +121,14 @@ inline absl::Status Im2colLimits(const Conv2dProblem& p) {
   return absl::OkStatus();
 }
 
-// Bigger tiles for bigger problems, as the mma.sync kernels choose, ranked above them on the devices that run these.
+// Bigger tiles for bigger problems, as the mma.sync kernels choose, ranked above them on the devices that run these
+// for FP16 / BF16. FP32-as-TF32 ranks below them: wgmma reads the FP32 values from shared memory and the tensor core
+// ignores their low 13 mantissa bits (truncation), where the mma.sync path rounds with cvt.rna, so its error is about
+// twice as large (whole-model TF32 outputs reached 5.8e-3 against the mma.sync path's 3.1e-3); the autotuner still
+// times them.
 template <typename Tile>
-int HopperHeuristicScore(int base, int64_t m, int64_t n) {
+int HopperHeuristicScore(int base, int64_t m, int64_t n, DataType dtype) {
+  if (dtype == DataType::kFloat32) base -= 30;
   const int64_t tiles = ((m + Tile::kM - 1) / Tile::kM) * ((n + Tile::kN - 1) / Tile::kN);
   if (tiles >= 264) return base + Tile::kM * Tile::kN / 4096;  // 4 (128x128), 2 (128x64), 1 (64x64)
   return base + (Tile::kM == 64 ? 4 : 0);
@@ -163,19 +168,8 @@ class CudaConv2dHopper final : public Conv2dAlgorithm {
   absl::Status Run(const Conv2dProblem& problem, const Conv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override {
     CONVOY_RETURN_IF_ERROR(CanImplement(problem));
-    if (args.x == nullptr || args.w == nullptr || args.y == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": x, w and y must be set"));
-    }
-    if ((problem.epilogue.has_bias && args.bias == nullptr) || (problem.epilogue.has_scale && args.scale == nullptr) ||
-        (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": an epilogue operand is null"));
-    }
-    const size_t y_alignment = PairedStoreAlignment(problem.dtype);
-    if (!IsAligned(args.x, 16) || !IsAligned(args.w, 16) || !IsAligned(args.y, y_alignment) ||
-        !IsAligned(args.residual, 4)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": x and w must be 16-byte aligned, y ", y_alignment,
-                                                     "-byte (paired stores) and residual 4-byte"));
-    }
+    CONVOY_RETURN_IF_ERROR(
+        CheckTensorCoreRunArguments(name_, "x and w", args.x, args.w, args, problem.epilogue, problem.dtype));
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
     absl::Status encoded = absl::OkStatus();
     absl::Status launched = LaunchForFloatType(problem.dtype, "LaunchHopperGemm", [&](auto tag) -> cudaError_t {
@@ -203,7 +197,8 @@ class CudaConv2dHopper final : public Conv2dAlgorithm {
   }
 
   int HeuristicScore(const Conv2dProblem& problem) const override {
-    return HopperHeuristicScore<Tile>(kIm2col ? 60 : 65, int64_t{problem.n} * problem.p() * problem.q(), problem.k);
+    return HopperHeuristicScore<Tile>(kIm2col ? 60 : 65, int64_t{problem.n} * problem.p() * problem.q(), problem.k,
+                                      problem.dtype);
   }
 
  private:
