@@ -183,11 +183,14 @@ class CudaConv2dHopper final : public Conv2dAlgorithm {
       params.channel_blocks = (problem.c + kBlockK - 1) / kBlockK;
       if (kIm2col) {
         params.k_iterations = problem.r * problem.s * params.channel_blocks;
-        encoded = EncodeConvMaps<T, Tile>(params.shape, problem.pad_right, problem.pad_bottom, args.x, args.w, &params);
+        encoded.Update(
+            EncodeConvMaps<T, Tile>(params.shape, problem.pad_right, problem.pad_bottom, args.x, args.w, &params));
       } else {
         params.k_iterations = params.channel_blocks;
-        encoded = EncodeMatrixMap<T>(&params.a_map, args.x, params.shape.gemm_m, problem.c, Tile::kM, "x");
-        if (encoded.ok()) encoded = EncodeMatrixMap<T>(&params.b_map, args.w, problem.k, problem.c, Tile::kN, "w");
+        encoded.Update(EncodeMatrixMap<T>(&params.a_map, args.x, params.shape.gemm_m, problem.c, Tile::kM, "x"));
+        if (encoded.ok()) {
+          encoded.Update(EncodeMatrixMap<T>(&params.b_map, args.w, problem.k, problem.c, Tile::kN, "w"));
+        }
       }
       if (!encoded.ok()) return cudaSuccess;
       return LaunchHopperGemm<T, Tile, kIm2col>(params, stream);

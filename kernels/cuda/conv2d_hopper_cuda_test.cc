@@ -99,7 +99,8 @@ TEST(HopperConv2dGemmTest, CandidatesOnlyOnComputeCapability90) {
   conv.pad_top = conv.pad_bottom = conv.pad_left = conv.pad_right = 1;
   conv.dtype = DataType::kFloat16, conv.layout = Layout::kNHWC;
   ASSERT_EQ(OpRegistry<Conv2dOp>::Global().All(Backend::kCuda).size(), 6u);
-  const std::vector<const Conv2dAlgorithm*> candidates = OpRegistry<Conv2dOp>::Global().Candidates(conv, Backend::kCuda);
+  const std::vector<const Conv2dAlgorithm*> candidates =
+      OpRegistry<Conv2dOp>::Global().Candidates(conv, Backend::kCuda);
   EXPECT_EQ(candidates.size(), 3u);  // the im2col tiles (the 1x1 ones decline a 3x3 filter)
   for (const auto& [major, minor] : {std::pair{8, 0}, std::pair{10, 0}, std::pair{8, 9}}) {
     cuda_emulation::ScopedComputeCapability capability(major, minor);

@@ -91,14 +91,14 @@ __device__ __forceinline__ void HopperProduce(const HopperGemmParams<T>& params,
     const uint32_t round = static_cast<uint32_t>(it / Tile::kStages);
     MbarrierWait(&empty[stage], (round & 1) ^ 1);  // the consumers released the stage (round 0: fresh)
     MbarrierArriveExpectTx(&full[stage], Tile::kStageBytes);
-    uint8_t* a_tile = stages + stage * Tile::kStageBytes;  // [kM][128 B]
+    uint8_t* a_tile = stages + stage * Tile::kStageBytes;   // [kM][128 B]
     uint8_t* b_tile = a_tile + Tile::kM * Tile::kRowBytes;  // [kN][128 B]
     if constexpr (kIm2col) {
       const int tap = it / params.channel_blocks;  // [R*S]
       const int c0 = (it % params.channel_blocks) * kBlockK;
       const int r = tap / shape.s, s = tap % shape.s;
-      TmaLoadIm2col4d(a_tile, &params.a_map, &full[stage], c0, w0, h0, n0,
-                      static_cast<uint16_t>(s * shape.dilation_w), static_cast<uint16_t>(r * shape.dilation_h));
+      TmaLoadIm2col4d(a_tile, &params.a_map, &full[stage], c0, w0, h0, n0, static_cast<uint16_t>(s * shape.dilation_w),
+                      static_cast<uint16_t>(r * shape.dilation_h));
       const int32_t b_coordinates[3] = {c0, tap, block_n};
       TmaLoadTile<3>(b_tile, &params.b_map, &full[stage], b_coordinates);
     } else {
@@ -111,8 +111,8 @@ __device__ __forceinline__ void HopperProduce(const HopperGemmParams<T>& params,
 }
 
 template <typename T, typename Tile>
-__device__ __forceinline__ void HopperConsume(const HopperGemmParams<T>& params, const uint8_t* stages,
-                                              uint64_t* full, uint64_t* empty, int consumer, int thread) {
+__device__ __forceinline__ void HopperConsume(const HopperGemmParams<T>& params, const uint8_t* stages, uint64_t* full,
+                                              uint64_t* empty, int consumer, int thread) {
   constexpr WgmmaType kType = HopperWgmmaType<T>();
   WgmmaAccumulator<Tile::kN> acc;  // 64 x kN outputs of this warpgroup
   WgmmaFenceOperands(acc);
@@ -142,7 +142,7 @@ __device__ __forceinline__ void HopperConsume(const HopperGemmParams<T>& params,
 #pragma unroll
   for (int v = 0; v < WgmmaAccumulator<Tile::kN>::kRegisters; v += 2) {
     const int m = block_m + 16 * warp + lane / 4 + 8 * ((v >> 1) & 1);  // [N*P*Q]
-    const int channel = block_n + 8 * (v >> 2) + 2 * (lane % 4);       // [K], even
+    const int channel = block_n + 8 * (v >> 2) + 2 * (lane % 4);        // [K], even
     if (m >= shape.gemm_m || channel >= shape.k) continue;
     const int64_t offset = static_cast<int64_t>(m) * shape.k + channel;  // into Y [N*P*Q, K]
     const float first = ApplyFusedEpilogue(params.epilogue, acc[v], channel, offset);
@@ -152,7 +152,8 @@ __device__ __forceinline__ void HopperConsume(const HopperGemmParams<T>& params,
 }
 
 template <typename T, typename Tile, bool kIm2col>
-__global__ void __launch_bounds__(Tile::kThreads, 1) HopperGemmKernel(const __grid_constant__ HopperGemmParams<T> params) {
+__global__ void __launch_bounds__(Tile::kThreads, 1)
+    HopperGemmKernel(const __grid_constant__ HopperGemmParams<T> params) {
   CONVOY_DYNAMIC_SHARED(uint8_t, dynamic_smem);
   CONVOY_SHARED_ARRAY(uint64_t, full, [Tile::kStages]);   // copies of stage s landed
   CONVOY_SHARED_ARRAY(uint64_t, empty, [Tile::kStages]);  // consumers done with stage s
@@ -188,13 +189,12 @@ cudaError_t LaunchHopperGemm(const HopperGemmParams<T>& params, cudaStream_t str
                               stream, params);
 }
 
-#define CONVOY_HOPPER_GEMM_INSTANCES(PREFIX, T)                                                                    \
-  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile128x128, true>(const HopperGemmParams<T>&, cudaStream_t); \
-  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile128x64, true>(const HopperGemmParams<T>&, cudaStream_t);  \
-  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile64x64, true>(const HopperGemmParams<T>&, cudaStream_t);   \
-  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile128x128, false>(const HopperGemmParams<T>&,               \
-                                                                           cudaStream_t);                            \
-  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile128x64, false>(const HopperGemmParams<T>&, cudaStream_t); \
+#define CONVOY_HOPPER_GEMM_INSTANCES(PREFIX, T)                                                                        \
+  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile128x128, true>(const HopperGemmParams<T>&, cudaStream_t);  \
+  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile128x64, true>(const HopperGemmParams<T>&, cudaStream_t);   \
+  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile64x64, true>(const HopperGemmParams<T>&, cudaStream_t);    \
+  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile128x128, false>(const HopperGemmParams<T>&, cudaStream_t); \
+  PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile128x64, false>(const HopperGemmParams<T>&, cudaStream_t);  \
   PREFIX template cudaError_t LaunchHopperGemm<T, HopperTile64x64, false>(const HopperGemmParams<T>&, cudaStream_t);
 
 #if !defined(CONVOY_HOPPER_GEMM_DEFINE_INSTANCES)

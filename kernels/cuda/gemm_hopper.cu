@@ -46,8 +46,10 @@ class CudaGemmHopper final : public GemmAlgorithm {
       params.y = static_cast<T*>(args.y);
       params.epilogue = MakeEpilogueOperands<T>(problem.epilogue, args);
       params.k_iterations = (problem.k + kBlockK - 1) / kBlockK;
-      encoded = EncodeMatrixMap<T>(&params.a_map, args.a, problem.m, problem.k, Tile::kM, "a");
-      if (encoded.ok()) encoded = EncodeMatrixMap<T>(&params.b_map, args.b, problem.n, problem.k, Tile::kN, "b");
+      encoded.Update(EncodeMatrixMap<T>(&params.a_map, args.a, problem.m, problem.k, Tile::kM, "a"));
+      if (encoded.ok()) {
+        encoded.Update(EncodeMatrixMap<T>(&params.b_map, args.b, problem.n, problem.k, Tile::kN, "b"));
+      }
       if (!encoded.ok()) return cudaSuccess;
       return LaunchHopperGemm<T, Tile, false>(params, stream);
     });

@@ -111,8 +111,10 @@ class HopperBlockState final : public BlockExtension {
 
   absl::Status FinishBlock() override {
     if (!copies_.empty()) {
-      return absl::InternalError(absl::StrCat("the block exited with ", copies_.size(), " bulk tensor copies (the first "
-                                              "issued at ", copies_.front().where.ToString(),
+      return absl::InternalError(absl::StrCat("the block exited with ", copies_.size(),
+                                              " bulk tensor copies (the first "
+                                              "issued at ",
+                                              copies_.front().where.ToString(),
                                               ") still in flight: wait on their mbarrier before exiting"));
     }
     for (size_t id = 0; id < threads_.size(); ++id) {
@@ -160,7 +162,8 @@ class HopperBlockState final : public BlockExtension {
   std::string MaybeCompletePhase(Mbarrier& b) {
     if (b.pending != 0 || b.tx != 0) return "";
     if (b.copies_in_flight > 0) {
-      return absl::StrCat(DescribeBarrier(b), ": its phase completed while bulk copies that signal it are still in "
+      return absl::StrCat(DescribeBarrier(b),
+                          ": its phase completed while bulk copies that signal it are still in "
                           "flight (mbarrier.expect_tx counted fewer bytes than the copies bring)");
     }
     ++b.phase;
@@ -193,12 +196,14 @@ class HopperBlockState final : public BlockExtension {
   // Checks one 16-byte chunk an async-proxy read (wgmma) touches: "" or why it must not be read now.
   std::string CheckAsyncRead(const BlockScheduler& scheduler, uint32_t chunk) {
     if (pending_copy_chunks_[chunk / 16] != 0) {
-      return absl::StrCat("it reads shared memory ", Hex(chunk), " that a bulk tensor copy has not written yet (wait "
+      return absl::StrCat("it reads shared memory ", Hex(chunk),
+                          " that a bulk tensor copy has not written yet (wait "
                           "on the copy's mbarrier before the wgmma)");
     }
     const unsigned char* view = async_view();
     if (std::memcmp(view + chunk, scheduler.shared_arena() + chunk, 16) != 0) {
-      return absl::StrCat("it reads shared memory ", Hex(chunk), " written by ordinary (generic-proxy) stores that no "
+      return absl::StrCat("it reads shared memory ", Hex(chunk),
+                          " written by ordinary (generic-proxy) stores that no "
                           "fence.proxy.async.shared::cta made visible to the async proxy (the writing threads must "
                           "execute the fence after their stores and before the barrier that orders them with the "
                           "wgmma)");
@@ -283,8 +288,8 @@ class HopperBlockState final : public BlockExtension {
   std::vector<ThreadHopperState> threads_;
   std::vector<Mbarrier> barriers_;
   std::deque<BulkCopy> copies_;
-  std::vector<uint16_t> pending_copy_chunks_;   // per 16 bytes: bulk copies that will write it
-  std::vector<uint16_t> wgmma_reader_chunks_;   // per 16 bytes: unretired wgmmas that read it
+  std::vector<uint16_t> pending_copy_chunks_;  // per 16 bytes: bulk copies that will write it
+  std::vector<uint16_t> wgmma_reader_chunks_;  // per 16 bytes: unretired wgmmas that read it
   bool chunks_touched_ = false;
   std::vector<unsigned char> async_view_;
   bool view_ready_ = false;
@@ -426,8 +431,8 @@ std::string ResolveWgmma(void* const payloads[kWarpgroupSize]) {
           int row, col;
           AFragmentPosition(in.type, t, reg, half, &row, &col);
           const uint32_t word = lane.a_registers[reg];
-          a[row * k_extent + col] = ElementFromBits(in.type == WgmmaType::kTf32 ? word : (word >> (16 * half)) & 0xFFFF,
-                                                    in.type);
+          a[row * k_extent + col] =
+              ElementFromBits(in.type == WgmmaType::kTf32 ? word : (word >> (16 * half)) & 0xFFFF, in.type);
         }
       }
     }
@@ -487,10 +492,10 @@ std::string ResolveSetMaxNReg(void* const payloads[kWarpgroupSize]) {
   for (int t = 1; t < kWarpgroupSize; ++t) {
     const SetMaxNRegLane& lane = *static_cast<const SetMaxNRegLane*>(payloads[t]);
     if (lane.increase != first.increase || lane.registers != first.registers) {
-      return absl::StrFormat("thread %d asks for setmaxnreg.%s %d but thread 0 for setmaxnreg.%s %d: the count must "
-                             "be the same in the whole warpgroup",
-                             t, lane.increase ? "inc" : "dec", lane.registers, first.increase ? "inc" : "dec",
-                             first.registers);
+      return absl::StrFormat(
+          "thread %d asks for setmaxnreg.%s %d but thread 0 for setmaxnreg.%s %d: the count must "
+          "be the same in the whole warpgroup",
+          t, lane.increase ? "inc" : "dec", lane.registers, first.increase ? "inc" : "dec", first.registers);
     }
   }
   return "";
@@ -698,9 +703,9 @@ void WgmmaMmaAsync(const WgmmaInstruction& instruction, float* d, WgmmaRegisterS
                    const uint32_t* a_registers, WgmmaRegisterState* a_state, uint64_t desc_a, uint64_t desc_b,
                    SourceLocation where) {
   Context c = Here();
-  const std::string name = absl::StrFormat("wgmma.mma_async.m64n%dk%d.f32.%s (%s)", instruction.n,
-                                           instruction.type == WgmmaType::kTf32 ? 8 : 16, TypeName(instruction.type),
-                                           where.ToString());
+  const std::string name =
+      absl::StrFormat("wgmma.mma_async.m64n%dk%d.f32.%s (%s)", instruction.n,
+                      instruction.type == WgmmaType::kTf32 ? 8 : 16, TypeName(instruction.type), where.ToString());
   if (instruction.n < 8 || instruction.n > 256 || instruction.n % 8 != 0) {
     Fail(c.scheduler, absl::StrCat(name, ": N must be a multiple of 8 in [8, 256]"));
   }
@@ -714,8 +719,9 @@ void WgmmaMmaAsync(const WgmmaInstruction& instruction, float* d, WgmmaRegisterS
     Fail(c.scheduler, absl::StrCat(name, ": no wgmma.fence before this thread's first wgmma.mma_async"));
   }
   if (d_state.access_epoch == c.thread.fence_epoch) {
-    Fail(c.scheduler, absl::StrCat(name, ": the accumulator registers were accessed after the last wgmma.fence; a "
-                                         "wgmma.fence must separate register accesses from the wgmma that uses them"));
+    Fail(c.scheduler, absl::StrCat(name,
+                                   ": the accumulator registers were accessed after the last wgmma.fence; a "
+                                   "wgmma.fence must separate register accesses from the wgmma that uses them"));
   }
   if (a_state != nullptr && a_state->access_epoch == c.thread.fence_epoch) {
     Fail(c.scheduler, absl::StrCat(name, ": the A fragment registers were written after the last wgmma.fence"));
@@ -888,19 +894,20 @@ void BulkTensorLoad(void* shared_destination, const void* tensor_map, int rank, 
                     const uint16_t* im2col_offsets, void* barrier, SourceLocation where) {
   Context c = Here();
   const bool im2col = im2col_offsets != nullptr;
-  const std::string name = absl::StrFormat("cp.async.bulk.tensor.%dd.%s (%s)", rank, im2col ? "im2col" : "tile",
-                                           where.ToString());
+  const std::string name =
+      absl::StrFormat("cp.async.bulk.tensor.%dd.%s (%s)", rank, im2col ? "im2col" : "tile", where.ToString());
   if (reinterpret_cast<uintptr_t>(tensor_map) % 64 != 0) {
-    Fail(c.scheduler, absl::StrCat(name, ": the tensor map must be 64-byte aligned (pass it as a __grid_constant__ "
-                                         "kernel parameter)"));
+    Fail(c.scheduler, absl::StrCat(name,
+                                   ": the tensor map must be 64-byte aligned (pass it as a __grid_constant__ "
+                                   "kernel parameter)"));
   }
   DecodedTensorMap map;
   if (!DecodeTensorMap(*static_cast<const CUtensorMap*>(tensor_map), &map)) {
     Fail(c.scheduler, absl::StrCat(name, ": the tensor map was not made by cuTensorMapEncodeTiled/Im2col"));
   }
   if (map.rank != rank || map.im2col != im2col) {
-    Fail(c.scheduler, absl::StrFormat("%s: the tensor map is a %dD %s map", name, map.rank,
-                                      map.im2col ? "im2col" : "tiled"));
+    Fail(c.scheduler,
+         absl::StrFormat("%s: the tensor map is a %dD %s map", name, map.rank, map.im2col ? "im2col" : "tiled"));
   }
   if (im2col && rank < 3) Fail(c.scheduler, absl::StrCat(name, ": im2col mode needs a 3D-5D tensor"));
   const uint32_t destination = c.scheduler.SharedAddress(shared_destination);
@@ -916,8 +923,8 @@ void BulkTensorLoad(void* shared_destination, const void* tensor_map, int rank, 
   BulkCopy copy;
   copy.barrier = b.address;
   copy.where = where;
-  std::string error = im2col ? GatherIm2col(map, coordinates, im2col_offsets, &copy.data)
-                             : GatherTiled(map, coordinates, &copy.data);
+  std::string error =
+      im2col ? GatherIm2col(map, coordinates, im2col_offsets, &copy.data) : GatherTiled(map, coordinates, &copy.data);
   if (!error.empty()) Fail(c.scheduler, absl::StrCat(name, ": ", error));
   if (copy.data.size() % 16 != 0) copy.data.resize((copy.data.size() + 15) / 16 * 16, 0);
   copy.bytes = static_cast<uint32_t>(copy.data.size());
@@ -925,9 +932,9 @@ void BulkTensorLoad(void* shared_destination, const void* tensor_map, int rank, 
   for (size_t offset = 0; offset < copy.data.size(); offset += 16) {
     const uint32_t chunk = SwizzleSharedAddress(destination + static_cast<uint32_t>(offset), span, 0);
     if (c.scheduler.SharedPointer(chunk, 16) == nullptr) {
-      Fail(c.scheduler, absl::StrCat(name, ": the ", copy.data.size(), "-byte box at shared ", Hex(destination),
-                                     " runs past the ", c.scheduler.shared_bytes_in_use(),
-                                     " bytes of shared memory the block declared"));
+      Fail(c.scheduler,
+           absl::StrCat(name, ": the ", copy.data.size(), "-byte box at shared ", Hex(destination), " runs past the ",
+                        c.scheduler.shared_bytes_in_use(), " bytes of shared memory the block declared"));
     }
     if (const WgmmaOperation* reader = c.state.UnretiredReaderOf(chunk); reader != nullptr) {
       Fail(c.scheduler, absl::StrCat(name, ": it would overwrite shared memory ", Hex(chunk),
