@@ -176,7 +176,9 @@ class CudaConv2dHopper final : public Conv2dAlgorithm {
       using T = decltype(tag);
       constexpr int kBlockK = 128 / static_cast<int>(sizeof(T));
       const ImplicitGemmParams<T> base = MakeImplicitGemmParams<T>(problem, args);
-      HopperGemmParams<T> params;
+      // Thread-local rather than on the stack: the tensor maps need 64-byte alignment, which ASan's fake stack frames
+      // (detect_stack_use_after_return) do not keep. Every field is set below; the launch copies the parameters.
+      static thread_local HopperGemmParams<T> params;
       params.shape = base.shape;
       params.y = base.y;
       params.epilogue = base.epilogue;

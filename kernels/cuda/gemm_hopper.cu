@@ -37,8 +37,11 @@ class CudaGemmHopper final : public GemmAlgorithm {
     absl::Status launched = LaunchForFloatType(problem.dtype, "LaunchHopperGemm", [&](auto tag) -> cudaError_t {
       using T = decltype(tag);
       constexpr int kBlockK = 128 / static_cast<int>(sizeof(T));
-      HopperGemmParams<T> params;
+      // Thread-local rather than on the stack: the tensor maps need 64-byte alignment, which ASan's fake stack frames
+      // (detect_stack_use_after_return) do not keep. Every field is set below; the launch copies the parameters.
+      static thread_local HopperGemmParams<T> params;
       ImplicitGemmShape& shape = params.shape;  // a 1x1 NHWC conv: N = m pixels of 1x1, C = k, K = n
+      shape = ImplicitGemmShape{};
       shape.n = problem.m, shape.h = shape.w = 1, shape.c = problem.k;
       shape.k = problem.n, shape.r = shape.s = 1, shape.p = shape.q = 1;
       shape.gemm_m = problem.m;

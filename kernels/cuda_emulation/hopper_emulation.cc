@@ -25,6 +25,7 @@ struct WgmmaOperation {
   std::vector<uint32_t> chunks;         // 16-byte shared-memory chunks it reads (distinct)
   std::vector<unsigned char> snapshot;  // their bytes when it was issued
   bool retired = false;
+  int completed_threads = 0;  // threads whose wgmma.wait_group covered it; at 128 nothing refers to it any more
 };
 
 namespace {
@@ -48,7 +49,7 @@ const char* TypeName(WgmmaType type) {
 }
 
 struct PendingWgmma {
-  std::shared_ptr<WgmmaOperation> op;
+  WgmmaOperation* op = nullptr;
   int64_t group = -1;  // -1 until wgmma.commit_group
   float* d = nullptr;
   WgmmaRegisterState* d_state = nullptr;
@@ -96,7 +97,10 @@ class HopperBlockState final : public BlockExtension {
       chunks_touched_ = false;
     }
     live_ops_.clear();
+    operations_.clear();
     view_ready_ = false;
+    copy_scratch_ = BulkCopy{};
+    error_scratch_.clear();
   }
 
   absl::StatusOr<bool> ProgressWhenQuiet() override {
@@ -211,19 +215,37 @@ class HopperBlockState final : public BlockExtension {
     return "";
   }
 
-  void TrackOperation(const std::shared_ptr<WgmmaOperation>& op) {
+  WgmmaOperation* NewOperation() {
+    operations_.push_back(std::make_unique<WgmmaOperation>());
+    return operations_.back().get();
+  }
+
+  void TrackOperation(WgmmaOperation* op) {
     chunks_touched_ = true;
     for (uint32_t chunk : op->chunks) ++wgmma_reader_chunks_[chunk / 16];
     live_ops_.push_back(op);
+  }
+
+  // Every thread of the warpgroup waited for `op`: nothing refers to it any more.
+  void Release(WgmmaOperation* op) {
+    operations_.erase(std::remove_if(operations_.begin(), operations_.end(),
+                                     [op](const std::unique_ptr<WgmmaOperation>& p) { return p.get() == op; }),
+                      operations_.end());
+  }
+
+  // Scratch that BulkTensorLoad fills in place, so that a failing thread leaves no heap memory on its stack.
+  BulkCopy& copy_scratch() { return copy_scratch_; }
+  std::string& error_scratch() { return error_scratch_; }
+  void CommitCopyScratch() {
+    AddCopy(std::move(copy_scratch_));
+    copy_scratch_ = BulkCopy{};
   }
 
   // The first wgmma.wait_group that covers `op` retires it: its shared memory may be reused from then on.
   std::string Retire(const BlockScheduler& scheduler, WgmmaOperation& op) {
     op.retired = true;
     for (uint32_t chunk : op.chunks) --wgmma_reader_chunks_[chunk / 16];
-    live_ops_.erase(std::remove_if(live_ops_.begin(), live_ops_.end(),
-                                   [&op](const std::shared_ptr<WgmmaOperation>& p) { return p.get() == &op; }),
-                    live_ops_.end());
+    live_ops_.erase(std::remove(live_ops_.begin(), live_ops_.end(), &op), live_ops_.end());
     for (size_t i = 0; i < op.chunks.size(); ++i) {
       if (std::memcmp(scheduler.shared_arena() + op.chunks[i], op.snapshot.data() + 16 * i, 16) != 0) {
         return absl::StrCat("shared memory ", Hex(op.chunks[i]), " read by the wgmma.mma_async issued at ",
@@ -235,8 +257,8 @@ class HopperBlockState final : public BlockExtension {
 
   const WgmmaOperation* UnretiredReaderOf(uint32_t chunk) const {
     if (wgmma_reader_chunks_[chunk / 16] == 0) return nullptr;
-    for (const auto& op : live_ops_) {
-      if (std::binary_search(op->chunks.begin(), op->chunks.end(), chunk)) return op.get();
+    for (const WgmmaOperation* op : live_ops_) {
+      if (std::binary_search(op->chunks.begin(), op->chunks.end(), chunk)) return op;
     }
     return nullptr;
   }
@@ -253,8 +275,8 @@ class HopperBlockState final : public BlockExtension {
     for (size_t i = 0; i < copy.chunks.size(); ++i) {
       const uint32_t chunk = copy.chunks[i];
       if (wgmma_reader_chunks_[chunk / 16] != 0) {
-        for (const auto& op : live_ops_) {
-          if (std::find(op->chunks.begin(), op->chunks.end(), chunk) != op->chunks.end()) {
+        for (const WgmmaOperation* op : live_ops_) {
+          if (std::binary_search(op->chunks.begin(), op->chunks.end(), chunk)) {
             return absl::StrCat("the bulk tensor copy issued at ", copy.where.ToString(), " overwrites shared memory ",
                                 Hex(chunk), " that the in-flight wgmma.mma_async issued at ", op->where.ToString(),
                                 " still reads (release a stage only after the wgmma.wait_group that retires its "
@@ -293,7 +315,10 @@ class HopperBlockState final : public BlockExtension {
   bool chunks_touched_ = false;
   std::vector<unsigned char> async_view_;
   bool view_ready_ = false;
-  std::vector<std::shared_ptr<WgmmaOperation>> live_ops_;
+  std::vector<WgmmaOperation*> live_ops_;                    // unretired
+  std::vector<std::unique_ptr<WgmmaOperation>> operations_;  // issued and not yet waited by every thread
+  BulkCopy copy_scratch_;
+  std::string error_scratch_;
 };
 
 struct Context {
@@ -308,9 +333,13 @@ Context Here() {
   return Context{scheduler, state, state.thread(scheduler.current_thread())};
 }
 
-[[noreturn]] void Fail(BlockScheduler& scheduler, std::string message) {
-  scheduler.FailCurrentThread(std::move(message));
-}
+// Fails the calling thread. The message is built in a statement of its own, so every temporary of the expression
+// is gone before the thread is abandoned (its stack is never unwound: no heap memory may be left on it).
+#define CONVOY_HOPPER_FAIL(scheduler, ...)                     \
+  do {                                                         \
+    std::string convoy_message_ = absl::StrCat(__VA_ARGS__);   \
+    (scheduler).FailCurrentThread(std::move(convoy_message_)); \
+  } while (0)
 
 // ------------------------------------------------------------------------------------------------------ wgmma
 
@@ -324,7 +353,7 @@ struct WgmmaLane {
   const WgmmaOperation* chained = nullptr;  // an in-flight wgmma whose result is this one's C
   int thread_in_op = 0;
   SourceLocation where;
-  std::shared_ptr<WgmmaOperation> result;
+  WgmmaOperation* result = nullptr;
 };
 
 float ElementFromBits(uint32_t bits, WgmmaType type) {
@@ -407,7 +436,7 @@ std::string ResolveWgmma(void* const payloads[kWarpgroupSize]) {
     }
   }
   const int n = in.n, k_extent = in.type == WgmmaType::kTf32 ? 8 : 16;
-  auto op = std::make_shared<WgmmaOperation>();
+  WgmmaOperation* op = first.state->NewOperation();
   op->where = first.where;
   op->type = in.type;
   op->n = n;
@@ -508,13 +537,14 @@ constexpr WarpgroupCollectiveKind kSetMaxNReg{"setmaxnreg.sync.aligned", &Resolv
 Mbarrier& BarrierAt(Context& c, void* barrier, const char* instruction, SourceLocation where) {
   const uint32_t address = c.scheduler.SharedAddress(barrier);
   if (!c.scheduler.IsShared(barrier, 8) || address % 8 != 0) {
-    Fail(c.scheduler, absl::StrFormat("%s (%s): the mbarrier %p must be an 8-byte aligned object in shared memory",
-                                      instruction, where.ToString(), barrier));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrFormat("%s (%s): the mbarrier %p must be an 8-byte aligned object in shared memory",
+                                       instruction, where.ToString(), barrier));
   }
   Mbarrier* b = c.state.FindBarrier(address);
   if (b == nullptr || !b->valid) {
-    Fail(c.scheduler, absl::StrCat(instruction, " (", where.ToString(), "): shared ", Hex(address),
-                                   " is not an initialized mbarrier (mbarrier.init first)"));
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(instruction, " (", where.ToString(), "): shared ", Hex(address),
+                                                 " is not an initialized mbarrier (mbarrier.init first)"));
   }
   return *b;
 }
@@ -692,9 +722,10 @@ uint32_t WgmmaOperandElementAddress(const MatrixDescriptor& d, bool mn_major, in
 void CheckWgmmaRegisterAccess(WgmmaRegisterState& registers) {
   Context c = Here();
   if (registers.in_flight != nullptr) {
-    Fail(c.scheduler, absl::StrCat("registers of the wgmma.mma_async issued at ", registers.in_flight->where.ToString(),
-                                   " are accessed while it is in flight: wgmma.commit_group and a wgmma.wait_group "
-                                   "that covers it must come first"));
+    CONVOY_HOPPER_FAIL(
+        c.scheduler, absl::StrCat("registers of the wgmma.mma_async issued at ", registers.in_flight->where.ToString(),
+                                  " are accessed while it is in flight: wgmma.commit_group and a wgmma.wait_group "
+                                  "that covers it must come first"));
   }
   registers.access_epoch = c.thread.fence_epoch;
 }
@@ -703,34 +734,39 @@ void WgmmaMmaAsync(const WgmmaInstruction& instruction, float* d, WgmmaRegisterS
                    const uint32_t* a_registers, WgmmaRegisterState* a_state, uint64_t desc_a, uint64_t desc_b,
                    SourceLocation where) {
   Context c = Here();
-  const std::string name =
-      absl::StrFormat("wgmma.mma_async.m64n%dk%d.f32.%s (%s)", instruction.n,
-                      instruction.type == WgmmaType::kTf32 ? 8 : 16, TypeName(instruction.type), where.ToString());
+  const auto name = [&] {  // built only inside a message: a failing thread's stack must hold no heap memory
+    return absl::StrFormat("wgmma.mma_async.m64n%dk%d.f32.%s (%s)", instruction.n,
+                           instruction.type == WgmmaType::kTf32 ? 8 : 16, TypeName(instruction.type), where.ToString());
+  };
   if (instruction.n < 8 || instruction.n > 256 || instruction.n % 8 != 0) {
-    Fail(c.scheduler, absl::StrCat(name, ": N must be a multiple of 8 in [8, 256]"));
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": N must be a multiple of 8 in [8, 256]"));
   }
   if (instruction.type == WgmmaType::kTf32 && (instruction.transpose_a || instruction.transpose_b)) {
-    Fail(c.scheduler, absl::StrCat(name, ": tf32 operands must be K-major (no transpose)"));
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": tf32 operands must be K-major (no transpose)"));
   }
   if (a_registers != nullptr && instruction.transpose_a) {
-    Fail(c.scheduler, absl::StrCat(name, ": A from registers has no transpose"));
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": A from registers has no transpose"));
   }
   if (c.thread.fence_epoch == 0) {
-    Fail(c.scheduler, absl::StrCat(name, ": no wgmma.fence before this thread's first wgmma.mma_async"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat(name(), ": no wgmma.fence before this thread's first wgmma.mma_async"));
   }
   if (d_state.access_epoch == c.thread.fence_epoch) {
-    Fail(c.scheduler, absl::StrCat(name,
-                                   ": the accumulator registers were accessed after the last wgmma.fence; a "
-                                   "wgmma.fence must separate register accesses from the wgmma that uses them"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat(name(),
+                                    ": the accumulator registers were accessed after the last wgmma.fence; a "
+                                    "wgmma.fence must separate register accesses from the wgmma that uses them"));
   }
   if (a_state != nullptr && a_state->access_epoch == c.thread.fence_epoch) {
-    Fail(c.scheduler, absl::StrCat(name, ": the A fragment registers were written after the last wgmma.fence"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat(name(), ": the A fragment registers were written after the last wgmma.fence"));
   }
   if (d_state.in_flight != nullptr &&
       (d_state.in_flight->n != instruction.n || d_state.in_flight->type != instruction.type)) {
-    Fail(c.scheduler, absl::StrCat(name, ": its accumulators belong to the in-flight wgmma issued at ",
-                                   d_state.in_flight->where.ToString(),
-                                   " of another shape; only wgmmas of the same shape chain without a wait"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat(name(), ": its accumulators belong to the in-flight wgmma issued at ",
+                                    d_state.in_flight->where.ToString(),
+                                    " of another shape; only wgmmas of the same shape chain without a wait"));
   }
   WgmmaLane lane;
   lane.state = &c.state;
@@ -740,7 +776,7 @@ void WgmmaMmaAsync(const WgmmaInstruction& instruction, float* d, WgmmaRegisterS
   lane.desc_b = desc_b;
   lane.a_registers = a_registers;
   lane.d = d;
-  lane.chained = d_state.in_flight.get();
+  lane.chained = d_state.in_flight;
   lane.where = where;
   const int thread = c.scheduler.current_thread();
   c.scheduler.WarpgroupCollective(kWgmma, &lane, where);
@@ -769,7 +805,8 @@ void WgmmaCommitGroup(SourceLocation) {
 void WgmmaWaitGroup(int pending, SourceLocation where) {
   Context c = Here();
   if (pending < 0 || pending > 7) {
-    Fail(c.scheduler, absl::StrCat("wgmma.wait_group (", where.ToString(), "): N = ", pending, " must be in [0, 7]"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat("wgmma.wait_group (", where.ToString(), "): N = ", pending, " must be in [0, 7]"));
   }
   const int64_t complete_up_to = c.thread.committed_groups - pending;
   std::vector<PendingWgmma>& entries = c.thread.pending;
@@ -781,16 +818,19 @@ void WgmmaWaitGroup(int pending, SourceLocation where) {
       continue;
     }
     if (!entry.op->retired) {
-      if (std::string error = c.state.Retire(c.scheduler, *entry.op); !error.empty()) {
-        Fail(c.scheduler, absl::StrCat("wgmma.wait_group (", where.ToString(), "): ", error));
+      std::string& error = c.state.error_scratch();
+      error = c.state.Retire(c.scheduler, *entry.op);
+      if (!error.empty()) {
+        CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat("wgmma.wait_group (", where.ToString(), "): ", error));
       }
     }
     const int regs = entry.op->n / 2;
     if (entry.d_state->in_flight == entry.op) {
       std::memcpy(entry.d, entry.op->d.data() + entry.thread_in_op * regs, regs * sizeof(float));
-      entry.d_state->in_flight.reset();
+      entry.d_state->in_flight = nullptr;
     }
-    if (entry.a_state != nullptr && entry.a_state->in_flight == entry.op) entry.a_state->in_flight.reset();
+    if (entry.a_state != nullptr && entry.a_state->in_flight == entry.op) entry.a_state->in_flight = nullptr;
+    if (++entry.op->completed_threads == kWarpgroupSize) c.state.Release(entry.op);
   }
   entries.resize(kept);
 }
@@ -801,17 +841,19 @@ void MbarrierInit(void* barrier, uint32_t count, SourceLocation where) {
   Context c = Here();
   const uint32_t address = c.scheduler.SharedAddress(barrier);
   if (!c.scheduler.IsShared(barrier, 8) || address % 8 != 0) {
-    Fail(c.scheduler, absl::StrFormat("mbarrier.init (%s): %p is not an 8-byte aligned address in shared memory",
-                                      where.ToString(), barrier));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrFormat("mbarrier.init (%s): %p is not an 8-byte aligned address in shared memory",
+                                       where.ToString(), barrier));
   }
   if (count == 0 || count > (1u << 20) - 1) {
-    Fail(c.scheduler, absl::StrCat("mbarrier.init (", where.ToString(), "): count ", count, " must be in [1, 2^20-1]"));
+    CONVOY_HOPPER_FAIL(
+        c.scheduler, absl::StrCat("mbarrier.init (", where.ToString(), "): count ", count, " must be in [1, 2^20-1]"));
   }
   Mbarrier* b = c.state.FindBarrier(address);
   if (b != nullptr && b->valid) {
-    Fail(c.scheduler, absl::StrCat("mbarrier.init (", where.ToString(), "): shared ", Hex(address),
-                                   " already holds the mbarrier initialized at ", b->init_at.ToString(),
-                                   " (mbarrier.inval it first)"));
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat("mbarrier.init (", where.ToString(), "): shared ", Hex(address),
+                                                 " already holds the mbarrier initialized at ", b->init_at.ToString(),
+                                                 " (mbarrier.inval it first)"));
   }
   if (b == nullptr) b = &c.state.AddBarrier(address);
   b->expected = count;
@@ -829,8 +871,9 @@ void MbarrierInval(void* barrier, SourceLocation where) {
   Context c = Here();
   Mbarrier& b = BarrierAt(c, barrier, "mbarrier.inval", where);
   if (b.copies_in_flight > 0) {
-    Fail(c.scheduler, absl::StrCat("mbarrier.inval (", where.ToString(), "): ", HopperBlockState::DescribeBarrier(b),
-                                   ": bulk copies still signal it"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat("mbarrier.inval (", where.ToString(), "): ", HopperBlockState::DescribeBarrier(b),
+                                    ": bulk copies still signal it"));
   }
   b.valid = false;
 }
@@ -839,13 +882,16 @@ uint64_t MbarrierArrive(void* barrier, uint32_t count, SourceLocation where) {
   Context c = Here();
   Mbarrier& b = BarrierAt(c, barrier, "mbarrier.arrive", where);
   if (count == 0 || static_cast<int64_t>(count) > b.pending) {
-    Fail(c.scheduler, absl::StrCat("mbarrier.arrive (", where.ToString(), "): ", count, " arrivals on ",
-                                   HopperBlockState::DescribeBarrier(b), ": more arrivals than the phase expects"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat("mbarrier.arrive (", where.ToString(), "): ", count, " arrivals on ",
+                                    HopperBlockState::DescribeBarrier(b), ": more arrivals than the phase expects"));
   }
   const uint64_t token = b.phase;
   b.pending -= count;
-  if (std::string error = c.state.MaybeCompletePhase(b); !error.empty()) {
-    Fail(c.scheduler, absl::StrCat("mbarrier.arrive (", where.ToString(), "): ", error));
+  std::string& error = c.state.error_scratch();
+  error = c.state.MaybeCompletePhase(b);
+  if (!error.empty()) {
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat("mbarrier.arrive (", where.ToString(), "): ", error));
   }
   if (b.phase != token) c.scheduler.WakeReadyThreadsAndYield();  // the waiters of the completed phase run first
   return token;
@@ -856,8 +902,9 @@ void MbarrierExpectTx(void* barrier, uint32_t bytes, SourceLocation where) {
   Mbarrier& b = BarrierAt(c, barrier, "mbarrier.expect_tx", where);
   b.tx += bytes;
   if (bytes > kTxLimit || b.tx > kTxLimit) {
-    Fail(c.scheduler, absl::StrCat("mbarrier.expect_tx (", where.ToString(), "): ", bytes, " bytes take ",
-                                   HopperBlockState::DescribeBarrier(b), " past the 2^20-1 transaction-count limit"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat("mbarrier.expect_tx (", where.ToString(), "): ", bytes, " bytes take ",
+                                    HopperBlockState::DescribeBarrier(b), " past the 2^20-1 transaction-count limit"));
   }
 }
 
@@ -894,64 +941,72 @@ void BulkTensorLoad(void* shared_destination, const void* tensor_map, int rank, 
                     const uint16_t* im2col_offsets, void* barrier, SourceLocation where) {
   Context c = Here();
   const bool im2col = im2col_offsets != nullptr;
-  const std::string name =
-      absl::StrFormat("cp.async.bulk.tensor.%dd.%s (%s)", rank, im2col ? "im2col" : "tile", where.ToString());
+  const auto name = [&] {
+    return absl::StrFormat("cp.async.bulk.tensor.%dd.%s (%s)", rank, im2col ? "im2col" : "tile", where.ToString());
+  };
   if (reinterpret_cast<uintptr_t>(tensor_map) % 64 != 0) {
-    Fail(c.scheduler, absl::StrCat(name,
-                                   ": the tensor map must be 64-byte aligned (pass it as a __grid_constant__ "
-                                   "kernel parameter)"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat(name(),
+                                    ": the tensor map must be 64-byte aligned (pass it as a __grid_constant__ "
+                                    "kernel parameter)"));
   }
   DecodedTensorMap map;
   if (!DecodeTensorMap(*static_cast<const CUtensorMap*>(tensor_map), &map)) {
-    Fail(c.scheduler, absl::StrCat(name, ": the tensor map was not made by cuTensorMapEncodeTiled/Im2col"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat(name(), ": the tensor map was not made by cuTensorMapEncodeTiled/Im2col"));
   }
   if (map.rank != rank || map.im2col != im2col) {
-    Fail(c.scheduler,
-         absl::StrFormat("%s: the tensor map is a %dD %s map", name, map.rank, map.im2col ? "im2col" : "tiled"));
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrFormat("%s: the tensor map is a %dD %s map", name(), map.rank,
+                                                    map.im2col ? "im2col" : "tiled"));
   }
-  if (im2col && rank < 3) Fail(c.scheduler, absl::StrCat(name, ": im2col mode needs a 3D-5D tensor"));
+  if (im2col && rank < 3) CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": im2col mode needs a 3D-5D tensor"));
   const uint32_t destination = c.scheduler.SharedAddress(shared_destination);
   if (!c.scheduler.IsShared(shared_destination, 1) || destination % 128 != 0) {
-    Fail(c.scheduler, absl::StrCat(name, ": the shared destination must be 128-byte aligned shared memory"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat(name(), ": the shared destination must be 128-byte aligned shared memory"));
   }
   Mbarrier& b = BarrierAt(c, barrier, "cp.async.bulk.tensor's mbarrier", where);
   if (!b.async_visible) {
-    Fail(c.scheduler, absl::StrCat(name, ": its mbarrier (initialized at ", b.init_at.ToString(),
-                                   ") was not made visible to the async proxy: execute fence.mbarrier_init or "
-                                   "fence.proxy.async after mbarrier.init and before the copy"));
+    CONVOY_HOPPER_FAIL(c.scheduler,
+                       absl::StrCat(name(), ": its mbarrier (initialized at ", b.init_at.ToString(),
+                                    ") was not made visible to the async proxy: execute fence.mbarrier_init or "
+                                    "fence.proxy.async after mbarrier.init and before the copy"));
   }
-  BulkCopy copy;
+  BulkCopy& copy = c.state.copy_scratch();  // state-owned: nothing with heap memory on this thread's stack
   copy.barrier = b.address;
   copy.where = where;
-  std::string error =
+  std::string& error = c.state.error_scratch();
+  error =
       im2col ? GatherIm2col(map, coordinates, im2col_offsets, &copy.data) : GatherTiled(map, coordinates, &copy.data);
-  if (!error.empty()) Fail(c.scheduler, absl::StrCat(name, ": ", error));
+  if (!error.empty()) CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": ", error));
   if (copy.data.size() % 16 != 0) copy.data.resize((copy.data.size() + 15) / 16 * 16, 0);
   copy.bytes = static_cast<uint32_t>(copy.data.size());
   const int span = SwizzleSpanBytes(map.swizzle);
   for (size_t offset = 0; offset < copy.data.size(); offset += 16) {
     const uint32_t chunk = SwizzleSharedAddress(destination + static_cast<uint32_t>(offset), span, 0);
     if (c.scheduler.SharedPointer(chunk, 16) == nullptr) {
-      Fail(c.scheduler,
-           absl::StrCat(name, ": the ", copy.data.size(), "-byte box at shared ", Hex(destination), " runs past the ",
-                        c.scheduler.shared_bytes_in_use(), " bytes of shared memory the block declared"));
+      CONVOY_HOPPER_FAIL(
+          c.scheduler,
+          absl::StrCat(name(), ": the ", copy.data.size(), "-byte box at shared ", Hex(destination), " runs past the ",
+                       c.scheduler.shared_bytes_in_use(), " bytes of shared memory the block declared"));
     }
     if (const WgmmaOperation* reader = c.state.UnretiredReaderOf(chunk); reader != nullptr) {
-      Fail(c.scheduler, absl::StrCat(name, ": it would overwrite shared memory ", Hex(chunk),
-                                     " that the wgmma.mma_async issued at ", reader->where.ToString(),
-                                     " still reads (no wgmma.wait_group retired it before the stage was released)"));
+      CONVOY_HOPPER_FAIL(c.scheduler,
+                         absl::StrCat(name(), ": it would overwrite shared memory ", Hex(chunk),
+                                      " that the wgmma.mma_async issued at ", reader->where.ToString(),
+                                      " still reads (no wgmma.wait_group retired it before the stage was released)"));
     }
     copy.chunks.push_back(chunk);
   }
   ++b.copies_in_flight;
-  c.state.AddCopy(std::move(copy));
+  c.state.CommitCopyScratch();
 }
 
 void SetMaxNReg(bool increase, int registers, SourceLocation where) {
   Context c = Here();
   if (registers < 24 || registers > 256 || registers % 8 != 0) {
-    Fail(c.scheduler, absl::StrCat("setmaxnreg (", where.ToString(), "): ", registers,
-                                   " registers must be a multiple of 8 in [24, 256]"));
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat("setmaxnreg (", where.ToString(), "): ", registers,
+                                                 " registers must be a multiple of 8 in [24, 256]"));
   }
   SetMaxNRegLane lane{increase, registers};
   c.scheduler.WarpgroupCollective(kSetMaxNReg, &lane, where);

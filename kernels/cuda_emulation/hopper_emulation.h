@@ -28,7 +28,6 @@
 #define CONVOY_KERNELS_CUDA_EMULATION_HOPPER_EMULATION_H_
 
 #include <cstdint>
-#include <memory>
 
 #include "kernels/cuda_emulation/block_scheduler.h"
 #include "kernels/cuda_emulation/tensor_map.h"
@@ -38,9 +37,11 @@ namespace convoy::cuda_emulation {
 struct WgmmaOperation;
 
 // The emulation state every wgmma register fragment carries (WgmmaAccumulator, WgmmaFragmentA in hopper.cuh).
+// Plain data (no owning pointer): a block that fails is abandoned with its threads' stacks, which must then hold no
+// heap memory (the operations are owned by the block's Hopper state).
 struct WgmmaRegisterState {
-  std::shared_ptr<WgmmaOperation> in_flight;  // the latest wgmma reading or writing these registers, until its wait
-  int64_t access_epoch = -1;                  // the thread's wgmma.fence count at its last access of the registers
+  WgmmaOperation* in_flight = nullptr;  // the latest wgmma reading or writing these registers, until its wait
+  int64_t access_epoch = -1;            // the thread's wgmma.fence count at its last access of the registers
 };
 // Every access of a fragment's registers by the kernel goes through this check.
 void CheckWgmmaRegisterAccess(WgmmaRegisterState& state);

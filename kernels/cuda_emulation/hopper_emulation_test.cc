@@ -8,6 +8,7 @@
 // caught.
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -349,7 +350,8 @@ TEST(WgmmaPlantedMistakeTest, MissingFencesAndWaitsAreReported) {
 // ------------------------------------------------------------------------------------- tensor maps and copies
 
 TEST(TensorMapTest, EncodersEnforceTheDriversLimits) {
-  alignas(64) CUtensorMap map;
+  const auto owned = std::make_unique<CUtensorMap>();  // heap: ASan's fake stack frames are not 64-byte aligned
+  CUtensorMap& map = *owned;
   std::vector<uint16_t> data(64 * 64);
   const cuuint64_t dims[2] = {64, 64}, strides[1] = {128};
   const cuuint32_t box[2] = {64, 16}, unit[2] = {1, 1};
@@ -412,7 +414,8 @@ TEST(BulkTensorCopyTest, TiledBoxWithOutOfBoundsFillAndSwizzle) {
   std::vector<uint16_t> host(kRows * kCols);
   for (int i = 0; i < kRows * kCols; ++i) host[i] = static_cast<uint16_t>(i + 1);
   TestDeviceBuffer<uint16_t> tensor(host);
-  alignas(64) CUtensorMap map;
+  const auto owned = std::make_unique<CUtensorMap>();
+  CUtensorMap& map = *owned;
   const cuuint64_t dims[2] = {kCols, kRows}, strides[1] = {kCols * 2};
   const cuuint32_t box[2] = {64, 16}, unit[2] = {1, 1};
   ASSERT_EQ(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, tensor.get(), dims, strides, box, unit,
@@ -460,7 +463,8 @@ TEST(BulkTensorCopyTest, Im2colFollowsTheIsaExamples) {
     std::vector<uint16_t> host(e.n * e.h * e.w * e.c);
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint16_t>(1 + i % 60000);
     TestDeviceBuffer<uint16_t> tensor(host);
-    alignas(64) CUtensorMap map;
+    const auto owned = std::make_unique<CUtensorMap>();
+    CUtensorMap& map = *owned;
     const cuuint64_t dims[4] = {cuuint64_t(e.c), cuuint64_t(e.w), cuuint64_t(e.h), cuuint64_t(e.n)};
     const cuuint64_t strides[3] = {cuuint64_t(e.c) * 2, cuuint64_t(e.c) * 2 * e.w, cuuint64_t(e.c) * 2 * e.w * e.h};
     const cuuint32_t element_strides[4] = {1, cuuint32_t(e.stride), cuuint32_t(e.stride), 1};
@@ -501,8 +505,10 @@ TEST(BulkTensorCopyTest, Im2colFollowsTheIsaExamples) {
   }
 }
 
-CUtensorMap TiledMap(const uint16_t* data, int rows, int cols, CUtensorMapSwizzle swizzle, int box_rows = 16) {
-  alignas(64) CUtensorMap map;
+std::unique_ptr<CUtensorMap> TiledMap(const uint16_t* data, int rows, int cols, CUtensorMapSwizzle swizzle,
+                                      int box_rows = 16) {
+  auto owned = std::make_unique<CUtensorMap>();
+  CUtensorMap& map = *owned;
   const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)}, strides[1] = {cuuint64_t(cols) * 2};
   const cuuint32_t box[2] = {64, cuuint32_t(box_rows)}, unit[2] = {1, 1};
   EXPECT_EQ(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<uint16_t*>(data), dims,
@@ -510,17 +516,17 @@ CUtensorMap TiledMap(const uint16_t* data, int rows, int cols, CUtensorMapSwizzl
                                    CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
             CUDA_SUCCESS)
       << LastTensorMapError();
-  return map;
+  return owned;
 }
 
 TEST(BulkTensorCopyPlantedMistakeTest, WrongParityReadsPoisonAndMissingInitFenceIsReported) {
   std::vector<uint16_t> host(16 * 64);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint16_t>(i + 1);
   TestDeviceBuffer<uint16_t> tensor(host);
-  const CUtensorMap map = TiledMap(tensor.get(), 16, 64, CU_TENSOR_MAP_SWIZZLE_NONE);
+  const std::unique_ptr<CUtensorMap> map = TiledMap(tensor.get(), 16, 64, CU_TENSOR_MAP_SWIZZLE_NONE);
   const int32_t coordinates[2] = {0, 0};
   TestDeviceBuffer<uint8_t> out(2048);
-  ASSERT_EQ(testdata::LaunchTmaProbe(map, false, coordinates, nullptr, 2048, out.get(),
+  ASSERT_EQ(testdata::LaunchTmaProbe(*map, false, coordinates, nullptr, 2048, out.get(),
                                      HopperMistake::kWrongMbarrierParity, nullptr),
             cudaSuccess)
       << LastErrorDetail();
@@ -528,12 +534,12 @@ TEST(BulkTensorCopyPlantedMistakeTest, WrongParityReadsPoisonAndMissingInitFence
   int poison = 0;
   for (uint8_t byte : got) poison += byte == 0xFF;
   EXPECT_EQ(poison, 2048) << "waiting on the wrong parity must return before the copy landed";
-  EXPECT_EQ(testdata::LaunchTmaProbe(map, false, coordinates, nullptr, 2048, out.get(),
+  EXPECT_EQ(testdata::LaunchTmaProbe(*map, false, coordinates, nullptr, 2048, out.get(),
                                      HopperMistake::kMissingMbarrierFence, nullptr),
             cudaErrorLaunchFailure);
   EXPECT_THAT(LastErrorDetail(), HasSubstr("fence.mbarrier_init"));
   // expect_tx of too few bytes: the phase completes while the copy is in flight.
-  EXPECT_EQ(testdata::LaunchTmaProbe(map, false, coordinates, nullptr, 1024, out.get(), HopperMistake::kNone, nullptr),
+  EXPECT_EQ(testdata::LaunchTmaProbe(*map, false, coordinates, nullptr, 1024, out.get(), HopperMistake::kNone, nullptr),
             cudaErrorLaunchFailure);
   EXPECT_THAT(LastErrorDetail(), HasSubstr("expect_tx counted fewer bytes"));
 }
@@ -551,13 +557,13 @@ TEST(WgmmaPipelineTest, ProducerConsumerPipelineComputesTheProduct) {
     a_bits[i] = HalfBits(a[i]), b_bits[i] = HalfBits(b[i]);
   }
   TestDeviceBuffer<uint16_t> a_dev(a_bits), b_dev(b_bits);
-  const CUtensorMap a_map = TiledMap(a_dev.get(), 64, kCols, CU_TENSOR_MAP_SWIZZLE_128B, 64);
-  const CUtensorMap b_map = TiledMap(b_dev.get(), 64, kCols, CU_TENSOR_MAP_SWIZZLE_128B, 64);
+  const std::unique_ptr<CUtensorMap> a_map = TiledMap(a_dev.get(), 64, kCols, CU_TENSOR_MAP_SWIZZLE_128B, 64);
+  const std::unique_ptr<CUtensorMap> b_map = TiledMap(b_dev.get(), 64, kCols, CU_TENSOR_MAP_SWIZZLE_128B, 64);
   for (const Schedule& schedule : {Schedule::Forward(), Schedule::Reverse(), Schedule::SeededRandom(5)}) {
     SCOPED_TRACE(schedule.ToString());
     ScopedSchedule scoped(schedule);
     TestDeviceBuffer<float> d(64 * 64);
-    ASSERT_EQ(testdata::LaunchWgmmaPipeline(a_map, b_map, kTiles, d.get(), HopperMistake::kNone, nullptr), cudaSuccess)
+    ASSERT_EQ(testdata::LaunchWgmmaPipeline(*a_map, *b_map, kTiles, d.get(), HopperMistake::kNone, nullptr), cudaSuccess)
         << LastErrorDetail();
     const std::vector<float> got = d.Download();
     int wrong = 0;
@@ -571,7 +577,7 @@ TEST(WgmmaPipelineTest, ProducerConsumerPipelineComputesTheProduct) {
     EXPECT_EQ(wrong, 0);
   }
   TestDeviceBuffer<float> d(64 * 64);
-  EXPECT_EQ(testdata::LaunchWgmmaPipeline(a_map, b_map, kTiles, d.get(), HopperMistake::kReleaseBeforeWait, nullptr),
+  EXPECT_EQ(testdata::LaunchWgmmaPipeline(*a_map, *b_map, kTiles, d.get(), HopperMistake::kReleaseBeforeWait, nullptr),
             cudaErrorLaunchFailure);
   EXPECT_THAT(LastErrorDetail(), HasSubstr("still reads"));
   // Waiting on the wrong parity lets the consumers multiply before the copies land: the wgmma reads bytes a pending
@@ -580,7 +586,7 @@ TEST(WgmmaPipelineTest, ProducerConsumerPipelineComputesTheProduct) {
     ScopedSchedule scoped(schedule);
     d.Poison();
     const cudaError_t error =
-        testdata::LaunchWgmmaPipeline(a_map, b_map, kTiles, d.get(), HopperMistake::kWrongMbarrierParity, nullptr);
+        testdata::LaunchWgmmaPipeline(*a_map, *b_map, kTiles, d.get(), HopperMistake::kWrongMbarrierParity, nullptr);
     if (error == cudaSuccess) {
       int nan = 0;
       for (float v : d.Download()) nan += std::isnan(v);
