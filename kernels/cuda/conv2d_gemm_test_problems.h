@@ -29,6 +29,13 @@ struct ResNetLayer {
 // `dtype`/`layout`; FP32 layers set allow_tf32. Epilogue: folded-BN bias + ReLU.
 std::vector<ResNetLayer> ResNet50ConvLayers(int batch, DataType dtype, Layout layout);
 
+// The groups-1 conv layer shapes of ResNet-50 (every distinct layer, stem C padded to 8), MobileNetV2 and
+// EfficientNet-Lite0 (their pointwise expand / project convolutions and head; the depthwise layers are groups == C
+// and the RGB stems C = 3) with the networks' channel counts, filters, strides and padding, at `spatial` x `spatial`
+// inputs (the emulation cannot afford 224 x 224) and batch `batch`, in `dtype` NHWC (FP32 with allow_tf32), with a
+// bias + ReLU epilogue (plus a residual on the projections, as the networks add one).
+std::vector<ResNetLayer> NetworkConvLayerShapes(int spatial, int batch, DataType dtype);
+
 }  // namespace convoy::testing
 
 #endif  // CONVOY_KERNELS_CUDA_CONV2D_GEMM_TEST_PROBLEMS_H_
