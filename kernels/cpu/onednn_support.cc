@@ -49,7 +49,7 @@ absl::StatusOr<memory::desc> ActivationDesc(DataType dtype, int64_t n, int64_t c
                                             Layout layout) {
   auto type = DataTypeOf(dtype);
   if (!type.ok()) return type.status();
-  return memory::desc({n, c, h, w}, *type, ActivationTag(layout));
+  return memory::desc({n, c, h, w}, *type, ActivationTag(StoredLayout(layout, c)));
 }
 
 namespace {
