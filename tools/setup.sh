@@ -73,6 +73,7 @@ python_packages=(
   "openvino==2026.4.1"
   "tritonclient[grpc]==2.41.1"                # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38)
   "nvidia-cuda-runtime-cu12"                   # libcudart.so.12, which that perf_analyzer links even on the CPU
+  "nvidia-cuda-cuobjdump" "nvidia-cuda-nvdisasm"  # SASS of the CUDA kernels (//kernels/cuda:kernel_resources_test)
   "pytest"
   "grpcio-health-checking"
   "protobuf<5"
@@ -100,8 +101,9 @@ sample_model_dir="$repo_root/model_repo/efficientnet_lite0"
 
 generate_pretrained_sample_model() {
   local wanted stamp="$sample_model_dir/.generated"
-  # Regenerated when the wheels or the export script change.
-  wanted="$(printf '%s\n' "${torch_export_packages[@]}"; sha256sum <"$repo_root/tools/models/export_efficientnet_lite0.py")"
+  # Regenerated when the wheels or the export scripts change.
+  wanted="$(printf '%s\n' "${torch_export_packages[@]}"
+            cat "$repo_root/tools/models/export_efficientnet_lite0.py" "$repo_root/tools/models/torch_export.py" | sha256sum)"
   if [ -f "$sample_model_dir/1/model.onnx" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     say "pretrained sample model up to date ($sample_model_dir)"
     return

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: the C++ unit and integration tests (Bazel), the fast unit tests again under
 # AddressSanitizer+UBSan (tag "asan") and the concurrency tests under ThreadSanitizer (tag "tsan"), a CPU-only build
-# with CUDA hidden, and the Python client tests (pytest, .venv).
+# with CUDA hidden, the Python client tests (pytest, .venv), and the container image built from those binaries, started
+# and queried (deploy/test_image.sh --fast; skipped, with the reason, where Docker cannot run).
 # Ends with one line "N passed, M failed, K skipped" counted from the JUnit results of this run.
 #
 #   tools/test.sh               # everything
@@ -18,17 +19,20 @@ bazel_flags=(--keep_going --color=no --curses=no --test_summary=short)
 
 say() { printf '\n[test] %s\n' "$*"; }
 
-# A step that fails without producing test results (a build error) is recorded as one failed case.
-record_failure() {  # name, message
+# A step recorded as one test case: "passed", "skipped" or "failure" (a step that fails without producing test
+# results, such as a build error, is one failed case).
+record_case() {  # name, passed|skipped|failure, message
   local f="$results/step-$1.xml"
-  python3 - "$1" "$2" "$f" <<'PY'
+  python3 - "$1" "$2" "$3" "$f" <<'PY'
 import sys
 from xml.sax.saxutils import escape, quoteattr
-name, msg, out = sys.argv[1:]
+name, kind, msg, out = sys.argv[1:]
+body = "" if kind == "passed" else f"<{kind} message={quoteattr(msg)}>{escape(msg)}</{kind}>"
 open(out, "w").write(f'<testsuite name="tools/test.sh"><testcase classname="step" name={quoteattr(name)}>'
-                     f'<failure message={quoteattr(msg)}>{escape(msg)}</failure></testcase></testsuite>\n')
+                     f'{body}</testcase></testsuite>\n')
 PY
 }
+record_failure() { record_case "$1" failure "$2"; }
 
 # Copies the test.xml of each test target of the last `bazel test` into $results/<label>/ and records targets that
 # Bazel failed but whose XML shows no failure (a crash at exit, a sanitizer report after the last test).
@@ -99,6 +103,18 @@ if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
     record_failure "pytest" "no virtualenv at $venv: run tools/setup.sh first"
   fi
 fi
+
+# The runtime image from the binaries built above (no Bazel inside Docker): built, started with model_repo/, healthy,
+# queried, drained by docker stop. Exit 77 = Docker cannot run here (the reason is in the log): skipped, not passed.
+say "deploy/test_image.sh --fast"
+CONVOY_BAZEL_BIN="${CONVOY_BAZEL_BIN:-$(bazel info bazel-bin 2>/dev/null)}" CONVOY_VENV="$venv" \
+  bash deploy/test_image.sh --fast 2>&1 | tee "$results/test_image.log"
+case "${PIPESTATUS[0]}" in
+  0) record_case test-image-fast passed "" ;;
+  77) record_case test-image-fast skipped "$(grep -m1 '^test_image: SKIPPED' "$results/test_image.log")" ;;
+  *) record_failure test-image-fast "deploy/test_image.sh --fast failed: $(grep -m1 '^test_image: ' \
+       "$results/test_image.log"); see $results/test_image.log" ;;
+esac
 
 say "results in $results"
 summary="$(python3 tools/count_results.py "$results" | tee /dev/stderr | tail -1)"

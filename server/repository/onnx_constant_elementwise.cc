@@ -394,10 +394,13 @@ absl::StatusOr<Outputs> EvaluateReduce(const EvalCall& c) {
   std::vector<double> acc_f(out_count, op == "ReduceProd" ? 1.0 : 0.0);
   std::vector<int64_t> acc_i(out_count, op == "ReduceProd" ? 1 : 0);
   std::vector<bool> seen(out_count, false);
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t e = 0; e < x.size(); ++e) {
+  const std::vector<int64_t> target = MapCoordinates(x.shape, [&](const std::vector<int64_t>& coord) {
     int64_t o = 0;
     for (int64_t d = 0; d < rank; ++d) o += (reduced.count(d) ? 0 : coord[d]) * out_strides[d];
+    return o;
+  });
+  for (int64_t e = 0; e < x.size(); ++e) {
+    const int64_t o = target[e];
     const bool first = !seen[o];
     seen[o] = true;
     if (x.is_int()) {
@@ -410,10 +413,6 @@ absl::StatusOr<Outputs> EvaluateReduce(const EvalCall& c) {
       double& a = acc_f[o];
       a = op == "ReduceSum" ? a + v : op == "ReduceProd" ? a * v
           : first ? v : op == "ReduceMin" ? std::min(a, v) : std::max(a, v);
-    }
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++coord[d] < x.shape[d]) break;
-      coord[d] = 0;
     }
   }
   KnownValue out = EmptyLike(x.type, out_shape);

@@ -146,21 +146,13 @@ absl::StatusOr<Shape> BroadcastShapes(const EvalCall& c, const std::vector<Shape
 std::vector<int64_t> BroadcastSourceIndices(const Shape& in, const Shape& out) {
   const size_t offset = out.size() - in.size();
   const std::vector<int64_t> in_strides = RowMajorStrides(in);
-  const int64_t count = ElementCount(out);
-  std::vector<int64_t> source(count);
-  std::vector<int64_t> coord(out.size(), 0);
-  for (int64_t flat = 0; flat < count; ++flat) {
+  return MapCoordinates(out, [&](const std::vector<int64_t>& coord) {
     int64_t s = 0;
     for (size_t d = 0; d < in.size(); ++d) {
       if (in[d] != 1) s += coord[d + offset] * in_strides[d];
     }
-    source[flat] = s;
-    for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
-      if (++coord[d] < out[d]) break;
-      coord[d] = 0;
-    }
-  }
-  return source;
+    return s;
+  });
 }
 
 namespace {
@@ -481,18 +473,11 @@ absl::StatusOr<Outputs> SliceOp(const EvalCall& c) {
     step[axis] = st;
   }
   const std::vector<int64_t> strides = RowMajorStrides(data.shape);
-  const int64_t n = ElementCount(count);
-  std::vector<int64_t> source(n);
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t flat = 0; flat < n; ++flat) {
+  const std::vector<int64_t> source = MapCoordinates(count, [&](const std::vector<int64_t>& coord) {
     int64_t s = 0;
     for (int64_t d = 0; d < rank; ++d) s += (begin[d] + coord[d] * step[d]) * strides[d];
-    source[flat] = s;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++coord[d] < count[d]) break;
-      coord[d] = 0;
-    }
-  }
+    return s;
+  });
   return Outputs{TakeElements(data, count, source)};
 }
 
@@ -592,18 +577,11 @@ absl::StatusOr<Outputs> TransposeOp(const EvalCall& c) {
   Shape shape(rank);
   for (int64_t d = 0; d < rank; ++d) shape[d] = data.shape[perm[d]];
   const std::vector<int64_t> in_strides = RowMajorStrides(data.shape);
-  const int64_t n = data.size();
-  std::vector<int64_t> source(n);
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t flat = 0; flat < n; ++flat) {
+  const std::vector<int64_t> source = MapCoordinates(shape, [&](const std::vector<int64_t>& coord) {
     int64_t s = 0;
     for (int64_t d = 0; d < rank; ++d) s += coord[d] * in_strides[perm[d]];
-    source[flat] = s;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++coord[d] < shape[d]) break;
-      coord[d] = 0;
-    }
-  }
+    return s;
+  });
   return Outputs{TakeElements(data, shape, source)};
 }
 
@@ -630,19 +608,13 @@ absl::StatusOr<Outputs> TileOp(const EvalCall& c) {
     if (repeats[d] < 0) return c.Error(absl::StrCat("negative repeat ", repeats[d]));
     shape[d] = data.shape[d] * repeats[d];
   }
-  CONVOY_ASSIGN_OR_RETURN(int64_t n, c.CheckedElementCount(shape));
+  CONVOY_RETURN_IF_ERROR(c.CheckedElementCount(shape).status());
   const std::vector<int64_t> in_strides = RowMajorStrides(data.shape);
-  std::vector<int64_t> source(n);
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t flat = 0; flat < n; ++flat) {
+  const std::vector<int64_t> source = MapCoordinates(shape, [&](const std::vector<int64_t>& coord) {
     int64_t s = 0;
     for (int64_t d = 0; d < rank; ++d) s += (coord[d] % data.shape[d]) * in_strides[d];
-    source[flat] = s;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++coord[d] < shape[d]) break;
-      coord[d] = 0;
-    }
-  }
+    return s;
+  });
   return Outputs{TakeElements(data, shape, source)};
 }
 

@@ -64,6 +64,23 @@ class EvalCall {
 std::vector<int64_t> RowMajorStrides(const Shape& shape);
 // Product of the dimensions (callers have checked the shape).
 int64_t ElementCount(const Shape& shape);
+
+// For every coordinate of `shape` in row-major order, index_of(coordinate): how Slice, Transpose, Tile, broadcasting
+// and reductions map each element to the element it reads or writes.
+template <typename IndexOf>
+std::vector<int64_t> MapCoordinates(const Shape& shape, IndexOf index_of) {
+  const int64_t count = ElementCount(shape), rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> indices(count);
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t flat = 0; flat < count; ++flat) {
+    indices[flat] = index_of(coord);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++coord[d] < shape[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return indices;
+}
 // An empty value of `type` and `shape` whose storage (floats or ints) will receive ElementCount(shape) elements.
 KnownValue EmptyLike(int32_t type, Shape shape);
 // Output element i is element source[i] of `src` (any type): the common core of Gather, Slice, Transpose, Expand.

@@ -25,7 +25,6 @@ import tempfile
 MEAN = 127.0
 STD = 128.0
 IMAGE_SIZE = 224
-OPSET = 13
 
 
 def load_model(packages):
@@ -63,6 +62,7 @@ def with_probabilities(model):
 
 def export(packages, out):
     import torch
+    from torch_export import export_with_dynamic_batch
     from torchvision.models._meta import _IMAGENET_CATEGORIES
 
     if len(_IMAGENET_CATEGORIES) != 1000:
@@ -74,11 +74,8 @@ def export(packages, out):
     with tempfile.NamedTemporaryFile(dir=version_dir, suffix=".onnx.partial", delete=False) as tmp:
         partial = pathlib.Path(tmp.name)
     try:
-        with torch.no_grad():
-            torch.onnx.export(model, torch.zeros(1, 3, IMAGE_SIZE, IMAGE_SIZE), str(partial), opset_version=OPSET,
-                              input_names=["images"], output_names=["logits", "probabilities"],
-                              dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"},
-                                            "probabilities": {0: "batch"}})
+        export_with_dynamic_batch(model, torch.zeros(1, 3, IMAGE_SIZE, IMAGE_SIZE), partial, "images",
+                                  ["logits", "probabilities"])
         partial.chmod(0o644)  # NamedTemporaryFile makes it 0600; the model is read by servers and containers
         partial.replace(version_dir / "model.onnx")
     finally:

@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from torch_export import export_with_dynamic_batch
+
 
 class ConstantPadConv(nn.Module):
     """F.pad with zeros, asymmetric (left 1, right 2, top 0, bottom 3): the bottom 3 exceed a 3x3 kernel's reach,
@@ -153,9 +155,7 @@ def export(name, out_dir, seed):
     torch.manual_seed(seed)
     model = MODULES[name]().eval()
     path = out_dir / f"{name}.onnx"
-    with torch.no_grad():
-        torch.onnx.export(model, torch.randn(2, 3, HEIGHT, WIDTH), str(path), opset_version=13, input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    export_with_dynamic_batch(model, torch.randn(2, 3, HEIGHT, WIDTH), path, "x", ["y"])
     return path
 
 
