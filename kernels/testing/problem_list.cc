@@ -408,15 +408,22 @@ std::vector<Pool2dProblem> Pool2dProblemsInBlockedLayout() {
 }
 
 std::vector<ConvertProblem> ConvertProblemsInBlockedLayout() {
+  // Every pair of float types (FP16 at either end is cpu.convert.elementwise's, e.g. a blocked plan's FP16 output):
+  // the reorders between each plain layout and NCHW8c, both ways, and the type-only conversions of a blocked tensor.
+  constexpr DataType kTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
   std::vector<ConvertProblem> out;
-  for (DataType src : {DataType::kFloat32, DataType::kBFloat16}) {
-    for (DataType dst : {DataType::kFloat32, DataType::kBFloat16}) {
+  for (DataType src : kTypes) {
+    for (DataType dst : kTypes) {
+      ConvertProblem p;
+      p.n = 2, p.c = 16, p.h = 3, p.w = 5, p.src_dtype = src, p.dst_dtype = dst;
       for (Layout plain : kLayouts) {
-        ConvertProblem p;
-        p.n = 2, p.c = 16, p.h = 3, p.w = 5, p.src_dtype = src, p.dst_dtype = dst;
         p.src_layout = plain, p.dst_layout = Layout::kNCHW8c;
         out.push_back(p);
         std::swap(p.src_layout, p.dst_layout);
+        out.push_back(p);
+      }
+      if (src != dst) {
+        p.src_layout = p.dst_layout = Layout::kNCHW8c;
         out.push_back(p);
       }
     }

@@ -34,7 +34,8 @@ std::vector<TransposeProblem> TransposeProblems();
 // 8, re-laid as NCHW8c, at its own batch and at batch 3 (blocks interleave channels, so a batch-stride bug shows only
 // with n > 1). Conv2d needs only its output channels to be multiples of 8 (the input of a 3-channel stem lies NCHW)
 // and adds a MobileNetV2-style stem; binary takes every shared op and broadcast with 16 channels; convert, the
-// reorders into and out of NCHW8c from NCHW and NHWC in FP32 and BF16.
+// reorders into and out of NCHW8c from NCHW and NHWC and the type-only conversions of a blocked tensor, between every
+// pair of FP32, FP16 and BF16.
 std::vector<Conv2dProblem> Conv2dProblemsInBlockedLayout();
 std::vector<Pool2dProblem> Pool2dProblemsInBlockedLayout();
 std::vector<BinaryProblem> BinaryProblemsInBlockedLayout();
