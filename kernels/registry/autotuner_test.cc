@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/registry/forwarding_device.h"
 
 namespace convoy {
 namespace {
@@ -30,20 +31,12 @@ std::atomic<int> g_slow_runs{0};
 thread_local int64_t t_simulated_us = 0;  // advanced by the fake algorithms' runs on this thread
 
 // The default CPU device, except that TimeRuns reports the simulated time each run took.
-class SimulatedTimeDevice : public Device {
+class SimulatedTimeDevice : public ForwardingDevice {
  public:
   static SimulatedTimeDevice& Get() {
     static SimulatedTimeDevice* device = new SimulatedTimeDevice(&CpuDevice::Default());
     return *device;
   }
-  Backend backend() const override { return inner_->backend(); }
-  std::string Identity() const override { return inner_->Identity(); }
-  ExecutionContext context() const override { return inner_->context(); }
-  absl::StatusOr<DeviceAllocation> Allocate(size_t bytes) override { return inner_->Allocate(bytes); }
-  absl::Status CopyToDevice(void* d, const void* h, size_t n) override { return inner_->CopyToDevice(d, h, n); }
-  absl::Status CopyToHost(void* h, const void* d, size_t n) override { return inner_->CopyToHost(h, d, n); }
-  absl::Status Synchronize() override { return inner_->Synchronize(); }
-  absl::StatusOr<std::unique_ptr<DeviceQueue>> CreateQueue() override { return inner_->CreateQueue(); }
   absl::StatusOr<std::vector<double>> TimeRuns(const std::function<absl::Status()>& fn, int warmup,
                                                int reps) override {
     for (int i = 0; i < warmup; ++i) {
@@ -59,8 +52,7 @@ class SimulatedTimeDevice : public Device {
   }
 
  private:
-  explicit SimulatedTimeDevice(Device* inner) : inner_(inner) {}
-  Device* inner_;
+  explicit SimulatedTimeDevice(Device* inner) : ForwardingDevice(inner) {}
 };
 
 // Computes Y = A * B^T naively and advances the simulated clock by kCostUs.
