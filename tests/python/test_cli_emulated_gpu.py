@@ -67,7 +67,7 @@ def test_tune_on_the_gpu_path_picks_cuda_algorithms_and_the_cache_reloads(tmp_pa
                  f"--cache={cache}").stdout
     # conv2 (8 -> 8 channels) has several CUDA candidates and is timed; the C=3 stem only fits the SIMT kernel.
     assert re.search(r"^tune conv2 batch 1: cuda\.conv2d\.\S+ [\d.e-]+ ms$", out, flags=re.M), out
-    assert re.search(r"^tune conv1 batch 1: cuda\.conv2d\.direct_simt \(heuristic\)$", out, flags=re.M), out
+    assert re.search(r"^tune conv1 batch 1: cuda\.conv2d\.direct_simt \(the only candidate\)$", out, flags=re.M), out
     written = re.search(r"wrote (\d+) entries to", out)
     assert written and int(written.group(1)) >= 2, out
     inspect = convoy("inspect", f"--model={model}", "--device=cuda", "--precision=fp16", f"--cache={cache}")
