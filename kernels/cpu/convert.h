@@ -12,7 +12,12 @@ class CpuConvertAlgorithm final : public ConvertAlgorithm {
  public:
   absl::string_view name() const override { return "cpu.convert.elementwise"; }
   Backend backend() const override { return Backend::kCpu; }
-  absl::Status CanImplement(const ConvertProblem& problem) const override { return problem.Validate(); }
+  absl::Status CanImplement(const ConvertProblem& problem) const override {
+    if (problem.dst_c != 0 && problem.dst_c != problem.c) {
+      return absl::UnimplementedError("channel padding (dst_c) is done by the CUDA kernels only");
+    }
+    return problem.Validate();
+  }
   absl::Status Run(const ConvertProblem& problem, const ConvertArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
 };

@@ -57,7 +57,11 @@ std::string ExecutionPlan::ToString(int batch_size) const {
                           step.ProblemString(batch_size), step.AlgorithmName(batch_size));
     if (const double ms = step.TunedMilliseconds(batch_size); ms > 0) absl::StrAppendFormat(&out, " (tuned %.4f ms)", ms);
     if (const size_t ws = step.WorkspaceBytes(batch_size); ws > 0) absl::StrAppend(&out, ", workspace ", FormatBytes(ws));
+    if (step.Verified(batch_size)) absl::StrAppend(&out, ", verified");
     absl::StrAppend(&out, "\n");
+    if (const std::string launch = step.LaunchSummary(batch_size); !launch.empty()) {
+      absl::StrAppend(&out, "      launch ", launch, "\n");
+    }
   }
   absl::StrAppend(&out, "memory plan (activation arena per batch size):\n");
   for (int b = 1; b <= max_batch_size_; ++b) {

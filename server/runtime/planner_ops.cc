@@ -53,15 +53,39 @@ absl::Status ExpectChannelAxis(PlanBuilder& b, const Node& node, int64_t axis, s
   return absl::OkStatus();
 }
 
+// `weight` [K, C, R, S] with zero channels appended up to `channels`.
+Tensor ZeroPaddedChannels(const Tensor& weight, int64_t channels) {
+  const int64_t k = weight.shape[0], c = weight.shape[1], rs = weight.shape[2] * weight.shape[3];
+  Tensor padded = Tensor::Zeros({k, channels, weight.shape[2], weight.shape[3]});
+  for (int64_t i = 0; i < k; ++i) {
+    std::copy_n(weight.data.begin() + i * c * rs, c * rs, padded.data.begin() + i * channels * rs);
+  }
+  return padded;
+}
+
+// The conv's input in the compute type and layout: a few-channel image (RGB) that has to be converted to NHWC
+// anyway, or was preprocessed padded, comes with its channels padded for the tensor cores (TensorCoreChannels).
+absl::StatusOr<int> ConvInput(PlanBuilder& b, const Node& node, const Conv2dAttrs& a, const Tensor& weight) {
+  const int padded = a.groups == 1 ? b.TensorCoreChannels(weight.shape[1]) : 0;
+  if (padded == 0) return b.ComputeInput(node, 0);
+  absl::StatusOr<int> id = b.Value(node.inputs[0]);
+  if (!id.ok()) return b.NodeError(node, std::string(id.status().message()));
+  return b.Require(*id, b.compute_dtype(), b.layout(), padded);
+}
+
 }  // namespace
 
 absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<Conv2dAttrs>();
-  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
-  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
   CONVOY_ASSIGN_OR_RETURN(const Tensor* weight, b.Constant(node, 1));
+  CONVOY_ASSIGN_OR_RETURN(int x, ConvInput(b, node, a, *weight));
+  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
   // Filters lie as [K, C/g, R, S] for NCHW problems and [K, R, S, C/g] for NHWC: the NCHW->NHWC permutation of 4-D.
-  CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(*weight, b.compute_dtype(), b.layout()));
+  // An input padded with zero channels gets a filter padded the same way.
+  const int64_t x_channels = b.tensor(x).shape[1];
+  const bool padded = a.groups == 1 && weight->shape.size() == 4 && x_channels > weight->shape[1];
+  CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(padded ? ZeroPaddedChannels(*weight, x_channels) : *weight,
+                                                 b.compute_dtype(), b.layout()));
   size_t next = 2;
   Operand bias, scale, residual;
   if (a.has_bias) {
