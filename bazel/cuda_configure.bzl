@@ -6,6 +6,12 @@ ways). The repository always exists; its defs.bzl says whether CUDA is usable:
     load("@local_cuda//:defs.bzl", "CUDA_ENABLED", "NVCC", "CUDA_ROOT")
 
 and its BUILD has :cudart (the CUDA runtime, empty where CUDA is absent) and :cudnn (for the GPU check only).
+
+The toolkit's whole include folder is exposed (every file: CUDA's own headers include extensionless ones such as
+nv/target and cuda/std/...), on the same search path nvcc uses (include/, then include/cccl where CCCL lives), and
+nothing else from /usr/local: a build must not find a CUDA header through a copy or link of it elsewhere on the
+host (some machines link the toolkit's headers into /usr/local/include, which gcc searches by default).
+tests/python/test_build_hygiene.py checks the compiler's dependency files for such leaks.
 """
 
 def _cuda_configure_impl(ctx):
@@ -17,8 +23,11 @@ def _cuda_configure_impl(ctx):
     if not enabled:
         reason = "disabled by CONVOY_DISABLE_CUDA" if disabled else "no nvcc at " + nvcc
         print("Convoy: CUDA targets left out (%s); CPU targets build and test as usual." % reason)
+    includes = ["cuda_include"]
     if enabled:
         ctx.symlink(root + "/include", "cuda_include")
+        if ctx.path(root + "/include/cccl").exists:
+            includes.append("cuda_include/cccl")
     ctx.file("defs.bzl", "\n".join([
         "CUDA_ENABLED = %s" % enabled,
         "CUDA_ROOT = %r" % root,
@@ -31,8 +40,8 @@ package(default_visibility = ["//visibility:public"])
 
 cc_library(
     name = "cuda_headers",
-    hdrs = glob(["cuda_include/**/*.h", "cuda_include/**/*.hpp", "cuda_include/**/*.cuh", "cuda_include/**/*.inl"], allow_empty = True),
-    includes = ["cuda_include"],
+    hdrs = glob(["cuda_include/**"]),
+    includes = {includes},
 )
 
 cc_library(
@@ -45,7 +54,7 @@ cc_library(
     name = "cudnn",
     linkopts = ["-L{root}/lib64", "-L/usr/lib/x86_64-linux-gnu", "-lcudnn", "-Wl,-rpath,{root}/lib64"],
 )
-""".format(root = root)
+""".format(root = root, includes = includes)
     else:
         build = """
 package(default_visibility = ["//visibility:public"])

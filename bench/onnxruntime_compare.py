@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convoy's CPU conv kernels against onnxruntime on the conv layers of ResNet-50 and MobileNetV2.
+"""Convoy's CPU backend against onnxruntime and OpenVINO: conv layers, and whole models side by side in one run.
 
 For every layer listed by `kernels_benchmark --list` (shape, stride, groups, use count) and each batch size, this
 script builds a one-node ONNX model (Conv with bias, then Relu / Clip(0, 6) / nothing, which onnxruntime fuses like
@@ -8,9 +8,14 @@ sequential execution, all graph optimizations), and times Convoy's tuned choice 
 `conv_layer_bench`. It then exports torchvision's ResNet-50 and MobileNetV2 to ONNX with Debian's python3 (torch
 1.13 / torchvision 0.14, random weights) and times the same ONNX files end to end in onnxruntime and in Convoy
 (`convoy tune` for the batch sizes, then `convoy run --cache --threads=2 --repeat=N`, which prints the median of N
-timed runs after a warm-up run). The whole-model measurement is repeated --model_rounds times, alternating the two
-engines, and the median of the per-round medians is reported (the machine is shared). The model rows also compare
-the sum of Convoy's per-layer conv times (each layer times its use count) with onnxruntime's per-layer sum.
+timed runs after a warm-up run), in onnxruntime, and in OpenVINO (its CPU plugin reading the same ONNX file, 2
+inference threads, one stream, latency hint) twice: with INFERENCE_PRECISION_HINT=f32 set explicitly and with its
+default (bf16 on CPUs with AMX/AVX512-BF16, f32 elsewhere). ResNet-50, MobileNetV2 and EfficientNet-B0 (plus
+--extra_models=NAME=PATH.onnx, e.g. the EfficientNet-Lite0 sample model), batch 1 and 8, FP32 and (--precisions)
+BF16: Convoy --precision=bf16 against OpenVINO with the bf16 hint and its default. Each round times every engine
+once (the engines alternate within the round, seconds apart); the median of --model_rounds rounds is reported, with
+the 1-minute load average at each round (the machine is shared). The model rows also compare the sum of Convoy's
+per-layer conv times (each layer times its use count) with onnxruntime's per-layer sum.
 
 Run from the repository root with the project's virtualenv:
   bazel build //kernels/benchmarks:kernels_benchmark //kernels/benchmarks:conv_layer_bench //server/tools:convoy
@@ -28,6 +33,10 @@ import time
 import numpy as np
 import onnx
 import onnxruntime as ort
+try:
+    import openvino as ov
+except ImportError:  # the comparison still runs without it, with the OpenVINO columns empty
+    ov = None
 from onnx import TensorProto, helper, numpy_helper
 
 THREADS = 2
@@ -79,7 +88,10 @@ def ort_session(model_bytes):
 
 
 def time_ort(model_bytes, input_shape, reps):
-    sess = ort_session(model_bytes)
+    return time_ort_session(ort_session(model_bytes), input_shape, reps)
+
+
+def time_ort_session(sess, input_shape, reps):
     name = sess.get_inputs()[0].name
     x = np.random.default_rng(1).uniform(-1, 1, input_shape).astype(np.float32)
     for _ in range(3):
@@ -110,7 +122,8 @@ def time_convoy(bin_dir, layers, batch, reps):
 EXPORT_SCRIPT = r"""
 import sys, torch, torchvision
 name, path = sys.argv[1], sys.argv[2]
-model = {"resnet50": torchvision.models.resnet50, "mobilenetv2": torchvision.models.mobilenet_v2}[name]()
+model = {"resnet50": torchvision.models.resnet50, "mobilenetv2": torchvision.models.mobilenet_v2,
+         "efficientnet_b0": torchvision.models.efficientnet_b0}[name]()
 model.eval()
 torch.onnx.export(model, torch.randn(1, 3, 224, 224), path, opset_version=13, input_names=["x"], output_names=["y"],
                   dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
@@ -123,7 +136,7 @@ def export_whole_model(name, directory):
     return path
 
 
-def time_convoy_model(convoy, model_path, cache, batch, reps, directory):
+def time_convoy_model(convoy, model_path, cache, batch, reps, directory, precision="fp32"):
     """Median ms of `reps` runs of the whole model at `batch` through `convoy run` (after one warm-up run)."""
     x_path = os.path.join(directory, f"x{batch}.npy")
     if not os.path.exists(x_path):
@@ -132,41 +145,105 @@ def time_convoy_model(convoy, model_path, cache, batch, reps, directory):
     os.makedirs(out_dir, exist_ok=True)
     out = subprocess.run([convoy, "run", f"--model={model_path}", f"--input={x_path}", f"--output_dir={out_dir}",
                           f"--threads={THREADS}", f"--cache={cache}", f"--max_batch_size={batch}", "--quiet",
-                          f"--repeat={reps}"], check=True, capture_output=True, text=True).stdout
+                          f"--precision={precision}", f"--repeat={reps}"], check=True, capture_output=True,
+                         text=True).stdout
     for line in out.splitlines():
         if line.startswith("timed "):
             return float(line.split("median ")[1].split(" ms")[0])
     raise RuntimeError(f"no timing line in convoy run output:\n{out}")
 
 
+def ov_compiled(path, batch, precision_hint):
+    """OpenVINO's CPU plugin on the ONNX file at a static batch; precision_hint None keeps OpenVINO's default."""
+    core = ov.Core()
+    model = core.read_model(path)
+    model.reshape([batch, 3, 224, 224])
+    config = {"INFERENCE_NUM_THREADS": THREADS, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY"}
+    if precision_hint is not None:
+        config["INFERENCE_PRECISION_HINT"] = precision_hint
+    compiled = core.compile_model(model, "CPU", config)
+    return compiled, str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+
+
+def time_ov(compiled, batch, reps):
+    request = compiled.create_infer_request()
+    x = np.random.default_rng(1).uniform(-1, 1, (batch, 3, 224, 224)).astype(np.float32)
+    for _ in range(3):
+        request.infer({0: x})
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        request.infer({0: x})
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def load_average():
+    return os.getloadavg()[0]
+
+
 def whole_models(args, models, batches):
-    """{(model, batch): (convoy ms or None, onnxruntime ms)}, medians over args.model_rounds alternating rounds."""
+    """{(model, precision, batch): {engine: median ms}}, each the median over args.model_rounds rounds in which every
+    engine runs once, one after the other; also prints each round with the load average."""
     reps = max(5, args.reps // 2)
     convoy = args.convoy if os.access(args.convoy, os.X_OK) else None
     if convoy is None:
-        print(f"(no convoy CLI at {args.convoy}: whole-model rows for onnxruntime only)")
+        print(f"(no convoy CLI at {args.convoy}: whole-model rows without Convoy)")
+    precisions = args.precisions.split(",")
     result = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for model in models:
-            path = export_whole_model(model, tmp)
+        paths = {m: export_whole_model(m, tmp) for m in models}
+        for extra in filter(None, args.extra_models.split(",")):
+            name, path = extra.split("=", 1)
+            paths[name] = path
+        for model, path in paths.items():
             with open(path, "rb") as f:
                 data = f.read()
-            cache = os.path.join(tmp, f"{model}.cache")
-            if convoy is not None:
-                subprocess.run([convoy, "tune", f"--model={path}", f"--batch_sizes={','.join(map(str, batches))}",
-                                f"--cache={cache}", f"--threads={THREADS}", f"--max_batch_size={max(batches)}",
-                                "--quiet"], check=True, capture_output=True)
-            for batch in batches:
-                convoy_ms, ort_ms = [], []
-                for _ in range(args.model_rounds):
+            for precision in precisions:
+                cache = os.path.join(tmp, f"{model}.{precision}.cache")
+                if convoy is not None:
+                    subprocess.run([convoy, "tune", f"--model={path}", f"--batch_sizes={','.join(map(str, batches))}",
+                                    f"--cache={cache}", f"--threads={THREADS}", f"--max_batch_size={max(batches)}",
+                                    f"--precision={precision}", "--quiet"], check=True, capture_output=True)
+                for batch in batches:
+                    engines = {}
                     if convoy is not None:
-                        convoy_ms.append(time_convoy_model(convoy, path, cache, batch, reps, tmp))
-                    ort_ms.append(time_ort(data, [batch, 3, 224, 224], reps))
-                result[(model, batch)] = (statistics.median(convoy_ms) if convoy_ms else None,
-                                          statistics.median(ort_ms))
-                print(f"whole {model} batch {batch}: convoy {convoy_ms} ort {[round(t, 2) for t in ort_ms]}")
-                sys.stdout.flush()
+                        engines["convoy"] = lambda b=batch, p=precision, c=cache, m=path: time_convoy_model(
+                            convoy, m, c, b, reps, tmp, p)
+                    if precision == "fp32":
+                        sess = ort_session(data)
+                        engines["onnxruntime"] = lambda b=batch, s=sess: time_ort_session(s, [b, 3, 224, 224], reps)
+                    if ov is not None:
+                        hint = "f32" if precision == "fp32" else "bf16"
+                        for label, h in ((f"openvino_{hint}", hint), ("openvino_default", None)):
+                            try:
+                                compiled, effective = ov_compiled(path, batch, h)
+                            except RuntimeError as e:
+                                print(f"openvino {label} {model} batch {batch}: {e}")
+                                continue
+                            engines[f"{label}({effective})"] = lambda b=batch, c=compiled: time_ov(c, b, reps)
+                    times = {name: [] for name in engines}
+                    for round_index in range(args.model_rounds):
+                        load = load_average()
+                        for name, run in engines.items():
+                            times[name].append(run())
+                        print(f"whole {model} {precision} batch {batch} round {round_index} load {load:.2f}: " +
+                              ", ".join(f"{n} {t[-1]:.2f}" for n, t in times.items()))
+                        sys.stdout.flush()
+                    result[(model, precision, batch)] = {n: statistics.median(t) for n, t in times.items()}
     return result
+
+
+def print_whole_model_table(whole):
+    print()
+    print("whole models: median ms of the rounds, and Convoy / peer ratios (lower is better)")
+    for (model, precision, batch), times in sorted(whole.items()):
+        convoy = times.get("convoy")
+        cells = []
+        for name, ms in times.items():
+            ratio = f" (convoy/{name} {convoy / ms:.2f})" if convoy is not None and name != "convoy" else ""
+            cells.append(f"{name} {ms:.2f}{ratio}")
+        print(f"  {model:16} {precision:5} batch {batch}: " + "; ".join(cells))
 
 
 def main():
@@ -179,6 +256,10 @@ def main():
     parser.add_argument("--skip_layers", action="store_true", help="whole models only")
     parser.add_argument("--convoy", default="bazel-bin/server/tools/convoy", help="the convoy CLI")
     parser.add_argument("--model_rounds", type=int, default=3)
+    parser.add_argument("--whole_models", default="resnet50,mobilenetv2,efficientnet_b0",
+                        help="torchvision models timed end to end")
+    parser.add_argument("--extra_models", default="", help="NAME=PATH.onnx,... timed end to end as well")
+    parser.add_argument("--precisions", default="fp32,bf16", help="fp32 and/or bf16 whole-model rows")
     args = parser.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
     models = args.models.split(",")
@@ -198,24 +279,14 @@ def main():
             s[0] += layer["count"] * convoy_ms
             s[1] += layer["count"] * ort_ms
         sys.stdout.flush()
-    whole = {} if args.skip_whole_models else whole_models(args, models, batches)
+    print(f"openvino {ov.__version__ if ov is not None else '(not installed)'}; load average at start "
+          f"{load_average():.2f}")
+    whole = {} if args.skip_whole_models else whole_models(args, args.whole_models.split(","), batches)
     print()
-    print(f"{'model':12} {'batch':>5} {'convoy conv sum':>16} {'ort conv sum':>13} {'ratio':>6} "
-          f"{'convoy whole':>13} {'ort whole':>10} {'ratio':>6}")
-    dash = "-"
-    for key in sorted(set(sums) | set(whole)):
-        model, batch = key
-        convoy_sum, ort_sum = sums.get(key, (None, None))
-        convoy_whole, ort_whole = whole.get(key, (None, None))
-        sum_text = (f"{convoy_sum:16.2f} {ort_sum:13.2f} {convoy_sum / ort_sum:6.2f}" if convoy_sum is not None
-                    else f"{dash:>16} {dash:>13} {dash:>6}")
-        if ort_whole is None:
-            whole_text = f"{dash:>13} {dash:>10} {dash:>6}"
-        elif convoy_whole is None:
-            whole_text = f"{dash:>13} {ort_whole:10.2f} {dash:>6}"
-        else:
-            whole_text = f"{convoy_whole:13.2f} {ort_whole:10.2f} {convoy_whole / ort_whole:6.2f}"
-        print(f"{model:12} {batch:5d} {sum_text} {whole_text}")
+    print(f"{'model':12} {'batch':>5} {'convoy conv sum':>16} {'ort conv sum':>13} {'ratio':>6}")
+    for (model, batch), (convoy_sum, ort_sum) in sorted(sums.items()):
+        print(f"{model:12} {batch:5d} {convoy_sum:16.2f} {ort_sum:13.2f} {convoy_sum / ort_sum:6.2f}")
+    print_whole_model_table(whole)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -21,6 +22,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "grpcpp/grpcpp.h"
+#include "server/tools/flags_help.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/health.pb.h"
 
@@ -80,8 +82,13 @@ const char* StatusName(HealthCheckResponse::ServingStatus status) {
 
 }  // namespace
 
+constexpr char kUsage[] = R"(usage: convoy_health_probe [--address=HOST:PORT] [--service=NAME] [--timeout_ms=N] [--tls_...]
+Asks grpc.health.v1.Health/Check; exits 0 if the answer is SERVING, 1 otherwise. Services: "" and "liveness" (the
+process), "readiness" (every expected model READY), a model's name (that model).)";
+
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Exits 0 if grpc.health.v1.Health/Check answers SERVING, else 1.");
+  absl::SetProgramUsageMessage(kUsage);
+  if (convoy::tools::PrintHelpIfAsked(argc, argv, kUsage, std::cout)) return 0;
   absl::ParseCommandLine(argc, argv);
   const std::string address = absl::GetFlag(FLAGS_address);
   const std::string service = absl::GetFlag(FLAGS_service);

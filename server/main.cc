@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -14,6 +15,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -26,6 +28,7 @@
 #include "server/repository/model_manager.h"
 #include "server/repository/model_repository.h"
 #include "server/runtime/algorithm_counters.h"
+#include "server/tools/flags_help.h"
 #ifdef CONVOY_SERVER_WITH_CUDA
 #include "kernels/cuda/cuda_device.h"
 #endif
@@ -318,7 +321,16 @@ int Run() {
 }  // namespace
 }  // namespace convoy
 
+constexpr char kUsage[] = R"(usage: convoy_server [--flag=value ...]
+Serves the models of --model_repository over the KServe v2 / Triton gRPC protocol and grpc.health.v1 on
+--grpc_port, Prometheus metrics at http://HOST:--metrics_port/metrics; SIGTERM or SIGINT drains and exits 0.
+  convoy_server --model_repository=model_repo                 # gRPC :8001, metrics :8002, CPU if no GPU
+  convoy_server --model_repository=/models --device=cpu --grpc_port=0 --metrics_port=0   # free ports, printed
+docs/server.md describes every flag, docs/model_config.md a model's config.yaml.)";
+
 int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  if (convoy::tools::PrintHelpIfAsked(argc, argv, kUsage, std::cout)) return 0;
   absl::ParseCommandLine(argc, argv);
   return convoy::Run();
 }

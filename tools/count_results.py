@@ -22,6 +22,9 @@ def xml_files(paths):
 
 
 def main(argv):
+    if len(argv) < 2 or any(a in ("-h", "--help") for a in argv[1:]):
+        print(__doc__.strip())
+        return 0 if len(argv) >= 2 else 2
     passed = failed = skipped = 0
     failures = []
     for path in sorted(set(xml_files(argv[1:]))):

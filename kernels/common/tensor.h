@@ -1,8 +1,8 @@
 // Tensor descriptors, non-owning views and owning host buffers.
 //
 // A TensorDesc is a data type, logical dims and element strides. Four-dimensional image tensors always list their
-// dims in logical N, C, H, W order; `layout` says how they lie in memory (NCHW or NHWC) and the default strides follow
-// it. Kernels take problems (problems.h) plus raw pointers; TensorView is what the runtime and tests pass around.
+// dims in logical N, C, H, W order; `layout` says how they lie in memory (NCHW, NHWC, or the channel-blocked NCHW8c)
+// and the default strides follow it. Kernels take problems (problems.h) plus raw pointers; TensorView is what the runtime and tests pass around.
 #ifndef CONVOY_KERNELS_COMMON_TENSOR_H_
 #define CONVOY_KERNELS_COMMON_TENSOR_H_
 
@@ -17,7 +17,12 @@
 
 namespace convoy {
 
-enum class Layout : uint8_t { kNCHW = 0, kNHWC = 1 };
+// kNCHW8c is oneDNN's nChw8c: [N, C/8, H, W, 8], channels in blocks of 8 innermost (what its AVX2 convolutions
+// prefer). Convoy uses it only for tensors whose C is a multiple of 8, so it has no padding and the same byte size as
+// the plain layouts; only the oneDNN algorithms (conv2d, pool2d, convert) and the layout-free element-wise kernels
+// take it (docs/kernels.md, "The blocked layout").
+enum class Layout : uint8_t { kNCHW = 0, kNHWC = 1, kNCHW8c = 2 };
+constexpr int kLayoutChannelBlock = 8;  // channels per block of kNCHW8c
 absl::string_view LayoutName(Layout layout);
 absl::StatusOr<Layout> ParseLayout(absl::string_view name);
 
@@ -41,6 +46,10 @@ class TensorDesc {
   bool is_dense() const;
   // Offset in elements of the 4-D logical index (n, c, h, w).
   int64_t Offset4(int64_t n, int64_t c, int64_t h, int64_t w) const {
+    if (layout_ == Layout::kNCHW8c) {  // strides_[1] is the stride of a channel block
+      return n * strides_[0] + (c / kLayoutChannelBlock) * strides_[1] + h * strides_[2] + w * strides_[3] +
+             c % kLayoutChannelBlock;
+    }
     return n * strides_[0] + c * strides_[1] + h * strides_[2] + w * strides_[3];
   }
   // "[1,3,224,224] FP32 NCHW"

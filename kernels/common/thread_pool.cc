@@ -9,7 +9,20 @@ namespace convoy {
 
 namespace {
 thread_local bool t_in_pool_worker = false;
+thread_local int t_parallel_depth = 0;  // ParallelFor bodies / RunReserved work running on this (calling) thread
 }  // namespace
+
+void ThreadPool::RunReserved(absl::FunctionRef<void(int threads)> fn) {
+  if (num_threads_ == 1 || t_in_pool_worker || t_parallel_depth > 0) {
+    fn(1);
+    return;
+  }
+  submit_mu_.Lock();
+  ++t_parallel_depth;
+  fn(num_threads_);
+  --t_parallel_depth;
+  submit_mu_.Unlock();
+}
 
 struct ThreadPool::Job {
   const std::function<void(int64_t, int64_t)>* fn;
@@ -77,8 +90,10 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t, in
   if (count <= 0) return;
   const int64_t target_chunks = int64_t{num_threads_} * 4;
   const int64_t chunk = std::max<int64_t>(std::max<int64_t>(1, min_chunk), (count + target_chunks - 1) / target_chunks);
-  if (num_threads_ == 1 || t_in_pool_worker || count <= chunk || !submit_mu_.TryLock()) {
+  if (num_threads_ == 1 || t_in_pool_worker || t_parallel_depth > 0 || count <= chunk || !submit_mu_.TryLock()) {
+    ++t_parallel_depth;
     fn(0, count);
+    --t_parallel_depth;
     return;
   }
   Job job;
@@ -90,7 +105,9 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t, in
     job_ = &job;
     ++job_generation_;
   }
+  ++t_parallel_depth;
   RunChunks(&job);
+  --t_parallel_depth;
   {
     // Retire the job, then wait for workers that picked it up (fn and job live on this stack frame).
     convoy::MutexLock lock(&mu_);

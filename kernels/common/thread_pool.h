@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "kernels/common/mutex.h"
 
 namespace convoy {
@@ -32,6 +33,12 @@ class ThreadPool {
 
   // Threads in the process-wide default pool: CONVOY_CPU_THREADS if set, else the hardware concurrency.
   static int DefaultThreadCount();
+
+  // Runs fn(threads) while the pool's workers are reserved for it, for work that brings its own threads (a oneDNN
+  // primitive on its OpenMP team): `threads` is num_threads() and no ParallelFor of this pool runs meanwhile (one
+  // that starts runs inline on its caller), so the process never runs more compute threads than the pool has.
+  // Waits while another caller holds the pool. From inside a pool worker or a ParallelFor, fn(1) runs at once.
+  void RunReserved(absl::FunctionRef<void(int threads)> fn);
 
  private:
   struct Job;

@@ -20,6 +20,7 @@ using ::convoy::testing::ToFloats;
 // Random operands shared by the conv and GEMM checks.
 struct Operands {
   HostBuffer x, w, bias, scale, residual, y, y_reference, packed, workspace;
+  std::unique_ptr<AlgorithmState> state;
 };
 
 absl::StatusOr<Operands> MakeOperands(DataType dtype, int64_t x_count, int64_t w_count, int channels,
@@ -37,12 +38,14 @@ absl::StatusOr<Operands> MakeOperands(DataType dtype, int64_t x_count, int64_t w
   return o;
 }
 
-// Packs the filter when the algorithm wants it and sizes the workspace; returns the filter pointer to pass.
+// Packs the filter when the algorithm wants it, sizes the workspace and prepares the algorithm's state; returns the
+// filter pointer to pass.
 template <typename AlgorithmT, typename ProblemT>
 absl::StatusOr<const void*> PrepareAlgorithm(const AlgorithmT& algorithm, const ProblemT& problem, Operands& o,
                                              const ExecutionContext& context) {
   CONVOY_RETURN_IF_ERROR(algorithm.CanImplement(problem));
   CONVOY_ASSIGN_OR_RETURN(o.workspace, HostBuffer::Allocate(algorithm.WorkspaceBytes(problem)));
+  CONVOY_ASSIGN_OR_RETURN(o.state, algorithm.Prepare(problem, context));
   const size_t packed_bytes = algorithm.PackedFilterBytes(problem);
   if (packed_bytes == 0) return static_cast<const void*>(o.w.data());
   CONVOY_ASSIGN_OR_RETURN(o.packed, HostBuffer::Allocate(packed_bytes));
@@ -67,8 +70,8 @@ absl::Status CheckConv2dAgainstReference(const Conv2dAlgorithm& algorithm, const
   auto filter = PrepareAlgorithm(algorithm, p, o, context);
   if (!filter.ok()) return Annotate(filter.status(), algorithm.name(), p.ToString());
   Conv2dArgs args{o.x.data(), *filter, o.bias.as<float>(), o.scale.as<float>(), o.residual.data(), o.y.data()};
-  CONVOY_RETURN_IF_ERROR(Annotate(algorithm.Run(p, args, Workspace{o.workspace.data(), o.workspace.size()}, context),
-                                  algorithm.name(), p.ToString()));
+  const Workspace workspace{o.workspace.data(), o.workspace.size(), o.state.get()};
+  CONVOY_RETURN_IF_ERROR(Annotate(algorithm.Run(p, args, workspace, context), algorithm.name(), p.ToString()));
   args.w = o.w.data();
   args.y = o.y_reference.data();
   CONVOY_RETURN_IF_ERROR(reference::Conv2d(p, args));
@@ -86,8 +89,8 @@ absl::Status CheckGemmAgainstReference(const GemmAlgorithm& algorithm, const Gem
   auto filter = PrepareAlgorithm(algorithm, p, o, context);
   if (!filter.ok()) return Annotate(filter.status(), algorithm.name(), p.ToString());
   GemmArgs args{o.x.data(), *filter, o.bias.as<float>(), o.scale.as<float>(), o.residual.data(), o.y.data()};
-  CONVOY_RETURN_IF_ERROR(Annotate(algorithm.Run(p, args, Workspace{o.workspace.data(), o.workspace.size()}, context),
-                                  algorithm.name(), p.ToString()));
+  const Workspace workspace{o.workspace.data(), o.workspace.size(), o.state.get()};
+  CONVOY_RETURN_IF_ERROR(Annotate(algorithm.Run(p, args, workspace, context), algorithm.name(), p.ToString()));
   args.b = o.w.data();
   args.y = o.y_reference.data();
   CONVOY_RETURN_IF_ERROR(reference::Gemm(p, args));

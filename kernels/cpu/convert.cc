@@ -44,6 +44,19 @@ void ConvertLayout(const ConvertProblem& p, const typename Src::T* x, typename D
 
 }  // namespace
 
+absl::Status CpuConvertAlgorithm::CanImplement(const ConvertProblem& problem) const {
+  if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
+  if (problem.output_c() != problem.c) {
+    return absl::UnimplementedError("channel padding (dst_c) is done by the CUDA kernels only");
+  }
+  const bool blocked = problem.src_layout == Layout::kNCHW8c || problem.dst_layout == Layout::kNCHW8c;
+  const bool same_layout = problem.src_layout == problem.dst_layout || (problem.h == 1 && problem.w == 1);
+  if (blocked && !same_layout) {
+    return absl::UnimplementedError("cpu.convert.elementwise does not reorder to or from NCHW8c");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CpuConvertAlgorithm::Run(const ConvertProblem& p, const ConvertArgs& args, Workspace,
                                       const ExecutionContext& context) const {
   ThreadPool& pool = *context.thread_pool;

@@ -12,12 +12,8 @@ class CpuConvertAlgorithm final : public ConvertAlgorithm {
  public:
   absl::string_view name() const override { return "cpu.convert.elementwise"; }
   Backend backend() const override { return Backend::kCpu; }
-  absl::Status CanImplement(const ConvertProblem& problem) const override {
-    if (problem.dst_c != 0 && problem.dst_c != problem.c) {
-      return absl::UnimplementedError("channel padding (dst_c) is done by the CUDA kernels only");
-    }
-    return problem.Validate();
-  }
+  // NCHW and NHWC, and dtype-only conversions of NCHW8c tensors (the blocked reorders are convert_onednn's).
+  absl::Status CanImplement(const ConvertProblem& problem) const override;
   absl::Status Run(const ConvertProblem& problem, const ConvertArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
 };

@@ -29,9 +29,11 @@ void PadRow(const PadProblem& p, const char* x_plane, char* y_row, int oy, const
     return;
   }
   const char* x_row = x_plane + static_cast<size_t>(sy) * p.w * cell;
-  std::memcpy(y_row + p.pad_left * cell, x_row, p.w * cell);  // the interior
+  // The interior: output columns whose source column lies in the row (a negative pad crops it).
+  const int first = std::max(p.pad_left, 0), last = std::min(p.pad_left + p.w, p.out_w());
+  if (last > first) std::memcpy(y_row + first * cell, x_row + (first - p.pad_left) * cell, (last - first) * cell);
   for (int ox = 0; ox < p.out_w(); ++ox) {
-    if (ox >= p.pad_left && ox < p.pad_left + p.w) continue;
+    if (ox >= first && ox < last) continue;
     const int sx = SourceIndex(p.mode, ox - p.pad_left, p.w);
     std::memcpy(y_row + ox * cell, sx < 0 ? constant_cell : x_row + sx * cell, cell);
   }

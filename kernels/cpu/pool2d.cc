@@ -94,6 +94,12 @@ void PoolKernel(const Pool2dProblem& p, const typename S::T* x, typename S::T* y
 
 }  // namespace
 
+absl::Status CpuPool2dAlgorithm::CanImplement(const Pool2dProblem& problem) const {
+  if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
+  if (problem.layout == Layout::kNCHW8c) return absl::UnimplementedError("cpu.pool2d.direct takes NCHW and NHWC only");
+  return absl::OkStatus();
+}
+
 absl::Status CpuPool2dAlgorithm::Run(const Pool2dProblem& p, const Pool2dArgs& args, Workspace,
                                      const ExecutionContext& context) const {
   return DispatchFloatStorage(p.dtype, [&](auto storage) {

@@ -12,7 +12,7 @@ class CpuPool2dAlgorithm final : public Pool2dAlgorithm {
  public:
   absl::string_view name() const override { return "cpu.pool2d.direct"; }
   Backend backend() const override { return Backend::kCpu; }
-  absl::Status CanImplement(const Pool2dProblem& problem) const override { return problem.Validate(); }
+  absl::Status CanImplement(const Pool2dProblem& problem) const override;  // NCHW and NHWC
   absl::Status Run(const Pool2dProblem& problem, const Pool2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
 };

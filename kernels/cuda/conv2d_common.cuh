@@ -1,7 +1,8 @@
 // Device helpers shared by Convoy's CUDA conv2d and GEMM kernels (both under nvcc and under the CUDA emulation):
 //
 //   ElementToFloat<T>(v), FloatToElement<T>(f)   FP32 / FP16 / BF16 element conversion (element_conversion.cuh)
-//   StoreElementPair<T>(dst, a, b)               two adjacent outputs in one 4- or 8-byte store (dst 2-aligned)
+//   StoreElementPair<T>(dst, a, b)               two adjacent outputs in one 4- or 8-byte store (dst aligned to
+//                                                PairedStoreAlignment(dtype) = 2 elements: 8 bytes for FP32)
 //   EpilogueOperands                             the fused-epilogue pointers and descriptor a kernel carries
 //   MakeEpilogueOperands<T>(epilogue, args)      ... filled from a Conv2dArgs or GemmArgs
 //   LaunchForFloatType(dtype, "Launcher", fn)    fn(T{}) -> cudaError_t for T = __half, __nv_bfloat16 or float; Status
@@ -24,9 +25,17 @@
 
 namespace convoy::cuda {
 
+// Bytes of alignment StoreElementPair needs at the destination: two elements (8 for FP32/TF32, 4 for FP16/BF16).
+inline size_t PairedStoreAlignment(DataType dtype) { return 2 * DataTypeSize(dtype); }
+
 // Stores two adjacent elements with one instruction; `destination` must be aligned to two elements.
 template <typename T>
 __device__ __forceinline__ void StoreElementPair(T* destination, float first, float second) {
+#if defined(CONVOY_CUDA_EMULATION)
+  // x86 stores at any alignment; the GPU faults ("misaligned address") on a float2 / 32-bit store that is not
+  // aligned to its size, so the emulation traps where the GPU would.
+  if (reinterpret_cast<uintptr_t>(destination) % (2 * sizeof(T)) != 0) __trap();
+#endif
   if constexpr (sizeof(T) == 4) {
     float2 pair;
     pair.x = first;

@@ -58,6 +58,16 @@ __device__ __forceinline__ ChannelAffine<V> LoadChannelAffine(const OutputTarget
   return affine;
 }
 
+// Traps (under the emulation) on a 16-byte access that is not 16-byte aligned: x86 performs it, the GPU faults with
+// "misaligned address", so the emulation fails the launch where the GPU would.
+__device__ __forceinline__ void CheckVectorAlignment(const void* address) {
+#if defined(CONVOY_CUDA_EMULATION)
+  if (reinterpret_cast<uintptr_t>(address) % 16 != 0) __trap();
+#else
+  (void)address;
+#endif
+}
+
 // 32-bit word i (0..3) of a 16-byte vector.
 __device__ __forceinline__ uint32_t VectorWord(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
@@ -108,6 +118,7 @@ __device__ __forceinline__ void StoreOutputVector(const OutputTarget<T>& out, in
   if (out.vector_ok && n0 + V <= out.channels) {
     float residual[V] = {};
     if (e.residual != ResidualMode::kNone) {
+      CheckVectorAlignment(out.epilogue.residual + offset);
       UnpackVector<T, V>(__ldg(reinterpret_cast<const uint4*>(out.epilogue.residual + offset)), residual);
     }
     float result[V];
@@ -115,6 +126,7 @@ __device__ __forceinline__ void StoreOutputVector(const OutputTarget<T>& out, in
     for (int j = 0; j < V; ++j) {
       result[j] = ApplyEpilogueValues(values[j], e, affine.scale[j], affine.bias[j], residual[j]);
     }
+    CheckVectorAlignment(out.y + offset);
     *reinterpret_cast<uint4*>(out.y + offset) = PackVector<T, V>(result);
     return;
   }
@@ -135,6 +147,7 @@ __device__ __forceinline__ void StorePartialVector(float* partials, int64_t m, i
   if (vector_ok && n0 + V <= channels) {
 #pragma unroll
     for (int j = 0; j < V; j += 4) {
+      CheckVectorAlignment(row + j);
       *reinterpret_cast<float4*>(row + j) = make_float4(values[j], values[j + 1], values[j + 2], values[j + 3]);
     }
     return;

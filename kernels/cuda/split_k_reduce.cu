@@ -39,6 +39,7 @@ __global__ void __launch_bounds__(kReduceThreads) SplitKReduceKernel(SplitKReduc
       if (whole) {
 #pragma unroll
         for (int j = 0; j < V; j += 4) {
+          CheckVectorAlignment(source + j);
           const float4 p = __ldg(reinterpret_cast<const float4*>(source + j));
           sum[j] += p.x, sum[j + 1] += p.y, sum[j + 2] += p.z, sum[j + 3] += p.w;
         }

@@ -3,6 +3,8 @@
 //   CanImplement(problem)        OK, or UNIMPLEMENTED with the reason (never crashes on any valid problem);
 //   WorkspaceBytes(problem)      scratch it needs per Run (the caller owns and passes it);
 //   PackedFilterBytes / PackFilter   optional one-time weight transform done at plan time (Winograd, tiled layouts);
+//   Prepare(problem, context)    optional plan-time state (a oneDNN primitive with its JIT code), made once per
+//                                 problem, owned by the caller and handed back to Run in Workspace::state;
 //   Run(problem, args, workspace, context)   runs on the context's stream (CUDA) or thread pool (CPU). It never
 //                                 allocates and never synchronizes a CUDA stream; errors come back as absl::Status.
 //   HeuristicScore / EstimatedMicroseconds / LaunchSummary   what the heuristic default and `convoy inspect` use.
@@ -13,10 +15,12 @@
 #define CONVOY_KERNELS_REGISTRY_ALGORITHM_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kernels/common/problems.h"
 #include "kernels/common/thread_pool.h"
 
@@ -34,10 +38,19 @@ struct ExecutionContext {
   int cuda_device = 0;
 };
 
-// Scratch memory handed to Run: device memory for CUDA, host memory for CPU.
+// What an algorithm made once at plan time for one problem (Algorithm::Prepare), e.g. a oneDNN primitive. The caller
+// (the plan, the autotuner, a test) owns it and passes it back to every Run of that problem; Run only reads it, so
+// concurrent Runs of one plan share it.
+class AlgorithmState {
+ public:
+  virtual ~AlgorithmState() = default;
+};
+
+// Scratch memory handed to Run (device memory for CUDA, host memory for CPU), and the algorithm's prepared state.
 struct Workspace {
   void* data = nullptr;
   size_t bytes = 0;
+  const AlgorithmState* state = nullptr;  // what Prepare returned for this problem (null when it returned none)
 };
 
 template <typename ProblemT, typename ArgsT>
@@ -57,6 +70,13 @@ class Algorithm {
   virtual absl::Status PackFilter(const Problem& problem, const void* filter, void* packed,
                                   const ExecutionContext& context) const {
     return absl::UnimplementedError(std::string(name()) + " has no packed filter");
+  }
+  // Plan-time state for `problem` on `context` (null: the algorithm needs none, the default). Made once per problem by
+  // whoever runs it (the planner per plan step and batch size, the autotuner per candidate) and kept as long as Run
+  // may be called; Run gets it back in Workspace::state and fails with FAILED_PRECONDITION when it is missing.
+  virtual absl::StatusOr<std::unique_ptr<AlgorithmState>> Prepare(const Problem& problem,
+                                                                  const ExecutionContext& context) const {
+    return std::unique_ptr<AlgorithmState>();
   }
   virtual absl::Status Run(const Problem& problem, const Args& args, Workspace workspace,
                            const ExecutionContext& context) const = 0;

@@ -172,6 +172,7 @@ struct PreparedCandidate {
   typename Op::Args args;
   DeviceAllocation workspace;
   DeviceAllocation packed_filter;
+  std::unique_ptr<AlgorithmState> state;  // Algorithm::Prepare's, made once
   size_t workspace_bytes = 0;
 };
 
@@ -186,6 +187,7 @@ absl::Status PrepareCandidate(const typename Op::Problem& problem, TuningBuffers
                                                      " workspace bytes, limit ", options.max_workspace_bytes));
   }
   CONVOY_ASSIGN_OR_RETURN(prepared.workspace, device.Allocate(prepared.workspace_bytes));
+  CONVOY_ASSIGN_OR_RETURN(prepared.state, algorithm.Prepare(problem, device.context()));
   prepared.args = buffers.args;
   if (const size_t packed_bytes = algorithm.PackedFilterBytes(problem); packed_bytes > 0) {
     CONVOY_ASSIGN_OR_RETURN(prepared.packed_filter, device.Allocate(packed_bytes));
@@ -200,7 +202,7 @@ absl::Status PrepareCandidate(const typename Op::Problem& problem, TuningBuffers
 template <typename Op>
 absl::StatusOr<std::vector<double>> TimePrepared(const typename Op::Problem& problem, PreparedCandidate<Op>& prepared,
                                                  Device& device, int warmup, int reps) {
-  const Workspace ws{prepared.workspace.data(), prepared.workspace_bytes};
+  const Workspace ws{prepared.workspace.data(), prepared.workspace_bytes, prepared.state.get()};
   const ExecutionContext context = device.context();
   return device.TimeRuns([&] { return prepared.algorithm->Run(problem, prepared.args, ws, context); }, warmup,
                          reps);

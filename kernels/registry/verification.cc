@@ -179,8 +179,9 @@ struct VerificationSession<Op>::State {
     }
     const size_t workspace_bytes = algorithm.WorkspaceBytes(problem);
     CONVOY_ASSIGN_OR_RETURN(DeviceAllocation workspace, device->Allocate(workspace_bytes));
-    CONVOY_RETURN_IF_ERROR(
-        algorithm.Run(problem, args, Workspace{workspace.data(), workspace_bytes}, device->context()));
+    CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<AlgorithmState> state, algorithm.Prepare(problem, device->context()));
+    CONVOY_RETURN_IF_ERROR(algorithm.Run(problem, args, Workspace{workspace.data(), workspace_bytes, state.get()},
+                                         device->context()));
     CONVOY_RETURN_IF_ERROR(device->Synchronize());
     std::vector<uint8_t> result(Bytes(specs[out]));
     CONVOY_RETURN_IF_ERROR(device->CopyToHost(result.data(), device_pointers[out], result.size()));

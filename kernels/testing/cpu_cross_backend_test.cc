@@ -1,4 +1,5 @@
-// Every CPU algorithm of every op except conv2d and GEMM against the reference over the shared problem list,
+// Every CPU algorithm of every op except conv2d and GEMM (the own ones and oneDNN's pooling and reorder, these also
+// over the blocked NCHW8c lists) against the reference over the shared problem list,
 // plus the in-place forms activation and binary allow. (The conv2d and GEMM algorithms run the same harness from
 // kernels/cpu:conv2d_gemm_cross_backend_test.)
 #include "gtest/gtest.h"
@@ -12,7 +13,17 @@ namespace {
 
 CpuDevice& Device() { return CpuDevice::Default(); }
 
-TEST(CpuCrossBackendTest, Pool2d) { ExpectAllAlgorithmsMatchReference<Pool2dOp>(Backend::kCpu, Device()); }
+// The shared lists plus the blocked NCHW8c ones (problem_list.h) for the ops whose oneDNN algorithms take it.
+template <typename Problem>
+std::vector<Problem> Concatenated(std::vector<Problem> a, const std::vector<Problem>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(CpuCrossBackendTest, Pool2d) {
+  ExpectAllAlgorithmsMatchReference<Pool2dOp>(Backend::kCpu, Device(),
+                                              Concatenated(Pool2dProblems(), Pool2dProblemsInBlockedLayout()));
+}
 TEST(CpuCrossBackendTest, BatchNorm) { ExpectAllAlgorithmsMatchReference<BatchNormOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Activation) { ExpectAllAlgorithmsMatchReference<ActivationOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Binary) {
@@ -25,7 +36,10 @@ TEST(CpuCrossBackendTest, ChannelShuffle) {
 }
 TEST(CpuCrossBackendTest, Softmax) { ExpectAllAlgorithmsMatchReference<SoftmaxOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Pad) { ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCpu, Device()); }
-TEST(CpuCrossBackendTest, Convert) { ExpectAllAlgorithmsMatchReference<ConvertOp>(Backend::kCpu, Device()); }
+TEST(CpuCrossBackendTest, Convert) {
+  ExpectAllAlgorithmsMatchReference<ConvertOp>(Backend::kCpu, Device(),
+                                               Concatenated(ConvertProblems(), ConvertProblemsInBlockedLayout()));
+}
 TEST(CpuCrossBackendTest, Preprocess) { ExpectAllAlgorithmsMatchReference<PreprocessOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Transpose) { ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, Device()); }
 
@@ -35,7 +49,8 @@ TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
     auto device = CpuDevice::Create(CpuDevice::Options{threads});
     ASSERT_TRUE(device.ok()) << device.status();
     SCOPED_TRACE(::testing::Message() << threads << " threads");
-    ExpectAllAlgorithmsMatchReference<Pool2dOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<Pool2dOp>(Backend::kCpu, **device,
+                                                Concatenated(Pool2dProblems(), Pool2dProblemsInBlockedLayout()));
     ExpectAllAlgorithmsMatchReference<BinaryElementwiseOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<SoftmaxOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCpu, **device);

@@ -8,8 +8,9 @@
 // For every problem of ProblemsFor<Problem>() and every algorithm of `backend` that CanImplement it, one case:
 // fresh random inputs (seeded per problem; the seed is in every failure message), copied to the device; outputs
 // poisoned with NaN (an unwritten element fails); the filter packed when the algorithm asks for it; the workspace
-// it asks for allocated; Run; Synchronize; copy back; compare with reference::Run on the host copies with the
-// tolerance of op_case_traits.h. The reference runs once per problem, whatever the number of algorithms. All device memory goes through Device, so the same call checks the CPU backend,
+// it asks for allocated; its plan-time state prepared (Algorithm::Prepare); Run; Synchronize; copy back; compare with
+// reference::Run on the host copies with the tolerance of op_case_traits.h. The reference runs once per problem,
+// whatever the number of algorithms. All device memory goes through Device, so the same call checks the CPU backend,
 // the CUDA backend on a GPU, and the CUDA kernels on the emulated device.
 //
 // It prints how many cases ran per algorithm, and fails when a registered algorithm of the backend never ran on any
@@ -113,6 +114,7 @@ absl::Status RunAgainstReference(const typename Op::AlgorithmType& algorithm, co
   }
   const size_t workspace_bytes = algorithm.WorkspaceBytes(problem);
   CONVOY_ASSIGN_OR_RETURN(DeviceAllocation workspace, device.Allocate(workspace_bytes));
+  CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<AlgorithmState> state, algorithm.Prepare(problem, context));
   const typename Op::Args args = Traits::MakeArgs(problem, device_in, device_out);
   if (record_and_replay) {
     CONVOY_RETURN_IF_ERROR(device.Synchronize());  // the uploads above ran on the device's own stream
@@ -120,14 +122,16 @@ absl::Status RunAgainstReference(const typename Op::AlgorithmType& algorithm, co
     if (!queue->CanRecord()) return absl::FailedPreconditionError("record_and_replay: this device cannot record");
     const ExecutionContext queue_context = queue->context();
     absl::StatusOr<std::unique_ptr<RecordedWork>> recorded = queue->Record(
-        [&] { return algorithm.Run(problem, args, Workspace{workspace.data(), workspace_bytes}, queue_context); });
+        [&] { return algorithm.Run(problem, args, Workspace{workspace.data(), workspace_bytes, state.get()},
+                                   queue_context); });
     if (!recorded.ok()) {
       return absl::Status(recorded.status().code(), absl::StrCat("recording: ", recorded.status().message()));
     }
     CONVOY_RETURN_IF_ERROR((*recorded)->Replay());
     CONVOY_RETURN_IF_ERROR(queue->Synchronize());
   } else {
-    CONVOY_RETURN_IF_ERROR(algorithm.Run(problem, args, Workspace{workspace.data(), workspace_bytes}, context));
+    CONVOY_RETURN_IF_ERROR(
+        algorithm.Run(problem, args, Workspace{workspace.data(), workspace_bytes, state.get()}, context));
     CONVOY_RETURN_IF_ERROR(device.Synchronize());
   }
   for (size_t i = 0; i < out_specs.size(); ++i) {

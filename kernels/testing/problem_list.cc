@@ -1,6 +1,7 @@
 #include "kernels/testing/problem_list.h"
 
 #include <iterator>
+#include <utility>
 
 namespace convoy::testing {
 namespace {
@@ -267,7 +268,14 @@ std::vector<PadProblem> PadProblems() {
     AddEveryLayout(out, p, mode == PadMode::kConstant);
     p.n = 1, p.c = 4, p.h = 4, p.w = 4, p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
     AddEveryLayout(out, p, mode == PadMode::kReflect);
+    // Negative pads crop: top and right cropped, bottom and left padded (ONNX Pad with negative pads, Slice of H/W).
+    p.n = 2, p.c = 3, p.h = 7, p.w = 6, p.pad_top = -2, p.pad_bottom = 1, p.pad_left = 2, p.pad_right = -3;
+    AddEveryLayout(out, p, mode == PadMode::kEdge);
   }
+  PadProblem crop;  // a pure crop, as the importer maps a spatial Slice
+  crop.n = 1, crop.c = 5, crop.h = 9, crop.w = 8, crop.pad_top = -1, crop.pad_bottom = -3, crop.pad_left = -2,
+  crop.pad_right = 0;
+  AddEveryLayout(out, crop, true);
   return out;
 }
 
@@ -357,6 +365,57 @@ std::vector<TransposeProblem> TransposeProblems() {
   add({2, 3, 2, 4, 5}, {4, 3, 2, 1, 0}, {DataType::kFloat16});
   add({2, 1, 3, 2, 3, 2}, {5, 0, 4, 1, 3, 2}, fp32);
   add({2, 3, 1, 2, 2, 3}, {0, 1, 2, 3, 5, 4}, fp32);
+  return out;
+}
+
+namespace {
+
+// Each NCHW problem of `shared` whose channel counts (`channels(p)`) are multiples of the block, as NCHW8c, at its
+// own batch and at batch 3.
+template <typename Problem, typename Channels>
+std::vector<Problem> Blocked(const std::vector<Problem>& shared, Channels channels) {
+  std::vector<Problem> out;
+  for (Problem p : shared) {
+    bool fits = p.layout == Layout::kNCHW;
+    for (int c : channels(p)) fits = fits && c % kLayoutChannelBlock == 0;
+    if (!fits) continue;
+    p.layout = Layout::kNCHW8c;
+    out.push_back(p);
+    p.n = 3;
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Conv2dProblem> Conv2dProblemsInBlockedLayout() {
+  return Blocked(Conv2dProblems(), [](const Conv2dProblem& p) { return std::vector<int>{p.c, p.k}; });
+}
+
+std::vector<Pool2dProblem> Pool2dProblemsInBlockedLayout() {
+  std::vector<Pool2dProblem> shared = Pool2dProblems();
+  for (Pool2dProblem p : Pool2dProblems()) {  // the shared shapes again with 16 channels, so every mode is covered
+    p.c = 16;
+    shared.push_back(p);
+  }
+  return Blocked(shared, [](const Pool2dProblem& p) { return std::vector<int>{p.c}; });
+}
+
+std::vector<ConvertProblem> ConvertProblemsInBlockedLayout() {
+  std::vector<ConvertProblem> out;
+  for (DataType src : {DataType::kFloat32, DataType::kBFloat16}) {
+    for (DataType dst : {DataType::kFloat32, DataType::kBFloat16}) {
+      for (Layout plain : kLayouts) {
+        ConvertProblem p;
+        p.n = 2, p.c = 16, p.h = 3, p.w = 5, p.src_dtype = src, p.dst_dtype = dst;
+        p.src_layout = plain, p.dst_layout = Layout::kNCHW8c;
+        out.push_back(p);
+        std::swap(p.src_layout, p.dst_layout);
+        out.push_back(p);
+      }
+    }
+  }
   return out;
 }
 

@@ -29,6 +29,14 @@ std::vector<ConvertProblem> ConvertProblems();
 std::vector<PreprocessProblem> PreprocessProblems();
 std::vector<TransposeProblem> TransposeProblems();
 
+// The blocked NCHW8c layout, which only the oneDNN CPU algorithms take (so these lists are separate from the shared
+// ones every backend runs): each shared NCHW problem whose channel counts are multiples of 8, re-laid as NCHW8c, at
+// its own batch and at batch 3 (blocks interleave channels, so a batch-stride bug shows only with n > 1); for
+// convert, the reorders into and out of NCHW8c from NCHW and NHWC in FP32 and BF16.
+std::vector<Conv2dProblem> Conv2dProblemsInBlockedLayout();
+std::vector<Pool2dProblem> Pool2dProblemsInBlockedLayout();
+std::vector<ConvertProblem> ConvertProblemsInBlockedLayout();
+
 // Every activation kind with representative parameters (clip as relu6, leaky slope 0.1, ONNX hard sigmoid).
 std::vector<Activation> AllActivations();
 

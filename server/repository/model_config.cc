@@ -204,7 +204,8 @@ absl::StatusOr<OptimizationConfig> ParseOptimization(const YamlMap& m) {
                                                  EnumNames<Precision>{{"fp32", Precision::kFp32},
                                                                       {"tf32", Precision::kTf32},
                                                                       {"fp16", Precision::kFp16},
-                                                                      {"bf16", Precision::kBf16}},
+                                                                      {"bf16", Precision::kBf16},
+                                                                      {"auto", Precision::kAuto}},
                                                  Precision::kFp32));
   CONVOY_ASSIGN_OR_RETURN(o.cuda_graphs, m.Bool("cuda_graphs", false));
   CONVOY_ASSIGN_OR_RETURN(o.algorithm_selection,

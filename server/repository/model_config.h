@@ -24,7 +24,7 @@ enum class TensorDataType { kFp32, kFp16, kBf16, kUint8, kInt64 };
 enum class TensorLayout { kNchw, kNhwc };
 enum class TimeoutAction { kReject, kDelay };
 enum class InstanceKind { kAuto, kGpu, kCpu };
-enum class Precision { kFp32, kTf32, kFp16, kBf16 };
+enum class Precision { kFp32, kTf32, kFp16, kBf16, kAuto };  // auto: bf16 on CPUs with AMX/AVX512-BF16, else fp32
 enum class AlgorithmSelection { kHeuristic, kTune };
 enum class VersionPolicyKind { kLatest, kAll, kSpecific };
 

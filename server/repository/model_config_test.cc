@@ -112,7 +112,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "must be in 1..3"},
         BadCase{"priority policy level out of range", "    1: {max_queue_size: 5", "    7: {max_queue_size: 5",
                 "priority level 7 outside 1..3"},
-        BadCase{"bad enum", "precision: fp16", "precision: fp8", "expected one of fp32, tf32, fp16, bf16, got 'fp8'"},
+        BadCase{"bad enum", "precision: fp16", "precision: fp8", "expected one of fp32, tf32, fp16, bf16, auto, got 'fp8'"},
         BadCase{"negative dim", "dims: [1000]", "dims: [-1]", "entry 0 must be >= 1, got -1"},
         BadCase{"preprocessing on float input", "datatype: UINT8", "datatype: FP32", "needs datatype UINT8"},
         BadCase{"two version policies", "{specific: [1, 3]}", "{specific: [1], latest: 2}", "exactly one of"},

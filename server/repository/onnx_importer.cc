@@ -1,5 +1,7 @@
-// ONNX -> graph IR. One OnnxImporter walks the (already topologically ordered) ONNX nodes once: each handler either
-// folds the node into a known constant or emits IR nodes. See onnx_importer.h for what is supported.
+// ONNX -> graph IR. One OnnxImporter walks the (already topologically ordered) ONNX nodes once: a node whose inputs
+// are all known is evaluated by the load-time evaluator (onnx_constant_evaluator.h) when it knows the op; otherwise
+// the op's handler emits IR nodes (or, for a float op on constants, evaluates it with the reference interpreter).
+// See onnx_importer.h for what is supported.
 #include "server/repository/onnx_importer.h"
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
+#include "server/repository/onnx_constant_evaluator.h"
 #include "server/repository/onnx_proto_reader.h"
 #include "server/runtime/reference_interpreter.h"
 
@@ -75,9 +78,7 @@ class OnnxImporter {
   absl::Status SoftmaxOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status IdentityOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status PadOp(const onnx::NodeProto& n, const OnnxAttributes& a);
-  absl::Status ConstantOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status ShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
-  absl::Status GatherOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status UnsqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status CastOp(const onnx::NodeProto& n, const OnnxAttributes& a);
@@ -85,7 +86,6 @@ class OnnxImporter {
   absl::Status SliceRuntimeTensor(const onnx::NodeProto& n, const OnnxAttributes& a, const std::vector<int64_t>& starts,
                                   const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                                   const std::vector<int64_t>& steps);
-  absl::Status ConstantOfShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
 
   absl::StatusOr<runtime::Window2d> ResolveWindow(const OnnxAttributes& a, const Shape& x, int64_t kernel_h,
                                                   int64_t kernel_w, bool allow_dilation);
@@ -100,6 +100,7 @@ class OnnxImporter {
   std::map<std::string, Shape> shapes_;  // runtime tensors (graph inputs and IR node outputs)
   std::set<std::string> constants_in_graph_;
   std::set<std::string> node_names_;
+  std::string current_label_;  // the node being imported, for errors raised below its handler
 };
 
 const std::map<std::string, OnnxImporter::Handler>& OnnxImporter::Handlers() {
@@ -133,14 +134,11 @@ const std::map<std::string, OnnxImporter::Handler>& OnnxImporter::Handlers() {
       {"Identity", &OnnxImporter::IdentityOp},
       {"Dropout", &OnnxImporter::IdentityOp},
       {"Pad", &OnnxImporter::PadOp},
-      {"Constant", &OnnxImporter::ConstantOp},
       {"Shape", &OnnxImporter::ShapeOp},
-      {"Gather", &OnnxImporter::GatherOp},
       {"Unsqueeze", &OnnxImporter::UnsqueezeOp},
       {"Squeeze", &OnnxImporter::SqueezeOp},
       {"Cast", &OnnxImporter::CastOp},
       {"Slice", &OnnxImporter::SliceOp},
-      {"ConstantOfShape", &OnnxImporter::ConstantOfShapeOp},
   };
   return *handlers;
 }
@@ -211,22 +209,49 @@ absl::Status OnnxImporter::ImportNode(const onnx::NodeProto& node, int index) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     return absl::UnimplementedError(absl::StrCat(attrs.label(), ": domain '", node.domain(), "' is not supported"));
   }
-  auto it = Handlers().find(node.op_type());
-  if (it == Handlers().end()) {
-    return absl::UnimplementedError(absl::StrCat(attrs.label(), ": op '", node.op_type(), "' is not supported"));
-  }
   if (node.output_size() == 0) return attrs.Error("has no outputs");
   for (const std::string& out : node.output()) {
     if (!out.empty() && (known_.count(out) || shapes_.count(out))) {
       return attrs.Error(absl::StrCat("output '", out, "' is produced twice"));
     }
   }
-  return (this->*(it->second))(node, attrs);
+  // A node whose inputs are all known is evaluated here, whatever its element types (shape arithmetic, padding
+  // computations, constant weights rearranged).
+  const bool evaluable = IsConstantEvaluableOp(node.op_type());
+  int runtime_input = -1;
+  std::vector<const KnownValue*> inputs;
+  for (int i = 0; i < node.input_size(); ++i) {
+    const KnownValue* v = node.input(i).empty() ? nullptr : Known(node.input(i));
+    if (!node.input(i).empty() && !v && runtime_input < 0) runtime_input = i;
+    inputs.push_back(v);
+  }
+  if (evaluable && runtime_input < 0) {
+    CONVOY_ASSIGN_OR_RETURN(std::vector<KnownValue> values, EvaluateConstantNode(node, attrs, opset_, inputs));
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (!node.output(i).empty()) known_[node.output(i)] = std::move(values[i]);
+    }
+    return absl::OkStatus();
+  }
+  auto it = Handlers().find(node.op_type());
+  if (it != Handlers().end()) {
+    current_label_ = attrs.label();
+    return (this->*(it->second))(node, attrs);
+  }
+  if (evaluable) {  // an op Convoy only evaluates at load time, fed by a tensor computed at run time
+    const std::string& in = node.input(runtime_input);
+    CONVOY_ASSIGN_OR_RETURN(Shape shape, ShapeOf(in));
+    return absl::UnimplementedError(absl::StrCat(
+        attrs.label(), ": input ", runtime_input, " ('", in, "', ", runtime::ShapeToString(shape),
+        ") is computed at run time; Convoy evaluates ", node.op_type(),
+        " only at load time, when all its inputs are constants"));
+  }
+  return absl::UnimplementedError(absl::StrCat(attrs.label(), ": op '", node.op_type(), "' is not supported"));
 }
 
 absl::Status OnnxImporter::ImportOutputs(const onnx::GraphProto& g) {
   if (g.output_size() == 0) return absl::InvalidArgumentError(absl::StrCat(source_, ": the graph has no outputs"));
   for (const onnx::ValueInfoProto& out : g.output()) {
+    current_label_ = absl::StrCat(source_, ": graph output '", out.name(), "'");
     CONVOY_RETURN_IF_ERROR(GraphTensor(out.name()).status());
     CONVOY_RETURN_IF_ERROR(graph_.AddOutput(out.name()));
   }
@@ -252,9 +277,10 @@ absl::StatusOr<std::string> OnnxImporter::GraphTensor(const std::string& name) {
   if (shapes_.count(name)) return name;
   const KnownValue* v = Known(name);
   if (!v) return absl::InvalidArgumentError(absl::StrCat(source_, ": tensor '", name, "' has no producer"));
-  if (v->is_int) {
-    return absl::UnimplementedError(
-        absl::StrCat(source_, ": integer tensor '", name, "' used as data; only float data is supported"));
+  if (v->is_int()) {
+    return absl::UnimplementedError(absl::StrCat(
+        current_label_, ": integer tensor '", name, "' (", v->Describe(), ") used as data; Convoy's runtime computes "
+        "on floating-point tensors (integer tensors are evaluated at load time, where they must be constants)"));
   }
   if (constants_in_graph_.insert(name).second) {
     CONVOY_RETURN_IF_ERROR(graph_.AddConstant(name, runtime::Tensor{v->shape, v->floats}));
@@ -269,7 +295,10 @@ absl::StatusOr<const KnownValue*> OnnxImporter::RequireKnown(const OnnxAttribute
     return absl::UnimplementedError(absl::StrCat(a.label(), ": input ", input, " ('",
                                                  input < n.input_size() ? n.input(input) : "", "') must be a constant"));
   }
-  if (want_int && !v->is_int) return a.Error(absl::StrCat("input ", input, " must be an integer tensor"));
+  if (want_int && !v->is_int()) {
+    return a.Error(absl::StrCat("input ", input, " ('", n.input(input), "') must be an integer tensor, got ",
+                                v->Describe()));
+  }
   return v;
 }
 
@@ -291,7 +320,7 @@ absl::Status OnnxImporter::Emit(const std::string& name, runtime::NodeAttrs attr
   bool all_known = true;
   for (const std::string& in : inputs) {
     const KnownValue* v = in.empty() ? nullptr : Known(in);
-    if (!in.empty() && (!v || v->is_int)) all_known = false;
+    if (!in.empty() && (!v || v->is_int())) all_known = false;
   }
   runtime::Node node = runtime::MakeNode(FreshNodeName(name), std::move(attrs), {}, outputs);
   if (all_known) {
@@ -309,7 +338,7 @@ absl::Status OnnxImporter::Emit(const std::string& name, runtime::NodeAttrs attr
     node.inputs = inputs;
     CONVOY_ASSIGN_OR_RETURN(std::vector<runtime::Tensor> values, runtime::EvaluateNode(node, pointers));
     for (size_t i = 0; i < outputs.size(); ++i) {
-      known_[outputs[i]] = KnownValue{false, values[i].shape, std::move(values[i].data), {}};
+      known_[outputs[i]] = KnownValue::Float(values[i].shape, std::move(values[i].data));
     }
     return absl::OkStatus();
   }
@@ -539,45 +568,17 @@ absl::Status OnnxImporter::Clip(const onnx::NodeProto& n, const OnnxAttributes& 
       if (n.input(i).empty()) continue;
       CONVOY_ASSIGN_OR_RETURN(const KnownValue* v, RequireKnown(a, n, i, false));
       if (v->size() != 1) return a.Error(absl::StrCat("input ", i, " must be a scalar"));
-      (i == 1 ? lo : hi) = v->is_int ? static_cast<float>(v->ints[0]) : v->floats[0];
+      (i == 1 ? lo : hi) = v->is_int() ? static_cast<float>(v->ints[0]) : v->floats[0];
     }
   }
   return Emit(n.name().empty() ? "clip" : n.name(), runtime::ActivationAttrs{runtime::Activation::Clip(lo, hi)},
               {n.input(0)}, {n.output(0)});
 }
 
-// Integer arithmetic on folded shapes; refuses the symbolic batch stand-in.
-absl::Status FoldIntBinary(const OnnxAttributes& a, const std::string& op, const KnownValue& x, const KnownValue& y,
-                           KnownValue& out) {
-  if (x.size() != y.size() && x.size() != 1 && y.size() != 1) {
-    return absl::UnimplementedError(absl::StrCat(a.label(), ": integer broadcasting beyond scalars"));
-  }
-  out.is_int = true;
-  out.shape = x.size() >= y.size() ? x.shape : y.shape;
-  int64_t count = std::max(x.size(), y.size());
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t p = x.ints[x.size() == 1 ? 0 : i], q = y.ints[y.size() == 1 ? 0 : i];
-    if (p == kSymbolicBatchValue || q == kSymbolicBatchValue) {
-      return absl::UnimplementedError(absl::StrCat(a.label(), ": arithmetic on the dynamic batch size"));
-    }
-    if (op == "Div" && q == 0) return a.Error("integer division by zero");
-    out.ints.push_back(op == "Add" ? p + q : op == "Sub" ? p - q : op == "Mul" ? p * q : p / q);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status OnnxImporter::BinaryOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({}));
   CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
-  const KnownValue* x = Known(n.input(0));
-  const KnownValue* y = Known(n.input(1));
   const std::string& op = n.op_type();
-  if (x && y && x->is_int && y->is_int) {
-    KnownValue out;
-    CONVOY_RETURN_IF_ERROR(FoldIntBinary(a, op, *x, *y, out));
-    known_[n.output(0)] = std::move(out);
-    return absl::OkStatus();
-  }
   runtime::BinaryKind kind = op == "Add"   ? runtime::BinaryKind::kAdd
                              : op == "Sub" ? runtime::BinaryKind::kSub
                              : op == "Mul" ? runtime::BinaryKind::kMul
@@ -589,18 +590,6 @@ absl::Status OnnxImporter::ConcatOp(const onnx::NodeProto& n, const OnnxAttribut
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis"}));
   CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1 << 20));
   CONVOY_ASSIGN_OR_RETURN(int64_t axis, a.Int("axis", 1));
-  bool all_int = true;
-  for (const std::string& in : n.input()) all_int = all_int && Known(in) && Known(in)->is_int;
-  if (all_int) {  // shape vectors: 1-D concatenation
-    KnownValue out{true, {0}, {}, {}};
-    for (const std::string& in : n.input()) {
-      if (Known(in)->shape.size() != 1) return absl::UnimplementedError(a.label() + ": integer concat beyond 1-D");
-      out.ints.insert(out.ints.end(), Known(in)->ints.begin(), Known(in)->ints.end());
-    }
-    out.shape[0] = static_cast<int64_t>(out.ints.size());
-    known_[n.output(0)] = std::move(out);
-    return absl::OkStatus();
-  }
   std::vector<std::string> inputs(n.input().begin(), n.input().end());
   return Emit(n.name().empty() ? "concat" : n.name(), runtime::ConcatAttrs{axis}, inputs, {n.output(0)});
 }
@@ -653,15 +642,6 @@ absl::Status OnnxImporter::ReshapeOp(const onnx::NodeProto& n, const OnnxAttribu
       return absl::UnimplementedError(absl::StrCat(a.label(), ": the dynamic batch size used at position ", i));
     }
     target[i] = 0;  // copy the batch dimension
-  }
-  if (const KnownValue* v = Known(n.input(0)); v && v->is_int) {
-    KnownValue out = *v;
-    auto shapes = runtime::InferOutputShapes(runtime::MakeNode(n.name(), runtime::ReshapeAttrs{target}, {"x"}, {"y"}),
-                                             {v->shape});
-    if (!shapes.ok()) return a.Error(std::string(shapes.status().message()));
-    out.shape = (*shapes)[0];
-    known_[n.output(0)] = std::move(out);
-    return absl::OkStatus();
   }
   return Emit(n.name().empty() ? "reshape" : n.name(), runtime::ReshapeAttrs{target}, {n.input(0)}, {n.output(0)});
 }
@@ -727,7 +707,7 @@ absl::Status OnnxImporter::IdentityOp(const onnx::NodeProto& n, const OnnxAttrib
   CONVOY_RETURN_IF_ERROR(OnlyFirstOutput(a, n));
   if (n.op_type() == "Dropout" && n.input_size() == 3 && !n.input(2).empty()) {
     CONVOY_ASSIGN_OR_RETURN(const KnownValue* training, RequireKnown(a, n, 2, false));
-    bool on = training->is_int ? training->ints.at(0) != 0 : training->floats.at(0) != 0.0f;
+    bool on = training->is_int() ? training->ints.at(0) != 0 : training->floats.at(0) != 0.0f;
     if (on) return absl::UnimplementedError(absl::StrCat(a.label(), ": training_mode true"));
   }
   if (const KnownValue* v = Known(n.input(0))) {
@@ -760,38 +740,14 @@ absl::Status OnnxImporter::PadOp(const onnx::NodeProto& n, const OnnxAttributes&
     if (n.input_size() == 3 && !n.input(2).empty()) {
       CONVOY_ASSIGN_OR_RETURN(const KnownValue* v, RequireKnown(a, n, 2, false));
       if (v->size() != 1) return a.Error("constant_value must be a scalar");
-      pad.value = v->is_int ? static_cast<float>(v->ints[0]) : v->floats[0];
+      pad.value = v->is_int() ? static_cast<float>(v->ints[0]) : v->floats[0];
     }
   }
+  // Negative pads crop; the kernels take them as they are.
   return Emit(n.name().empty() ? "pad" : n.name(), pad, {n.input(0)}, {n.output(0)});
 }
 
-absl::Status OnnxImporter::ConstantOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
-  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"value", "value_float", "value_floats", "value_int", "value_ints"}));
-  KnownValue v;
-  if (a.Has("value")) {
-    CONVOY_ASSIGN_OR_RETURN(const onnx::TensorProto* t, a.TensorAttr("value"));
-    CONVOY_ASSIGN_OR_RETURN(v, DecodeTensor(*t, a.label()));
-  } else if (a.Has("value_float")) {
-    CONVOY_ASSIGN_OR_RETURN(float f, a.Float("value_float", 0));
-    v = KnownValue{false, {}, {f}, {}};
-  } else if (a.Has("value_floats")) {
-    CONVOY_ASSIGN_OR_RETURN(v.floats, a.Floats("value_floats"));
-    v.shape = {static_cast<int64_t>(v.floats.size())};
-  } else if (a.Has("value_int")) {
-    CONVOY_ASSIGN_OR_RETURN(int64_t i, a.Int("value_int", 0));
-    v = KnownValue{true, {}, {}, {i}};
-  } else if (a.Has("value_ints")) {
-    v.is_int = true;
-    CONVOY_ASSIGN_OR_RETURN(v.ints, a.Ints("value_ints", {}));
-    v.shape = {static_cast<int64_t>(v.ints.size())};
-  } else {
-    return a.Error("no value attribute");
-  }
-  known_[n.output(0)] = std::move(v);
-  return absl::OkStatus();
-}
-
+// Shape of a runtime tensor: its dimensions are known at import, except the dynamic batch (kSymbolicBatchValue).
 absl::Status OnnxImporter::ShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"start", "end"}));
   CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
@@ -801,43 +757,10 @@ absl::Status OnnxImporter::ShapeOp(const onnx::NodeProto& n, const OnnxAttribute
   CONVOY_ASSIGN_OR_RETURN(int64_t end, a.Int("end", rank));
   start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
   end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
-  KnownValue v{true, {std::max<int64_t>(0, end - start)}, {}, {}};
-  for (int64_t i = start; i < end; ++i) v.ints.push_back(x[i] == runtime::kBatch ? kSymbolicBatchValue : x[i]);
-  known_[n.output(0)] = std::move(v);
-  return absl::OkStatus();
-}
-
-absl::Status OnnxImporter::GatherOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
-  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis"}));
-  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
-  CONVOY_ASSIGN_OR_RETURN(const KnownValue* data, RequireKnown(a, n, 0, false));
-  CONVOY_ASSIGN_OR_RETURN(const KnownValue* indices, RequireKnown(a, n, 1, true));
-  CONVOY_ASSIGN_OR_RETURN(int64_t axis, a.Int("axis", 0));
-  int64_t rank = static_cast<int64_t>(data->shape.size());
-  if (rank == 0 || axis < -rank || axis >= rank) return a.Error(absl::StrCat("axis ", axis, " for rank ", rank));
-  if (axis < 0) axis += rank;
-  int64_t outer = 1, inner = 1, extent = data->shape[axis];
-  for (int64_t d = 0; d < axis; ++d) outer *= data->shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= data->shape[d];
-  KnownValue out{data->is_int, {}, {}, {}};
-  out.shape.assign(data->shape.begin(), data->shape.begin() + axis);
-  out.shape.insert(out.shape.end(), indices->shape.begin(), indices->shape.end());
-  out.shape.insert(out.shape.end(), data->shape.begin() + axis + 1, data->shape.end());
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t index : indices->ints) {
-      if (index < -extent || index >= extent) return a.Error(absl::StrCat("index ", index, " out of range ", extent));
-      if (index < 0) index += extent;
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t src = (o * extent + index) * inner + i;
-        if (data->is_int) {
-          out.ints.push_back(data->ints[src]);
-        } else {
-          out.floats.push_back(data->floats[src]);
-        }
-      }
-    }
-  }
-  known_[n.output(0)] = std::move(out);
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(x[i] == runtime::kBatch ? kSymbolicBatchValue : x[i]);
+  const int64_t count = static_cast<int64_t>(dims.size());
+  known_[n.output(0)] = KnownValue::Int64({count}, std::move(dims));
   return absl::OkStatus();
 }
 
@@ -869,12 +792,6 @@ absl::Status OnnxImporter::UnsqueezeOp(const onnx::NodeProto& n, const OnnxAttri
 
 absl::Status OnnxImporter::ReshapeTo(const onnx::NodeProto& n, const std::vector<int64_t>& target,
                                      const char* default_name) {
-  if (const KnownValue* v = Known(n.input(0))) {
-    KnownValue out = *v;
-    out.shape = target;
-    known_[n.output(0)] = std::move(out);
-    return absl::OkStatus();
-  }
   return Emit(n.name().empty() ? default_name : n.name(), runtime::ReshapeAttrs{target}, {n.input(0)}, {n.output(0)});
 }
 
@@ -899,90 +816,93 @@ absl::Status OnnxImporter::SqueezeOp(const onnx::NodeProto& n, const OnnxAttribu
   return ReshapeTo(n, target, "squeeze");
 }
 
+// Cast of runtime data: to a float type it is an identity (the plan chooses the compute precision); a cast of a
+// constant never gets here (the evaluator folds it).
 absl::Status OnnxImporter::CastOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"to", "saturate"}));
   CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
   CONVOY_ASSIGN_OR_RETURN(int64_t to, a.Int("to", 0));
-  const bool to_int = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
-  const bool to_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
-  if (!to_int && !to_float) {
-    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'to' value ", to, " is not supported"));
+  if (to != onnx::TensorProto::FLOAT && to != onnx::TensorProto::DOUBLE) {
+    return absl::UnimplementedError(absl::StrCat(
+        a.label(), ": cast of the runtime tensor '", n.input(0), "' to ",
+        onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(to)),
+        "; Convoy's runtime computes on floating-point tensors (casts of constants are evaluated at load time)"));
   }
-  const KnownValue* v = Known(n.input(0));
-  if (!v) {
-    if (to_float) return Emit(n.name().empty() ? "cast" : n.name(), runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
-    return absl::UnimplementedError(absl::StrCat(a.label(), ": cast of runtime data to integers"));
-  }
-  KnownValue out{to_int, v->shape, {}, {}};
-  if (to_int) {
-    if (v->is_int) {
-      out.ints = v->ints;
-    } else {
-      for (float f : v->floats) out.ints.push_back(static_cast<int64_t>(f));
-    }
-  } else {
-    if (v->is_int) {
-      for (int64_t i : v->ints) {
-        if (i == kSymbolicBatchValue) return absl::UnimplementedError(a.label() + ": cast of the dynamic batch size");
-        out.floats.push_back(static_cast<float>(i));
-      }
-    } else {
-      out.floats = v->floats;
-    }
-  }
-  known_[n.output(0)] = std::move(out);
-  return absl::OkStatus();
+  return Emit(n.name().empty() ? "cast" : n.name(), runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
 }
 
-// Slice of a known tensor (any rank), ONNX semantics with clamping and negative steps.
-// A step-1 slice of runtime data along one non-batch axis is the middle output of a Split (ShuffleNet's chunk).
+// A step-1 slice of runtime data on non-batch axes: on the channel axis it is the middle output of a Split
+// (ShuffleNet's chunk), on H and W of an image a Pad with negative pads (a crop); one node per cut axis.
 absl::Status OnnxImporter::SliceRuntimeTensor(const onnx::NodeProto& n, const OnnxAttributes& a,
                                               const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                                               const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
   const int64_t rank = static_cast<int64_t>(x.size());
-  if (starts.size() != 1 || ends.size() != 1 || (!steps.empty() && steps[0] != 1)) {
-    return absl::UnimplementedError(absl::StrCat(a.label(), ": slicing runtime data needs one axis and step 1"));
+  if (ends.size() != starts.size() || (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size())) {
+    return a.Error(absl::StrCat("starts, ends, axes and steps have ", starts.size(), ", ", ends.size(), ", ",
+                                axes.size(), " and ", steps.size(), " entries"));
   }
-  int64_t axis = axes.empty() ? 0 : axes[0];
-  if (axis < 0) axis += rank;
-  if (axis <= 0 || axis >= rank) {
-    return absl::UnimplementedError(absl::StrCat(a.label(), ": slicing runtime data along axis ", axis));
+  struct Cut {
+    int64_t axis, begin, end;
+  };
+  std::vector<Cut> cuts;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t axis = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    if (axis < -rank || axis >= rank) return a.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+    if (axis < 0) axis += rank;
+    if (!steps.empty() && steps[i] != 1) {
+      return absl::UnimplementedError(absl::StrCat(a.label(), ": slicing the runtime tensor '", n.input(0),
+                                                   "' with step ", steps[i], " (only step 1)"));
+    }
+    if (axis == 0) {
+      return absl::UnimplementedError(absl::StrCat(a.label(), ": slicing the batch axis of '", n.input(0), "'"));
+    }
+    const int64_t dim = x[axis];
+    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i], e = ends[i] < 0 ? ends[i] + dim : ends[i];
+    s = std::clamp<int64_t>(s, 0, dim);
+    e = std::clamp<int64_t>(e, s, dim);
+    if (e == s) return a.Error(absl::StrCat("empty slice of runtime data on axis ", axis));
+    if (s > 0 || e < dim) cuts.push_back({axis, s, e});
   }
-  const int64_t dim = x[axis];
-  int64_t s = starts[0] < 0 ? starts[0] + dim : starts[0], e = ends[0] < 0 ? ends[0] + dim : ends[0];
-  s = std::clamp<int64_t>(s, 0, dim);
-  e = std::clamp<int64_t>(e, s, dim);
-  if (e == s) return a.Error("empty slice of runtime data");
-  runtime::SplitAttrs split{axis, {}};
-  std::vector<std::string> outputs;
-  for (auto [size, is_slice] : {std::pair<int64_t, bool>{s, false}, {e - s, true}, {dim - e, false}}) {
-    if (size == 0) continue;
-    split.sizes.push_back(size);
-    outputs.push_back(is_slice ? n.output(0) : graph_.UniqueName(n.output(0) + "_rest"));
-    if (!is_slice) shapes_[outputs.back()] = {};  // reserve the name until Emit records the real shape
+  const std::string name = n.name().empty() ? "slice" : n.name();
+  if (cuts.empty()) return Emit(name, runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
+  std::string current = n.input(0);
+  for (size_t k = 0; k < cuts.size(); ++k) {
+    const Cut& cut = cuts[k];
+    const std::string out =
+        k + 1 == cuts.size() ? n.output(0) : graph_.UniqueName(absl::StrCat(n.output(0), "_cut", cut.axis));
+    CONVOY_ASSIGN_OR_RETURN(Shape shape, ShapeOf(current));
+    if (rank == 4 && cut.axis >= 2) {
+      runtime::PadAttrs crop;
+      crop.pads.assign(8, 0);
+      crop.pads[cut.axis] = -cut.begin;
+      crop.pads[cut.axis + 4] = -(shape[cut.axis] - cut.end);
+      CONVOY_RETURN_IF_ERROR(Emit(name, crop, {current}, {out}));
+    } else {
+      runtime::SplitAttrs split{cut.axis, {}};
+      std::vector<std::string> outputs;
+      const std::string stem = absl::StrCat(out, "_axis", cut.axis);
+      for (auto [part, part_name] : {std::pair<int64_t, std::string>{cut.begin, stem + "_before"},
+                                     {cut.end - cut.begin, out},
+                                     {shape[cut.axis] - cut.end, stem + "_after"}}) {
+        if (part == 0) continue;
+        split.sizes.push_back(part);
+        outputs.push_back(part_name == out ? out : graph_.UniqueName(part_name));
+      }
+      CONVOY_RETURN_IF_ERROR(Emit(name, split, {current}, outputs));
+    }
+    current = out;
   }
-  return Emit(n.name().empty() ? "slice" : n.name(), split, {n.input(0)}, outputs);
+  return absl::OkStatus();
 }
 
+// Slice of runtime data (a slice of a constant is evaluated at load time).
 absl::Status OnnxImporter::SliceOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"starts", "ends", "axes"}));
-  if (!Known(n.input_size() > 0 ? n.input(0) : "") && opset_ >= 10) {
-    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 3, 5));
-    std::vector<int64_t> starts, ends, axes, steps;
-    CONVOY_ASSIGN_OR_RETURN(starts, KnownInts(a, n, 1));
-    CONVOY_ASSIGN_OR_RETURN(ends, KnownInts(a, n, 2));
-    if (n.input_size() > 3 && !n.input(3).empty()) {
-      CONVOY_ASSIGN_OR_RETURN(axes, KnownInts(a, n, 3));
-    }
-    if (n.input_size() > 4 && !n.input(4).empty()) {
-      CONVOY_ASSIGN_OR_RETURN(steps, KnownInts(a, n, 4));
-    }
-    return SliceRuntimeTensor(n, a, starts, ends, axes, steps);
-  }
-  CONVOY_ASSIGN_OR_RETURN(const KnownValue* data, RequireKnown(a, n, 0, false));
   std::vector<int64_t> starts, ends, axes, steps;
   if (opset_ < 10) {
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
     CONVOY_ASSIGN_OR_RETURN(starts, a.Ints("starts", {}));
     CONVOY_ASSIGN_OR_RETURN(ends, a.Ints("ends", {}));
     CONVOY_ASSIGN_OR_RETURN(axes, a.Ints("axes", {}));
@@ -997,75 +917,7 @@ absl::Status OnnxImporter::SliceOp(const onnx::NodeProto& n, const OnnxAttribute
       CONVOY_ASSIGN_OR_RETURN(steps, KnownInts(a, n, 4));
     }
   }
-  const int64_t rank = static_cast<int64_t>(data->shape.size());
-  if (axes.empty()) {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
-    return a.Error("starts, ends, axes and steps differ in length");
-  }
-  std::vector<int64_t> begin(rank, 0), step(rank, 1), count(data->shape.begin(), data->shape.end());
-  for (size_t i = 0; i < starts.size(); ++i) {
-    int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
-    if (axis < 0 || axis >= rank || steps[i] == 0) return a.Error("invalid slice axis or zero step");
-    int64_t dim = data->shape[axis], s = starts[i], e = ends[i];
-    if (s < 0) s += dim;
-    if (e < 0) e += dim;
-    if (steps[i] > 0) {
-      s = std::clamp<int64_t>(s, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      count[axis] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
-    } else {
-      s = std::clamp<int64_t>(s, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      count[axis] = s > e ? (s - e - steps[i] - 1) / -steps[i] : 0;
-    }
-    begin[axis] = s;
-    step[axis] = steps[i];
-  }
-  KnownValue out{data->is_int, count, {}, {}};
-  std::vector<int64_t> strides(rank, 1);
-  for (int64_t d = rank - 2; d >= 0; --d) strides[d] = strides[d + 1] * data->shape[d + 1];
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t flat = 0; flat < runtime::NumElements(count); ++flat) {
-    int64_t src = 0;
-    for (int64_t d = 0; d < rank; ++d) src += (begin[d] + coord[d] * step[d]) * strides[d];
-    if (data->is_int) {
-      out.ints.push_back(data->ints[src]);
-    } else {
-      out.floats.push_back(data->floats[src]);
-    }
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++coord[d] < count[d]) break;
-      coord[d] = 0;
-    }
-  }
-  known_[n.output(0)] = std::move(out);
-  return absl::OkStatus();
-}
-
-absl::Status OnnxImporter::ConstantOfShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
-  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"value"}));
-  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
-  CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> shape, KnownInts(a, n, 0));
-  KnownValue fill{false, {}, {0.0f}, {}};
-  if (a.Has("value")) {
-    CONVOY_ASSIGN_OR_RETURN(const onnx::TensorProto* t, a.TensorAttr("value"));
-    CONVOY_ASSIGN_OR_RETURN(fill, DecodeTensor(*t, a.label()));
-    if (fill.size() != 1) return a.Error("value must hold one element");
-  }
-  for (int64_t d : shape) {
-    if (d < 0 || d > (1 << 24)) return a.Error(absl::StrCat("invalid dimension ", d));
-  }
-  KnownValue out{fill.is_int, shape, {}, {}};
-  if (fill.is_int) {
-    out.ints.assign(runtime::NumElements(shape), fill.ints[0]);
-  } else {
-    out.floats.assign(runtime::NumElements(shape), fill.floats[0]);
-  }
-  known_[n.output(0)] = std::move(out);
-  return absl::OkStatus();
+  return SliceRuntimeTensor(n, a, starts, ends, axes, steps);
 }
 
 }  // namespace

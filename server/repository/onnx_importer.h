@@ -1,11 +1,16 @@
 // Imports an ONNX model (opsets 7 to 17, tested with 11 to 17) into Convoy's graph IR.
 //
-// Supported ops: Conv, BatchNormalization, Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Add, Sub,
+// Runtime ops: Conv, BatchNormalization, Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Add, Sub,
 // Mul, Div, Concat, Split, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean (over H,W), Flatten,
-// Reshape, Transpose, Gemm, MatMul (2-D, constant B), Softmax, Identity, Dropout, Pad, Constant, and the shape
-// arithmetic exporters emit for fixed shapes (Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Slice,
-// ConstantOfShape), which is folded at import time. Ops whose inputs are all constants are evaluated at import.
-// An unsupported op, attribute or attribute value fails the import with the node, op and attribute named.
+// Reshape, Transpose, Gemm, MatMul (2-D, constant B), Softmax, Identity, Dropout, Pad (constant/reflect/edge;
+// negative pads crop), Slice (step 1: of channels a Split, of H and W a cropping Pad), Squeeze, Unsqueeze, Cast (to
+// float), and Shape of a runtime tensor (its static dims).
+// Every node whose inputs are all constants is evaluated at load time whatever its element type, by the evaluator
+// in onnx_constant_evaluator.h (Shape, Gather, Slice with any steps, Concat, Reshape, Transpose, Cast,
+// ConstantOfShape, Range, Expand, Where, arithmetic, comparisons, ...): the integer subgraphs exporters write for
+// padding and shapes become constants, and only float tensors reach the runtime graph. What is not constant where
+// it must be fails naming the node, the op and the input. An unsupported op, attribute or attribute value fails the
+// import with the node, op and attribute named.
 //
 // Graph inputs must be FLOAT. A symbolic dimension 0 becomes the dynamic batch; any other symbolic dimension must be
 // fixed through OnnxImportOptions::input_shapes (the model config's dims).

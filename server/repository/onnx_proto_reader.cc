@@ -42,11 +42,50 @@ absl::Status DecodeTyped(const Field& field, int64_t count, const std::string& w
 
 }  // namespace
 
+KnownValue KnownValue::Float(runtime::Shape shape, std::vector<float> values) {
+  KnownValue v;
+  v.type = onnx::TensorProto::FLOAT;
+  v.shape = std::move(shape);
+  v.floats = std::move(values);
+  return v;
+}
+
+KnownValue KnownValue::Int64(runtime::Shape shape, std::vector<int64_t> values) {
+  KnownValue v;
+  v.type = onnx::TensorProto::INT64;
+  v.shape = std::move(shape);
+  v.ints = std::move(values);
+  return v;
+}
+
+bool KnownValue::IsIntegerOnnxType(int32_t type) {
+  using T = onnx::TensorProto;
+  switch (type) {
+    case T::INT8: case T::INT16: case T::INT32: case T::INT64:
+    case T::UINT8: case T::UINT16: case T::UINT32: case T::UINT64:
+    case T::BOOL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool KnownValue::IsFloatOnnxType(int32_t type) {
+  using T = onnx::TensorProto;
+  return type == T::FLOAT || type == T::FLOAT16 || type == T::BFLOAT16 || type == T::DOUBLE;
+}
+
+std::string KnownValue::Describe() const {
+  return absl::StrCat(onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(type)), " ",
+                      runtime::ShapeToString(shape));
+}
+
 absl::StatusOr<KnownValue> DecodeTensor(const onnx::TensorProto& t, const std::string& what) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     return absl::UnimplementedError(absl::StrCat(what, ": external tensor data is not supported"));
   }
   KnownValue v;
+  v.type = t.data_type();
   int64_t count = 1;
   for (int64_t d : t.dims()) {
     if (d < 0 || (d > 0 && count > kMaxElements / d)) {
@@ -57,6 +96,7 @@ absl::StatusOr<KnownValue> DecodeTensor(const onnx::TensorProto& t, const std::s
   }
   const bool raw = t.has_raw_data();
   using T = onnx::TensorProto;
+  auto as_int64 = [](auto x) { return static_cast<int64_t>(x); };
   absl::Status status;
   switch (t.data_type()) {
     case T::FLOAT:
@@ -64,9 +104,17 @@ absl::StatusOr<KnownValue> DecodeTensor(const onnx::TensorProto& t, const std::s
                    : DecodeTyped(t.float_data(), count, what, "float_data", v.floats);
       break;
     case T::FLOAT16:
-      status = raw ? DecodeRaw<uint16_t>(t.raw_data(), count, what, v.floats, HalfBitsToFloat)
-                   : absl::UnimplementedError(absl::StrCat(what, ": FLOAT16 tensors must use raw_data"));
+    case T::BFLOAT16: {
+      const auto bits_to_float = t.data_type() == T::FLOAT16 ? HalfBitsToFloat : BFloat16BitsToFloat;
+      if (raw) {
+        status = DecodeRaw<uint16_t>(t.raw_data(), count, what, v.floats, bits_to_float);
+      } else {  // int32_data holds the 16-bit patterns
+        std::vector<int64_t> bits;
+        status = DecodeTyped(t.int32_data(), count, what, "int32_data", bits);
+        for (int64_t b : bits) v.floats.push_back(bits_to_float(static_cast<uint16_t>(b)));
+      }
       break;
+    }
     case T::DOUBLE: {
       std::vector<double> d;
       status = raw ? DecodeRaw<double>(t.raw_data(), count, what, d, [](double x) { return x; })
@@ -75,23 +123,45 @@ absl::StatusOr<KnownValue> DecodeTensor(const onnx::TensorProto& t, const std::s
       break;
     }
     case T::INT64:
-      v.is_int = true;
-      status = raw ? DecodeRaw<int64_t>(t.raw_data(), count, what, v.ints, [](int64_t x) { return x; })
+      status = raw ? DecodeRaw<int64_t>(t.raw_data(), count, what, v.ints, as_int64)
                    : DecodeTyped(t.int64_data(), count, what, "int64_data", v.ints);
       break;
-    case T::INT32:
-    case T::BOOL:
-      v.is_int = true;
-      if (raw && t.data_type() == T::BOOL) {
-        status = DecodeRaw<uint8_t>(t.raw_data(), count, what, v.ints, [](uint8_t x) { return int64_t{x}; });
+    case T::UINT64:
+    case T::UINT32:
+      if (raw) {
+        status = t.data_type() == T::UINT64 ? DecodeRaw<uint64_t>(t.raw_data(), count, what, v.ints, as_int64)
+                                            : DecodeRaw<uint32_t>(t.raw_data(), count, what, v.ints, as_int64);
       } else {
-        status = raw ? DecodeRaw<int32_t>(t.raw_data(), count, what, v.ints, [](int32_t x) { return int64_t{x}; })
-                     : DecodeTyped(t.int32_data(), count, what, "int32_data", v.ints);
+        status = DecodeTyped(t.uint64_data(), count, what, "uint64_data", v.ints);
+      }
+      break;
+    case T::INT32:
+    case T::INT16:
+    case T::INT8:
+    case T::UINT16:
+    case T::UINT8:
+    case T::BOOL:
+      if (!raw) {  // int32_data holds every narrower integer type
+        status = DecodeTyped(t.int32_data(), count, what, "int32_data", v.ints);
+      } else if (t.data_type() == T::INT32) {
+        status = DecodeRaw<int32_t>(t.raw_data(), count, what, v.ints, as_int64);
+      } else if (t.data_type() == T::INT16) {
+        status = DecodeRaw<int16_t>(t.raw_data(), count, what, v.ints, as_int64);
+      } else if (t.data_type() == T::UINT16) {
+        status = DecodeRaw<uint16_t>(t.raw_data(), count, what, v.ints, as_int64);
+      } else if (t.data_type() == T::INT8) {
+        status = DecodeRaw<int8_t>(t.raw_data(), count, what, v.ints, as_int64);
+      } else {
+        status = DecodeRaw<uint8_t>(t.raw_data(), count, what, v.ints, as_int64);
+      }
+      if (status.ok() && t.data_type() == T::BOOL) {
+        for (int64_t& b : v.ints) b = b != 0;
       }
       break;
     default:
-      return absl::UnimplementedError(absl::StrCat(what, ": tensor element type ", t.data_type(),
-                                                   " is not supported (FLOAT, FLOAT16, DOUBLE, INT64, INT32, BOOL)"));
+      return absl::UnimplementedError(absl::StrCat(
+          what, ": tensor element type ", T::DataType_Name(static_cast<T::DataType>(t.data_type())),
+          " is not supported (floating-point, integer and BOOL tensors are)"));
   }
   if (!status.ok()) return status;
   return v;

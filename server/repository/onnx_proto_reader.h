@@ -15,20 +15,33 @@
 
 namespace convoy::repository {
 
-// A constant known at import time: float data (weights) or int64 data (shapes, axes, indices).
+// A tensor known at import time, of any ONNX element type: initializers, Constant nodes, and everything the
+// load-time evaluator (onnx_constant_evaluator.h) computes from them. Floating-point types (FLOAT, FLOAT16,
+// BFLOAT16, DOUBLE) keep their values in `floats` (DOUBLE rounded to float), every integer type and BOOL in `ints`
+// (wrapped to the type's width when computed). `type` is the ONNX TensorProto::DataType.
 struct KnownValue {
-  bool is_int = false;
+  int32_t type = onnx::TensorProto::FLOAT;
   runtime::Shape shape;
   std::vector<float> floats;
   std::vector<int64_t> ints;
 
-  int64_t size() const { return is_int ? static_cast<int64_t>(ints.size()) : static_cast<int64_t>(floats.size()); }
+  static KnownValue Float(runtime::Shape shape, std::vector<float> values);
+  static KnownValue Int64(runtime::Shape shape, std::vector<int64_t> values);
+
+  bool is_int() const { return IsIntegerOnnxType(type); }
+  int64_t size() const { return is_int() ? static_cast<int64_t>(ints.size()) : static_cast<int64_t>(floats.size()); }
+  // "INT64 [2,4]" for messages.
+  std::string Describe() const;
+
+  static bool IsIntegerOnnxType(int32_t type);
+  static bool IsFloatOnnxType(int32_t type);
 };
 
 // Stand-in for the dynamic batch size inside folded shape arithmetic (Shape -> Gather -> Concat -> Reshape).
 inline constexpr int64_t kSymbolicBatchValue = -(int64_t{1} << 40);
 
-// Decodes FLOAT, FLOAT16, DOUBLE (to float) and INT64, INT32, BOOL (to int64) tensors. `what` names the tensor.
+// Decodes FLOAT, FLOAT16, BFLOAT16, DOUBLE (to float) and every integer type and BOOL (to int64) tensors.
+// `what` names the tensor.
 absl::StatusOr<KnownValue> DecodeTensor(const onnx::TensorProto& tensor, const std::string& what);
 
 // Typed access to a node's attributes. Every getter fails on a wrong attribute type; CheckKnown fails on any

@@ -1,6 +1,8 @@
 // Model loading (import, optimize, plan, warm up) and per-instance batch execution (see model_runtime.h).
 #include "server/runtime/model_runtime.h"
 
+#include "kernels/cpu/onednn_support.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -35,6 +37,7 @@ Precision FromConfigPrecision(repository::Precision precision) {
     case repository::Precision::kTf32: return Precision::kTf32;
     case repository::Precision::kFp16: return Precision::kFp16;
     case repository::Precision::kBf16: return Precision::kBf16;
+    case repository::Precision::kAuto: return Precision::kAuto;
     case repository::Precision::kFp32: break;
   }
   return Precision::kFp32;
@@ -166,8 +169,19 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
   planner.device = options.device;
   const repository::OptimizationConfig defaults;
   const repository::OptimizationConfig& optimization = config_ ? config_->optimization : defaults;
-  planner.precision = options.precision.value_or(FromConfigPrecision(optimization.precision));
-  planner.layout = options.layout.value_or(options.device->backend() == Backend::kCpu ? Layout::kNCHW : Layout::kNHWC);
+  const Precision requested = options.precision.value_or(FromConfigPrecision(optimization.precision));
+  // auto: BF16 where the CPU computes it natively (oneDNN sees AVX512-BF16 or AMX), FP32 elsewhere (GPUs included).
+  const bool bf16_compute = options.device->backend() == Backend::kCpu && cpu::onednn::HasBf16Compute();
+  planner.precision = ResolvePrecision(requested, bf16_compute);
+  if (requested == Precision::kAuto && options.log) {
+    options.log(absl::StrCat(name_, ": precision auto -> ", PrecisionName(planner.precision),
+                      bf16_compute ? " (the CPU computes BF16: AMX or AVX512-BF16)"
+                                   : " (no BF16 compute on this device: AMX/AVX512-BF16 absent or not a CPU)"));
+  }
+  // The CPU default is the blocked plan: oneDNN's AVX2 convolutions and pooling keep activations in NCHW8c between
+  // steps (docs/runtime.md, "Layouts"); CUDA's tensor-core kernels want NHWC.
+  planner.layout =
+      options.layout.value_or(options.device->backend() == Backend::kCpu ? kCpuDefaultLayout : Layout::kNHWC);
   planner.max_batch_size = std::max(1, max_batch_size_);
   planner.selection = options.selection.value_or(optimization.algorithm_selection == repository::AlgorithmSelection::kTune
                                                      ? AlgorithmSelection::kTune

@@ -41,6 +41,10 @@
 
 namespace convoy::runtime {
 
+// The layout a CPU plan runs in unless told otherwise: blocked (NCHW8c), where oneDNN's convolutions and pooling take
+// it, NCHW elsewhere (planner.h).
+inline constexpr Layout kCpuDefaultLayout = Layout::kNCHW8c;
+
 struct ModelRuntimeOptions {
   // model.onnx or a Convoy model.yaml. Required.
   std::string model_path;
@@ -56,7 +60,7 @@ struct ModelRuntimeOptions {
   std::vector<int> tune_batch_sizes;  // empty: the config's, or every batch size
   // Override of the config's `cuda_graphs`: record a CUDA graph per batch size in each instance (see executor.h).
   std::optional<bool> cuda_graphs;
-  // Default: NCHW on the CPU, NHWC elsewhere (tensor-core kernels want it).
+  // Default: kCpuDefaultLayout (NCHW8c) on the CPU, NHWC elsewhere (tensor-core kernels want it).
   std::optional<Layout> layout;
   TuningOptions tuning;
   AlgorithmCache* cache = nullptr;  // null: AlgorithmCache::Global()

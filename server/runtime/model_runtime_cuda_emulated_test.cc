@@ -94,6 +94,7 @@ double ToleranceFor(Precision precision) {
     case Precision::kTf32: return 5e-3;
     case Precision::kFp16: return 1e-2;
     case Precision::kBf16: return 6e-2;
+    case Precision::kAuto: break;  // resolved before planning: never a case here
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/cpu/onednn_support.h"
 #include "kernels/testing/test_tensors.h"
 #include "server/repository/model_repository.h"
 #include "server/runtime/reference_interpreter.h"
@@ -39,7 +40,10 @@ TEST(ModelRuntimeTest, MatchesReferenceInterpreterAndLogsEachPhase) {
   EXPECT_EQ(model->inputs()[0].dims, (std::vector<int64_t>{-1, 3, 32, 32}));
   EXPECT_EQ(model->outputs()[0].dims, (std::vector<int64_t>{-1, 10}));
   EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: imported and optimized")));
-  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: planned 6 steps")));
+  // The CPU default is the blocked plan: 6 kernel steps plus 2 reorders (the C=3 stem runs in NCHW, the Flatten
+  // before the classifier reads NCHW).
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: planned 8 steps")));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("(fp32, NCHW8c)")));
   EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: memory at batch 32: arena")));
   EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: warmed up in")));
 
@@ -54,6 +58,19 @@ TEST(ModelRuntimeTest, MatchesReferenceInterpreterAndLogsEachPhase) {
               IsOk());
   CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(model->graph(), {{"images", x}}));
   EXPECT_THAT(::convoy::testing::CompareFloats(y, expected.at("probabilities").data, {1e-4, 1e-6}), IsOk());
+}
+
+// precision auto is bf16 exactly where oneDNN reports BF16 compute (AMX / AVX512-BF16), fp32 elsewhere, and the load
+// log says which; the plan is made in the resolved precision.
+TEST(ModelRuntimeTest, PrecisionAutoResolvesByTheCpusBf16Compute) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelRuntimeOptions options, SimpleCnnOptions());
+  options.precision = Precision::kAuto;
+  std::vector<std::string> log;
+  options.log = [&log](const std::string& line) { log.push_back(line); };
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto model, ModelRuntime::Create(options));
+  const bool bf16 = cpu::onednn::HasBf16Compute();
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr(bf16 ? "precision auto -> bf16" : "precision auto -> fp32")));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr(bf16 ? "(bf16, NCHW8c)" : "(fp32, NCHW8c)")));
 }
 
 TEST(ModelRuntimeTest, ValidateInputNamesTheTensorAndTheNumbers) {

@@ -14,16 +14,23 @@ absl::string_view PrecisionName(Precision precision) {
     case Precision::kFp16: return "fp16";
     case Precision::kBf16: return "bf16";
     case Precision::kTf32: return "tf32";
+    case Precision::kAuto: return "auto";
   }
   return "unknown";
 }
 
+Precision ResolvePrecision(Precision precision, bool bf16_compute) {
+  if (precision != Precision::kAuto) return precision;
+  return bf16_compute ? Precision::kBf16 : Precision::kFp32;
+}
+
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   const std::string lower = absl::AsciiStrToLower(name);
-  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16, Precision::kTf32}) {
+  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16, Precision::kTf32, Precision::kAuto}) {
     if (lower == PrecisionName(p)) return p;
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown precision '", name, "'; expected fp32, fp16, bf16 or tf32"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown precision '", name, "'; expected fp32, fp16, bf16, tf32 or auto"));
 }
 
 DataType ComputeDataType(Precision precision) {
@@ -62,6 +69,15 @@ std::string ExecutionPlan::ToString(int batch_size) const {
     if (const std::string launch = step.LaunchSummary(batch_size); !launch.empty()) {
       absl::StrAppend(&out, "      launch ", launch, "\n");
     }
+  }
+  // Every tensor with its layout: where a blocked (NCHW8c) plan keeps activations blocked, and where it reorders.
+  absl::StrAppend(&out, "tensors at batch size ", batch_size, " (dims, dtype, layout, bytes):\n");
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const PlanTensor& t = tensors_[i];
+    absl::StrAppendFormat(&out, "  t%d %s %s %s %s %s%s\n", i, t.name, DimsToString(t.Dims(batch_size)),
+                          DataTypeName(t.dtype), t.shape.size() == 4 ? LayoutName(t.layout) : "row-major",
+                          FormatBytes(t.Bytes(batch_size)),
+                          t.alias_of >= 0 ? absl::StrCat(" (view of ", tensors_[t.alias_of].name, ")") : "");
   }
   absl::StrAppend(&out, "memory plan (activation arena per batch size):\n");
   for (int b = 1; b <= max_batch_size_; ++b) {

@@ -33,9 +33,13 @@ namespace convoy::runtime {
 
 // What the kernels compute in. FP16 and BF16 convert the weights once at load and run every kernel in that type;
 // TF32 computes in FP32 storage but lets conv and GEMM kernels use TF32 tensor-core products (allow_tf32).
-enum class Precision : uint8_t { kFp32 = 0, kFp16, kBf16, kTf32 };
-absl::string_view PrecisionName(Precision precision);  // "fp32", "fp16", "bf16", "tf32"
+// kAuto is a request, resolved before planning (ModelRuntime): bf16 on CPUs with BF16 compute (AMX or AVX512-BF16,
+// where oneDNN's convolutions run BF16 with FP32 accumulation), fp32 everywhere else.
+enum class Precision : uint8_t { kFp32 = 0, kFp16, kBf16, kTf32, kAuto };
+absl::string_view PrecisionName(Precision precision);  // "fp32", "fp16", "bf16", "tf32", "auto"
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
+// kAuto -> kBf16 when `bf16_compute` (the device computes BF16 natively), else kFp32; any other precision as is.
+Precision ResolvePrecision(Precision precision, bool bf16_compute);
 DataType ComputeDataType(Precision precision);
 
 struct PlanTensor {
@@ -140,6 +144,7 @@ class ExecutionPlan {
   size_t workspace_bytes_ = 0;
   size_t weight_bytes_ = 0;
   std::vector<DeviceAllocation> weights_;  // constants and packed filters, in device memory
+  std::vector<std::unique_ptr<AlgorithmState>> algorithm_states_;  // Algorithm::Prepare per step and batch size
 };
 
 }  // namespace convoy::runtime

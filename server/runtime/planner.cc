@@ -153,10 +153,14 @@ absl::StatusOr<int> PlanBuilder::Require(int id, DataType dtype, Layout layout, 
 }
 
 absl::StatusOr<int> PlanBuilder::ComputeInput(const Node& node, size_t index) {
+  return ComputeInput(node, index, layout());
+}
+
+absl::StatusOr<int> PlanBuilder::ComputeInput(const Node& node, size_t index, Layout layout) {
   if (index >= node.inputs.size()) return NodeError(node, absl::StrCat("input ", index, " is missing"));
   auto id = Value(node.inputs[index]);
   if (!id.ok()) return NodeError(node, std::string(id.status().message()));
-  return Require(*id, compute_dtype(), layout());
+  return Require(*id, compute_dtype(), layout);
 }
 
 absl::StatusOr<const void*> PlanBuilder::Upload(const Tensor& value, DataType dtype, Layout layout) {
@@ -331,6 +335,9 @@ absl::Status PlanBuilder::PlanMemory() {
 
 absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanBuilder::Build() {
   if (options_.device == nullptr) return absl::InvalidArgumentError("PlannerOptions.device is required");
+  if (options_.precision == Precision::kAuto) {
+    return absl::InvalidArgumentError("PlannerOptions.precision 'auto' must be resolved first (ResolvePrecision)");
+  }
   plan_->device_ = options_.device;
   plan_->precision_ = options_.precision;
   plan_->layout_ = options_.layout;

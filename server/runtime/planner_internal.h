@@ -39,6 +39,7 @@ class KernelStep final : public PlanStep {
     const typename Op::AlgorithmType* algorithm = nullptr;
     size_t workspace_bytes = 0;
     const void* packed_filter = nullptr;  // replaces the raw filter in Args when set
+    const AlgorithmState* state = nullptr;  // the algorithm's Prepare for this problem (owned by the plan)
     double tuned_ms = 0;
     std::string launch_summary;  // the algorithm's LaunchSummary (tiles, waves, split, estimate)
     bool verified = false;       // its output was checked on the device for this problem
@@ -62,6 +63,7 @@ class KernelStep final : public PlanStep {
     const Variant& v = At(batch_size);
     Args args = bind_(tensors);
     if (v.packed_filter != nullptr) autotuner_internal::SetFilter(args, v.packed_filter);
+    workspace.state = v.state;
     return v.algorithm->Run(v.problem, args, workspace, context);
   }
 
@@ -85,7 +87,13 @@ class PlanBuilder {
   const Graph& graph() const { return graph_; }
   const PlannerOptions& options() const { return options_; }
   DataType compute_dtype() const { return ComputeDataType(options_.precision); }
-  Layout layout() const { return options_.layout; }
+  // The plain layout ops run in: the plan's, or NCHW in a blocked (NCHW8c) plan.
+  Layout layout() const { return options_.layout == Layout::kNCHW8c ? Layout::kNCHW : options_.layout; }
+  // The layout for an op that may take the blocked layout: NCHW8c in a blocked plan when every channel count is a
+  // multiple of the block and some algorithm of the device implements `probe` (the op's batch-1 problem, its layout
+  // set here) in it; otherwise layout().
+  template <typename Op>
+  Layout BlockedLayoutIfImplemented(typename Op::Problem probe, std::initializer_list<int> channel_counts) const;
   int max_batch_size() const { return plan_->max_batch_size_; }
   const PlanTensor& tensor(int id) const { return plan_->tensors_[id]; }
 
@@ -100,8 +108,9 @@ class PlanBuilder {
   int TensorCoreChannels(int64_t channels) const;
   // Whether every node reading graph tensor `name` is a groups-1 conv (the readers that accept padded channels).
   bool OnlyConvsRead(const std::string& name) const;
-  // The computed value of graph tensor `name` in the compute dtype and the plan layout.
+  // The computed value of graph tensor `name` in the compute dtype and the plan layout (or `layout`).
   absl::StatusOr<int> ComputeInput(const Node& node, size_t index);
+  absl::StatusOr<int> ComputeInput(const Node& node, size_t index, Layout layout);
   // A new step output for graph tensor `name`, shaped as the graph says.
   absl::StatusOr<int> AddOutput(const std::string& name, DataType dtype, Layout layout);
   // A new tensor viewing `source`'s storage, registered as graph tensor `name`.
@@ -161,6 +170,18 @@ absl::Status PlanAlias(PlanBuilder& b, const Node& node);
 // ---- template definitions ----------------------------------------------------------------------------------------
 
 template <typename Op>
+Layout PlanBuilder::BlockedLayoutIfImplemented(typename Op::Problem probe,
+                                               std::initializer_list<int> channel_counts) const {
+  if (options_.layout != Layout::kNCHW8c) return layout();
+  for (int c : channel_counts) {
+    if (c % kLayoutChannelBlock != 0) return layout();
+  }
+  probe.layout = Layout::kNCHW8c;
+  const bool implemented = OpRegistry<Op>::Global().Heuristic(probe, options_.device->backend()).ok();
+  return implemented ? Layout::kNCHW8c : layout();
+}
+
+template <typename Op>
 absl::Status PlanBuilder::SelectForBatch(KernelStep<Op>& step, int batch_size, typename Op::Problem problem,
                                          const void* raw_filter, std::map<std::string, const void*>& packed) {
   AlgorithmCache& cache = options_.cache != nullptr ? *options_.cache : AlgorithmCache::Global();
@@ -180,9 +201,17 @@ absl::Status PlanBuilder::SelectForBatch(KernelStep<Op>& step, int batch_size, t
                                      selected->algorithm,
                                      selected->workspace_bytes,
                                      nullptr,
+                                     nullptr,
                                      selected->tuned ? selected->time_ms : 0.0,
                                      selected->algorithm->LaunchSummary(problem),
                                      selected->verified};
+  // Plan-time state (a oneDNN primitive) is made here, once per step and batch size, and owned by the plan.
+  CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<AlgorithmState> state,
+                          v.algorithm->Prepare(problem, options_.device->context()));
+  if (state != nullptr) {
+    v.state = state.get();
+    plan_->algorithm_states_.push_back(std::move(state));
+  }
   const size_t packed_bytes = v.algorithm->PackedFilterBytes(problem);
   if (packed_bytes > 0) {
     // The packed filter depends on the filter's shape and the algorithm, not on the batch: one per algorithm.

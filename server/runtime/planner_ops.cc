@@ -63,29 +63,57 @@ Tensor ZeroPaddedChannels(const Tensor& weight, int64_t channels) {
   return padded;
 }
 
-// The conv's input in the compute type and layout: a few-channel image (RGB) that has to be converted to NHWC
+// The conv's input in the compute type and `layout`: a few-channel image (RGB) that has to be converted to NHWC
 // anyway, or was preprocessed padded, comes with its channels padded for the tensor cores (TensorCoreChannels).
-absl::StatusOr<int> ConvInput(PlanBuilder& b, const Node& node, const Conv2dAttrs& a, const Tensor& weight) {
-  const int padded = a.groups == 1 ? b.TensorCoreChannels(weight.shape[1]) : 0;
-  if (padded == 0) return b.ComputeInput(node, 0);
+absl::StatusOr<int> ConvInput(PlanBuilder& b, const Node& node, const Conv2dAttrs& a, const Tensor& weight,
+                              Layout layout) {
+  const int padded = a.groups == 1 && layout == Layout::kNHWC ? b.TensorCoreChannels(weight.shape[1]) : 0;
+  if (padded == 0) return b.ComputeInput(node, 0, layout);
   absl::StatusOr<int> id = b.Value(node.inputs[0]);
   if (!id.ok()) return b.NodeError(node, std::string(id.status().message()));
-  return b.Require(*id, b.compute_dtype(), b.layout(), padded);
+  return b.Require(*id, b.compute_dtype(), layout, padded);
 }
 
 }  // namespace
 
 absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<Conv2dAttrs>();
-  CONVOY_ASSIGN_OR_RETURN(const Tensor* weight, b.Constant(node, 1));
-  CONVOY_ASSIGN_OR_RETURN(int x, ConvInput(b, node, a, *weight));
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
   CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
-  // Filters lie as [K, C/g, R, S] for NCHW problems and [K, R, S, C/g] for NHWC: the NCHW->NHWC permutation of 4-D.
+  CONVOY_ASSIGN_OR_RETURN(const Tensor* weight, b.Constant(node, 1));
+  const Window2d& win = a.window;
+  const int k = static_cast<int>(weight->shape[0]);
+  const bool tf32 = b.options().precision == Precision::kTf32;
+  // The problem at a batch size in a layout (the layout is chosen below, once the batch-1 problem can be probed).
+  auto problem_in = [&b, &a, &win, k, tf32](int x, int batch, Layout layout, const Epilogue& epilogue) {
+    const ImageDims d = b.Dims(x, batch);
+    Conv2dProblem p;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w, p.k = k;
+    p.r = int(win.kernel_h), p.s = int(win.kernel_w);
+    p.pad_top = int(win.pad_top), p.pad_bottom = int(win.pad_bottom);
+    p.pad_left = int(win.pad_left), p.pad_right = int(win.pad_right);
+    p.stride_h = int(win.stride_h), p.stride_w = int(win.stride_w);
+    p.dilation_h = int(win.dilation_h), p.dilation_w = int(win.dilation_w);
+    p.groups = int(a.groups);
+    p.dtype = b.compute_dtype(), p.layout = layout, p.allow_tf32 = tf32, p.epilogue = epilogue;
+    return p;
+  };
+  Epilogue epilogue;
+  epilogue.has_bias = a.has_bias;
+  epilogue.has_scale = a.has_channel_scale;
+  epilogue.residual = a.residual == ResidualPosition::kBeforeActivation  ? ResidualMode::kBeforeActivation
+                      : a.residual == ResidualPosition::kAfterActivation ? ResidualMode::kAfterActivation
+                                                                         : ResidualMode::kNone;
+  epilogue.activation = KernelActivation(a.activation);
+  const Layout layout = b.BlockedLayoutIfImplemented<Conv2dOp>(problem_in(x, 1, b.layout(), epilogue),
+                                                               {b.Dims(x, 1).c, k});
+  CONVOY_ASSIGN_OR_RETURN(x, ConvInput(b, node, a, *weight, layout));
+  // Filters lie as [K, C/g, R, S] for NCHW(8c) problems and [K, R, S, C/g] for NHWC: the NCHW->NHWC permutation.
   // An input padded with zero channels gets a filter padded the same way.
   const int64_t x_channels = b.tensor(x).shape[1];
   const bool padded = a.groups == 1 && weight->shape.size() == 4 && x_channels > weight->shape[1];
   CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(padded ? ZeroPaddedChannels(*weight, x_channels) : *weight,
-                                                 b.compute_dtype(), b.layout()));
+                                                 b.compute_dtype(), layout));
   size_t next = 2;
   Operand bias, scale, residual;
   if (a.has_bias) {
@@ -98,33 +126,11 @@ absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
   }
   std::vector<int> inputs = {x};
   if (a.residual != ResidualPosition::kNone) {
-    CONVOY_ASSIGN_OR_RETURN(residual.tensor, b.ComputeInput(node, next++));
+    CONVOY_ASSIGN_OR_RETURN(residual.tensor, b.ComputeInput(node, next++, layout));
     inputs.push_back(residual.tensor);
   }
-  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
-  Epilogue epilogue;
-  epilogue.has_bias = a.has_bias;
-  epilogue.has_scale = a.has_channel_scale;
-  epilogue.residual = a.residual == ResidualPosition::kBeforeActivation  ? ResidualMode::kBeforeActivation
-                      : a.residual == ResidualPosition::kAfterActivation ? ResidualMode::kAfterActivation
-                                                                         : ResidualMode::kNone;
-  epilogue.activation = KernelActivation(a.activation);
-  const Window2d& win = a.window;
-  const int k = static_cast<int>(weight->shape[0]);
-  const bool tf32 = b.options().precision == Precision::kTf32;
-  auto problem_for = [&b, &a, &win, x, k, epilogue, tf32](int batch) {
-    const ImageDims d = b.Dims(x, batch);
-    Conv2dProblem p;
-    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w, p.k = k;
-    p.r = int(win.kernel_h), p.s = int(win.kernel_w);
-    p.pad_top = int(win.pad_top), p.pad_bottom = int(win.pad_bottom);
-    p.pad_left = int(win.pad_left), p.pad_right = int(win.pad_right);
-    p.stride_h = int(win.stride_h), p.stride_w = int(win.stride_w);
-    p.dilation_h = int(win.dilation_h), p.dilation_w = int(win.dilation_w);
-    p.groups = int(a.groups);
-    p.dtype = b.compute_dtype(), p.layout = b.layout(), p.allow_tf32 = tf32, p.epilogue = epilogue;
-    return p;
-  };
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), layout));
+  auto problem_for = [problem_in, x, layout, epilogue](int batch) { return problem_in(x, batch, layout, epilogue); };
   auto bind = [x, w, bias, scale, residual, y](TensorPointers t) {
     return Conv2dArgs{t[x], w, static_cast<const float*>(bias.constant), static_cast<const float*>(scale.constant),
                       residual.Get(t), t[y]};
@@ -134,16 +140,15 @@ absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
 
 absl::Status PlanPool2d(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<Pool2dAttrs>();
-  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
   CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
   if (!a.global && (a.window.dilation_h != 1 || a.window.dilation_w != 1)) {
     return b.NodeError(node, absl::StrCat("dilated pooling (", a.window.dilation_h, "x", a.window.dilation_w,
                                           ") is not supported"));
   }
-  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
   PoolMode mode = a.kind == PoolKind::kMax ? PoolMode::kMax : PoolMode::kAverage;
   if (a.global) mode = a.kind == PoolKind::kMax ? PoolMode::kGlobalMax : PoolMode::kGlobalAverage;
-  auto problem_for = [&b, a, x, mode](int batch) {
+  auto problem_in = [&b, a, mode](int x, int batch, Layout layout) {
     const ImageDims d = b.Dims(x, batch);
     Pool2dProblem p;
     p.mode = mode;
@@ -155,9 +160,13 @@ absl::Status PlanPool2d(PlanBuilder& b, const Node& node) {
       p.stride_h = int(a.window.stride_h), p.stride_w = int(a.window.stride_w);
       p.ceil_mode = a.ceil_mode, p.count_include_pad = a.count_include_pad;
     }
-    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    p.dtype = b.compute_dtype(), p.layout = layout;
     return p;
   };
+  const Layout layout = b.BlockedLayoutIfImplemented<Pool2dOp>(problem_in(x, 1, b.layout()), {b.Dims(x, 1).c});
+  CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0, layout));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), layout));
+  auto problem_for = [problem_in, x, layout](int batch) { return problem_in(x, batch, layout); };
   auto bind = [x, y](TensorPointers t) { return Pool2dArgs{t[x], t[y]}; };
   return b.AddKernelStep<Pool2dOp>(node.name, {x}, {y}, problem_for, bind);
 }
@@ -189,7 +198,10 @@ absl::Status PlanBatchNorm(PlanBuilder& b, const Node& node) {
 }
 
 absl::Status PlanActivation(PlanBuilder& b, const Node& node) {
-  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  // Element-wise over the whole buffer: a blocked (NCHW8c) input stays blocked.
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  const bool blocked = b.tensor(x).layout == Layout::kNCHW8c;
+  CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0, blocked ? Layout::kNCHW8c : b.layout()));
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.tensor(x).layout));
   const convoy::Activation activation = KernelActivation(node.As<ActivationAttrs>().activation);
   auto problem_for = [&b, x, activation](int batch) {
@@ -295,10 +307,9 @@ absl::Status PlanPad(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<PadAttrs>();
   CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
   CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
-  const auto& pads = a.pads;  // [n, c, h, w] begins, then ends
-  if (pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5] ||
-      *std::min_element(pads.begin(), pads.end()) < 0) {
-    return b.NodeError(node, "only non-negative padding of H and W is supported");
+  const auto& pads = a.pads;  // [n, c, h, w] begins, then ends; negative ones crop
+  if (pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5]) {
+    return b.NodeError(node, "only padding (or cropping) of H and W is supported");
   }
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
   const PadMode mode = a.mode;

@@ -55,7 +55,7 @@ constexpr char kUsage[] = R"(usage:
   convoy tune --model=PATH --batch_sizes=1,8 --cache=OUT.cache [options]
   convoy algorithms
 PATH: model.onnx, model.yaml, or a model repository folder (config.yaml + version folders).
-options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32  --layout=nchw|nhwc
+options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|auto  --layout=nchw|nhwc|nchw8c
          --max_batch_size=N (model files without a config; default 8)  --cache=FILE (algorithm cache to load)
          --threads=N (CPU threads)  --quiet (no load log)
          --cuda_graphs[=true|false] (on a GPU: record a CUDA graph per batch size; default: the config's)
@@ -479,6 +479,14 @@ absl::Status Main(int argc, char** argv) {
 }  // namespace convoy::tools
 
 int main(int argc, char** argv) {
+  // `convoy help`, `convoy --help`, `convoy SUBCOMMAND --help`: the usage, on stdout, exit 0.
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || (i == 1 && arg == "help")) {
+      std::cout << convoy::tools::kUsage;
+      return 0;
+    }
+  }
   const absl::Status status = convoy::tools::Main(argc, argv);
   if (!status.ok()) {
     std::cerr << "convoy: " << status.message() << "\n";

@@ -5,6 +5,7 @@
 #   out/prebuilt/  the gpu_check binary (static Abseil, cudart, libstdc++; cuDNN is dlopen'ed), tried first there
 # Usage: tests/gpu/build_check.sh [build_dir]   (default /tmp/convoy_gpu_check_build; CONVOY_BUILD_JOBS, default 2)
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${1:-/tmp/convoy_gpu_check_build}"
 jobs="${CONVOY_BUILD_JOBS:-2}"

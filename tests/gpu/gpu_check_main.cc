@@ -232,7 +232,11 @@ Options ParseOptions(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--probe") {  // the binary starts (libraries resolve): used by run_gpu_check.sh before trusting it
+    if (arg == "--help" || arg == "-h") {
+      std::cout << "usage: gpu_check [--quick] [--no_bench] [--batches=1,8,32] [--bench_budget_s=180] [--out=FILE] "
+                   "[--probe]\n(tests/gpu/run_gpu_check.sh runs it; docs/cuda_kernels.md)\n";
+      std::exit(0);
+    } else if (arg == "--probe") {  // the binary starts (libraries resolve): used by run_gpu_check.sh before trusting it
       std::cout << "gpu_check: probe OK\n";
       std::exit(0);
     } else if (arg == "--quick") {

@@ -10,6 +10,7 @@
 # Output: $OUT/gpu_check.txt when $OUT is set, else tests/gpu/out/gpu_check.txt (plus run_gpu_check.log beside it).
 # Budget: under 5 minutes on an H200 (build ~1-2 min only when no prebuilt binary runs; the check itself ~1-2 min).
 set -uo pipefail
+case "${1:-}" in -h|--help) echo "usage: tests/gpu/run_gpu_check.sh   (no arguments; CONVOY_CUDNN_LIBRARY, OUT)"; sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out_dir="${OUT:-$here/out}"
 mkdir -p "$out_dir"

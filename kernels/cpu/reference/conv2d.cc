@@ -9,7 +9,7 @@ namespace {
 // Offset in elements of filter tap (k, c, r, s), c counted within the group, in the layout's filter convention.
 int64_t FilterOffset(const Conv2dProblem& p, int k, int c, int r, int s) {
   const int cg = p.c_per_group();
-  if (p.layout == Layout::kNCHW) return ((int64_t{k} * cg + c) * p.r + r) * p.s + s;  // [K, C/g, R, S]
+  if (p.layout != Layout::kNHWC) return ((int64_t{k} * cg + c) * p.r + r) * p.s + s;  // [K, C/g, R, S]
   return ((int64_t{k} * p.r + r) * p.s + s) * cg + c;                                 // [K, R, S, C/g]
 }
 

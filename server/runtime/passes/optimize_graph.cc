@@ -10,7 +10,7 @@ std::string OptimizeStats::ToString() const {
   return absl::StrCat("constants folded ", constants_folded, ", identities removed ", identities_removed,
                       ", dead nodes removed ", dead_nodes_removed, ", batch norms folded ", batch_norms_folded,
                       ", activation patterns fused ", activations_fused, ", epilogue fusions ", epilogues_fused,
-                      ", channel shuffles fused ", channel_shuffles_fused);
+                      ", channel shuffles fused ", channel_shuffles_fused, ", pads folded into convolutions ", pads_folded);
 }
 
 absl::StatusOr<OptimizeStats> OptimizeGraph(Graph& graph) {
@@ -30,6 +30,7 @@ absl::StatusOr<OptimizeStats> OptimizeGraph(Graph& graph) {
     CONVOY_RETURN_IF_ERROR(run(EliminateDeadNodes, stats.dead_nodes_removed));
     CONVOY_RETURN_IF_ERROR(run(FuseActivationPatterns, stats.activations_fused));
     CONVOY_RETURN_IF_ERROR(run(FuseChannelShuffle, stats.channel_shuffles_fused));
+    CONVOY_RETURN_IF_ERROR(run(FoldPadIntoConv, stats.pads_folded));
     CONVOY_RETURN_IF_ERROR(run(FoldBatchNormIntoConv, stats.batch_norms_folded));
     CONVOY_RETURN_IF_ERROR(run(FuseConvEpilogue, stats.epilogues_fused));
     if (changes == 0) break;

@@ -35,6 +35,10 @@ absl::StatusOr<int> FuseActivationPatterns(Graph& graph);
 // activation (conv_epilogue_fusion.cc).
 absl::StatusOr<int> FuseConvEpilogue(Graph& graph);
 
+// A zero constant Pad of H and W feeding a convolution becomes the convolution's padding, where the sum stays
+// within the kernel's extent (pad_folding.cc).
+absl::StatusOr<int> FoldPadIntoConv(Graph& graph);
+
 // Reshape [N,g,C/g,H,W] -> Transpose [0,2,1,3,4] -> Reshape [N,C,H,W] becomes one ChannelShuffle
 // (channel_shuffle_fusion.cc).
 absl::StatusOr<int> FuseChannelShuffle(Graph& graph);
@@ -47,6 +51,7 @@ struct OptimizeStats {
   int activations_fused = 0;
   int epilogues_fused = 0;
   int channel_shuffles_fused = 0;
+  int pads_folded = 0;
 
   std::string ToString() const;
 };

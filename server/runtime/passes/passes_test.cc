@@ -157,6 +157,53 @@ TEST(FuseChannelShuffleTest, ReshapeTransposeReshapeBecomesShuffle) {
   ExpectSameOutputs(b.graph(), after);
 }
 
+PadAttrs SpatialPad(int64_t top, int64_t left, int64_t bottom, int64_t right, PadMode mode = PadMode::kConstant,
+                    float value = 0.0f) {
+  return PadAttrs{mode, {0, 0, top, left, 0, 0, bottom, right}, value};
+}
+
+TEST(FoldPadIntoConvTest, AsymmetricSamePaddingBecomesTheConvsPadding) {
+  RandomGraphBuilder b(3, 9, 8);
+  // TF "same" for a stride-2 3x3 conv on 9x8: nothing before, one row/column after; then a padded conv adds to its
+  // own pads (1 + 1 <= 2 for a 3x3 kernel); a dilated 3x3 (reach 4) takes pads of 3.
+  std::string a = b.Conv(b.Node(SpatialPad(0, 0, 1, 1), {"x"}), 4, 3, 2, 0);
+  std::string c = b.Conv(b.Node(SpatialPad(1, 0, 0, 1), {a}), 4, 3, 1, 1);
+  Conv2dAttrs dilated;
+  dilated.window = Window2d{3, 3, 1, 1, 0, 0, 0, 0, 2, 2};
+  std::string d = b.Node(dilated, {b.Node(SpatialPad(3, 1, 2, 4), {c}), b.Constant({2, 4, 3, 3})});
+  ASSERT_THAT(b.graph().AddOutput(d), IsOk());
+  Graph after = ApplyToCopy(b, FoldPadIntoConv, 3);
+  EXPECT_EQ(CountOps(after, OpKind::kPad), 0) << after.ToString();
+  ASSERT_EQ(after.nodes().size(), 3u);
+  const Window2d& w = after.nodes()[1].As<Conv2dAttrs>().window;
+  EXPECT_EQ(std::vector<int64_t>({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right}),
+            std::vector<int64_t>({2, 1, 1, 2}));
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(FoldPadIntoConvTest, KeepsPadsThatAreNotZeroSpatialOrReachPastTheKernel) {
+  RandomGraphBuilder b(4, 7, 7);
+  std::vector<std::string> outs = {
+      b.Conv(b.Node(SpatialPad(1, 1, 1, 1, PadMode::kReflect), {"x"}), 4, 3, 1, 0),
+      b.Conv(b.Node(SpatialPad(1, 1, 1, 1, PadMode::kConstant, 0.5f), {"x"}), 4, 3, 1, 0),
+      b.Conv(b.Node(SpatialPad(3, 0, 0, 0), {"x"}), 4, 3, 1, 0),  // 3 rows of zeros > the 3x3 kernel's reach of 2
+      b.Conv(b.Node(SpatialPad(1, 1, 1, 1), {"x"}), 4, 1, 1, 0),  // a 1x1 kernel reaches no padding
+  };
+  // Padding the channels is not a convolution's padding.
+  std::string channels = b.Node(PadAttrs{PadMode::kConstant, {0, 1, 0, 0, 0, 1, 0, 0}, 0.0f}, {"x"});
+  outs.push_back(b.Conv(channels, 4, 3, 1, 1));
+  // Shared: the 3x3 conv absorbs it, the pool still reads the padded tensor.
+  std::string shared = b.Node(SpatialPad(1, 1, 1, 1), {"x"});
+  outs.push_back(b.Conv(shared, 4, 3, 1, 0));
+  Pool2dAttrs pool;
+  pool.window = Window2d{2, 2, 2, 2, 0, 0, 0, 0, 1, 1};
+  outs.push_back(b.Node(pool, {shared}));
+  for (const std::string& o : outs) ASSERT_THAT(b.graph().AddOutput(o), IsOk());
+  Graph after = ApplyToCopy(b, FoldPadIntoConv, 1);
+  EXPECT_EQ(CountOps(after, OpKind::kPad), 6);
+  ExpectSameOutputs(b.graph(), after);
+}
+
 TEST(OptimizeGraphTest, RandomResNetLikeNetworkKeepsOnlyFusedOps) {
   RandomGraphBuilder b(3, 12, 12);
   std::string h = b.Act(b.BatchNorm(b.Conv("x", 8, 3, 2, 1, 1, false)), Activation::Relu());

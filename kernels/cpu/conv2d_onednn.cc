@@ -1,0 +1,159 @@
+// CPU conv2d on oneDNN's convolution primitive; see conv2d_onednn.h.
+#include "kernels/cpu/conv2d_onednn.h"
+
+#include <unordered_map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/registry/registry.h"
+
+namespace convoy::cpu {
+
+using dnnl::memory;
+
+struct OnednnConvDescriptor {
+  dnnl::convolution_forward::primitive_desc pd;
+  onednn::PostOps post_ops;
+  memory::desc src, dst, user_weights, bias;
+  memory::dims channel_dims;
+  std::string impl;
+};
+
+namespace {
+
+// The filter as the problem stores it: [K, C/g, R, S] for NCHW and NCHW8c problems, [K, R, S, C/g] for NHWC ones;
+// grouped problems see it as [g, K/g, C/g, R, S].
+memory::desc UserWeightsDesc(const Conv2dProblem& p, memory::data_type type) {
+  const memory::dim g = p.groups, o = p.k / p.groups, i = p.c_per_group(), r = p.r, s = p.s;
+  const bool hwc = p.layout == Layout::kNHWC;
+  // Element strides of (o, i, r, s) within one group, then the group stride.
+  const memory::dims ois = hwc ? memory::dims{r * s * i, 1, s * i, i} : memory::dims{i * r * s, r * s, s, 1};
+  if (p.groups == 1) return memory::desc({o, i, r, s}, type, ois);
+  return memory::desc({g, o, i, r, s}, type, {o * i * r * s, ois[0], ois[1], ois[2], ois[3]});
+}
+
+absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> MakeDescriptor(const Conv2dProblem& p) {
+  auto d = std::make_shared<OnednnConvDescriptor>();
+  CONVOY_ASSIGN_OR_RETURN(const memory::data_type type, onednn::DataTypeOf(p.dtype));
+  CONVOY_ASSIGN_OR_RETURN(d->src, onednn::ActivationDesc(p.dtype, p.n, p.c, p.h, p.w, p.layout));
+  CONVOY_ASSIGN_OR_RETURN(d->dst, onednn::ActivationDesc(p.dtype, p.n, p.k, p.p(), p.q(), p.layout));
+  d->channel_dims = {1, p.k, 1, 1};
+  CONVOY_ASSIGN_OR_RETURN(d->post_ops, onednn::MakePostOps(p.epilogue, d->dst, d->channel_dims));
+  d->user_weights = UserWeightsDesc(p, type);
+  try {
+    const memory::desc weights_any(d->user_weights.dims(), type, memory::format_tag::any);
+    if (d->post_ops.conv_bias) d->bias = memory::desc({p.k}, memory::data_type::f32, memory::format_tag::a);
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, d->src, weights_any, d->bias, d->dst,
+        {p.stride_h, p.stride_w}, {p.dilation_h - 1, p.dilation_w - 1}, {p.pad_top, p.pad_left},
+        {p.pad_bottom, p.pad_right});
+    d->pd = dnnl::convolution_forward::primitive_desc(desc, onednn::MakeAttr(d->post_ops.ops), onednn::Engine(),
+                                                      /*allow_empty=*/true);
+    if (!d->pd) {
+      return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no convolution for ",
+                                                   p.ToString()));
+    }
+    d->impl = d->pd.impl_info_str();
+  } catch (const dnnl::error& error) {
+    return onednn::FromError(error, p.ToString());
+  }
+  return std::shared_ptr<const OnednnConvDescriptor>(std::move(d));
+}
+
+}  // namespace
+
+template <Layout kLayout>
+absl::string_view Conv2dOnednn<kLayout>::name() const {
+  switch (kLayout) {
+    case Layout::kNCHW: return "cpu.conv2d.onednn_nchw";
+    case Layout::kNHWC: return "cpu.conv2d.onednn_nhwc";
+    case Layout::kNCHW8c: return "cpu.conv2d.onednn_nchw8c";
+  }
+  return "cpu.conv2d.onednn";
+}
+
+template <Layout kLayout>
+absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> Conv2dOnednn<kLayout>::Describe(
+    const Conv2dProblem& problem) const {
+  return descriptors_.Get(problem, MakeDescriptor);
+}
+
+template <Layout kLayout>
+absl::Status Conv2dOnednn<kLayout>::CanImplement(const Conv2dProblem& problem) const {
+  CONVOY_RETURN_IF_ERROR(problem.Validate());
+  if (problem.layout != kLayout) {
+    return absl::UnimplementedError(absl::StrCat(name(), " takes ", LayoutName(kLayout), " only"));
+  }
+  CONVOY_RETURN_IF_ERROR(onednn::DataTypeOf(problem.dtype).status());
+  CONVOY_ASSIGN_OR_RETURN(auto descriptor, Describe(problem));
+  return onednn::RejectReferenceImplementation(descriptor->impl, name());
+}
+
+template <Layout kLayout>
+absl::StatusOr<std::string> Conv2dOnednn<kLayout>::Implementation(const Conv2dProblem& problem) const {
+  CONVOY_ASSIGN_OR_RETURN(auto descriptor, Describe(problem));
+  return descriptor->impl;
+}
+
+template <Layout kLayout>
+int Conv2dOnednn<kLayout>::HeuristicScore(const Conv2dProblem& problem) const {
+  auto descriptor = Describe(problem);
+  if (!descriptor.ok() || absl::StartsWith((*descriptor)->impl, "gemm")) return 5;
+  return 40;
+}
+
+template <Layout kLayout>
+size_t Conv2dOnednn<kLayout>::WorkspaceBytes(const Conv2dProblem& problem) const {
+  auto descriptor = Describe(problem);
+  return descriptor.ok() ? (*descriptor)->pd.scratchpad_desc().get_size() : 0;
+}
+
+template <Layout kLayout>
+size_t Conv2dOnednn<kLayout>::PackedFilterBytes(const Conv2dProblem& problem) const {
+  auto descriptor = Describe(problem);
+  return descriptor.ok() ? (*descriptor)->pd.weights_desc().get_size() : 0;
+}
+
+template <Layout kLayout>
+absl::Status Conv2dOnednn<kLayout>::PackFilter(const Conv2dProblem& problem, const void* filter, void* packed,
+                                               const ExecutionContext& context) const {
+  CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
+  return onednn::Reorder(d->user_weights, filter, d->pd.weights_desc(), packed, context);
+}
+
+template <Layout kLayout>
+absl::StatusOr<std::unique_ptr<AlgorithmState>> Conv2dOnednn<kLayout>::Prepare(const Conv2dProblem& problem,
+                                                                               const ExecutionContext& context) const {
+  CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
+  return onednn::MakePrimitiveState<dnnl::convolution_forward>(d->pd, d->impl, context);
+}
+
+template <Layout kLayout>
+absl::Status Conv2dOnednn<kLayout>::Run(const Conv2dProblem& problem, const Conv2dArgs& args, Workspace workspace,
+                                        const ExecutionContext& context) const {
+  CONVOY_ASSIGN_OR_RETURN(const onednn::PrimitiveState* state, onednn::PreparedState(workspace, name()));
+  CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
+  try {
+    std::unordered_map<int, memory> run_args = {
+        {DNNL_ARG_SRC, onednn::Wrap(d->src, args.x)},
+        {DNNL_ARG_WEIGHTS, onednn::Wrap(d->pd.weights_desc(), args.w)},
+        {DNNL_ARG_DST, onednn::Wrap(d->dst, args.y)},
+    };
+    if (d->post_ops.conv_bias) run_args.emplace(DNNL_ARG_BIAS, onednn::Wrap(d->bias, args.bias));
+    onednn::AddPostOpArgs(d->post_ops, {args.scale, args.bias, args.residual}, d->dst, d->channel_dims, run_args);
+    return onednn::Execute(*state, run_args, workspace, d->pd.scratchpad_desc().get_size(), context);
+  } catch (const dnnl::error& error) {
+    return onednn::FromError(error, problem.ToString());
+  }
+}
+
+template class Conv2dOnednn<Layout::kNCHW>;
+template class Conv2dOnednn<Layout::kNHWC>;
+template class Conv2dOnednn<Layout::kNCHW8c>;
+
+CONVOY_REGISTER_ALGORITHM(Conv2dOp, Conv2dOnednnNchw);
+CONVOY_REGISTER_ALGORITHM(Conv2dOp, Conv2dOnednnNhwc);
+CONVOY_REGISTER_ALGORITHM(Conv2dOp, Conv2dOnednnNchw8c);
+
+}  // namespace convoy::cpu

@@ -1,0 +1,60 @@
+// CPU conv2d on oneDNN's convolution primitive: direct, depthwise and grouped, any stride, padding (asymmetric) and
+// dilation, FP32 and BF16 (BF16 with FP32 accumulation, where the CPU has a BF16 kernel), with the whole fused
+// epilogue as post-ops (scale and bias as per-channel binary post-ops or the primitive's bias, the residual as a
+// binary add before or after the activation, every activation of epilogue.h as eltwise post-ops).
+//
+// One algorithm per activation layout: "cpu.conv2d.onednn_nchw", "cpu.conv2d.onednn_nhwc" and
+// "cpu.conv2d.onednn_nchw8c" (the blocked layout its AVX2 kernels prefer). The filter is reordered once into the
+// layout the primitive chose (PackFilter); the primitive itself, with its JIT code, is made once per problem by
+// Prepare and owned by the plan; Run wraps the pointers and executes it with the scratchpad in the workspace.
+// CanImplement declines when oneDNN has only its reference implementation for the problem on this CPU (e.g. BF16
+// without AVX512-BF16/AMX), so the own algorithms stay the candidates there.
+#ifndef CONVOY_KERNELS_CPU_CONV2D_ONEDNN_H_
+#define CONVOY_KERNELS_CPU_CONV2D_ONEDNN_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kernels/cpu/onednn_support.h"
+#include "kernels/registry/algorithm.h"
+
+namespace convoy::cpu {
+
+// The primitive descriptor of one problem (conv2d_onednn.cc); made once per problem and remembered.
+struct OnednnConvDescriptor;
+
+template <Layout kLayout>
+class Conv2dOnednn final : public Conv2dAlgorithm {
+ public:
+  absl::string_view name() const override;
+  Backend backend() const override { return Backend::kCpu; }
+  absl::Status CanImplement(const Conv2dProblem& problem) const override;
+  size_t WorkspaceBytes(const Conv2dProblem& problem) const override;
+  size_t PackedFilterBytes(const Conv2dProblem& problem) const override;
+  absl::Status PackFilter(const Conv2dProblem& problem, const void* filter, void* packed,
+                          const ExecutionContext& context) const override;
+  absl::StatusOr<std::unique_ptr<AlgorithmState>> Prepare(const Conv2dProblem& problem,
+                                                          const ExecutionContext& context) const override;
+  absl::Status Run(const Conv2dProblem& problem, const Conv2dArgs& args, Workspace workspace,
+                   const ExecutionContext& context) const override;
+  // Above every own algorithm where oneDNN has a JIT kernel for the layout; below them where it would fall back to
+  // its GEMM-based convolution (plain NCHW on AVX2), which the own kernels beat.
+  int HeuristicScore(const Conv2dProblem& problem) const override;
+
+  // The oneDNN implementation chosen for the problem ("jit:avx2", "jit_1x1:avx2", "jit_dw:avx2", ...).
+  absl::StatusOr<std::string> Implementation(const Conv2dProblem& problem) const;
+
+ private:
+  absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> Describe(const Conv2dProblem& problem) const;
+
+  onednn::DescriptorCache<Conv2dProblem, OnednnConvDescriptor> descriptors_;
+};
+
+using Conv2dOnednnNchw = Conv2dOnednn<Layout::kNCHW>;
+using Conv2dOnednnNhwc = Conv2dOnednn<Layout::kNHWC>;
+using Conv2dOnednnNchw8c = Conv2dOnednn<Layout::kNCHW8c>;
+
+}  // namespace convoy::cpu
+
+#endif  // CONVOY_KERNELS_CPU_CONV2D_ONEDNN_H_
