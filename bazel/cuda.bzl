@@ -28,21 +28,49 @@ NVCC_FLAGS = [
     "-DCONVOY_CUDA_DEVICE=1",
 ]
 
+# Besides the object, each nvcc action keeps what the kernel resource report (kernels/cuda/kernel_resources.py)
+# reads: <obj>.ptxas.txt (ptxas -v for every kernel and arch: registers, spills, stack, shared memory, then the
+# .entry/.maxntid lines of the compute_90 PTX: launch bounds) and <obj>.sm_90.cubin (for SASS disassembly).
+# ptxas's report goes to the file; the compiler's stderr is shown only when the compile fails.
+def _nvcc_command(src, flags, obj, ptxas, cubin):
+    return " ".join([
+        "keep=$$(mktemp -d) &&",
+        "{ " + " ".join([NVCC] + flags + ["-Xptxas=-v", "--keep", "--keep-dir", "$$keep", "-c", "$(location %s)" % src,
+                                          "-o", "$(location %s)" % obj, "2>", "$$keep/ptxas.log"]),
+        "|| { cat $$keep/ptxas.log >&2; rm -rf $$keep; exit 1; }; } &&",
+        "{ cat $$keep/ptxas.log; echo '== PTX entries and launch bounds (compute_90) ==';",
+        "grep -h -E '^([.](visible|weak) )?[.]entry |^[.](maxntid|reqntid) ' $$keep/*.compute_90.ptx || true; }",
+        "> $(location %s) &&" % ptxas,
+        "cp $$keep/*.compute_90.sm_90.cubin $(location %s) && rm -rf $$keep" % cubin,
+    ])
+
 def cuda_library(name, srcs, hdrs = [], compile_deps = [], deps = [], nvcc_flags = [], visibility = None, **kwargs):
-    """srcs: .cu files; hdrs: headers they include; compile_deps: other files (filegroups) nvcc must see."""
+    """srcs: .cu files; hdrs: headers they include; compile_deps: other files (filegroups) nvcc must see.
+
+    Also defines <name>_resource_files: every source's ptxas report and sm_90 cubin (see _nvcc_command)."""
     if not CUDA_ENABLED:
         return
     objs = []
+    resource_files = []
     for src in srcs:
         obj = name + "_" + src.replace("/", "_")[:-len(".cu")] + ".pic.o"
+        ptxas = obj + ".ptxas.txt"
+        cubin = obj + ".sm_90.cubin"
         native.genrule(
             name = obj.replace(".", "_") + "_nvcc",
             srcs = [src] + hdrs + compile_deps,
-            outs = [obj],
-            cmd = " ".join([NVCC] + CUDA_ARCH_FLAGS + NVCC_FLAGS + nvcc_flags + ["-c", "$(location %s)" % src, "-o", "$@"]),
+            outs = [obj, ptxas, cubin],
+            cmd = _nvcc_command(src, CUDA_ARCH_FLAGS + NVCC_FLAGS + nvcc_flags, obj, ptxas, cubin),
             message = "nvcc " + src,
         )
         objs.append(obj)
+        resource_files += [ptxas, cubin]
+    native.filegroup(
+        name = name + "_resource_files",
+        srcs = resource_files,
+        visibility = visibility,
+        testonly = kwargs.get("testonly", False),
+    )
     native.cc_library(
         name = name,
         srcs = objs,

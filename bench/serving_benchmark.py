@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
 """Serving benchmark: perf_analyzer concurrency sweep against convoy_server on the sample ResNet classifier (CPU),
-with dynamic batching on (the sample config.yaml) and off (the same config without `dynamic_batching`), reporting
-throughput, p50/p99 latency, the batch-size histogram from the server's /metrics (convoy_batch_size buckets, the
-delta over each run), and the ratio of served throughput to the in-process engine's throughput at the same batch
-size (`convoy inspect --profile_batch=B`: one timed run of the plan at batch B after a warm-up run; the fastest of
---engine_reps invocations, since on a shared machine a single run is easily slowed by others' work, never sped up).
+with dynamic batching on (the sample config.yaml: the fixed policy, Triton's queue delay) and off (the same config
+without `dynamic_batching`), and optionally the adaptive policy (the same config with `policy: adaptive` and a
+latency target, docs/model_config.md), reporting throughput, p50/p99 latency, the batch-size histogram from the
+server's /metrics (convoy_batch_size buckets, the delta over each run), and the ratio of served throughput to the
+in-process engine's throughput at the same batch size (`convoy inspect --profile_batch=B`: one timed run of the plan
+at batch B after a warm-up run; the fastest of --engine_reps invocations, since on a shared machine a single run is
+easily slowed by others' work, never sped up).
 
     .venv/bin/python bench/serving_benchmark.py                  # writes docs/images/serving_*.png, prints tables
     .venv/bin/python bench/serving_benchmark.py --concurrency=1,2,4,8 --measurement_ms=3000 --json=/tmp/serving.json
+    # the three policies, server pinned to core 0 with one compute thread, perf_analyzer on core 1, 3 rounds:
+    .venv/bin/python bench/serving_benchmark.py --modes=off,on,adaptive --concurrency=1,2,4,8,16,32 --rounds=3 \
+        --taskset=0:1 --server_threads=1 --target_latency_ms=100 --image_prefix=serving_policies
 
-All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials). Two repository copies are made in
-a temporary folder; nothing in model_repo/ is changed.
+With --rounds=N the modes alternate round by round (every mode sweeps every concurrency once per round, on a fresh
+server) and each row is the median of its N runs; a point whose runs spread by more than --noise (relative to their
+median) is measured again, up to --repeat_noisy more times. The load average of the machine is recorded around every
+run. All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials). One repository copy per mode
+is made in a temporary folder; nothing in model_repo/ is changed.
 """
 import argparse
 import csv
@@ -38,18 +46,31 @@ def free_port():
         return s.getsockname()[1]
 
 
-def make_repositories(tmp):
-    """Two copies of the sample ResNet entry: batching on (config as shipped) and off (dynamic_batching removed)."""
+MODE_LABELS = {"on": "fixed delay (config as shipped)", "off": "batching off", "adaptive": "adaptive policy"}
+MODE_COLORS = {"on": "tab:blue", "off": "tab:orange", "adaptive": "tab:green"}
+
+
+def make_repositories(tmp, modes, target_latency_ms, keep_queue_timeout=True):
+    """One copy of the sample ResNet entry per mode: "on" (config as shipped: the fixed policy), "off"
+    (dynamic_batching removed) and "adaptive" (policy: adaptive with the latency target, without the fixed policy's
+    preferred sizes and delay; the queue policy and priorities stay)."""
     src = REPO_ROOT / "model_repo" / MODEL
     repos = {}
-    for mode in ("on", "off"):
+    for mode in modes:
         repo = pathlib.Path(tmp) / f"batching_{mode}"
         shutil.copytree(src, repo / MODEL)
         config = (src / "config.yaml").read_text()
+        if not keep_queue_timeout:  # every mode alike: an overloaded machine then measures latency, not rejections
+            config = re.sub(r"^    default_timeout_microseconds:.*\n", "", config, flags=re.M)
         if mode == "off":
             # Drop the dynamic_batching block (its key line and the indented lines under it).
             config = re.sub(r"^dynamic_batching:\n(?:[ ].*\n)+", "", config, flags=re.M)
             assert "dynamic_batching" not in config
+        elif mode == "adaptive":
+            config = re.sub(r"^  (preferred_batch_size|max_queue_delay_microseconds):.*\n", "", config, flags=re.M)
+            target = f"  target_latency_microseconds: {int(target_latency_ms * 1000)}\n" if target_latency_ms else ""
+            config = config.replace("dynamic_batching:\n", "dynamic_batching:\n  policy: adaptive\n" + target)
+            assert "policy: adaptive" in config and "preferred_batch_size" not in config
         (repo / MODEL / "config.yaml").write_text(config)
         repos[mode] = repo
     return repos
@@ -75,13 +96,19 @@ def scrape(port):
     return buckets, series
 
 
+def pinned(cmd, core):
+    """`cmd` run on CPU `core` (taskset) when one is given."""
+    return cmd if core is None else ["taskset", "-c", str(core)] + cmd
+
+
 class Server:
-    def __init__(self, binary, repo, log):
+    def __init__(self, binary, repo, log, core=None, threads=None):
         self.grpc_port, self.metrics_port = free_port(), free_port()
         self.log = open(log, "ab")
-        self.proc = subprocess.Popen([binary, f"--model_repository={repo}", f"--grpc_port={self.grpc_port}",
-                                      f"--metrics_port={self.metrics_port}", "--device=cpu"],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        env = dict(os.environ, **({"CONVOY_CPU_THREADS": str(threads)} if threads else {}))
+        self.proc = subprocess.Popen(pinned([binary, f"--model_repository={repo}", f"--grpc_port={self.grpc_port}",
+                                             f"--metrics_port={self.metrics_port}", "--device=cpu"], core),
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -106,12 +133,14 @@ class Server:
 
 
 def perf_analyzer(args, port, concurrency, out_csv):
-    site = next((REPO_ROOT / ".venv" / "lib").glob("python3*/site-packages"))
+    # The perf_analyzer wheel's bundled CUDA runtime lives in its virtualenv's site-packages.
+    venv = pathlib.Path(args.perf_analyzer).absolute().parent.parent
+    site = next((venv / "lib").glob("python3*/site-packages"))
     env = dict(os.environ, LD_LIBRARY_PATH=f"{site / 'nvidia' / 'cuda_runtime' / 'lib'}:"
                                           f"{os.environ.get('LD_LIBRARY_PATH', '')}")
-    cmd = [args.perf_analyzer, "-m", MODEL, "-i", "grpc", "-u", f"127.0.0.1:{port}", "--concurrency-range",
-           f"{concurrency}:{concurrency}", "--measurement-interval", str(args.measurement_ms), "--max-trials",
-           str(args.max_trials), "-f", str(out_csv)]
+    cmd = pinned([args.perf_analyzer, "-m", MODEL, "-i", "grpc", "-u", f"127.0.0.1:{port}", "--concurrency-range",
+                  f"{concurrency}:{concurrency}", "--measurement-interval", str(args.measurement_ms), "--max-trials",
+                  str(args.max_trials), "-f", str(out_csv)], args.client_core)
     # On a shared machine the windows can miss the stability bound: retry once with the bound at 100 % (any three
     # windows), and record which bound the row was measured with.
     for stability in (args.stability, 100):
@@ -123,6 +152,7 @@ def perf_analyzer(args, port, concurrency, out_csv):
               f"{proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]}", flush=True)
     if not out_csv.exists():
         raise RuntimeError(f"perf_analyzer failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr}")
+    # "Client Recv" etc. are client-side; "Server Queue" + "Server Compute *" is what the latency target covers.
     with open(out_csv, newline="") as f:
         row = next(csv.DictReader(f))
     return {"throughput": float(row["Inferences/Second"]), "p50_ms": float(row["p50 latency"]) / 1000,
@@ -159,26 +189,28 @@ def nearest_power_of_two(x, limit):
     return min((b for b in (1, 2, 4, 8, 16) if b <= limit), key=lambda b: abs(b - x))
 
 
-def plot(results, engine, out_dir):
+def plot(results, engine, out_dir, prefix="serving", target_ms=None):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    modes = [m for m in MODE_LABELS if any(r["mode"] == m for r in results)]
     conc = sorted({r["concurrency"] for r in results})
-    colors = {"on": "tab:blue", "off": "tab:orange"}
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for mode in ("on", "off"):
+    for mode in modes:
         rows = sorted((r for r in results if r["mode"] == mode), key=lambda r: r["concurrency"])
-        label = f"dynamic batching {mode}"
-        ax1.plot([r["concurrency"] for r in rows], [r["throughput"] for r in rows], "o-", color=colors[mode],
-                 label=label)
-        ax2.plot([r["concurrency"] for r in rows], [r["p50_ms"] for r in rows], "o-", color=colors[mode],
+        label = MODE_LABELS[mode]
+        color = MODE_COLORS[mode]
+        ax1.plot([r["concurrency"] for r in rows], [r["throughput"] for r in rows], "o-", color=color, label=label)
+        ax2.plot([r["concurrency"] for r in rows], [r["p50_ms"] for r in rows], "o-", color=color,
                  label=f"{label}, p50")
-        ax2.plot([r["concurrency"] for r in rows], [r["p99_ms"] for r in rows], "s--", color=colors[mode],
+        ax2.plot([r["concurrency"] for r in rows], [r["p99_ms"] for r in rows], "s--", color=color,
                  label=f"{label}, p99")
     for e, style in zip(engine, [":", "-.", "--", (0, (1, 3))]):
         ax1.axhline(e["throughput"], color="gray", lw=1.0, ls=style, label=f"engine alone, batch {e['batch']}")
+    if target_ms:
+        ax2.axhline(target_ms, color="tab:red", lw=1.0, ls=":", label=f"adaptive target {target_ms:g} ms")
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
         ax.set_xticks(conc)
@@ -188,19 +220,22 @@ def plot(results, engine, out_dir):
     ax1.set_ylabel("inferences / s")
     ax1.set_title(f"{MODEL}: served throughput (CPU)")
     ax1.set_ylim(bottom=0)
-    ax1.legend(fontsize=8, loc="lower right")
+    ax1.legend(fontsize=7, loc="lower right")
     ax2.set_ylabel("latency (ms)")
     ax2.set_title("client latency")
-    ax2.set_ylim(bottom=0)
-    ax2.legend(fontsize=8, loc="upper left")
+    if max(conc) >= 16:  # a sweep to high concurrency spans two decades of latency
+        ax2.set_yscale("log")
+    else:
+        ax2.set_ylim(bottom=0)
+    ax2.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(out_dir / "serving_throughput_latency.png", dpi=110)
+    fig.savefig(out_dir / f"{prefix}_throughput_latency.png", dpi=110)
     plt.close(fig)
 
     sizes = ["1", "2", "4", "8", "16"]
     names = ["1", "2", "3-4", "5-8", "9-16"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for ax, mode in zip(axes, ("on", "off")):
+    fig, axes = plt.subplots(1, len(modes), figsize=(5.5 * len(modes), 4), sharey=True, squeeze=False)
+    for ax, mode in zip(axes[0], modes):
         rows = sorted((r for r in results if r["mode"] == mode), key=lambda r: r["concurrency"])
         width = 0.8 / max(len(rows), 1)
         for i, r in enumerate(rows):
@@ -211,14 +246,75 @@ def plot(results, engine, out_dir):
         ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(sizes))])
         ax.set_xticklabels(names)
         ax.set_xlabel("batch size of each execution (convoy_batch_size bucket)")
-        ax.set_title(f"dynamic batching {mode} in config.yaml")
-        ax.legend(fontsize=8)
+        ax.set_title(MODE_LABELS[mode])
+        ax.legend(fontsize=7)
         ax.grid(axis="y", alpha=0.3)
-    axes[0].set_ylabel("% of executions")
+    axes[0][0].set_ylabel("% of executions")
     fig.suptitle(f"{MODEL}: batch sizes the server executed")
     fig.tight_layout()
-    fig.savefig(out_dir / "serving_batch_sizes.png", dpi=110)
+    fig.savefig(out_dir / f"{prefix}_batch_sizes.png", dpi=110)
     plt.close(fig)
+
+
+def measure(args, mode, repo, concurrencies, tmp, tag):
+    """One fresh server of `mode`, swept over `concurrencies`: one result row per concurrency."""
+    rows = []
+    server = Server(args.server, repo, pathlib.Path(tmp) / f"server_{mode}.log", core=args.server_core,
+                    threads=args.server_threads)
+    try:
+        for c in concurrencies:
+            before_b, before_s = scrape(server.metrics_port)
+            load_before = os.getloadavg()[0]
+            try:
+                row = perf_analyzer(args, server.grpc_port, c, pathlib.Path(tmp) / f"pa_{mode}_{c}_{tag}.csv")
+            except RuntimeError as error:  # e.g. the server's queue timeouts failed perf_analyzer's requests
+                reason = next((line.strip() for line in str(error).splitlines() if "had error" in line),
+                              str(error).splitlines()[0])
+                print(f"{tag} {MODE_LABELS[mode]} c={c}: perf_analyzer failed: {reason}", flush=True)
+                rows.append({"mode": mode, "concurrency": c, "error": reason,
+                             "load": [round(load_before, 2), round(os.getloadavg()[0], 2)]})
+                continue
+            load_after = os.getloadavg()[0]
+            after_b, after_s = scrape(server.metrics_port)
+            execs = after_s["nv_inference_exec_count"] - before_s["nv_inference_exec_count"]
+            infers = after_s["nv_inference_count"] - before_s["nv_inference_count"]
+            failed = sum(after_s[k] - before_s.get(k, 0) for k in after_s if k.startswith(
+                "nv_inference_request_failure"))
+            row.update(mode=mode, concurrency=c, batch_histogram=histogram_delta(before_b, after_b),
+                       mean_batch=infers / execs if execs else 0.0, failures=int(failed),
+                       load=[round(load_before, 2), round(load_after, 2)])
+            rows.append(row)
+            print(f"{tag} {MODE_LABELS[mode]} c={c}: {row['throughput']:.1f} inf/s p50 {row['p50_ms']:.1f} ms "
+                  f"p99 {row['p99_ms']:.1f} ms mean batch {row['mean_batch']:.2f} hist {row['batch_histogram']} "
+                  f"failures {row['failures']} (stability {row['stability']} %, load {load_before:.1f}"
+                  f"->{load_after:.1f})", flush=True)
+    finally:
+        server.stop()
+    return rows
+
+
+def spread(runs):
+    values = [r["throughput"] for r in runs if "error" not in r]
+    return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
+
+
+def median_row(all_runs):
+    """The median over repeated runs of one (mode, concurrency): each number is its own median; the batch histogram
+    is the run whose throughput is the median's (lower median with an even count). Failed runs are counted, not
+    averaged; a point whose runs all failed keeps the first error."""
+    runs = [r for r in all_runs if "error" not in r]
+    failed = len(all_runs) - len(runs)
+    if not runs:
+        return dict(all_runs[0], runs=0, failed_runs=failed, load=[v for r in all_runs for v in r["load"]])
+    ordered = sorted(runs, key=lambda r: r["throughput"])
+    middle = ordered[(len(ordered) - 1) // 2]
+    row = dict(middle)
+    for key in ("throughput", "p50_ms", "p99_ms", "queue_ms", "compute_ms", "mean_batch"):
+        row[key] = statistics.median(r[key] for r in runs)
+    row.update(runs=len(runs), throughputs=[round(r["throughput"], 1) for r in runs], spread=spread(runs),
+               failures=sum(r["failures"] for r in runs), stability=max(r["stability"] for r in runs),
+               load=[v for r in all_runs for v in r["load"]], failed_runs=failed)
+    return row
 
 
 def main():
@@ -228,66 +324,107 @@ def main():
     p.add_argument("--cli", default=os.environ.get("CONVOY_CLI", str(opt_bin / "server/tools/convoy")))
     p.add_argument("--perf_analyzer", default=str(REPO_ROOT / ".venv/bin/perf_analyzer"))
     p.add_argument("--concurrency", default="1,2,4,8")
+    p.add_argument("--modes", default="on,off",
+                   help="comma-separated: on (the fixed policy, config as shipped), off, adaptive")
+    p.add_argument("--target_latency_ms", type=float, default=0,
+                   help="the adaptive mode's target_latency_microseconds, in ms (0: none)")
+    p.add_argument("--rounds", type=int, default=1, help="alternating rounds; rows are medians over them")
+    p.add_argument("--repeat_noisy", type=int, default=0, help="extra runs, at most, of a point whose runs spread")
+    p.add_argument("--noise", type=float, default=0.10, help="spread (max - min) / median that counts as noisy")
+    p.add_argument("--no_queue_timeout", action="store_true",
+                   help="drop the shipped config's 1 s queue timeout in every mode (a slow shared machine at high "
+                        "concurrency otherwise turns the sweep into rejections)")
+    p.add_argument("--taskset", default="", help="SERVER_CORE:CLIENT_CORE, e.g. 0:1 (taskset -c)")
+    p.add_argument("--server_threads", type=int, default=0, help="CONVOY_CPU_THREADS of the server and engine runs")
     p.add_argument("--measurement_ms", type=int, default=3000)
     p.add_argument("--max_trials", type=int, default=6)
     p.add_argument("--stability", type=int, default=50, help="perf_analyzer --stability-percentage")
     p.add_argument("--engine_reps", type=int, default=5)
     p.add_argument("--images", default=str(REPO_ROOT / "docs/images"))
+    p.add_argument("--image_prefix", default="serving")
     p.add_argument("--json", default="")
     args = p.parse_args()
     for path in (args.server, args.cli, args.perf_analyzer):
         if not os.access(path, os.X_OK):
             sys.exit(f"missing {path}: bazel build //server:convoy_server //server/tools:convoy; tools/setup.sh")
+    modes = args.modes.split(",")
+    if any(m not in MODE_LABELS for m in modes):
+        sys.exit(f"--modes: each of {sorted(MODE_LABELS)}, got {args.modes}")
+    args.server_core, args.client_core = ((int(c) for c in args.taskset.split(":")) if args.taskset
+                                          else (None, None))
+    concurrencies = [int(x) for x in args.concurrency.split(",")]
 
     started = time.monotonic()
-    results = []
+    runs = {}
     with tempfile.TemporaryDirectory() as tmp:
-        repos = make_repositories(tmp)
-        for mode in ("on", "off"):
-            server = Server(args.server, repos[mode], pathlib.Path(tmp) / f"server_{mode}.log")
-            try:
-                for c in [int(x) for x in args.concurrency.split(",")]:
-                    before_b, before_s = scrape(server.metrics_port)
-                    row = perf_analyzer(args, server.grpc_port, c, pathlib.Path(tmp) / f"pa_{mode}_{c}.csv")
-                    after_b, after_s = scrape(server.metrics_port)
-                    execs = after_s["nv_inference_exec_count"] - before_s["nv_inference_exec_count"]
-                    infers = after_s["nv_inference_count"] - before_s["nv_inference_count"]
-                    failed = sum(after_s[k] - before_s.get(k, 0) for k in after_s if k.startswith(
-                        "nv_inference_request_failure"))
-                    row.update(mode=mode, concurrency=c, batch_histogram=histogram_delta(before_b, after_b),
-                               mean_batch=infers / execs if execs else 0.0, failures=int(failed))
-                    results.append(row)
-                    print(f"batching {mode} c={c}: {row['throughput']:.1f} inf/s p50 {row['p50_ms']:.1f} ms "
-                          f"p99 {row['p99_ms']:.1f} ms mean batch {row['mean_batch']:.2f} "
-                          f"hist {row['batch_histogram']} failures {row['failures']} (stability {row['stability']} %)",
-                          flush=True)
-            finally:
-                server.stop()
-        batches = sorted({1} | {nearest_power_of_two(r["mean_batch"], 16) for r in results})
-        engine = [engine_throughput(args.cli, repos["on"] / MODEL, b, args.engine_reps) for b in batches]
+        repos = make_repositories(tmp, modes, args.target_latency_ms, keep_queue_timeout=not args.no_queue_timeout)
+        for round_index in range(args.rounds):
+            shift = round_index % len(modes)  # alternate which mode goes first
+            for mode in modes[shift:] + modes[:shift]:
+                for row in measure(args, mode, repos[mode], concurrencies, tmp, f"round {round_index + 1}"):
+                    runs.setdefault((mode, row["concurrency"]), []).append(row)
+        for extra in range(args.repeat_noisy):
+            noisy = sorted(key for key, rs in runs.items() if spread(rs) > args.noise)
+            if not noisy:
+                break
+            print(f"noisy points (spread > {args.noise:.0%}): {noisy}", flush=True)
+            for mode in modes:
+                again = [c for m, c in noisy if m == mode]
+                if again:
+                    for row in measure(args, mode, repos[mode], again, tmp, f"repeat {extra + 1}"):
+                        runs[(mode, row["concurrency"])].append(row)
+        results = [median_row(runs[(mode, c)]) for mode in modes for c in concurrencies]
+        measured = [r for r in results if "error" not in r]
+        batches = sorted({1} | {nearest_power_of_two(r["mean_batch"], 16) for r in measured})
+        engine_env = {"CONVOY_CPU_THREADS": str(args.server_threads)} if args.server_threads else {}
+        os.environ.update(engine_env)
+        engine = [engine_throughput(pinned_cli(args), repos[modes[0]] / MODEL, b, args.engine_reps) for b in batches]
     by_batch = {e["batch"]: e for e in engine}
-    for r in results:
+    for r in measured:
         b = nearest_power_of_two(r["mean_batch"], 16) if r["mean_batch"] else 1
         r["engine_batch"] = b
         r["vs_engine"] = r["throughput"] / by_batch[b]["throughput"]
-    plot(results, engine, pathlib.Path(args.images))
+    plot(measured, engine, pathlib.Path(args.images), args.image_prefix,
+         args.target_latency_ms if "adaptive" in modes else None)
+    print_tables(results, engine)
+    print(f"\ntotal time {time.monotonic() - started:.0f} s")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({"results": results, "engine": engine, "args": vars(args)},
+                                                      indent=1))
 
+
+def pinned_cli(args):
+    """The convoy CLI, run on the server's core when the server is pinned (a wrapper script taskset can exec)."""
+    if args.server_core is None:
+        return args.cli
+    wrapper = pathlib.Path(tempfile.mkdtemp()) / "convoy_pinned"
+    wrapper.write_text(f"#!/bin/sh\nexec taskset -c {args.server_core} {args.cli} \"$@\"\n")
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def print_tables(results, engine):
+    by_batch = {e["batch"]: e for e in engine}
     print("\n| batching | concurrency | throughput (inf/s) | p50 (ms) | p99 (ms) | server queue (ms) | mean batch | "
-          "executions by batch size | engine at that batch (inf/s) | served / engine |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+          "executions by batch size | engine at that batch (inf/s) | served / engine | runs (inf/s) | load average |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- |")
     for r in results:
+        if "error" in r:
+            print(f"| {r['mode']} | {r['concurrency']} | failed in all {r['failed_runs']} runs: {r['error']} |")
+            continue
         hist = ", ".join(f"{k}: {v}" for k, v in sorted(r["batch_histogram"].items(), key=lambda kv: float(kv[0])))
+        throughputs = ", ".join(f"{t:.1f}" for t in r["throughputs"]) + (
+            f" ({r['failed_runs']} failed)" if r["failed_runs"] else "")
+        load = f"{min(r['load']):.1f}-{max(r['load']):.1f}"
         print(f"| {r['mode']} | {r['concurrency']} | {r['throughput']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
               f"{r['queue_ms']:.1f} | {r['mean_batch']:.2f} | {hist} | "
-              f"{by_batch[r['engine_batch']]['throughput']:.1f} (b={r['engine_batch']}) | {r['vs_engine']:.2f} |")
+              f"{by_batch[r['engine_batch']]['throughput']:.1f} (b={r['engine_batch']}) | {r['vs_engine']:.2f} | "
+              f"{throughputs} | {load} |")
     print("\n| engine batch | plan time (ms, fastest) | median (ms) | inferences/s (fastest) | all runs (ms) |")
     print("| ---: | ---: | ---: | ---: | --- |")
     for e in engine:
         print(f"| {e['batch']} | {e['ms']:.2f} | {e['median_ms']:.2f} | {e['throughput']:.1f} | "
               f"{', '.join(f'{t:.1f}' for t in e['all_ms'])} |")
-    print(f"\ntotal time {time.monotonic() - started:.0f} s")
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"results": results, "engine": engine}, indent=1))
 
 
 if __name__ == "__main__":

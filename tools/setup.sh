@@ -73,6 +73,7 @@ python_packages=(
   "openvino==2026.4.1"
   "tritonclient[grpc]==2.41.1"                # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38)
   "nvidia-cuda-runtime-cu12"                   # libcudart.so.12, which that perf_analyzer links even on the CPU
+  "nvidia-cuda-cuobjdump" "nvidia-cuda-nvdisasm"  # SASS of the CUDA kernels (//kernels/cuda:kernel_resources_test)
   "pytest"
   "grpcio-health-checking"
   "protobuf<5"

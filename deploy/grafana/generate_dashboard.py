@@ -69,6 +69,16 @@ PANELS = [
         ("hit ratio", 'sum(rate({m[algorithm_cache_hits]}[5m])) / (sum(rate({m[algorithm_cache_hits]}[5m])) + sum(rate({m[algorithm_cache_misses]}[5m])))'),
         ("tuning s/s", 'sum(rate({m[algorithm_tuning_seconds]}[5m]))'),
     ], 8),
+    ("Batcher hold, return time and target", "s", "timeseries", [
+        ("{{model}} hold of the latest batch", 'max by (model) ({m[batcher_wait]}{{%s}})' % MODEL),
+        ("{{model}} client return time", 'max by (model) ({m[batcher_return_time]}{{%s}})' % MODEL),
+        ("{{model}} latency target", 'max by (model) ({m[batcher_target_latency]}{{%s}})' % MODEL),
+    ], 12),
+    ("Batcher load estimates", "short", "timeseries", [
+        ("{{model}} arrivals/s", 'sum by (model) ({m[batcher_arrivals]}{{%s}})' % MODEL),
+        ("{{model}} clients", 'sum by (model) ({m[batcher_clients]}{{%s}})' % MODEL),
+        ("{{model}} batch limit", 'max by (model) ({m[batcher_batch_limit]}{{%s}})' % MODEL),
+    ], 12),
 ]
 
 

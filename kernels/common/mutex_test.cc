@@ -64,20 +64,28 @@ TEST(MutexTest, AwaitWakesOtherWaitersWhenItBlocks) {
   struct State {
     Mutex mu;
     int stage ABSL_GUARDED_BY(mu) = 0;
+    bool waiting ABSL_GUARDED_BY(mu) = false;
   } state;
   std::thread waiter([&] {
     MutexLock lock(&state.mu);
+    state.waiting = true;  // set under the lock, which the waiter gives up only inside the Await below
     state.mu.Await(absl::Condition(+[](State* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->stage == 1; }, &state));
     state.stage = 2;
   });
-  // Let the waiter block first.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The waiter blocks first: holding the lock while `waiting` is true means the waiter is inside its Await. (A spin
+  // on the lock, not an Await, so the check does not lean on the behaviour under test.)
+  while (true) {
+    state.mu.Lock();
+    if (state.waiting) break;
+    state.mu.Unlock();
+    std::this_thread::yield();
+  }
   {
-    MutexLock lock(&state.mu);
     state.stage = 1;
     EXPECT_TRUE(state.mu.AwaitWithTimeout(
         absl::Condition(+[](State* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->stage == 2; }, &state),
         absl::Seconds(10)));
+    state.mu.Unlock();
   }
   waiter.join();
 }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/cuda/cuda_graph.h"
+#include "kernels/cuda/pinned_buffer.h"
 #include "kernels/cuda_emulation/cuda_host_api.h"
 #include "kernels/cuda_emulation/cuda_status.h"
 
@@ -33,6 +34,16 @@ ExecutionContext CudaDevice::context() const {
 }
 
 absl::StatusOr<DeviceAllocation> CudaDevice::Allocate(size_t bytes) { return pool_->Allocate(bytes); }
+
+absl::StatusOr<DeviceAllocation> CudaDevice::AllocateStagingHost(size_t bytes) {
+  if (bytes == 0) return DeviceAllocation();
+  ScopedCudaDevice guard(info_.index);
+  CONVOY_RETURN_IF_ERROR(guard.status());
+  CONVOY_ASSIGN_OR_RETURN(PinnedHostBuffer pinned, PinnedHostBuffer::Allocate(bytes));
+  auto owner = std::make_shared<PinnedHostBuffer>(std::move(pinned));
+  void* data = owner->data();
+  return DeviceAllocation(data, bytes, [owner](void*) mutable { owner.reset(); });
+}
 
 absl::Status CudaDevice::CopyToDevice(void* device_dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
@@ -98,6 +109,11 @@ class CudaQueue final : public DeviceQueue {
     ScopedCudaDevice guard(device_);
     CONVOY_RETURN_IF_ERROR(guard.status());
     return stream_.Synchronize();
+  }
+  absl::Status RunWithDeviceCurrent(const std::function<absl::Status()>& body) override {
+    ScopedCudaDevice guard(device_);
+    CONVOY_RETURN_IF_ERROR(guard.status());
+    return body();
   }
   bool CanRecord() const override { return CudaGraphsSupported(); }
   absl::StatusOr<std::unique_ptr<RecordedWork>> Record(const std::function<absl::Status()>& body) override {

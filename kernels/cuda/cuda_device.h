@@ -52,6 +52,8 @@ class CudaDevice : public Device {
   ExecutionContext context() const override;
   // From the pool; the allocation returns its block to the pool when destroyed (it may outlive this device).
   absl::StatusOr<DeviceAllocation> Allocate(size_t bytes) override;
+  // Page-locked host memory (cudaMallocHost), freed when the allocation is destroyed.
+  absl::StatusOr<DeviceAllocation> AllocateStagingHost(size_t bytes) override;
   // Copies on the device's stream and waits for them: on return the data is in place (the stream's earlier work
   // is done too).
   absl::Status CopyToDevice(void* device_dst, const void* host_src, size_t bytes) override;

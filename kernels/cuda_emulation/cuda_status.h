@@ -4,7 +4,7 @@
 //   absl::Status s = convoy::cuda::CudaStatus(cudaMemsetAsync(p, 0, n, stream), "clearing the output");
 //
 // The message names the call's context, the CUDA error name and string, and in emulation the detail of what went
-// wrong (the thread, barrier, lane or limit). Needs the CUDA runtime types: include it after cuda_compat.cuh or
+// wrong (the thread, barrier, lane or limit). Making the Status consumes the thread's last CUDA error (see below). Needs the CUDA runtime types: include it after cuda_compat.cuh or
 // cuda_host_api.h.
 #ifndef CONVOY_KERNELS_CUDA_EMULATION_CUDA_STATUS_H_
 #define CONVOY_KERNELS_CUDA_EMULATION_CUDA_STATUS_H_
@@ -24,6 +24,9 @@ inline absl::Status CudaStatus(cudaError_t error, absl::string_view context) {
   const std::string detail = ::convoy::cuda_emulation::LastErrorDetail();
   if (!detail.empty()) absl::StrAppend(&message, ": ", detail);
 #endif
+  // The error is reported here, once: consume it, or the next launch (whose cudaGetLastError() reads the last error)
+  // would fail with it too, e.g. every kernel after one failed allocation. A sticky kernel fault cannot be cleared.
+  (void)cudaGetLastError();
   switch (error) {
     case cudaErrorInvalidValue:
     case cudaErrorInvalidConfiguration:

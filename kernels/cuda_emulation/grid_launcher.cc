@@ -178,13 +178,24 @@ absl::Status RunGrid(const GridLaunch& launch) {
 cudaError_t LaunchGrid(const GridLaunch& launch) {
   absl::Status status = RunGrid(launch);
   if (status.ok()) return cudaSuccess;
-  return RecordError(CudaErrorFor(status), std::string(status.message()));
+  const cudaError_t error = CudaErrorFor(status);
+  NoteKernelFailure(error, std::string(status.message()));
+  return RecordLaunchError(error, std::string(status.message()));
 }
 
 cudaError_t LaunchGridOnStream(GridLaunch launch, cudaStream_t stream) {
+  if (cudaError_t e = CheckStickyFault(); e != cudaSuccess) return e;
   if (absl::Status status = ValidateLaunch(launch); !status.ok()) {
-    return RecordError(CudaErrorFor(status), std::string(status.message()));
+    return RecordLaunchError(CudaErrorFor(status), std::string(status.message()));
   }
+  int current = 0;
+  cudaGetDevice(&current);
+  if (const int owner = StreamDevice(stream); owner != current) {
+    return RecordLaunchError(cudaErrorInvalidResourceHandle,
+                       absl::StrCat("kernel launch into a stream of device ", owner, " while device ", current,
+                                    " is current (set the stream's device first, e.g. with ScopedCudaDevice)"));
+  }
+  NoteKernelLaunch(launch.kernel, stream);
   return SubmitToStream(stream, "kernel launch", [launch = std::move(launch)] { return LaunchGrid(launch); });
 }
 

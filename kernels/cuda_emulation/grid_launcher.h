@@ -46,7 +46,7 @@ cudaError_t LaunchGridOnStream(GridLaunch launch, cudaStream_t stream);
 // Number of OS threads that run blocks (the calling thread included).
 int BlockWorkerCount();
 
-// Emulated `kernel<<<grid, block, dynamic_shared_bytes, stream>>>(args...)`. Arguments are converted to the kernel's
+// Emulated `kernel<<<grid, block, dynamic_shared_bytes, stream>>>(args...); return cudaGetLastError();`. Arguments are converted to the kernel's
 // parameter types once, as CUDA copies them into the launch, and every thread gets its own by-value copy.
 template <typename... Params, typename... Args>
 cudaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t dynamic_shared_bytes,
@@ -69,7 +69,11 @@ cudaError_t LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_
     std::apply(c.kernel, c.params);
   };
   launch.owner = std::move(closure);
-  return LaunchGridOnStream(std::move(launch), stream);
+  const cudaError_t launched = LaunchGridOnStream(std::move(launch), stream);
+  if (launched != cudaSuccess) return launched;  // also left as the last error, with its detail
+  // As kernel<<<...>>> followed by cudaGetLastError() on a GPU: an error an earlier runtime call left unread (a
+  // failed cudaMalloc nobody cleared, say) comes back from this launch.
+  return TakeUnreadCallError();
 }
 
 }  // namespace convoy::cuda_emulation

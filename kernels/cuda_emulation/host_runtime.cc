@@ -3,9 +3,11 @@
 #include "kernels/cuda_emulation/host_runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -13,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "kernels/cuda_emulation/block_scheduler.h"
@@ -29,6 +32,7 @@ struct CUgraphExec_st {
 // A stream is driven by one thread at a time (as the runtime's users do), so its capture state is not locked.
 struct CUstream_st {
   unsigned int flags = 0;
+  int device = 0;  // current when the stream was created
   std::unique_ptr<CUgraph_st> capture;  // non-null while capturing
   cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
   std::thread::id capture_thread;
@@ -49,6 +53,7 @@ constexpr size_t kDeviceAllocationAlignment = 256;  // cudaMalloc's guarantee
 struct LastError {
   cudaError_t error = cudaSuccess;
   std::string detail;
+  bool from_launch = false;  // a launch already returned it (see TakeUnreadCallError)
 };
 thread_local LastError tls_last_error;
 
@@ -64,6 +69,49 @@ KernelAttributes& Attributes() {
 
 // The captures this thread opened in the global or thread-local mode: unsafe calls on this thread invalidate them.
 thread_local std::vector<CUstream_st*> tls_strict_captures;
+
+bool EnvironmentFlag(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+
+int EnvironmentInt(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::atoi(value) > 0 ? std::atoi(value) : fallback;
+}
+
+// Process-wide state of the checks in host_runtime.h ("what a synchronous CPU runtime would otherwise hide").
+struct ProcessState {
+  std::atomic<bool> sticky_faults{EnvironmentFlag("CONVOY_EMULATION_STICKY_FAULTS")};
+  std::atomic<int> sticky_error{cudaSuccess};
+  std::atomic<int> device_count{EnvironmentInt("CONVOY_EMULATION_DEVICES", 1)};
+  std::atomic<int64_t> pageable_async_copies{0};
+  std::atomic<int64_t> first_launches_in_capture{0};
+  absl::Mutex mu;
+  std::string sticky_detail ABSL_GUARDED_BY(mu);
+  size_t memory_capacity ABSL_GUARDED_BY(mu) = 0;
+  size_t memory_outstanding ABSL_GUARDED_BY(mu) = 0;
+  absl::flat_hash_map<void*, size_t> device_blocks ABSL_GUARDED_BY(mu);
+  std::map<uintptr_t, size_t> pinned_blocks ABSL_GUARDED_BY(mu);  // start -> bytes
+  absl::flat_hash_set<const void*> loaded_kernels ABSL_GUARDED_BY(mu);
+};
+
+ProcessState& State() {
+  static ProcessState* state = new ProcessState();
+  return *state;
+}
+
+thread_local int tls_current_device = 0;
+
+bool IsPinned(const void* pointer) {
+  ProcessState& state = State();
+  absl::MutexLock lock(&state.mu);
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  auto it = state.pinned_blocks.upper_bound(address);
+  if (it == state.pinned_blocks.begin()) return false;
+  --it;
+  return address < it->first + it->second;
+}
 
 bool IsLegacyStream(cudaStream_t stream) { return stream == nullptr || stream == cudaStreamLegacy; }
 bool IsCreatedStream(cudaStream_t stream) { return !IsLegacyStream(stream) && stream != cudaStreamPerThread; }
@@ -124,7 +172,75 @@ std::string LastErrorDetail() { return tls_last_error.detail; }
 cudaError_t RecordError(cudaError_t error, std::string detail) {
   tls_last_error.error = error;
   tls_last_error.detail = std::move(detail);
+  tls_last_error.from_launch = false;
   return error;
+}
+
+cudaError_t RecordLaunchError(cudaError_t error, std::string detail) {
+  RecordError(error, std::move(detail));
+  tls_last_error.from_launch = true;
+  return error;
+}
+
+cudaError_t TakeUnreadCallError() {
+  if (tls_last_error.error == cudaSuccess || tls_last_error.from_launch) return cudaSuccess;
+  return std::exchange(tls_last_error.error, cudaSuccess);
+}
+
+void SetStickyKernelFaults(bool on) { State().sticky_faults = on; }
+
+cudaError_t StickyFault() { return static_cast<cudaError_t>(State().sticky_error.load()); }
+
+void NoteKernelFailure(cudaError_t error, const std::string& detail) {
+  ProcessState& state = State();
+  if (!state.sticky_faults) return;
+  if (error != cudaErrorLaunchFailure && error != cudaErrorIllegalAddress && error != cudaErrorAssert) return;
+  absl::MutexLock lock(&state.mu);
+  if (state.sticky_error != cudaSuccess) return;
+  state.sticky_detail = absl::StrCat("the context is unusable after an earlier kernel fault (sticky, as on a GPU): ",
+                                     detail);
+  state.sticky_error = error;
+}
+
+cudaError_t CheckStickyFault() {
+  ProcessState& state = State();
+  const cudaError_t sticky = static_cast<cudaError_t>(state.sticky_error.load());
+  if (sticky == cudaSuccess) return cudaSuccess;
+  std::string detail;
+  {
+    absl::MutexLock lock(&state.mu);
+    detail = state.sticky_detail;
+  }
+  return RecordError(sticky, std::move(detail));
+}
+
+void SetDeviceCount(int count) { State().device_count = std::max(1, count); }
+int DeviceCount() { return State().device_count; }
+int StreamDevice(cudaStream_t stream) { return IsCreatedStream(stream) ? stream->device : tls_current_device; }
+
+void SetDeviceMemoryCapacity(size_t bytes) {
+  ProcessState& state = State();
+  absl::MutexLock lock(&state.mu);
+  state.memory_capacity = bytes;
+}
+
+int64_t PageableAsyncCopyCount() { return State().pageable_async_copies; }
+int64_t FirstLaunchesInCaptureCount() { return State().first_launches_in_capture; }
+
+void ForgetLoadedKernels() {
+  ProcessState& state = State();
+  absl::MutexLock lock(&state.mu);
+  state.loaded_kernels.clear();
+}
+
+void NoteKernelLaunch(const void* kernel, cudaStream_t stream) {
+  ProcessState& state = State();
+  bool first = false;
+  {
+    absl::MutexLock lock(&state.mu);
+    first = state.loaded_kernels.insert(kernel).second;
+  }
+  if (first && IsCreatedStream(stream) && stream->capture != nullptr) ++state.first_launches_in_capture;
 }
 
 size_t MaxDynamicSharedBytes(const void* kernel) {
@@ -227,28 +343,46 @@ const char* cudaGetErrorString(cudaError_t error) {
   return "unknown error";
 }
 
-cudaError_t cudaGetLastError() { return std::exchange(convoy::cuda_emulation::tls_last_error.error, cudaSuccess); }
-cudaError_t cudaPeekAtLastError() { return convoy::cuda_emulation::tls_last_error.error; }
+// A sticky fault is never cleared: cudaGetLastError keeps returning it.
+cudaError_t cudaGetLastError() {
+  if (const cudaError_t sticky = convoy::cuda_emulation::StickyFault(); sticky != cudaSuccess) return sticky;
+  return std::exchange(convoy::cuda_emulation::tls_last_error.error, cudaSuccess);
+}
+cudaError_t cudaPeekAtLastError() {
+  if (const cudaError_t sticky = convoy::cuda_emulation::StickyFault(); sticky != cudaSuccess) return sticky;
+  return convoy::cuda_emulation::tls_last_error.error;
+}
+
+namespace convoy::cuda_emulation {
+namespace {
+cudaError_t CheckDeviceIndex(const char* call, int device) {
+  if (device >= 0 && device < DeviceCount()) return cudaSuccess;
+  return RecordError(cudaErrorInvalidDevice, absl::StrCat(call, ": device ", device, " does not exist (the emulation has ",
+                                                          DeviceCount(), " device(s))"));
+}
+}  // namespace
+}  // namespace convoy::cuda_emulation
 
 cudaError_t cudaGetDeviceCount(int* count) {
-  *count = 1;
+  *count = convoy::cuda_emulation::DeviceCount();
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int* device) {
-  *device = 0;
+  *device = convoy::cuda_emulation::tls_current_device;
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device) {
-  if (device != 0)
-    return RecordError(cudaErrorInvalidDevice, absl::StrCat("device ", device, ": the emulation has one device, 0"));
+  if (cudaError_t e = convoy::cuda_emulation::CheckDeviceIndex("cudaSetDevice", device); e != cudaSuccess) return e;
+  convoy::cuda_emulation::tls_current_device = device;
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
-  if (device != 0)
-    return RecordError(cudaErrorInvalidDevice, absl::StrCat("device ", device, ": the emulation has one device, 0"));
+  if (cudaError_t e = convoy::cuda_emulation::CheckDeviceIndex("cudaDeviceGetAttribute", device); e != cudaSuccess) {
+    return e;
+  }
   using namespace convoy::cuda_emulation;  // NOLINT: the limits
   switch (attribute) {
     case cudaDevAttrMaxThreadsPerBlock:
@@ -259,6 +393,9 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
       break;
     case cudaDevAttrWarpSize:
       *value = kWarpSize;
+      break;
+    case cudaDevAttrClockRate:  // kHz: an H100/H200 SXM's 1980 MHz boost clock
+      *value = 1980000;
       break;
     case cudaDevAttrMultiProcessorCount:
       *value = 132;
@@ -292,9 +429,6 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
     case cudaDevAttrReservedSharedMemoryPerBlock:
       *value = 1024;
       break;
-    case cudaDevAttrClockRate:
-      *value = 1980000;  // kHz
-      break;
     case cudaDevAttrMemoryClockRate:
       *value = 3201000;  // kHz; with the 6144-bit bus, 4.9 TB/s of HBM3e
       break;
@@ -308,60 +442,107 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return UnsafeDuringCapture("cudaDeviceSynchronize"); }
+cudaError_t cudaDeviceSynchronize() {
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
+  return UnsafeDuringCapture("cudaDeviceSynchronize");
+}
 
-cudaError_t cudaMalloc(void** pointer, size_t bytes) {
+namespace convoy::cuda_emulation {
+namespace {
+// Device (pinned = false) or pinned host (true) memory, counted against the device memory capacity.
+cudaError_t AllocateBlock(const char* call, void** pointer, size_t bytes, bool pinned) {
   *pointer = nullptr;
-  if (cudaError_t e = UnsafeDuringCapture("cudaMalloc"); e != cudaSuccess) return e;
+  if (cudaError_t e = CheckStickyFault(); e != cudaSuccess) return e;
+  if (cudaError_t e = UnsafeDuringCapture(call); e != cudaSuccess) return e;
   if (bytes == 0) return cudaSuccess;
+  ProcessState& state = State();
+  absl::MutexLock lock(&state.mu);
+  if (!pinned && state.memory_capacity != 0 && state.memory_outstanding + bytes > state.memory_capacity) {
+    return RecordError(cudaErrorMemoryAllocation,
+                       absl::StrCat(call, " of ", bytes, " bytes: ", state.memory_outstanding, " of the device's ",
+                                    state.memory_capacity, " bytes are in use"));
+  }
   // posix_memalign keeps the exact size, so ASAN reports an access one element past the end.
-  if (posix_memalign(pointer, convoy::cuda_emulation::kDeviceAllocationAlignment, bytes) != 0) {
+  if (posix_memalign(pointer, kDeviceAllocationAlignment, bytes) != 0) {
     *pointer = nullptr;
-    return RecordError(cudaErrorMemoryAllocation, absl::StrCat("cudaMalloc of ", bytes, " bytes failed"));
+    return RecordError(cudaErrorMemoryAllocation, absl::StrCat(call, " of ", bytes, " bytes failed"));
+  }
+  if (pinned) {
+    state.pinned_blocks[reinterpret_cast<uintptr_t>(*pointer)] = bytes;
+  } else {
+    state.device_blocks[*pointer] = bytes;
+    state.memory_outstanding += bytes;
   }
   return cudaSuccess;
 }
 
+void FreeBlock(void* pointer, bool pinned) {
+  if (pointer == nullptr) return;
+  ProcessState& state = State();
+  {
+    absl::MutexLock lock(&state.mu);
+    if (pinned) {
+      state.pinned_blocks.erase(reinterpret_cast<uintptr_t>(pointer));
+    } else if (auto it = state.device_blocks.find(pointer); it != state.device_blocks.end()) {
+      state.memory_outstanding -= it->second;
+      state.device_blocks.erase(it);
+    }
+  }
+  std::free(pointer);
+}
+}  // namespace
+}  // namespace convoy::cuda_emulation
+
+cudaError_t cudaMalloc(void** pointer, size_t bytes) {
+  return convoy::cuda_emulation::AllocateBlock("cudaMalloc", pointer, bytes, /*pinned=*/false);
+}
+
 cudaError_t cudaFree(void* pointer) {
   if (cudaError_t e = UnsafeDuringCapture("cudaFree"); e != cudaSuccess) return e;
-  std::free(pointer);
-  return cudaSuccess;
+  convoy::cuda_emulation::FreeBlock(pointer, /*pinned=*/false);
+  return convoy::cuda_emulation::CheckStickyFault();
 }
 
 cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
-  *pointer = nullptr;
-  if (cudaError_t e = UnsafeDuringCapture("cudaMallocHost"); e != cudaSuccess) return e;
-  return cudaMalloc(pointer, bytes);
+  return convoy::cuda_emulation::AllocateBlock("cudaMallocHost", pointer, bytes, /*pinned=*/true);
 }
 
 cudaError_t cudaFreeHost(void* pointer) {
   if (cudaError_t e = UnsafeDuringCapture("cudaFreeHost"); e != cudaSuccess) return e;
-  return cudaFree(pointer);
+  convoy::cuda_emulation::FreeBlock(pointer, /*pinned=*/true);
+  return convoy::cuda_emulation::CheckStickyFault();
 }
 
 cudaError_t cudaMemcpy(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind) {
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
   if (cudaError_t e = UnsafeDuringCapture("cudaMemcpy"); e != cudaSuccess) return e;
   return convoy::cuda_emulation::CopyBytes("cudaMemcpy", destination, source, bytes, kind);
 }
 
 cudaError_t cudaMemcpyAsync(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
+  using namespace convoy::cuda_emulation;  // NOLINT: the checks
+  if (cudaError_t e = CheckStickyFault(); e != cudaSuccess) return e;
   if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
     return RecordError(cudaErrorInvalidValue,
                        absl::StrCat("cudaMemcpyAsync: kind ", static_cast<int>(kind), " is not a cudaMemcpyKind"));
   }
-  return convoy::cuda_emulation::SubmitToStream(stream, "cudaMemcpyAsync", [=] {
-    return convoy::cuda_emulation::CopyBytes("cudaMemcpyAsync", destination, source, bytes, kind);
+  const void* host = kind == cudaMemcpyHostToDevice ? source : kind == cudaMemcpyDeviceToHost ? destination : nullptr;
+  if (host != nullptr && bytes != 0 && !IsPinned(host)) ++State().pageable_async_copies;
+  return SubmitToStream(stream, "cudaMemcpyAsync", [=] {
+    return CopyBytes("cudaMemcpyAsync", destination, source, bytes, kind);
   });
 }
 
 cudaError_t cudaMemset(void* destination, int value, size_t bytes) {
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
   if (cudaError_t e = UnsafeDuringCapture("cudaMemset"); e != cudaSuccess) return e;
   if (bytes != 0) std::memset(destination, value, bytes);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStream_t stream) {
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
   return convoy::cuda_emulation::SubmitToStream(stream, "cudaMemsetAsync", [=] {
     if (bytes != 0) std::memset(destination, value, bytes);
     return cudaSuccess;
@@ -371,7 +552,9 @@ cudaError_t cudaMemsetAsync(void* destination, int value, size_t bytes, cudaStre
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
-  *stream = new CUstream_st{flags};
+  *stream = nullptr;
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
+  *stream = new CUstream_st{flags, convoy::cuda_emulation::tls_current_device};
   return cudaSuccess;
 }
 
@@ -401,9 +584,11 @@ cudaError_t CheckWaitAllowed(const char* call, cudaStream_t stream) {
 }  // namespace convoy::cuda_emulation
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
   return convoy::cuda_emulation::CheckWaitAllowed("cudaStreamSynchronize", stream);
 }
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
   return convoy::cuda_emulation::CheckWaitAllowed("cudaStreamQuery", stream);
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
@@ -470,6 +655,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
 }
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
   if (exec == nullptr) return RecordError(cudaErrorInvalidValue, "cudaGraphLaunch: graph exec is null");
   return convoy::cuda_emulation::SubmitToStream(stream, "cudaGraphLaunch", [exec] {
     for (const auto& node : exec->nodes) {
@@ -503,6 +689,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
   return convoy::cuda_emulation::SubmitToStream(stream, "cudaEventRecord", [event] {
     event->recorded_at = std::chrono::steady_clock::now();
     event->recorded = true;
@@ -511,6 +698,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  if (cudaError_t e = convoy::cuda_emulation::CheckStickyFault(); e != cudaSuccess) return e;
   return convoy::cuda_emulation::UnsafeDuringCapture("cudaEventSynchronize");
 }
 cudaError_t cudaEventQuery(cudaEvent_t) { return convoy::cuda_emulation::UnsafeDuringCapture("cudaEventQuery"); }

@@ -18,6 +18,7 @@
 #define CONVOY_KERNELS_CUDA_EMULATION_HOST_RUNTIME_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -180,11 +181,56 @@ namespace convoy::cuda_emulation {
 std::string LastErrorDetail();
 // Records a failure: sets the thread's last error and detail; returns `error`.
 cudaError_t RecordError(cudaError_t error, std::string detail);
+// The same for a failed launch, which the launch itself returns (the emulation reports a kernel's own failure at
+// launch; a GPU would report it at the next synchronization, sticky).
+cudaError_t RecordLaunchError(cudaError_t error, std::string detail);
+// The last error of a failed runtime call (not a launch) that nobody read yet, cleared: what cudaGetLastError()
+// after kernel<<<...>>> returns on a GPU. cudaSuccess when there is none.
+cudaError_t TakeUnreadCallError();
 // Queues `work` on `stream`: runs it now (the emulation is synchronous) and returns its result, or, while `stream`
 // captures a graph, records it for cudaGraphLaunch and returns cudaSuccess. `what` names the work in errors.
 cudaError_t SubmitToStream(cudaStream_t stream, const char* what, std::function<cudaError_t()> work);
 // The dynamic shared memory limit set for `kernel` with cudaFuncSetAttribute (48 KiB by default).
 size_t MaxDynamicSharedBytes(const void* kernel);
+
+// ---- What a synchronous CPU runtime would otherwise hide (host-side bugs that only a GPU shows) ----------------
+//
+// Sticky kernel faults. On a GPU a faulting kernel (illegal address, __trap, device assert) poisons the context:
+// every later runtime call of the process returns that error. With this on (SetStickyKernelFaults(true), or
+// CONVOY_EMULATION_STICKY_FAULTS=1 in the environment), a kernel that fails with cudaErrorLaunchFailure,
+// cudaErrorIllegalAddress or cudaErrorAssert does the same here. Off by default: the bug-catcher tests run many
+// deliberately failing kernels in one process.
+void SetStickyKernelFaults(bool on);
+// The error every runtime call returns since a sticky fault (cudaSuccess while none happened).
+cudaError_t StickyFault();
+// Called when a launch failed with `error`: makes it sticky when the option is on and the error is a kernel fault.
+void NoteKernelFailure(cudaError_t error, const std::string& detail);
+// cudaSuccess, or the sticky fault recorded as this thread's last error (the check at the top of runtime calls).
+cudaError_t CheckStickyFault();
+
+// Devices: one by default (CONVOY_EMULATION_DEVICES=N or SetDeviceCount(N) for more). Each thread has a current
+// device (cudaSetDevice / cudaGetDevice); a stream belongs to the device that was current when it was created, and,
+// as on a GPU, a kernel launched into a stream of another device than the current one fails with
+// cudaErrorInvalidResourceHandle. Memory is shared host memory whatever the device.
+void SetDeviceCount(int count);
+int DeviceCount();
+// The device a created stream belongs to (the current device for the legacy and per-thread streams).
+int StreamDevice(cudaStream_t stream);
+
+// Device memory capacity: cudaMalloc fails with cudaErrorMemoryAllocation (recorded as the thread's last error, as
+// CUDA does) when the bytes outstanding would exceed it. 0 (the default) = no limit beyond the host's.
+void SetDeviceMemoryCapacity(size_t bytes);
+
+// cudaMemcpyAsync between the device and pageable host memory is synchronous with the host on a GPU (nothing
+// overlaps it): the number of such copies so far. Host memory from cudaMallocHost is pinned.
+int64_t PageableAsyncCopyCount();
+// Kernels launched for the first time in this process into a stream that was capturing: with lazy module loading
+// (the default since CUDA 12.2) that first launch loads the kernel's module inside the capture. ForgetLoadedKernels()
+// makes every kernel count as never launched (for tests).
+int64_t FirstLaunchesInCaptureCount();
+void ForgetLoadedKernels();
+// Records that `kernel` is launched into `stream` (counts a first launch inside a capture).
+void NoteKernelLaunch(const void* kernel, cudaStream_t stream);
 
 }  // namespace convoy::cuda_emulation
 

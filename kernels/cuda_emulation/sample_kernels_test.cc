@@ -141,6 +141,9 @@ TEST_P(SampleKernelsTest, DynamicSharedMemoryAboveDefaultNeedsTheAttribute) {
   EXPECT_EQ(
       testdata::LaunchReverseThroughDynamicShared(device_input.get(), out.get(), count, blocks, 300 * 1024, nullptr),
       cudaErrorInvalidValue);
+  // As on a GPU, the failed cudaFuncSetAttribute's error stays the thread's last error until read; unread, the next
+  // launch (kernel<<<>>>; cudaGetLastError()) would return it.
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
 
   ASSERT_EQ(
       testdata::LaunchReverseThroughDynamicShared(device_input.get(), out.get(), count, blocks, count * 4, nullptr),

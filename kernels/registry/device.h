@@ -77,6 +77,10 @@ class DeviceQueue {
   virtual absl::Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) = 0;
   // Waits for everything queued; an asynchronous kernel fault shows up here.
   virtual absl::Status Synchronize() = 0;
+  // Runs `body` with this queue's device current on the calling thread, restoring the previous one after (CUDA: a
+  // kernel launched into a stream of another device than the current one fails, and a server thread may have any
+  // device current). Where there is nothing to set (the CPU), runs `body`.
+  virtual absl::Status RunWithDeviceCurrent(const std::function<absl::Status()>& body) { return body(); }
   // True where Record works (CUDA).
   virtual bool CanRecord() const { return false; }
   // Records what `body` queues on this queue, without running it, for replay. Inside `body` nothing may allocate,
@@ -96,6 +100,10 @@ class Device {
   // The default context kernels run in on this device.
   virtual ExecutionContext context() const = 0;
   virtual absl::StatusOr<DeviceAllocation> Allocate(size_t bytes) = 0;
+  // Host memory to stage copies to and from this device through: page-locked on CUDA (a queued copy from it is
+  // asynchronous and overlaps kernels; from pageable memory the host waits for the copy), ordinary 64-byte aligned
+  // memory elsewhere. Slow to allocate: allocate once per user (an executor does at Create), not per copy.
+  virtual absl::StatusOr<DeviceAllocation> AllocateStagingHost(size_t bytes);
   virtual absl::Status CopyToDevice(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual absl::Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) = 0;
   virtual absl::Status Synchronize() = 0;

@@ -15,4 +15,14 @@ void BatchMetricsObserver::OnRequestCompleted(const BatchRequest& request, const
   if (!status.ok()) reporter_->RecordFailure(metrics::FailureReasonFromStatus(status));
 }
 
+void BatchMetricsObserver::OnEstimatesChanged(const BatcherEstimates& estimates) {
+  metrics::BatcherEstimateValues values;
+  values.arrivals_per_second = estimates.arrivals_per_second;
+  values.clients = static_cast<double>(estimates.clients);
+  values.return_time = estimates.return_time;
+  values.wait = estimates.last_wait;
+  values.batch_limit = estimates.batch_limit;
+  values.execution_time = estimates.execution_time;
+  reporter_->SetBatcherEstimates(values);
+}
 }  // namespace convoy::batching

@@ -1,7 +1,8 @@
 // BatchMetricsObserver: connects a DynamicBatcher to a model version's ModelMetricsReporter. It feeds the pending
-// gauge and counts every request the batcher refuses or fails (queue full, timeout, cancellation, shutdown, a failed
-// batch) under Triton's failure reasons. Successes carry compute timings only the executor knows, so the executor
-// (or the gRPC layer) records them with ModelMetricsReporter::RecordSuccess and RecordBatchExecution.
+// gauge and the policy's estimates (convoy_batcher_*), and counts every request the batcher refuses or fails (queue
+// full, timeout, cancellation, shutdown, a failed batch) under Triton's failure reasons. Successes carry compute
+// timings only the executor knows, so the executor (or the gRPC layer) records them with
+// ModelMetricsReporter::RecordSuccess and RecordBatchExecution.
 //
 //   BatchMetricsObserver observer(reporter.get());   // outlives the batcher
 //   options.observer = &observer;
@@ -21,6 +22,7 @@ class BatchMetricsObserver final : public BatchObserver {
   void OnPendingCountChanged(int64_t pending_requests) override;
   void OnEnqueueRejected(const BatchRequest& request, const absl::Status& status) override;
   void OnRequestCompleted(const BatchRequest& request, const absl::Status& status) override;
+  void OnEstimatesChanged(const BatcherEstimates& estimates) override;
 
  private:
   metrics::ModelMetricsReporter* const reporter_;

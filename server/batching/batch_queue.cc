@@ -9,12 +9,29 @@
 
 namespace convoy::batching {
 
-absl::StatusOr<std::unique_ptr<BatchQueue>> BatchQueue::Create(BatchingPolicy policy) {
+absl::StatusOr<std::unique_ptr<BatchQueue>> BatchQueue::Create(BatchingPolicy policy, int instances) {
   CONVOY_RETURN_IF_ERROR(ValidateBatchingPolicy(policy));
-  return std::unique_ptr<BatchQueue>(new BatchQueue(std::move(policy)));
+  if (instances < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", policy.model_name, "': instances must be >= 1, got ",
+                                                   instances));
+  }
+  return std::unique_ptr<BatchQueue>(new BatchQueue(std::move(policy), instances));
 }
 
-BatchQueue::BatchQueue(BatchingPolicy policy) : policy_(std::move(policy)), levels_(policy_.level_count()) {}
+BatchQueue::BatchQueue(BatchingPolicy policy, int instances)
+    : policy_(std::move(policy)),
+      levels_(policy_.level_count()),
+      load_(policy_.max_batch_size),
+      instances_(instances),
+      batch_limit_(std::max<int64_t>(policy_.max_batch_size, 1)) {
+  if (policy_.formation == BatchFormation::kAdaptive) {
+    AdaptiveBatchPolicy::Options options;
+    options.max_batch_size = std::max<int64_t>(policy_.max_batch_size, 1);
+    options.target_latency = policy_.target_latency;
+    options.max_hold = policy_.max_queue_delay;
+    adaptive_.emplace(options);
+  }
+}
 
 int64_t BatchQueue::size_at_level(uint64_t level) const {
   if (level < 1 || level > levels_.size()) return 0;
@@ -60,6 +77,9 @@ absl::Status BatchQueue::Add(std::unique_ptr<BatchRequest>& request, absl::Time 
   request->priority_level_ = level;
   request->enqueue_time_ = now;
   request->deadline_ = timeout > absl::ZeroDuration() ? now + timeout : absl::InfiniteFuture();
+  request->from_returning_client_ = load_.RecordArrival(now, batch_size);
+  returning_in_system_ += request->from_returning_client_ ? 1 : 0;
+  last_change_ = std::max(last_change_, now);
   levels_[level - 1].in_time.push_back(std::move(request));
   ++size_;
   return absl::OkStatus();
@@ -96,6 +116,13 @@ std::vector<BatchQueue::Removed> BatchQueue::RemoveCancelledAndExpired(absl::Tim
         --size_;
       }
     }
+  }
+  if (!removed.empty()) {  // their clients get an answer now, and the head batch may have changed
+    int64_t returning = 0;
+    for (const Removed& entry : removed) returning += entry.request->from_returning_client() ? 1 : 0;
+    returning_in_system_ -= returning;
+    load_.RecordResponses(now, returning, static_cast<int64_t>(removed.size()) - returning);
+    last_change_ = std::max(last_change_, now);
   }
   return removed;
 }
@@ -159,11 +186,8 @@ absl::Time BatchQueue::EarliestDeadline() const {
   return earliest;
 }
 
-BatchQueue::Decision BatchQueue::TakeBatch(absl::Time now, bool flush) {
-  Decision decision;
-  if (size_ == 0) return decision;
-  bool full = false;
-  const std::vector<Position> members = GatherBatch(Candidates(), &full);
+size_t BatchQueue::FixedDecision(const std::vector<Position>& members, bool full, absl::Time now,
+                                 absl::Time* next_check) const {
   int64_t total = 0;
   absl::Time oldest = absl::InfiniteFuture();
   for (const Position& position : members) {
@@ -174,11 +198,48 @@ BatchQueue::Decision BatchQueue::TakeBatch(absl::Time now, bool flush) {
   const int64_t target = preferred.empty() ? policy_.max_batch_size
                                            : *std::max_element(preferred.begin(), preferred.end());
   const absl::Time delay_end = oldest + policy_.max_queue_delay;
-  if (!(flush || full || total >= target || now >= delay_end)) {
-    decision.next_check = std::min(delay_end, EarliestDeadline());
+  if (!(full || total >= target || now >= delay_end)) {
+    *next_check = delay_end;
+    return 0;
+  }
+  return ChooseBatchLength(members);
+}
+
+size_t BatchQueue::AdaptiveDecision(const std::vector<Position>& members, bool full, absl::Time now,
+                                    absl::Time* next_check) {
+  AdaptiveBatchPolicy::HeadBatch head;
+  head.full = full;
+  head.another_instance_free = instances_ - running_batches_ > 1;
+  head.returning_in_system = returning_in_system_;
+  for (const Position& position : members) {
+    head.sizes.push_back((*position.it)->batch_size());
+    head.enqueued.push_back((*position.it)->enqueue_time_);
+  }
+  const AdaptiveBatchPolicy::Decision decision = adaptive_->Decide(now, last_change_, head, load_);
+  batch_limit_ = decision.batch_limit;
+  *next_check = decision.hold_until;
+  return decision.length;
+}
+
+BatchQueue::Decision BatchQueue::TakeBatch(absl::Time now, bool flush) {
+  Decision decision;
+  if (size_ == 0) return decision;
+  bool full = false;
+  const std::vector<Position> members = GatherBatch(Candidates(), &full);
+  absl::Time next_check = absl::InfiniteFuture();
+  size_t length = 0;
+  if (flush) {
+    length = adaptive_ ? members.size() : ChooseBatchLength(members);
+  } else if (adaptive_) {
+    length = AdaptiveDecision(members, full, now, &next_check);
+  } else {
+    length = FixedDecision(members, full, now, &next_check);
+  }
+  if (length == 0) {
+    if (!hold_start_) hold_start_ = now;
+    decision.next_check = std::min(next_check, EarliestDeadline());
     return decision;
   }
-  const size_t length = ChooseBatchLength(members);
   for (size_t i = 0; i < length; ++i) {
     std::unique_ptr<BatchRequest> request = std::move(*members[i].it);
     members[i].list->erase(members[i].it);
@@ -186,12 +247,49 @@ BatchQueue::Decision BatchQueue::TakeBatch(absl::Time now, bool flush) {
     decision.batch.push_back(std::move(request));
   }
   size_ -= static_cast<int64_t>(length);
+  running_requests_ += static_cast<int64_t>(length);
+  ++running_batches_;
+  last_wait_ = hold_start_ ? now - *hold_start_ : absl::ZeroDuration();
+  hold_start_.reset();
+  last_change_ = std::max(last_change_, now);
   return decision;
+}
+
+void BatchQueue::RecordBatchDone(const FinishedBatch& batch) {
+  load_.RecordExecution(batch.elements, batch.done - batch.dispatched);
+  load_.RecordResponses(batch.done, batch.returning, batch.requests - batch.returning);
+  running_requests_ = std::max<int64_t>(running_requests_ - batch.requests, 0);
+  running_batches_ = std::max<int64_t>(running_batches_ - 1, 0);
+  returning_in_system_ = std::max<int64_t>(returning_in_system_ - batch.returning, 0);
+  last_change_ = std::max(last_change_, batch.done);
+}
+
+BatchQueue::FinishedBatch BatchQueue::Summarize(const std::vector<std::unique_ptr<BatchRequest>>& batch) {
+  FinishedBatch summary;
+  summary.requests = static_cast<int64_t>(batch.size());
+  for (const auto& request : batch) {
+    summary.elements += request->batch_size();
+    summary.returning += request->from_returning_client() ? 1 : 0;
+  }
+  if (!batch.empty()) summary.dispatched = batch.front()->dispatch_time();
+  return summary;
+}
+
+BatcherEstimates BatchQueue::Estimates() const {
+  BatcherEstimates estimates;
+  estimates.arrivals_per_second = load_.arrival_rate();
+  estimates.clients = size_ + running_requests_ + load_.ClientsExpected(last_change_);
+  estimates.return_time = load_.return_time();
+  estimates.last_wait = last_wait_;
+  estimates.batch_limit = batch_limit_;
+  estimates.execution_time = load_.MeasuredExecutionTimes();
+  return estimates;
 }
 
 std::vector<std::unique_ptr<BatchRequest>> BatchQueue::TakeAll() {
   std::vector<std::unique_ptr<BatchRequest>> all;
   for (const Position& position : Candidates()) {
+    returning_in_system_ -= (*position.it)->from_returning_client() ? 1 : 0;
     all.push_back(std::move(*position.it));
     position.list->erase(position.it);
   }

@@ -15,26 +15,48 @@
 //  - Otherwise nothing runs and the queue says when to look again: when the oldest request of that batch reaches
 //    the queue delay, or when the first queued request times out, whichever is first. Requests with another key
 //    wait behind the head's batch (bounded by max_queue_delay).
+//  - With the adaptive formation (BatchFormation::kAdaptive) the two steps above are AdaptiveBatchPolicy's: it
+//    decides from the LoadEstimator whether the head's batch runs now (and how much of it) or is held, and until
+//    when. A flush sends everything that fits, as above.
+//
+// Whatever the formation, the queue keeps a LoadEstimator up to date: arrivals (Add), responses (requests that left
+// without running, and RecordBatchDone) and the execution time of each batch (RecordBatchDone, reported by the
+// batcher once the instance is free again). Estimates() reads it, with the hold of the last batch, for metrics.
 #ifndef CONVOY_SERVER_BATCHING_BATCH_QUEUE_H_
 #define CONVOY_SERVER_BATCHING_BATCH_QUEUE_H_
 
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/batching/adaptive_batch_policy.h"
 #include "server/batching/batch_request.h"
 #include "server/batching/batching_policy.h"
+#include "server/batching/load_estimator.h"
 
 namespace convoy::batching {
 
+// What the batcher has learned about its model's load, for metrics (docs/metrics.md, convoy_batcher_*).
+struct BatcherEstimates {
+  double arrivals_per_second = 0;  // all arrivals, over the last 64
+  int64_t clients = 0;             // requests queued or running plus clients out expected back
+  std::optional<absl::Duration> return_time;  // mean time from a response to that client's next request
+  absl::Duration last_wait = absl::ZeroDuration();  // how long the policy held the latest batch for company
+  int64_t batch_limit = 0;         // the largest batch the latency target allows (max_batch_size without one)
+  std::map<int64_t, absl::Duration> execution_time;  // measured batch sizes -> estimated execution time
+};
+
 class BatchQueue {
  public:
-  // InvalidArgument when the policy does not validate (ValidateBatchingPolicy).
-  static absl::StatusOr<std::unique_ptr<BatchQueue>> Create(BatchingPolicy policy);
+  // InvalidArgument when the policy does not validate (ValidateBatchingPolicy) or instances < 1. `instances`: how
+  // many model instances take batches from this queue (the adaptive policy holds a batch only when no other is free).
+  static absl::StatusOr<std::unique_ptr<BatchQueue>> Create(BatchingPolicy policy, int instances = 1);
 
   // Queues `request` at time `now`, fixing its level, enqueue time and deadline. On success `request` is moved
   // from (null); on failure it is untouched and the caller still owns it. Errors: InvalidArgument for a batch size
@@ -59,8 +81,24 @@ class BatchQueue {
   // without waiting for the queue delay.
   Decision TakeBatch(absl::Time now, bool flush);
 
+  // A batch TakeBatch gave out, once its instance is done with it: feeds the execution time of its size and its
+  // responses to the estimator.
+  struct FinishedBatch {
+    int64_t elements = 0;   // sum of its requests' batch sizes
+    int64_t requests = 0;
+    int64_t returning = 0;  // requests with from_returning_client()
+    absl::Time dispatched;  // the requests' dispatch_time()
+    absl::Time done;        // when the instance had executed it and delivered every response
+  };
+  void RecordBatchDone(const FinishedBatch& batch);
+  // The summary of `batch` for RecordBatchDone, all but `done`.
+  static FinishedBatch Summarize(const std::vector<std::unique_ptr<BatchRequest>>& batch);
+
   // Empties the queue (shutdown), in candidate order.
   std::vector<std::unique_ptr<BatchRequest>> TakeAll();
+
+  BatcherEstimates Estimates() const;
+  const LoadEstimator& load() const { return load_; }
 
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -80,7 +118,7 @@ class BatchQueue {
     RequestList::iterator it;
   };
 
-  explicit BatchQueue(BatchingPolicy policy);
+  BatchQueue(BatchingPolicy policy, int instances);
 
   absl::StatusOr<uint64_t> LevelFor(const BatchRequest& request) const;
   absl::Duration TimeoutFor(const BatchRequest& request, const QueuePolicy& queue) const;
@@ -91,10 +129,25 @@ class BatchQueue {
   // How many of `members` to send: the longest prefix whose size is preferred or max_batch_size, else all.
   size_t ChooseBatchLength(const std::vector<Position>& members) const;
   absl::Time EarliestDeadline() const;
+  // The fixed formation: how many of `members` run now (0: hold; then *next_check says until when).
+  size_t FixedDecision(const std::vector<Position>& members, bool full, absl::Time now,
+                       absl::Time* next_check) const;
+  // The adaptive formation's answer for the same question.
+  size_t AdaptiveDecision(const std::vector<Position>& members, bool full, absl::Time now, absl::Time* next_check);
 
   const BatchingPolicy policy_;
   std::vector<Level> levels_;  // index = level - 1
   int64_t size_ = 0;
+  LoadEstimator load_;
+  std::optional<AdaptiveBatchPolicy> adaptive_;  // with BatchFormation::kAdaptive
+  const int instances_;
+  int64_t running_requests_ = 0;                 // given out by TakeBatch, not yet reported done
+  int64_t running_batches_ = 0;
+  int64_t returning_in_system_ = 0;              // queued or running requests from returning clients
+  absl::Time last_change_ = absl::InfinitePast();  // the latest arrival, response, dispatch or removal
+  std::optional<absl::Time> hold_start_;         // the first hold since the latest batch left
+  absl::Duration last_wait_ = absl::ZeroDuration();
+  int64_t batch_limit_ = 0;
 };
 
 }  // namespace convoy::batching

@@ -77,6 +77,9 @@ class BatchRequest {
   absl::Time dispatch_time() const { return dispatch_time_; }
   // The level (1-based) the request was queued at.
   uint64_t priority_level() const { return priority_level_; }
+  // Whether the batcher's load estimator took this request for the next one of a client it answered before
+  // (load_estimator.h); reported back with the request's response.
+  bool from_returning_client() const { return from_returning_client_; }
 
   // For the executor: this one request failed although its batch ran (e.g. its output could not be encoded). The
   // batcher completes it with this status instead of the batch's.
@@ -103,6 +106,7 @@ class BatchRequest {
   absl::Time dispatch_time_ = absl::InfinitePast();
   uint64_t priority_level_ = 0;
   bool delayed_ = false;  // timed out under TimeoutAction::kDelay: waits behind the requests still in time
+  bool from_returning_client_ = false;
 };
 
 }  // namespace convoy::batching

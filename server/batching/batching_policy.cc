@@ -43,6 +43,10 @@ absl::Status ValidatePriorities(const BatchingPolicy& policy) {
 
 }  // namespace
 
+const char* BatchFormationName(BatchFormation formation) {
+  return formation == BatchFormation::kAdaptive ? "adaptive" : "fixed";
+}
+
 const QueuePolicy& BatchingPolicy::PolicyForLevel(uint64_t level) const {
   const auto it = priority_queue_policy.find(level);
   return it == priority_queue_policy.end() ? default_queue_policy : it->second;
@@ -63,6 +67,17 @@ absl::Status ValidateBatchingPolicy(const BatchingPolicy& policy) {
   if (policy.max_queue_delay < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(model, "max_queue_delay must be >= 0, got ",
                                                    absl::FormatDuration(policy.max_queue_delay)));
+  }
+  if (policy.target_latency < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(model, "target_latency must be >= 0, got ",
+                                                   absl::FormatDuration(policy.target_latency)));
+  }
+  if (policy.formation != BatchFormation::kAdaptive && policy.target_latency > absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(model, "a target latency needs the adaptive policy"));
+  }
+  if (policy.formation == BatchFormation::kAdaptive && !policy.preferred_batch_sizes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(model, "the adaptive policy takes no preferred batch sizes (it "
+                                                   "measures the execution time of every size)"));
   }
   return ValidatePriorities(policy);
 }

@@ -12,7 +12,13 @@
 //    runs as soon as the largest preferred size (or max_batch_size) is reachable; when the queue delay ends, the
 //    batcher sends the largest preferred size it has, else everything that fits. Empty: only max_batch_size counts.
 //  - max_queue_delay: how long the oldest request of a partial batch may wait for company. Longer raises
-//    throughput under light load at the cost of latency; zero sends whatever is queued at once.
+//    throughput under light load at the cost of latency; zero sends whatever is queued at once. With the adaptive
+//    formation it only caps the adaptive hold (InfiniteDuration: no cap).
+//  - formation: how a partial batch is held. kFixedDelay (the default, Triton's dynamic batcher) holds it until
+//    max_queue_delay or a preferred size; kAdaptive (adaptive_batch_policy.h) holds it only while the requests that
+//    can still join are worth the wait, from measured arrivals and execution times, and keeps the p99 queue +
+//    compute time under target_latency when one is set. Adaptive takes no preferred_batch_sizes: it measures the
+//    execution time of every size instead.
 //  - preserve_ordering: responses are delivered in the order batches were formed, even when several instances
 //    finish out of order. Costs latency when a big batch runs beside a small one.
 //  - priority_levels / default_priority_level: levels 1 (highest) .. priority_levels; a request without a priority
@@ -35,6 +41,10 @@
 namespace convoy::batching {
 
 enum class TimeoutAction { kReject, kDelay };
+enum class BatchFormation { kFixedDelay, kAdaptive };
+
+// "fixed" or "adaptive", as config.yaml spells the policy.
+const char* BatchFormationName(BatchFormation formation);
 
 struct QueuePolicy {
   TimeoutAction timeout_action = TimeoutAction::kReject;
@@ -49,6 +59,8 @@ struct BatchingPolicy {
   bool dynamic_batching = true;  // false: never merge requests
   std::vector<int64_t> preferred_batch_sizes;
   absl::Duration max_queue_delay = absl::ZeroDuration();
+  BatchFormation formation = BatchFormation::kFixedDelay;
+  absl::Duration target_latency = absl::ZeroDuration();  // kAdaptive only; zero: no target
   bool preserve_ordering = false;
   uint64_t priority_levels = 0;
   uint64_t default_priority_level = 0;

@@ -16,8 +16,13 @@ absl::StatusOr<std::unique_ptr<DynamicBatcher>> DynamicBatcher::Create(const Opt
     return absl::InvalidArgumentError(absl::StrCat(model, "instance_count must be >= 1, got ",
                                                    options.instance_count));
   }
-  CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<BatchQueue> queue, BatchQueue::Create(options.policy));
+  CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<BatchQueue> queue,
+                          BatchQueue::Create(options.policy, options.instance_count));
   std::unique_ptr<DynamicBatcher> batcher(new DynamicBatcher(options, std::move(queue)));
+  if (batcher->observer_ != nullptr) {
+    convoy::MutexLock lock(&batcher->mu_);
+    batcher->observer_->OnEstimatesChanged(batcher->queue_->Estimates());
+  }
   for (int instance = 0; instance < options.instance_count; ++instance) {
     batcher->threads_.emplace_back([raw = batcher.get(), instance] { raw->RunInstance(instance); });
   }
@@ -94,6 +99,7 @@ BatcherStats DynamicBatcher::stats() const {
   convoy::MutexLock lock(&mu_);
   BatcherStats stats = stats_;
   stats.pending_requests = queue_->size();
+  stats.estimates = queue_->Estimates();
   return stats;
 }
 
@@ -105,19 +111,31 @@ void DynamicBatcher::PublishPendingCount() {
 }
 
 void DynamicBatcher::RunInstance(int instance) {
+  std::optional<BatchQueue::FinishedBatch> finished;
   while (true) {
     Work work;
     {
       convoy::MutexLock lock(&mu_);
+      if (finished) RecordFinished(*finished);
+      finished.reset();
       work = NextWork();
     }
     CompleteRemoved(work.removed);
     if (!work.dispatched.batch.empty()) {
+      BatchQueue::FinishedBatch batch = BatchQueue::Summarize(work.dispatched.batch);
       Execute(work.dispatched, instance);
       Deliver(std::move(work.dispatched));
+      batch.done = clock_.Now();
+      finished = batch;
     }
-    if (work.stop) return;
+    if (work.stop) return;  // NextWork stops only when it hands out nothing, so `finished` is empty
   }
+}
+
+void DynamicBatcher::RecordFinished(const BatchQueue::FinishedBatch& finished) {
+  queue_->RecordBatchDone(finished);
+  ++generation_;  // clients are out again: an instance holding a batch reconsiders
+  if (observer_ != nullptr) observer_->OnEstimatesChanged(queue_->Estimates());
 }
 
 DynamicBatcher::Work DynamicBatcher::NextWork() {

@@ -14,12 +14,17 @@
 //
 // Cancelled and timed-out requests leave the queue when an instance thread next looks at it (on every enqueue,
 // at every queue-delay or timeout deadline, and whenever an instance frees up); they never run.
+//
+// Each instance thread measures, with the injected clock, how long its instance was busy with a batch (execution and
+// delivery of the responses) and reports it to the queue when it comes back for work, so the adaptive policy's
+// execution-time estimates and its view of which clients are out follow what the instances actually do.
 #ifndef CONVOY_SERVER_BATCHING_DYNAMIC_BATCHER_H_
 #define CONVOY_SERVER_BATCHING_DYNAMIC_BATCHER_H_
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -67,6 +72,9 @@ class BatchObserver {
   // A request is about to be completed with `status`: after running, or after leaving the queue without running
   // (cancelled, timed out, shut down).
   virtual void OnRequestCompleted(const BatchRequest& request, const absl::Status& status) {}
+  // The policy's estimates after an instance finished a batch (and once at start). Called under the batcher's lock,
+  // like OnPendingCountChanged: must be cheap and must not call the batcher.
+  virtual void OnEstimatesChanged(const BatcherEstimates& estimates) {}
 };
 
 // Counters since the batcher started.
@@ -77,6 +85,7 @@ struct BatcherStats {
   int64_t dispatched_requests = 0;
   std::map<int64_t, int64_t> batches_by_size;  // batch size (sum of request batch sizes) -> batches dispatched
   absl::Duration total_queue_time = absl::ZeroDuration();  // summed over dispatched requests
+  BatcherEstimates estimates;  // the policy's view of the load now
 };
 
 class DynamicBatcher {
@@ -133,6 +142,8 @@ class DynamicBatcher {
   DynamicBatcher(const Options& options, std::unique_ptr<BatchQueue> queue);
 
   void RunInstance(int instance);
+  // Reports a batch this instance finished to the queue's estimator and the observer.
+  void RecordFinished(const BatchQueue::FinishedBatch& finished) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits until there is something to do; under mu_.
   Work NextWork() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Execute(Dispatched& dispatched, int instance);

@@ -1,11 +1,12 @@
-// Many producers, two instances, the real clock: every accepted request completes exactly once, rejected ones
-// never do, batches respect max_batch_size and shape keys, and an instance never runs two batches at once. Meant
-// to be run under --config=tsan as well.
+// Many producers, two instances, the real clock, the fixed and the adaptive policy: every accepted request completes
+// exactly once, rejected ones never do, batches respect max_batch_size and shape keys, and an instance never runs
+// two batches at once. Meant to be run under --config=tsan as well.
 #include <atomic>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,15 +48,17 @@ class CheckingExecutor : public BatchExecutor {
   std::atomic<int> executed_requests_{0};
 };
 
-class DynamicBatcherStressTest : public ::testing::TestWithParam<bool> {};
+// (preserve_ordering, formation)
+class DynamicBatcherStressTest : public ::testing::TestWithParam<std::tuple<bool, BatchFormation>> {};
 
 TEST_P(DynamicBatcherStressTest, EveryAcceptedRequestCompletesExactlyOnce) {
   BatchingPolicy policy;
   policy.model_name = "stress";
   policy.max_batch_size = kMaxBatch;
-  policy.preferred_batch_sizes = {4, kMaxBatch};
-  policy.max_queue_delay = absl::Microseconds(200);
-  policy.preserve_ordering = GetParam();
+  policy.formation = std::get<1>(GetParam());
+  if (policy.formation == BatchFormation::kFixedDelay) policy.preferred_batch_sizes = {4, kMaxBatch};
+  policy.max_queue_delay = absl::Microseconds(200);  // with the adaptive policy: the cap on its holds
+  policy.preserve_ordering = std::get<0>(GetParam());
   policy.priority_levels = 2;
   policy.default_priority_level = 2;
   policy.priority_queue_policy[1].max_queue_size = 16;  // some high-priority requests are turned away
@@ -114,7 +117,9 @@ TEST_P(DynamicBatcherStressTest, EveryAcceptedRequestCompletesExactlyOnce) {
   EXPECT_GT(succeeded.load(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(PreserveOrdering, DynamicBatcherStressTest, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(PreserveOrderingAndFormation, DynamicBatcherStressTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Values(BatchFormation::kFixedDelay,
+                                                                                BatchFormation::kAdaptive)));
 
 }  // namespace
 }  // namespace convoy::batching

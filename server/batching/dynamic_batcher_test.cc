@@ -1,10 +1,13 @@
 // DynamicBatcher with a FakeClock: batch formation at max size, preferred size and queue delay, priorities,
 // timeouts (REJECT and DELAY), full queues, cancellation, ordered delivery across two instances, merging and shape
-// separation, executor failures and graceful drain. Time moves only when a test advances it; tests wait for the
-// batcher's threads with notifications and FakeClock::BlockUntilSettled, never by sleeping.
+// separation, executor failures and graceful drain; with the adaptive policy, execution measured on the injected
+// clock and a lone client that never waits. Time moves only when a test (or the executor, for the time a batch
+// takes) advances it; tests wait for the batcher's threads with notifications and FakeClock::BlockUntilSettled,
+// never by sleeping. The adaptive policy's decisions themselves are tested in simulation (adaptive_batching_test).
 #include "server/batching/dynamic_batcher.h"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -37,20 +40,27 @@ struct IdPayload : BatchPayload {
 int IdOf(const BatchRequest& request) { return request.payload_as<IdPayload>()->id; }
 
 // Records every batch it runs. With holding on, each batch waits until the test releases it by the id of its first
-// request.
+// request. With a clock to advance, each batch takes the given time on it (the instance's execution time).
 class RecordingExecutor : public BatchExecutor {
  public:
   struct Run {
     std::vector<int> ids;
     int instance;
+    std::vector<absl::Duration> queue_times;  // per request, in batch order
   };
 
   absl::Status ExecuteBatch(Batch& batch, int instance) override {
-    Run run{{}, instance};
+    if (clock_ != nullptr) {
+      int64_t elements = 0;
+      for (const auto& request : batch) elements += request->batch_size();
+      clock_->Advance(duration_(elements));
+    }
+    Run run{{}, instance, {}};
     {
       convoy::MutexLock lock(&mu_);
       for (const auto& request : batch) {
         run.ids.push_back(IdOf(*request));
+        run.queue_times.push_back(request->dispatch_time() - request->enqueue_time());
         if (run.ids.back() == fail_alone_id_) request->SetExecutionStatus(absl::DataLossError("bad output"));
       }
       runs_.push_back(run);
@@ -67,6 +77,11 @@ class RecordingExecutor : public BatchExecutor {
   void Hold() {
     convoy::MutexLock lock(&mu_);
     hold_ = true;
+  }
+  // Call before the batcher starts.
+  void TakeTime(FakeClock* clock, std::function<absl::Duration(int64_t)> duration) {
+    clock_ = clock;
+    duration_ = std::move(duration);
   }
   void Release(int first_id) {
     convoy::MutexLock lock(&mu_);
@@ -99,6 +114,8 @@ class RecordingExecutor : public BatchExecutor {
   std::set<int> released_ ABSL_GUARDED_BY(mu_);
   absl::Status batch_status_ ABSL_GUARDED_BY(mu_);
   int fail_alone_id_ ABSL_GUARDED_BY(mu_) = -1;
+  FakeClock* clock_ = nullptr;  // set before the batcher's threads start, read by them only
+  std::function<absl::Duration(int64_t)> duration_;
 };
 
 // Records completions in the order they happen and checks each request completes once.
@@ -151,6 +168,12 @@ class DynamicBatcherTest : public ::testing::Test {
     policy.max_queue_delay = delay;
     return policy;
   }
+  BatchingPolicy AdaptivePolicy(int64_t max_batch_size) {
+    BatchingPolicy policy = Policy(max_batch_size, absl::InfiniteDuration());
+    policy.formation = BatchFormation::kAdaptive;
+    return policy;
+  }
+
 
   void Start(const BatchingPolicy& policy, int instances = 1) {
     DynamicBatcher::Options options;
@@ -424,6 +447,28 @@ TEST_F(DynamicBatcherTest, DestroyingWithoutShutdownFailsQueuedRequests) {
   EXPECT_THAT(completions_.order(), UnorderedElementsAre(0, 1));
   EXPECT_THAT(completions_.StatusOf(0), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
   EXPECT_TRUE(executor_.runs().empty());
+}
+
+TEST_F(DynamicBatcherTest, AdaptivePolicyMeasuresInstancesOnTheClockAndNeverHoldsALoneClient) {
+  // A batch of b takes 5 + b ms on the fake clock: batching pays, but a lone client has nobody to wait for.
+  executor_.TakeTime(&clock_, [](int64_t b) { return absl::Milliseconds(5 + b); });
+  Start(AdaptivePolicy(8));
+  const int rounds = Uniform(4, 12);
+  for (int id = 0; id < rounds; ++id) {
+    Enqueue(id);
+    completions_.Await(id + 1);
+    clock_.BlockUntilSettled(1);  // the instance came back for work: it reported the batch to the estimator
+  }
+  for (const RecordingExecutor::Run& run : executor_.runs()) {
+    EXPECT_EQ(run.ids.size(), 1u);
+    EXPECT_EQ(run.queue_times[0], absl::ZeroDuration()) << "request " << run.ids[0] << " waited";
+  }
+  const BatcherStats stats = batcher_->stats();
+  EXPECT_EQ(stats.total_queue_time, absl::ZeroDuration());
+  EXPECT_THAT(stats.estimates.execution_time, ElementsAre(::testing::Pair(1, absl::Milliseconds(6))));
+  EXPECT_NEAR(stats.estimates.arrivals_per_second, 1000.0 / 6, 1e-6);  // one arrival per 6 ms batch
+  EXPECT_EQ(stats.estimates.clients, 1);  // the lone client, out and expected back
+  EXPECT_EQ(stats.estimates.last_wait, absl::ZeroDuration());
 }
 
 class CountingObserver : public BatchObserver {

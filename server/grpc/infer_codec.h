@@ -2,12 +2,16 @@
 // handlers (unary and streaming) call DecodeInferRequest, queue the result on the model, and call
 // EncodeInferResponse when it completes.
 //
-//   CONVOY_ASSIGN_OR_RETURN(DecodedRequest decoded, DecodeInferRequest(request, *served));
+//   CONVOY_ASSIGN_OR_RETURN(DecodedRequest decoded, DecodeInferRequest(request, served->signature()));
 //   ... served->Infer(decoded.spec, decoded.payload, done) ...
 //   CONVOY_RETURN_IF_ERROR(EncodeInferResponse(*served, decoded.outputs, request_id, payload, &response));
 //
-// Errors are INVALID_ARGUMENT naming the tensor and the expected vs actual datatype, shape, byte size or element
-// count; nothing any input holds (NaN, Inf, zero-size shapes, junk bytes) can crash the server.
+// Decoding depends only on the request and the model's signature (server/runtime/model_signature.h), so the
+// decoder fuzzer (tests/fuzz/infer_request_fuzzer.cc) runs exactly this code. Errors are INVALID_ARGUMENT naming the
+// tensor, field or parameter with the expected and the actual value (datatype, shape, byte size, element count,
+// parameter type or range); values the client sent are quoted by repository::QuoteClientString. Nothing any
+// request holds (NaN, Inf, zero-size or overflowing shapes, junk bytes, contents of the wrong kind) can crash the
+// server, and no input buffer is allocated before the request's sizes have been checked.
 #ifndef CONVOY_SERVER_GRPC_INFER_CODEC_H_
 #define CONVOY_SERVER_GRPC_INFER_CODEC_H_
 
@@ -18,9 +22,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "proto/grpc_service.grpc.pb.h"
+#include "proto/grpc_service.pb.h"
 #include "server/batching/batch_request.h"
-#include "server/repository/model_manager_served_model.h"
+#include "server/repository/inference_payload.h"
+#include "server/runtime/model_signature.h"
+
+namespace convoy::repository {
+class ServedModel;
+}  // namespace convoy::repository
 
 namespace convoy::grpc_server {
 
@@ -38,7 +47,7 @@ struct DecodedRequest {
 };
 
 absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferRequest& request,
-                                                  const repository::ServedModel& model);
+                                                  const runtime::ModelSignature& model);
 
 // Fills `response` (model name, version, id, outputs as raw_output_contents) from a completed payload.
 absl::Status EncodeInferResponse(const repository::ServedModel& model, const std::vector<RequestedOutput>& outputs,

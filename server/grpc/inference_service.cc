@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "grpcpp/support/proto_buffer_writer.h"
 #include "server/grpc/grpc_status_util.h"
 #include "server/grpc/infer_codec.h"
 #include "server/grpc/model_config_proto.h"
@@ -14,10 +16,48 @@ namespace {
 
 using repository::InferencePayload;
 using repository::ServedModel;
+using Done = std::function<void(absl::Status)>;
 
-grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, const absl::Status& status) {
+absl::Status SerializeMessage(const google::protobuf::Message& message, grpc::ByteBuffer* bytes) {
+  bool own_buffer = false;
+  grpc::Status status = grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::Message>(
+      message, bytes, &own_buffer);
+  if (status.ok()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("cannot serialize the ", message.GetDescriptor()->full_name(), ": ",
+                                          status.error_message()));
+}
+
+// Parses the request, runs `handler(request, &response, done)` (which calls `done` exactly once, maybe later, on
+// any thread), then serializes the response and finishes the call. Request and response live until then.
+template <typename Request, typename Response, typename Handler>
+grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const grpc::ByteBuffer* in,
+                                grpc::ByteBuffer* out, Handler handler) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
+  auto call = std::make_shared<std::pair<Request, Response>>();
+  absl::Status parsed = ParseMessage(*in, &call->first);
+  if (!parsed.ok()) {
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  handler(call->first, &call->second, [reactor, out, call](absl::Status status) {
+    if (status.ok()) status = SerializeMessage(call->second, out);
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
+// Serve for a handler that answers at once: `handler(request, &response)` returns the outcome.
+template <typename Request, typename Response, typename Handler>
+grpc::ServerUnaryReactor* ServeNow(grpc::CallbackServerContext* context, const grpc::ByteBuffer* in,
+                                   grpc::ByteBuffer* out, Handler handler) {
+  return Serve<Request, Response>(context, in, out, [&handler](const Request& request, Response* response,
+                                                               const Done& done) { done(handler(request, response)); });
+}
+
+grpc::ServerUnaryReactor* Unimplemented(grpc::CallbackServerContext* context, const char* rpc) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(absl::UnimplementedError(
+      absl::StrCat(rpc, " is not implemented by Convoy (no shared memory, trace or log settings)"))));
   return reactor;
 }
 
@@ -49,13 +89,14 @@ void FillStatistics(const ServedModel& model, inference::ModelStatistics* out) {
 }
 
 // ModelStreamInfer: reads requests one after another and writes each response when its request completes
-// (errors in error_message). The call finishes once the client half-closed and every response was written.
-class StreamInferReactor final
-    : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+// (errors, a malformed message included, in error_message with the request's id). The call finishes once the
+// client half-closed and every response was written; a client that goes away cancels the queued requests (their
+// cancellation check sees the call cancelled) and the responses it can no longer read are dropped.
+class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   StreamInferReactor(InferenceService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
-    StartRead(&request_);
+    StartRead(&read_buffer_);
   }
 
   void OnReadDone(bool ok) override {
@@ -71,25 +112,27 @@ class StreamInferReactor final
       convoy::MutexLock lock(&mu_);
       ++pending_;
     }
+    ++received_;
     auto response = std::make_shared<inference::ModelStreamInferResponse>();
-    const std::string id = request_.id();
-    const std::string model = request_.model_name();
-    grpc::CallbackServerContext* context = context_;
-    service_->StartInfer(request_, DeadlineOf(*context), [context] { return context->IsCancelled(); },
-                         response->mutable_infer_response(), [this, response, id, model](absl::Status status) {
-                           if (!status.ok()) {
-                             response->clear_infer_response();
-                             response->set_error_message(std::string(status.message()));
-                             response->mutable_infer_response()->set_id(id);
-                             response->mutable_infer_response()->set_model_name(model);
-                           }
-                           QueueWrite(response);
-                         });
-    StartRead(&request_);
+    request_.Clear();
+    absl::Status parsed = ParseMessage(read_buffer_, &request_);
+    read_buffer_.Clear();
+    if (!parsed.ok()) {
+      Complete(response, "", "",
+               absl::InvalidArgumentError(absl::StrCat("request ", received_, " on this stream: ", parsed.message())));
+    } else {
+      grpc::CallbackServerContext* context = context_;
+      service_->StartInfer(request_, DeadlineOf(*context), [context] { return context->IsCancelled(); },
+                           response->mutable_infer_response(),
+                           [this, response, id = request_.id(), model = request_.model_name()](absl::Status status) {
+                             Complete(response, id, model, status);
+                           });
+    }
+    StartRead(&read_buffer_);
   }
 
   void OnWriteDone(bool ok) override {
-    std::shared_ptr<inference::ModelStreamInferResponse> next;
+    std::shared_ptr<grpc::ByteBuffer> next;
     {
       convoy::MutexLock lock(&mu_);
       writes_.pop_front();
@@ -110,15 +153,35 @@ class StreamInferReactor final
   void OnDone() override { delete this; }
 
  private:
-  void QueueWrite(std::shared_ptr<inference::ModelStreamInferResponse> response) {
+  // Turns the outcome of one request into its response on the stream and queues it for writing.
+  void Complete(const std::shared_ptr<inference::ModelStreamInferResponse>& response, const std::string& id,
+                const std::string& model, absl::Status status) {
+    if (!status.ok()) {
+      response->clear_infer_response();
+      response->set_error_message(std::string(status.message()));
+      response->mutable_infer_response()->set_id(id);
+      response->mutable_infer_response()->set_model_name(model);
+    }
+    auto bytes = std::make_shared<grpc::ByteBuffer>();
+    absl::Status serialized = SerializeMessage(*response, bytes.get());
+    if (!serialized.ok()) {
+      inference::ModelStreamInferResponse error;
+      error.set_error_message(std::string(serialized.message()));
+      error.mutable_infer_response()->set_id(id);
+      SerializeMessage(error, bytes.get()).IgnoreError();
+    }
+    QueueWrite(std::move(bytes));
+  }
+
+  void QueueWrite(std::shared_ptr<grpc::ByteBuffer> bytes) {
     bool start = false;
     {
       convoy::MutexLock lock(&mu_);
       --pending_;
-      writes_.push_back(response);
+      writes_.push_back(bytes);
       if (!writing_) writing_ = start = true;
     }
-    if (start) StartWrite(response.get());
+    if (start) StartWrite(bytes.get());
   }
 
   void MaybeFinish() {
@@ -132,16 +195,27 @@ class StreamInferReactor final
 
   InferenceService* const service_;
   grpc::CallbackServerContext* const context_;
+  grpc::ByteBuffer read_buffer_;
   inference::ModelInferRequest request_;  // reused by each read; decoding copies what it needs
+  int64_t received_ = 0;                  // messages read (only the reaction to a read touches it)
   convoy::Mutex mu_;
-  int pending_ ABSL_GUARDED_BY(mu_) = 0;  // requests queued, not completed
+  int pending_ ABSL_GUARDED_BY(mu_) = 0;  // requests read, responses not yet queued
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<std::shared_ptr<inference::ModelStreamInferResponse>> writes_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<grpc::ByteBuffer>> writes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
+
+absl::Status ParseMessage(const grpc::ByteBuffer& bytes, google::protobuf::Message* message) {
+  grpc::ByteBuffer shared(bytes);  // shares the slices; the reader needs a mutable buffer
+  grpc::ProtoBufferReader reader(&shared);
+  if (reader.status().ok() && message->ParseFromZeroCopyStream(&reader)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("malformed request: the ", bytes.Length(),
+                                                 " bytes received are not a valid ",
+                                                 message->GetDescriptor()->full_name()));
+}
 
 absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
@@ -193,7 +267,7 @@ void InferenceService::StartInfer(const inference::ModelInferRequest& request, a
     absl::StatusOr<std::shared_ptr<ServedModel>> served =
         manager_->GetServedModel(request.model_name(), request.model_version());
     if (!served.ok()) return done(served.status());
-    absl::StatusOr<DecodedRequest> decoded = DecodeInferRequest(request, **served);
+    absl::StatusOr<DecodedRequest> decoded = DecodeInferRequest(request, (*served)->signature());
     if (!decoded.ok()) {
       (*served)->RecordRejectedRequest(decoded.status());  // a known model and version: counts as its failure
       return done(decoded.status());
@@ -213,125 +287,185 @@ void InferenceService::StartInfer(const inference::ModelInferRequest& request, a
   done(absl::UnavailableError(absl::StrCat("model '", request.model_name(), "' is reloading; try again")));
 }
 
-grpc::ServerUnaryReactor* InferenceService::ServerLive(Context* context, const inference::ServerLiveRequest*,
-                                                       inference::ServerLiveResponse* response) {
-  response->set_live(true);
-  return Finish(context, absl::OkStatus());
+using inference::ServerLiveRequest;
+using inference::ServerLiveResponse;
+using inference::ServerReadyRequest;
+using inference::ServerReadyResponse;
+using inference::ModelReadyRequest;
+using inference::ModelReadyResponse;
+using inference::ServerMetadataRequest;
+using inference::ServerMetadataResponse;
+using inference::ModelMetadataRequest;
+using inference::ModelMetadataResponse;
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+using inference::ModelConfigRequest;
+using inference::ModelConfigResponse;
+using inference::ModelStatisticsRequest;
+using inference::ModelStatisticsResponse;
+using inference::RepositoryIndexRequest;
+using inference::RepositoryIndexResponse;
+using inference::RepositoryModelLoadRequest;
+using inference::RepositoryModelLoadResponse;
+using inference::RepositoryModelUnloadRequest;
+using inference::RepositoryModelUnloadResponse;
+
+grpc::ServerUnaryReactor* InferenceService::ServerLive(Context* context, const Bytes* in, Bytes* out) {
+  return ServeNow<ServerLiveRequest, ServerLiveResponse>(context, in, out,
+                                                         [](const ServerLiveRequest&, ServerLiveResponse* response) {
+                                                           response->set_live(true);
+                                                           return absl::OkStatus();
+                                                         });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ServerReady(Context* context, const inference::ServerReadyRequest*,
-                                                        inference::ServerReadyResponse* response) {
-  response->set_ready(manager_->IsReady());
-  return Finish(context, absl::OkStatus());
+grpc::ServerUnaryReactor* InferenceService::ServerReady(Context* context, const Bytes* in, Bytes* out) {
+  return ServeNow<ServerReadyRequest, ServerReadyResponse>(
+      context, in, out, [this](const ServerReadyRequest&, ServerReadyResponse* response) {
+        response->set_ready(manager_->IsReady());
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelReady(Context* context, const inference::ModelReadyRequest* request,
-                                                       inference::ModelReadyResponse* response) {
-  response->set_ready(manager_->GetServedModel(request->name(), request->version()).ok());
-  return Finish(context, absl::OkStatus());
+// ModelReady is false, not an error, for an unknown model or version (as Triton).
+grpc::ServerUnaryReactor* InferenceService::ModelReady(Context* context, const Bytes* in, Bytes* out) {
+  return ServeNow<ModelReadyRequest, ModelReadyResponse>(
+      context, in, out, [this](const ModelReadyRequest& request, ModelReadyResponse* response) {
+        response->set_ready(manager_->GetServedModel(request.name(), request.version()).ok());
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ServerMetadata(Context* context, const inference::ServerMetadataRequest*,
-                                                           inference::ServerMetadataResponse* response) {
-  response->set_name("convoy");
-  response->set_version(options_.server_version);
-  for (const char* extension : {"classification", "model_configuration", "model_repository", "schedule_policy",
-                                "statistics"}) {
-    response->add_extensions(extension);
-  }
-  return Finish(context, absl::OkStatus());
+grpc::ServerUnaryReactor* InferenceService::ServerMetadata(Context* context, const Bytes* in, Bytes* out) {
+  return ServeNow<ServerMetadataRequest, ServerMetadataResponse>(
+      context, in, out, [this](const ServerMetadataRequest&, ServerMetadataResponse* response) {
+        response->set_name("convoy");
+        response->set_version(options_.server_version);
+        for (const char* extension : {"classification", "model_configuration", "model_repository",
+                                      "schedule_policy", "statistics"}) {
+          response->add_extensions(extension);
+        }
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelMetadata(Context* context,
-                                                          const inference::ModelMetadataRequest* request,
-                                                          inference::ModelMetadataResponse* response) {
-  absl::StatusOr<std::shared_ptr<ServedModel>> served = manager_->GetServedModel(request->name(), request->version());
-  if (!served.ok()) return Finish(context, served.status());
+absl::Status InferenceService::ModelMetadataOf(const ModelMetadataRequest& request, ModelMetadataResponse* response) {
+  absl::StatusOr<std::shared_ptr<ServedModel>> served = manager_->GetServedModel(request.name(), request.version());
+  if (!served.ok()) return served.status();
   const ServedModel& model = **served;
   response->set_name(model.name());
   for (const auto& other : manager_->ServedModels()) {
     if (other->name() == model.name()) response->add_versions(absl::StrCat(other->version()));
   }
   response->set_platform(PlatformName(model.config()));
-  auto fill = [](const runtime::TensorMetadata& t, inference::ModelMetadataResponse::TensorMetadata* out) {
-    out->set_name(t.name);
-    out->set_datatype(std::string(DataTypeName(t.datatype)));
-    for (int64_t d : t.dims) out->add_shape(d);
+  auto fill = [](const runtime::TensorMetadata& t, ModelMetadataResponse::TensorMetadata* tensor) {
+    tensor->set_name(t.name);
+    tensor->set_datatype(std::string(DataTypeName(t.datatype)));
+    for (int64_t d : t.dims) tensor->add_shape(d);
   };
-  for (const auto& t : model.runtime().inputs()) fill(t, response->add_inputs());
-  for (const auto& t : model.runtime().outputs()) fill(t, response->add_outputs());
-  return Finish(context, absl::OkStatus());
+  for (const auto& t : model.signature().inputs) fill(t, response->add_inputs());
+  for (const auto& t : model.signature().outputs) fill(t, response->add_outputs());
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const inference::ModelInferRequest* request,
-                                                       inference::ModelInferResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  StartInfer(*request, DeadlineOf(*context), [context] { return context->IsCancelled(); }, response,
-             [reactor](absl::Status status) { reactor->Finish(ToGrpcStatus(status)); });
-  return reactor;
+grpc::ServerUnaryReactor* InferenceService::ModelMetadata(Context* context, const Bytes* in, Bytes* out) {
+  return ServeNow<ModelMetadataRequest, ModelMetadataResponse>(
+      context, in, out, [this](const ModelMetadataRequest& request, ModelMetadataResponse* response) {
+        return ModelMetadataOf(request, response);
+      });
 }
 
-grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
-InferenceService::ModelStreamInfer(Context* context) {
+grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const Bytes* in, Bytes* out) {
+  return Serve<ModelInferRequest, ModelInferResponse>(
+      context, in, out, [this, context](const ModelInferRequest& request, ModelInferResponse* response, Done done) {
+        StartInfer(request, DeadlineOf(*context), [context] { return context->IsCancelled(); }, response,
+                   std::move(done));
+      });
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(Context* context) {
   return new StreamInferReactor(this, context);
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelConfig(Context* context, const inference::ModelConfigRequest* request,
-                                                        inference::ModelConfigResponse* response) {
-  absl::StatusOr<std::shared_ptr<ServedModel>> served = manager_->GetServedModel(request->name(), request->version());
-  if (!served.ok()) return Finish(context, served.status());
-  *response->mutable_config() = ToModelConfigProto(**served, options_.on_gpu);
-  return Finish(context, absl::OkStatus());
+grpc::ServerUnaryReactor* InferenceService::ModelConfig(Context* context, const Bytes* in, Bytes* out) {
+  return ServeNow<ModelConfigRequest, ModelConfigResponse>(
+      context, in, out, [this](const ModelConfigRequest& request, ModelConfigResponse* response) {
+        absl::StatusOr<std::shared_ptr<ServedModel>> served =
+            manager_->GetServedModel(request.name(), request.version());
+        if (!served.ok()) return served.status();
+        *response->mutable_config() = ToModelConfigProto(**served, options_.on_gpu);
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelStatistics(Context* context,
-                                                            const inference::ModelStatisticsRequest* request,
-                                                            inference::ModelStatisticsResponse* response) {
-  if (!request->name().empty()) {
+// An empty name asks for every model (a version then needs a name); a name asks for that model's READY versions.
+absl::Status InferenceService::StatisticsOf(const ModelStatisticsRequest& request,
+                                            ModelStatisticsResponse* response) {
+  if (request.name().empty() && !request.version().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("statistics for version '", request.version(),
+                                                   "' need a model name"));
+  }
+  if (!request.name().empty()) {
     absl::StatusOr<std::shared_ptr<ServedModel>> served =
-        manager_->GetServedModel(request->name(), request->version());
-    if (!served.ok()) return Finish(context, served.status());
+        manager_->GetServedModel(request.name(), request.version());
+    if (!served.ok()) return served.status();
   }
   for (const auto& model : manager_->ServedModels()) {
-    if (!request->name().empty() && model->name() != request->name()) continue;
-    if (!request->version().empty() && absl::StrCat(model->version()) != request->version()) continue;
+    if (!request.name().empty() && model->name() != request.name()) continue;
+    if (!request.version().empty() && absl::StrCat(model->version()) != request.version()) continue;
     FillStatistics(*model, response->add_model_stats());
   }
-  return Finish(context, absl::OkStatus());
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(Context* context,
-                                                            const inference::RepositoryIndexRequest* request,
-                                                            inference::RepositoryIndexResponse* response) {
-  for (const repository::ModelVersionStatus& status : manager_->Index()) {
-    if (request->ready() && status.state != repository::ModelState::kReady) continue;
-    auto* entry = response->add_models();
-    entry->set_name(status.model);
-    entry->set_version(status.version > 0 ? absl::StrCat(status.version) : "");
-    entry->set_state(repository::ModelStateName(status.state));
-    entry->set_reason(status.reason);
+grpc::ServerUnaryReactor* InferenceService::ModelStatistics(Context* context, const Bytes* in, Bytes* out) {
+  return ServeNow<ModelStatisticsRequest, ModelStatisticsResponse>(
+      context, in, out, [this](const ModelStatisticsRequest& request, ModelStatisticsResponse* response) {
+        return StatisticsOf(request, response);
+      });
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(Context* context, const Bytes* in, Bytes* out) {
+  return ServeNow<RepositoryIndexRequest, RepositoryIndexResponse>(
+      context, in, out, [this](const RepositoryIndexRequest& request, RepositoryIndexResponse* response) {
+        for (const repository::ModelVersionStatus& status : manager_->Index()) {
+          if (request.ready() && status.state != repository::ModelState::kReady) continue;
+          auto* entry = response->add_models();
+          entry->set_name(status.model);
+          entry->set_version(status.version > 0 ? absl::StrCat(status.version) : "");
+          entry->set_state(repository::ModelStateName(status.state));
+          entry->set_reason(status.reason);
+        }
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(Context* context, const Bytes* in, Bytes* out) {
+  return Serve<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(
+      context, in, out, [this](const RepositoryModelLoadRequest& request, RepositoryModelLoadResponse*, Done done) {
+        RunOnAdminThread([this, done, model = request.model_name()] { done(manager_->LoadModel(model)); });
+      });
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(Context* context, const Bytes* in, Bytes* out) {
+  return Serve<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>(
+      context, in, out,
+      [this](const RepositoryModelUnloadRequest& request, RepositoryModelUnloadResponse*, Done done) {
+        RunOnAdminThread([this, done, model = request.model_name()] { done(manager_->UnloadModel(model)); });
+      });
+}
+
+#define CONVOY_UNIMPLEMENTED_RPC(rpc)                                                                       \
+  grpc::ServerUnaryReactor* InferenceService::rpc(Context* context, const Bytes*, Bytes*) {                  \
+    return Unimplemented(context, #rpc);                                                                    \
   }
-  return Finish(context, absl::OkStatus());
-}
-
-grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(Context* context,
-                                                                const inference::RepositoryModelLoadRequest* request,
-                                                                inference::RepositoryModelLoadResponse*) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  RunOnAdminThread([this, reactor, model = request->model_name()] {
-    reactor->Finish(ToGrpcStatus(manager_->LoadModel(model)));
-  });
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
-    Context* context, const inference::RepositoryModelUnloadRequest* request,
-    inference::RepositoryModelUnloadResponse*) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  RunOnAdminThread([this, reactor, model = request->model_name()] {
-    reactor->Finish(ToGrpcStatus(manager_->UnloadModel(model)));
-  });
-  return reactor;
-}
+CONVOY_UNIMPLEMENTED_RPC(SystemSharedMemoryStatus)
+CONVOY_UNIMPLEMENTED_RPC(SystemSharedMemoryRegister)
+CONVOY_UNIMPLEMENTED_RPC(SystemSharedMemoryUnregister)
+CONVOY_UNIMPLEMENTED_RPC(CudaSharedMemoryStatus)
+CONVOY_UNIMPLEMENTED_RPC(CudaSharedMemoryRegister)
+CONVOY_UNIMPLEMENTED_RPC(CudaSharedMemoryUnregister)
+CONVOY_UNIMPLEMENTED_RPC(TraceSetting)
+CONVOY_UNIMPLEMENTED_RPC(LogSettings)
+#undef CONVOY_UNIMPLEMENTED_RPC
 
 }  // namespace convoy::grpc_server

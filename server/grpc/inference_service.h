@@ -1,8 +1,14 @@
 // InferenceService: inference.GRPCInferenceService (KServe v2 / Triton) on gRPC's callback API: no thread per call.
 // Handlers are thin: look the model up in the ModelManager, decode and validate (infer_codec.h), queue on the
 // model's batcher, and finish the call from the completion. Errors use canonical codes (NOT_FOUND unknown model or
-// version, INVALID_ARGUMENT bad tensors, UNAVAILABLE not ready / queue full / shutting down, DEADLINE_EXCEEDED,
-// CANCELLED), converted in grpc_status_util.cc. docs/server.md lists every RPC.
+// version, INVALID_ARGUMENT bad tensors, names or malformed messages, UNAVAILABLE not ready / queue full / shutting
+// down, DEADLINE_EXCEEDED, CANCELLED), converted in grpc_status_util.cc. docs/server.md lists every RPC and every
+// bad input with its status.
+//
+// Every method is registered with raw byte buffers and parses its own request: gRPC's callback API answers a
+// request it cannot parse with UNIMPLEMENTED and no message, which tells a client nothing. Here a malformed message
+// gets INVALID_ARGUMENT naming the message type and its size, and on ModelStreamInfer it is answered inline like any
+// other bad request on the stream, which stays open.
 //
 // Deadlines and cancellation: a request whose client deadline passes or whose call is cancelled while it waits in
 // the queue leaves the queue without running. Model control RPCs (load/unload) run on one admin thread so they
@@ -18,13 +24,33 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "kernels/common/mutex.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/repository/model_manager.h"
 
 namespace convoy::grpc_server {
 
-class InferenceService final : public inference::GRPCInferenceService::CallbackService {
+namespace raw_methods {
+using S = inference::GRPCInferenceService;
+// Every method of the service with byte-buffer requests and responses (the order does not matter).
+using RawService = S::WithRawCallbackMethod_ServerLive<S::WithRawCallbackMethod_ServerReady<
+    S::WithRawCallbackMethod_ModelReady<S::WithRawCallbackMethod_ServerMetadata<
+        S::WithRawCallbackMethod_ModelMetadata<S::WithRawCallbackMethod_ModelInfer<
+            S::WithRawCallbackMethod_ModelStreamInfer<S::WithRawCallbackMethod_ModelConfig<
+                S::WithRawCallbackMethod_ModelStatistics<S::WithRawCallbackMethod_RepositoryIndex<
+                    S::WithRawCallbackMethod_RepositoryModelLoad<S::WithRawCallbackMethod_RepositoryModelUnload<
+                        S::WithRawCallbackMethod_SystemSharedMemoryStatus<
+                            S::WithRawCallbackMethod_SystemSharedMemoryRegister<
+                                S::WithRawCallbackMethod_SystemSharedMemoryUnregister<
+                                    S::WithRawCallbackMethod_CudaSharedMemoryStatus<
+                                        S::WithRawCallbackMethod_CudaSharedMemoryRegister<
+                                            S::WithRawCallbackMethod_CudaSharedMemoryUnregister<
+                                                S::WithRawCallbackMethod_TraceSetting<
+                                                    S::WithRawCallbackMethod_LogSettings<S::Service>>>>>>>>>>>>>>>>>>>>;
+}  // namespace raw_methods
+
+class InferenceService final : public raw_methods::RawService {
  public:
   struct Options {
     repository::ModelManager* manager = nullptr;  // required; not owned
@@ -41,28 +67,36 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
 
   using Unary = grpc::ServerUnaryReactor;
   using Context = grpc::CallbackServerContext;
-  Unary* ServerLive(Context* context, const inference::ServerLiveRequest*, inference::ServerLiveResponse*) override;
-  Unary* ServerReady(Context* context, const inference::ServerReadyRequest*,
-                     inference::ServerReadyResponse*) override;
-  Unary* ModelReady(Context* context, const inference::ModelReadyRequest*, inference::ModelReadyResponse*) override;
-  Unary* ServerMetadata(Context* context, const inference::ServerMetadataRequest*,
-                        inference::ServerMetadataResponse*) override;
-  Unary* ModelMetadata(Context* context, const inference::ModelMetadataRequest*,
-                       inference::ModelMetadataResponse*) override;
-  Unary* ModelInfer(Context* context, const inference::ModelInferRequest*, inference::ModelInferResponse*) override;
-  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
-      Context* context) override;
-  Unary* ModelConfig(Context* context, const inference::ModelConfigRequest*, inference::ModelConfigResponse*) override;
-  Unary* ModelStatistics(Context* context, const inference::ModelStatisticsRequest*,
-                         inference::ModelStatisticsResponse*) override;
-  Unary* RepositoryIndex(Context* context, const inference::RepositoryIndexRequest*,
-                         inference::RepositoryIndexResponse*) override;
-  Unary* RepositoryModelLoad(Context* context, const inference::RepositoryModelLoadRequest*,
-                             inference::RepositoryModelLoadResponse*) override;
-  Unary* RepositoryModelUnload(Context* context, const inference::RepositoryModelUnloadRequest*,
-                               inference::RepositoryModelUnloadResponse*) override;
+  using Bytes = grpc::ByteBuffer;
+  Unary* ServerLive(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* ServerReady(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* ModelReady(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* ServerMetadata(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* ModelMetadata(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* ModelInfer(Context* context, const Bytes* request, Bytes* response) override;
+  grpc::ServerBidiReactor<Bytes, Bytes>* ModelStreamInfer(Context* context) override;
+  Unary* ModelConfig(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* ModelStatistics(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* RepositoryIndex(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* RepositoryModelLoad(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* RepositoryModelUnload(Context* context, const Bytes* request, Bytes* response) override;
+  // Shared memory, trace and log settings: UNIMPLEMENTED, naming the RPC.
+  Unary* SystemSharedMemoryStatus(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* SystemSharedMemoryRegister(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* SystemSharedMemoryUnregister(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* CudaSharedMemoryStatus(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* CudaSharedMemoryRegister(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* CudaSharedMemoryUnregister(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* TraceSetting(Context* context, const Bytes* request, Bytes* response) override;
+  Unary* LogSettings(Context* context, const Bytes* request, Bytes* response) override;
 
  private:
+  // The typed handlers: fill the response, return the outcome.
+  absl::Status ModelMetadataOf(const inference::ModelMetadataRequest& request,
+                               inference::ModelMetadataResponse* response);
+  absl::Status StatisticsOf(const inference::ModelStatisticsRequest& request,
+                            inference::ModelStatisticsResponse* response);
+
   // Runs `task` on the admin thread (model loads and unloads can take seconds).
   void RunOnAdminThread(std::function<void()> task);
   void AdminLoop();
@@ -77,6 +111,9 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
 
 // A client deadline as absl::Time (InfiniteFuture when the client set none).
 absl::Time DeadlineOf(const grpc::CallbackServerContext& context);
+
+// `bytes` parsed as `message`; INVALID_ARGUMENT naming the message type and the size when they are not one.
+absl::Status ParseMessage(const grpc::ByteBuffer& bytes, google::protobuf::Message* message);
 
 }  // namespace convoy::grpc_server
 

@@ -1,5 +1,7 @@
 #include "server/grpc/model_config_proto.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace convoy::grpc_server {
 namespace {
 
@@ -31,7 +33,17 @@ void AddDynamicBatching(const repository::ServedModel& model, inference::ModelCo
   const batching::BatchingPolicy& policy = model.policy();
   inference::ModelDynamicBatching* db = config.mutable_dynamic_batching();
   for (int64_t size : policy.preferred_batch_sizes) db->add_preferred_batch_size(static_cast<int32_t>(size));
-  db->set_max_queue_delay_microseconds(static_cast<uint64_t>(absl::ToInt64Microseconds(policy.max_queue_delay)));
+  // An adaptive policy without a cap on its holds has no delay to report (Triton's field has no "unbounded").
+  if (policy.max_queue_delay != absl::InfiniteDuration()) {
+    db->set_max_queue_delay_microseconds(static_cast<uint64_t>(absl::ToInt64Microseconds(policy.max_queue_delay)));
+  }
+  // Triton's ModelDynamicBatching knows only the fixed delay: the policy travels in the config's parameters.
+  (*config.mutable_parameters())["dynamic_batching.policy"].set_string_value(
+      batching::BatchFormationName(policy.formation));
+  if (policy.target_latency > absl::ZeroDuration()) {
+    (*config.mutable_parameters())["dynamic_batching.target_latency_microseconds"].set_string_value(
+        absl::StrCat(absl::ToInt64Microseconds(policy.target_latency)));
+  }
   db->set_preserve_ordering(policy.preserve_ordering);
   db->set_priority_levels(policy.priority_levels);
   db->set_default_priority_level(policy.default_priority_level);

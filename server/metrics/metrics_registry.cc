@@ -61,6 +61,24 @@ void MetricsRegistry::RegisterFamilies() {
                                   "Batch size of each model execution (sum of its requests' batch sizes)", r);
   families_.load_duration = Register(BuildHistogram(), "convoy_model_load_duration_seconds",
                                      "Time to load a model version (import, optimize, plan, tune), seconds", r);
+  families_.batcher_policy = Register(BuildGauge(), "convoy_batcher_policy",
+                                      "1 for the dynamic batching policy of the version: fixed, adaptive or none", r);
+  families_.batcher_target_latency = Register(BuildGauge(), "convoy_batcher_target_latency_seconds",
+                                              "The adaptive policy's p99 queue + compute target, seconds (0: none)", r);
+  families_.batcher_wait = Register(BuildGauge(), "convoy_batcher_wait_seconds",
+                                    "How long the policy held the latest batch open for more requests, seconds", r);
+  families_.batcher_arrivals = Register(BuildGauge(), "convoy_batcher_arrivals_per_second",
+                                        "Request arrival rate over the last 64 arrivals, requests per second", r);
+  families_.batcher_clients = Register(BuildGauge(), "convoy_batcher_clients",
+                                       "Estimated concurrent clients: requests queued or running plus clients "
+                                       "answered and expected back", r);
+  families_.batcher_return_time = Register(BuildGauge(), "convoy_batcher_return_seconds",
+                                           "Mean time from a response to that client's next request, seconds", r);
+  families_.batcher_batch_limit = Register(BuildGauge(), "convoy_batcher_batch_limit",
+                                           "Largest batch the latency target allows now (max_batch_size without one)",
+                                           r);
+  families_.batcher_execution = Register(BuildGauge(), "convoy_batcher_execution_seconds",
+                                         "Estimated execution time of a batch, by measured batch size, seconds", r);
 }
 
 absl::StatusOr<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(const Options& options) {

@@ -77,7 +77,15 @@ ModelMetricsReporter::ModelMetricsReporter(const ModelMetricFamilies& families, 
           families.compute_latency->Add({{"model", model_}, {"version", version_}}, LatencyBucketsSeconds())),
       batch_size_(families.batch_size->Add({{"model", model_}, {"version", version_}}, BatchSizeBuckets())),
       load_duration_(
-          families.load_duration->Add({{"model", model_}, {"version", version_}}, LoadTimeBucketsSeconds())) {}
+          families.load_duration->Add({{"model", model_}, {"version", version_}}, LoadTimeBucketsSeconds())),
+      batcher_policy_family_(families.batcher_policy),
+      batcher_execution_family_(families.batcher_execution),
+      batcher_target_latency_(families.batcher_target_latency->Add({{"model", model_}, {"version", version_}})),
+      batcher_wait_(families.batcher_wait->Add({{"model", model_}, {"version", version_}})),
+      batcher_arrivals_(families.batcher_arrivals->Add({{"model", model_}, {"version", version_}})),
+      batcher_clients_(families.batcher_clients->Add({{"model", model_}, {"version", version_}})),
+      batcher_return_time_(families.batcher_return_time->Add({{"model", model_}, {"version", version_}})),
+      batcher_batch_limit_(families.batcher_batch_limit->Add({{"model", model_}, {"version", version_}})) {}
 
 ModelMetricsReporter::~ModelMetricsReporter() { pending_requests_.Set(0); }
 
@@ -121,5 +129,27 @@ void ModelMetricsReporter::SetPendingRequests(int64_t pending) {
 }
 
 void ModelMetricsReporter::RecordModelLoad(absl::Duration load_time) { load_duration_.Observe(Seconds(load_time)); }
+
+void ModelMetricsReporter::SetBatchingPolicy(const std::string& policy, absl::Duration target_latency) {
+  batcher_policy_family_->Add({{"model", model_}, {"version", version_}, {"policy", policy}}).Set(1);
+  batcher_target_latency_.Set(Seconds(target_latency));
+}
+
+void ModelMetricsReporter::SetBatcherEstimates(const BatcherEstimateValues& estimates) {
+  batcher_arrivals_.Set(estimates.arrivals_per_second);
+  batcher_clients_.Set(estimates.clients);
+  batcher_return_time_.Set(estimates.return_time ? Seconds(*estimates.return_time) : 0.0);
+  batcher_wait_.Set(Seconds(estimates.wait));
+  batcher_batch_limit_.Set(static_cast<double>(estimates.batch_limit));
+  convoy::MutexLock lock(&execution_mu_);
+  for (const auto& [batch_size, time] : estimates.execution_time) {
+    prometheus::Gauge*& gauge = batcher_execution_[batch_size];
+    if (gauge == nullptr) {
+      gauge = &batcher_execution_family_->Add(
+          {{"model", model_}, {"version", version_}, {"batch_size", std::to_string(batch_size)}});
+    }
+    gauge->Set(Seconds(time));
+  }
+}
 
 }  // namespace convoy::metrics

@@ -5,16 +5,22 @@
 //   reporter->RecordSuccess({.batch_size = 4, .request = total, .queue = queued, .compute_infer = infer});
 //   reporter->RecordBatchExecution(/*batch_size=*/16, input + infer + output);
 //   reporter->RecordFailure(FailureReasonFromStatus(status));
+//   reporter->SetBatchingPolicy("adaptive", absl::Milliseconds(50));   // once, when the batcher starts
+//   reporter->SetBatcherEstimates({.arrivals_per_second = 180, .clients = 16, ...});  // after each batch
 //
 // Thread-safe (prometheus-cpp metrics are). A reporter must not outlive the MetricsRegistry it came from.
 #ifndef CONVOY_SERVER_METRICS_MODEL_METRICS_REPORTER_H_
 #define CONVOY_SERVER_METRICS_MODEL_METRICS_REPORTER_H_
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "kernels/common/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -46,6 +52,17 @@ struct RequestTimings {
   absl::Duration compute_output = absl::ZeroDuration(); // splitting and copying outputs
 };
 
+// What the dynamic batcher's policy has learned about the load (server/batching/batch_queue.h, BatcherEstimates),
+// in the metrics' terms.
+struct BatcherEstimateValues {
+  double arrivals_per_second = 0;
+  double clients = 0;                                 // queued or running, plus clients out expected back
+  std::optional<absl::Duration> return_time;          // response to that client's next request; unknown at first
+  absl::Duration wait = absl::ZeroDuration();         // how long the policy held the latest batch for company
+  int64_t batch_limit = 0;                            // the largest batch the latency target allows now
+  std::map<int64_t, absl::Duration> execution_time;   // by measured batch size
+};
+
 // The metric families a reporter writes into; owned by MetricsRegistry.
 struct ModelMetricFamilies {
   prometheus::Family<prometheus::Counter>* request_success;
@@ -63,6 +80,14 @@ struct ModelMetricFamilies {
   prometheus::Family<prometheus::Histogram>* compute_latency;
   prometheus::Family<prometheus::Histogram>* batch_size;
   prometheus::Family<prometheus::Histogram>* load_duration;
+  prometheus::Family<prometheus::Gauge>* batcher_policy;
+  prometheus::Family<prometheus::Gauge>* batcher_target_latency;
+  prometheus::Family<prometheus::Gauge>* batcher_wait;
+  prometheus::Family<prometheus::Gauge>* batcher_arrivals;
+  prometheus::Family<prometheus::Gauge>* batcher_clients;
+  prometheus::Family<prometheus::Gauge>* batcher_return_time;
+  prometheus::Family<prometheus::Gauge>* batcher_batch_limit;
+  prometheus::Family<prometheus::Gauge>* batcher_execution;
 };
 
 class ModelMetricsReporter {
@@ -84,6 +109,11 @@ class ModelMetricsReporter {
   void RecordBatchExecution(int64_t batch_size, absl::Duration compute);
   void SetPendingRequests(int64_t pending);
   void RecordModelLoad(absl::Duration load_time);
+  // The batching policy of this version ("fixed", "adaptive", or "none" without dynamic batching) and its latency
+  // target (zero: none): convoy_batcher_policy{policy=...} is 1 for it.
+  void SetBatchingPolicy(const std::string& policy, absl::Duration target_latency);
+  // The policy's estimates now; an execution series appears for each batch size once it was measured.
+  void SetBatcherEstimates(const BatcherEstimateValues& estimates);
 
  private:
   const std::string model_;
@@ -106,6 +136,16 @@ class ModelMetricsReporter {
   prometheus::Histogram& compute_latency_;
   prometheus::Histogram& batch_size_;
   prometheus::Histogram& load_duration_;
+  prometheus::Family<prometheus::Gauge>* const batcher_policy_family_;
+  prometheus::Family<prometheus::Gauge>* const batcher_execution_family_;
+  prometheus::Gauge& batcher_target_latency_;
+  prometheus::Gauge& batcher_wait_;
+  prometheus::Gauge& batcher_arrivals_;
+  prometheus::Gauge& batcher_clients_;
+  prometheus::Gauge& batcher_return_time_;
+  prometheus::Gauge& batcher_batch_limit_;
+  convoy::Mutex execution_mu_;
+  std::map<int64_t, prometheus::Gauge*> batcher_execution_ ABSL_GUARDED_BY(execution_mu_);  // by batch size
 };
 
 }  // namespace convoy::metrics

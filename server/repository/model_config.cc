@@ -131,14 +131,38 @@ absl::StatusOr<QueuePolicy> ParseQueuePolicy(const YamlMap& m) {
   return q;
 }
 
+// policy and target_latency_microseconds: the fixed delay (Triton's) or the adaptive policy with its target.
+absl::Status ParseBatchingPolicy(const YamlMap& m, DynamicBatchingConfig& d) {
+  CONVOY_ASSIGN_OR_RETURN(d.policy, EnumField(m, "policy",
+                                              EnumNames<BatchingPolicyKind>{{"fixed", BatchingPolicyKind::kFixed},
+                                                                            {"adaptive", BatchingPolicyKind::kAdaptive}},
+                                              BatchingPolicyKind::kFixed));
+  CONVOY_ASSIGN_OR_RETURN(d.target_latency_microseconds, m.Int("target_latency_microseconds", 0));
+  const bool adaptive = d.policy == BatchingPolicyKind::kAdaptive;
+  if (m.Has("target_latency_microseconds")) {
+    if (!adaptive) return m.Error("target_latency_microseconds", "needs policy: adaptive");
+    if (d.target_latency_microseconds < 1) {
+      return m.Error("target_latency_microseconds", absl::StrCat("must be >= 1 (leave it out for no target), got ",
+                                                                 d.target_latency_microseconds));
+    }
+  }
+  if (adaptive && !d.preferred_batch_size.empty()) {
+    return m.Error("preferred_batch_size", "is not used by policy: adaptive (it measures the execution time of every "
+                                           "batch size); remove it, or use policy: fixed");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DynamicBatchingConfig> ParseDynamicBatching(const YamlMap& m) {
-  CONVOY_RETURN_IF_ERROR(m.CheckFields({"preferred_batch_size", "max_queue_delay_microseconds", "preserve_ordering",
-                                        "priority_levels", "default_priority_level", "default_queue_policy",
-                                        "priority_queue_policy"}));
+  CONVOY_RETURN_IF_ERROR(m.CheckFields({"policy", "target_latency_microseconds", "preferred_batch_size",
+                                        "max_queue_delay_microseconds", "preserve_ordering", "priority_levels",
+                                        "default_priority_level", "default_queue_policy", "priority_queue_policy"}));
   DynamicBatchingConfig d;
   CONVOY_ASSIGN_OR_RETURN(d.preferred_batch_size, m.IntList("preferred_batch_size", std::vector<int64_t>{}));
   CONVOY_RETURN_IF_ERROR(PositiveList(m, "preferred_batch_size", d.preferred_batch_size));
+  CONVOY_RETURN_IF_ERROR(ParseBatchingPolicy(m, d));
   CONVOY_ASSIGN_OR_RETURN(d.max_queue_delay_microseconds, m.Int("max_queue_delay_microseconds", 0));
+  d.max_queue_delay_given = m.Has("max_queue_delay_microseconds");
   if (d.max_queue_delay_microseconds < 0) return m.Error("max_queue_delay_microseconds", "must be >= 0");
   CONVOY_ASSIGN_OR_RETURN(d.preserve_ordering, m.Bool("preserve_ordering", false));
   CONVOY_ASSIGN_OR_RETURN(d.priority_levels, m.Int("priority_levels", 0));

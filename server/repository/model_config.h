@@ -23,6 +23,7 @@ enum class ModelFormat { kConvoy, kOnnx };
 enum class TensorDataType { kFp32, kFp16, kBf16, kUint8, kInt64 };
 enum class TensorLayout { kNchw, kNhwc };
 enum class TimeoutAction { kReject, kDelay };
+enum class BatchingPolicyKind { kFixed, kAdaptive };
 enum class InstanceKind { kAuto, kGpu, kCpu };
 enum class Precision { kFp32, kTf32, kFp16, kBf16, kAuto };  // auto: bf16 on CPUs with AMX/AVX512-BF16, else fp32
 enum class AlgorithmSelection { kHeuristic, kTune };
@@ -55,8 +56,11 @@ struct QueuePolicy {
 };
 
 struct DynamicBatchingConfig {
+  BatchingPolicyKind policy = BatchingPolicyKind::kFixed;
+  int64_t target_latency_microseconds = 0;  // adaptive only; 0 = no target
   std::vector<int64_t> preferred_batch_size;
   int64_t max_queue_delay_microseconds = 0;
+  bool max_queue_delay_given = false;  // adaptive: absent means the hold has no cap of its own
   bool preserve_ordering = false;
   int64_t priority_levels = 0;  // 0 = priorities off
   int64_t default_priority_level = 0;

@@ -120,7 +120,49 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"syntax error", "max_batch_size: 16", "max_batch_size: [16", "YAML syntax error"},
         BadCase{"duplicate tensor", "{name: logits, dims: [1000], labels: labels.txt}",
                 "{name: logits, dims: [1]}\n  - {name: logits, dims: [2]}", "duplicate name 'logits'"},
-        BadCase{"bool field", "cuda_graphs: true", "cuda_graphs: yes please", "expected true or false"}));
+        BadCase{"bool field", "cuda_graphs: true", "cuda_graphs: yes please", "expected true or false"},
+        BadCase{"unknown batching policy", "preserve_ordering: true", "preserve_ordering: true\n  policy: smart",
+                "dynamic_batching.policy: expected one of fixed, adaptive, got 'smart'"},
+        BadCase{"latency target with the fixed policy", "preserve_ordering: true",
+                "preserve_ordering: true\n  target_latency_microseconds: 5000",
+                "dynamic_batching.target_latency_microseconds: needs policy: adaptive"},
+        BadCase{"preferred sizes with the adaptive policy", "preserve_ordering: true",
+                "preserve_ordering: true\n  policy: adaptive",
+                "dynamic_batching.preferred_batch_size: is not used by policy: adaptive"}));
+
+constexpr char kAdaptiveConfig[] = R"(name: m
+format: onnx
+max_batch_size: 16
+inputs: [{name: x, dims: [3]}]
+outputs: [{name: y, dims: [2]}]
+dynamic_batching:
+  policy: Adaptive
+  target_latency_microseconds: 25000
+)";
+
+TEST(ModelConfigTest, ParsesTheAdaptivePolicy) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelConfig c, ParseModelConfigText(kAdaptiveConfig, "config.yaml"));
+  ASSERT_TRUE(c.dynamic_batching.has_value());
+  EXPECT_EQ(c.dynamic_batching->policy, BatchingPolicyKind::kAdaptive);
+  EXPECT_EQ(c.dynamic_batching->target_latency_microseconds, 25000);
+  EXPECT_FALSE(c.dynamic_batching->max_queue_delay_given);
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelConfig fixed, ParseModelConfigText(kFullConfig, "config.yaml"));
+  EXPECT_EQ(fixed.dynamic_batching->policy, BatchingPolicyKind::kFixed) << "fixed is the default";
+  EXPECT_TRUE(fixed.dynamic_batching->max_queue_delay_given);
+  std::string capped = kAdaptiveConfig;
+  capped += "  max_queue_delay_microseconds: 0\n";
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelConfig c2, ParseModelConfigText(capped, "config.yaml"));
+  EXPECT_TRUE(c2.dynamic_batching->max_queue_delay_given);
+}
+
+TEST(ModelConfigTest, RejectsATargetBelowOneMicrosecondWithItsLine) {
+  std::string text = kAdaptiveConfig;
+  text.replace(text.find("25000"), 5, "0");
+  EXPECT_THAT(ParseModelConfigText(text, "m/config.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("m/config.yaml:8:32: dynamic_batching.target_latency_microseconds: must be >= 1 "
+                                 "(leave it out for no target), got 0")));
+}
 
 TEST(ModelConfigTest, ReportsLineAndColumnOfTheBadValue) {
   EXPECT_THAT(ParseModelConfigText("name: m\nformat: onnx\nmax_batch_size: lots\n", "c.yaml"),

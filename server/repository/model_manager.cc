@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
+#include "server/repository/model_names.h"
 
 namespace convoy::repository {
 namespace {
@@ -31,8 +32,19 @@ std::string ReadText(const std::string& path) {
   return text.str();
 }
 
-std::string ModelNotFound(absl::string_view model) {
-  return absl::StrCat("unknown model '", model, "'");
+std::string ModelNotFound(absl::string_view model) { return absl::StrCat("unknown model ", QuoteClientString(model)); }
+
+// A request's version string: empty (the newest READY version) or a positive decimal number.
+absl::StatusOr<int64_t> ParseVersion(absl::string_view model, absl::string_view version) {
+  int64_t number = 0;
+  const bool digits = !version.empty() && version.size() <= 18 &&
+                      std::all_of(version.begin(), version.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || !absl::SimpleAtoi(version, &number) || number < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", model, "': version ", QuoteClientString(version),
+                                                   " is not a version number (expected a positive integer, or "
+                                                   "empty for the newest ready version)"));
+  }
+  return number;
 }
 
 }  // namespace
@@ -127,11 +139,26 @@ absl::Status ModelManager::ApplyScan(const ScannedModel& scanned, bool retry_fai
         tasks.push_back({scanned.name, scanned.directory, scanned.config, version, fingerprint});
       }
     }
+  }
+  NotifyListeners();
+  absl::Status loaded = RunLoads(tasks);
+  {
+    // Versions the scan no longer selects (an older one once a new version appears, with `latest: 1`) kept serving
+    // while the selected ones loaded, so a new version takes over without a gap; they retire now, unless none of
+    // the selected versions is READY (a new version that failed to load leaves the old one serving).
+    convoy::MutexLock lock(&mu_);
+    ModelSlot& slot = models_[scanned.name];
+    auto selected = [&](int64_t number) {
+      return scanned.status.ok() && std::any_of(scanned.versions.begin(), scanned.versions.end(),
+                                                [&](const ModelVersion& v) { return v.version == number; });
+    };
+    const bool selected_ready = std::any_of(slot.versions.begin(), slot.versions.end(), [&](const auto& entry) {
+      return selected(entry.first) && entry.second.state == ModelState::kReady;
+    });
     for (auto it = slot.versions.begin(); it != slot.versions.end();) {
-      const bool selected = scanned.status.ok() &&
-                            std::any_of(scanned.versions.begin(), scanned.versions.end(),
-                                        [&](const ModelVersion& v) { return v.version == it->first; });
-      if (selected) {
+      const bool keep = selected(it->first) || (!selected_ready && scanned.status.ok() &&
+                                                it->second.state == ModelState::kReady);
+      if (keep) {
         ++it;
         continue;
       }
@@ -139,8 +166,6 @@ absl::Status ModelManager::ApplyScan(const ScannedModel& scanned, bool retry_fai
       it = slot.versions.erase(it);
     }
   }
-  NotifyListeners();
-  absl::Status loaded = RunLoads(tasks);
   absl::Status drained = DrainAll(std::move(retired), absl::Now() + options_.drain_timeout);
   NotifyListeners();
   if (!scanned.status.ok()) return scanned.status;
@@ -253,6 +278,7 @@ absl::Status ModelManager::RetireModel(const std::string& model, const std::stri
 
 absl::StatusOr<std::shared_ptr<ServedModel>> ModelManager::GetServedModel(absl::string_view model,
                                                                           absl::string_view version) const {
+  if (model.empty()) return absl::InvalidArgumentError("the request names no model (model name is empty)");
   convoy::MutexLock lock(&mu_);
   if (shutting_down_) return absl::UnavailableError("the server is shutting down");
   auto it = models_.find(std::string(model));
@@ -270,9 +296,9 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelManager::GetServedModel(absl::
     return absl::UnavailableError(absl::StrCat("model '", model, "' is not ready", why.empty() ? "" : " (",
                                                why, why.empty() ? "" : ")"));
   }
-  int64_t number = 0;
-  if (!absl::SimpleAtoi(version, &number) || slot.versions.count(number) == 0) {
-    return absl::NotFoundError(absl::StrCat("model '", model, "' has no version '", version, "'"));
+  CONVOY_ASSIGN_OR_RETURN(const int64_t number, ParseVersion(model, version));
+  if (slot.versions.count(number) == 0) {
+    return absl::NotFoundError(absl::StrCat("model '", model, "' has no version '", number, "'"));
   }
   const VersionSlot& v = slot.versions.at(number);
   if (v.state != ModelState::kReady) {
@@ -350,10 +376,11 @@ absl::Status ModelManager::LoadModel(const std::string& model) {
     return absl::UnavailableError("explicit model load / unload is not allowed if polling is enabled or the "
                                   "model control mode is none (start with --model_control_mode=explicit)");
   }
+  CONVOY_RETURN_IF_ERROR(CheckModelName(model));
   convoy::MutexLock control(&control_mu_);
   const std::string directory = options_.repository_path + "/" + model;
   std::error_code error;
-  if (model.empty() || model.find('/') != std::string::npos || !fs::is_directory(directory, error)) {
+  if (!fs::is_directory(directory, error)) {
     return absl::NotFoundError(absl::StrCat("failed to load '", model, "': no such model in the repository ",
                                             options_.repository_path));
   }
@@ -365,6 +392,7 @@ absl::Status ModelManager::UnloadModel(const std::string& model) {
     return absl::UnavailableError("explicit model load / unload is not allowed if polling is enabled or the "
                                   "model control mode is none (start with --model_control_mode=explicit)");
   }
+  CONVOY_RETURN_IF_ERROR(CheckModelName(model));
   convoy::MutexLock control(&control_mu_);
   return RetireModel(model, "unloaded");
 }

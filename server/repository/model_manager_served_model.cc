@@ -48,6 +48,12 @@ batching::BatchingPolicy PolicyFromConfig(const ModelConfig& config, const std::
   const DynamicBatchingConfig& db = *config.dynamic_batching;
   policy.preferred_batch_sizes = db.preferred_batch_size;
   policy.max_queue_delay = absl::Microseconds(db.max_queue_delay_microseconds);
+  if (db.policy == BatchingPolicyKind::kAdaptive) {
+    policy.formation = batching::BatchFormation::kAdaptive;
+    policy.target_latency = absl::Microseconds(db.target_latency_microseconds);
+    // With the adaptive policy the delay only caps its holds; absent, it has no cap of its own.
+    if (!db.max_queue_delay_given) policy.max_queue_delay = absl::InfiniteDuration();
+  }
   policy.preserve_ordering = db.preserve_ordering;
   policy.priority_levels = static_cast<uint64_t>(db.priority_levels);
   policy.default_priority_level = static_cast<uint64_t>(db.default_priority_level);
@@ -150,6 +156,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const Options& op
   runtime_options.device = options.device;
   runtime_options.log = options.load_log;
   CONVOY_ASSIGN_OR_RETURN(model->runtime_, runtime::ModelRuntime::Create(runtime_options));
+  model->signature_ = model->runtime_->signature();
+  model->signature_.name = model->name_;  // the name clients use (the repository folder)
   CONVOY_RETURN_IF_ERROR(model->LoadLabels(options));
   CONVOY_RETURN_IF_ERROR(model->StartBatcher(options));
   model->load_time_ = absl::Now() - start;
@@ -189,13 +197,16 @@ absl::Status ServedModel::StartBatcher(const Options& options) {
     }
     instances.push_back(std::move(instance));
   }
+  const batching::BatchingPolicy policy = PolicyFromConfig(config_, name_);
   if (options.metrics != nullptr) {
     reporter_ = options.metrics->ForModel(name_, absl::StrCat(version_));
+    reporter_->SetBatchingPolicy(policy.dynamic_batching ? batching::BatchFormationName(policy.formation) : "none",
+                                 policy.target_latency);
     observer_ = std::make_unique<batching::BatchMetricsObserver>(reporter_.get());
   }
   executor_ = std::make_unique<Executor>(this, std::move(instances));
   batching::DynamicBatcher::Options batcher_options;
-  batcher_options.policy = PolicyFromConfig(config_, name_);
+  batcher_options.policy = policy;
   batcher_options.instance_count = static_cast<int>(instance_count);
   batcher_options.executor = executor_.get();
   batcher_options.clock = clock_;

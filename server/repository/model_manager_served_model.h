@@ -30,21 +30,11 @@
 #include "server/batching/clock.h"
 #include "server/batching/dynamic_batcher.h"
 #include "server/metrics/metrics_registry.h"
+#include "server/repository/inference_payload.h"
 #include "server/repository/model_config.h"
 #include "server/runtime/model_runtime.h"
 
 namespace convoy::repository {
-
-// A decoded request: its inputs in the model's input order, each batch_size x the input's item bytes in the
-// input's datatype. The executor fills `outputs` (model output order) and the timings of the batch it ran in.
-struct InferencePayload : public batching::BatchPayload {
-  int64_t batch_size = 1;  // 1 for a model without batching
-  std::vector<HostBuffer> inputs;
-  std::vector<HostBuffer> outputs;
-  absl::Duration compute_input = absl::ZeroDuration();
-  absl::Duration compute_infer = absl::ZeroDuration();
-  absl::Duration compute_output = absl::ZeroDuration();
-};
 
 // Triton's ModelStatistics in plain C++: counts and summed nanoseconds.
 struct DurationStat {
@@ -106,6 +96,8 @@ class ServedModel {
   int64_t version() const { return version_; }
   const ModelConfig& config() const { return config_; }
   const runtime::ModelRuntime& runtime() const { return *runtime_; }
+  // The served name with the runtime's inputs, outputs and max_batch_size: what requests are decoded against.
+  const runtime::ModelSignature& signature() const { return signature_; }
   const batching::BatchingPolicy& policy() const { return batcher_->policy(); }
   // The labels of output `index` (model output order); empty when it has no labels file.
   const std::vector<std::string>& labels(size_t index) const { return labels_[index]; }
@@ -127,6 +119,7 @@ class ServedModel {
   ModelConfig config_;
   const batching::Clock* clock_ = nullptr;
   std::unique_ptr<runtime::ModelRuntime> runtime_;
+  runtime::ModelSignature signature_;
   std::vector<std::vector<std::string>> labels_;
   absl::Duration load_time_ = absl::ZeroDuration();
   std::unique_ptr<metrics::ModelMetricsReporter> reporter_;

@@ -3,6 +3,7 @@
 #include "server/runtime/executor.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
@@ -39,6 +40,20 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const Options& option
   executor->context_ = executor->queue_->context();
   CONVOY_ASSIGN_OR_RETURN(executor->arena_, plan.device().Allocate(plan.arena_bytes()));
   CONVOY_ASSIGN_OR_RETURN(executor->workspace_, plan.device().Allocate(plan.workspace_bytes()));
+  if (plan.device().backend() != Backend::kCpu) {
+    const int max_batch = plan.max_batch_size();
+    for (const auto& input : plan.inputs()) {
+      const PlanTensor& tensor = plan.tensors()[input.tensor];
+      CONVOY_ASSIGN_OR_RETURN(DeviceAllocation staging, plan.device().AllocateStagingHost(
+                                                            tensor.external ? 0 : tensor.Bytes(max_batch)));
+      executor->input_staging_.push_back(std::move(staging));
+    }
+    for (const auto& output : plan.outputs()) {
+      CONVOY_ASSIGN_OR_RETURN(DeviceAllocation staging,
+                              plan.device().AllocateStagingHost(plan.tensors()[output.tensor].Bytes(max_batch)));
+      executor->output_staging_.push_back(std::move(staging));
+    }
+  }
   executor->pointers_.resize(plan.tensors().size(), nullptr);
   executor->recorded_.resize(plan.max_batch_size() + 1);
   executor->recording_failed_.resize(plan.max_batch_size() + 1, false);
@@ -99,7 +114,13 @@ absl::Status Executor::BindTensors(int batch_size, absl::Span<const TensorView> 
       pointers_[id] = inputs[i].data;  // read in place; steps never write their inputs
       bound_to_caller_memory_ = true;
     } else {
-      CONVOY_RETURN_IF_ERROR(queue_->CopyToDevice(pointers_[id], inputs[i].data, tensors[id].Bytes(batch_size)));
+      const size_t bytes = tensors[id].Bytes(batch_size);
+      const void* source = inputs[i].data;
+      if (i < input_staging_.size() && input_staging_[i].data() != nullptr) {
+        std::memcpy(input_staging_[i].data(), source, bytes);  // the queued copy reads pinned memory
+        source = input_staging_[i].data();
+      }
+      CONVOY_RETURN_IF_ERROR(queue_->CopyToDevice(pointers_[id], source, bytes));
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -119,18 +140,21 @@ absl::Status Executor::RunSteps(int batch_size) {
     return RunEachStep(batch_size);
   }
   std::unique_ptr<RecordedWork>& recorded = recorded_[batch_size];
-  if (recorded == nullptr && !recording_failed_[batch_size]) {
-    absl::StatusOr<std::unique_ptr<RecordedWork>> made = queue_->Record([&] { return RunEachStep(batch_size); });
-    if (made.ok()) {
-      recorded = std::move(*made);
-    } else {
-      recording_failed_[batch_size] = true;
-      recording_error_ = absl::Status(made.status().code(), absl::StrCat("recording batch size ", batch_size, ": ",
-                                                                         made.status().message()));
-    }
+  if (recorded != nullptr) return recorded->Replay();
+  // This run's outputs come from running the steps directly: the first run of a batch size launches every kernel
+  // outside a capture (a kernel's module loads at its first launch under lazy loading, CUDA's default; that must not
+  // happen inside the capture), then records them for the runs after it.
+  CONVOY_RETURN_IF_ERROR(RunEachStep(batch_size));
+  if (recording_failed_[batch_size]) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<RecordedWork>> made = queue_->Record([&] { return RunEachStep(batch_size); });
+  if (made.ok()) {
+    recorded = std::move(*made);
+  } else {
+    recording_failed_[batch_size] = true;
+    recording_error_ = absl::Status(made.status().code(), absl::StrCat("recording batch size ", batch_size, ": ",
+                                                                       made.status().message()));
   }
-  if (recorded == nullptr) return RunEachStep(batch_size);
-  return recorded->Replay();
+  return absl::OkStatus();
 }
 
 absl::Status Executor::RunEachStep(int batch_size) {
@@ -157,19 +181,31 @@ absl::Status Executor::CopyOutputs(int batch_size, absl::Span<const TensorView> 
   for (size_t i = 0; i < outputs.size(); ++i) {
     const int id = plan_->outputs()[i].tensor;
     if (pointers_[id] == outputs[i].data) continue;  // written in place
-    CONVOY_RETURN_IF_ERROR(queue_->CopyToHost(outputs[i].data, pointers_[id], plan_->tensors()[id].Bytes(batch_size)));
+    void* destination = i < output_staging_.size() ? output_staging_[i].data() : outputs[i].data;
+    CONVOY_RETURN_IF_ERROR(queue_->CopyToHost(destination, pointers_[id], plan_->tensors()[id].Bytes(batch_size)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::RunOnQueue(int batch_size, absl::Span<const TensorView> inputs,
+                                  absl::Span<const TensorView> outputs) {
+  absl::Status status = BindTensors(batch_size, inputs, outputs);
+  if (status.ok()) status = RunSteps(batch_size);
+  if (status.ok()) status = CopyOutputs(batch_size, outputs);
+  // Always wait, failed or not: queued copies still read and write the caller's buffers until the queue is idle.
+  absl::Status synchronized = queue_->Synchronize();
+  CONVOY_RETURN_IF_ERROR(status.ok() ? synchronized : status);
+  for (size_t i = 0; i < outputs.size() && i < output_staging_.size(); ++i) {
+    const int id = plan_->outputs()[i].tensor;
+    if (pointers_[id] == outputs[i].data) continue;
+    std::memcpy(outputs[i].data, output_staging_[i].data(), plan_->tensors()[id].Bytes(batch_size));
   }
   return absl::OkStatus();
 }
 
 absl::Status Executor::Run(int batch_size, absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs) {
   CONVOY_RETURN_IF_ERROR(Validate(batch_size, inputs, outputs));
-  absl::Status status = BindTensors(batch_size, inputs, outputs);
-  if (status.ok()) status = RunSteps(batch_size);
-  if (status.ok()) status = CopyOutputs(batch_size, outputs);
-  // Always wait, failed or not: queued copies still read and write the caller's buffers until the queue is idle.
-  absl::Status synchronized = queue_->Synchronize();
-  return status.ok() ? synchronized : status;
+  return queue_->RunWithDeviceCurrent([&] { return RunOnQueue(batch_size, inputs, outputs); });
 }
 
 }  // namespace convoy::runtime

@@ -13,7 +13,12 @@
 // Inputs and outputs are host TensorViews in the order of plan.inputs() / plan.outputs(), with exactly the
 // descriptors the plan expects for the batch (ExpectedInputDesc / ExpectedOutputDesc). On the CPU, inputs are read in
 // place and outputs are written in place where the plan allows (zero copy); on other devices they are copied through
-// the queue, and Run returns once the outputs are in the caller's buffers.
+// the queue by way of staging buffers the executor allocates at Create (page-locked on CUDA, sized for the largest
+// batch: the queued copies are then asynchronous and overlap other instances' kernels, where copies from the caller's
+// pageable memory would block the host), and Run returns once the outputs are in the caller's buffers.
+// The first Run of a batch size with recording on runs the steps directly and then records them: every kernel has
+// been launched once outside a capture (lazy module loading and first-launch setup never happen inside one).
+// Run makes the queue's device current on the calling thread for its duration (CUDA launches need it).
 //
 // Thread safety: thread-compatible (one Run at a time per executor); the plan is shared read-only.
 #ifndef CONVOY_SERVER_RUNTIME_EXECUTOR_H_
@@ -78,6 +83,7 @@ class Executor {
   absl::Status RunSteps(int batch_size);
   absl::Status RunEachStep(int batch_size);
   absl::Status CopyOutputs(int batch_size, absl::Span<const TensorView> outputs);
+  absl::Status RunOnQueue(int batch_size, absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
 
   std::shared_ptr<const ExecutionPlan> plan_;
   const bool record_per_batch_size_;
@@ -89,6 +95,9 @@ class Executor {
   absl::Status recording_error_;
   DeviceAllocation arena_;
   DeviceAllocation workspace_;
+  // Host staging per plan input / output (empty where the tensor is read or written in place, and on the CPU).
+  std::vector<DeviceAllocation> input_staging_;
+  std::vector<DeviceAllocation> output_staging_;
   std::vector<void*> pointers_;  // per plan tensor, for the current run
   StepObserver observer_;
 };

@@ -1,8 +1,9 @@
 // The executor on the CUDA backend, run through the CUDA emulation: each executor owns a stream, plans run with and
 // without a recorded CUDA graph per batch size, replays see new inputs, a failed recording falls back to running
-// the steps, and executors of one plan run concurrently on one device. Outputs are compared with the reference
-// interpreter (double-precision per op) on fresh random inputs, the output buffers poisoned with NaN before each
-// run; FP32 plans within 1e-4 relative + 1e-5 absolute. UINT8 image inputs are normalized by the plan's first step.
+// the steps, and executors of one plan run concurrently on one device; copies go through pinned staging, every kernel
+// runs once before the first capture, Run sets its device, and a failed allocation leaves no error behind. Outputs
+// are compared with the reference interpreter (double-precision per op) on fresh random inputs, the output buffers
+// poisoned with NaN before each run; FP32 plans within 1e-4 relative + 1e-5 absolute. UINT8 image inputs are normalized by the plan's first step.
 #include <memory>
 #include <random>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cuda/cuda_device.h"
+#include "kernels/cuda_emulation/cuda_host_api.h"
 #include "kernels/testing/test_tensors.h"
 #include "server/runtime/executor.h"
 #include "server/runtime/planner.h"
@@ -229,6 +231,75 @@ TEST(ExecutorCudaTest, ExecutorsOfOnePlanRunConcurrentlyOnTheirOwnStreams) {
   }
   for (auto& thread : threads) thread.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_THAT(results[t], IsOk()) << "executor " << t;
+}
+
+// ---- Host-side behaviour a GPU needs and a synchronous emulation would hide (kernels/cuda_emulation/host_runtime.h
+// counts or rejects what the GPU would punish) ----
+
+// Inputs and outputs go through the executor's page-locked staging buffers: no queued copy touches pageable memory
+// (on a GPU such a copy blocks the host and overlaps nothing).
+TEST(ExecutorCudaTest, CopiesGoThroughPinnedStagingBuffers) {
+  auto gpu = EmulatedGpu();
+  ASSERT_NE(gpu, nullptr);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, PlanFor(gpu.get(), graph, 2));
+  for (const bool record : {false, true}) {
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan, record}));
+    const int64_t before = cuda_emulation::PageableAsyncCopyCount();
+    for (int batch : {2, 1, 2}) ASSERT_THAT(RunAndCompare(graph, *executor, batch), IsOk());
+    EXPECT_EQ(cuda_emulation::PageableAsyncCopyCount(), before) << "record " << record;
+  }
+}
+
+// The first run of a batch size launches every kernel outside a capture before recording (under lazy module
+// loading a kernel's first launch loads its module, which must not happen inside the capture).
+TEST(ExecutorCudaTest, EveryKernelRunsOnceBeforeTheFirstCapture) {
+  auto gpu = EmulatedGpu();
+  ASSERT_NE(gpu, nullptr);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, PlanFor(gpu.get(), graph, 3));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan, /*record_per_batch_size=*/true}));
+  cuda_emulation::ForgetLoadedKernels();  // as in a fresh process: no kernel launched yet
+  const int64_t before = cuda_emulation::FirstLaunchesInCaptureCount();
+  for (int batch : {3, 1, 3}) {
+    ASSERT_THAT(RunAndCompare(graph, *executor, batch), IsOk());
+    EXPECT_TRUE(executor->replays(batch));
+  }
+  EXPECT_EQ(cuda_emulation::FirstLaunchesInCaptureCount(), before);
+  EXPECT_THAT(executor->recording_error(), IsOk());
+}
+
+// Run makes its queue's device current: a server thread with another GPU current still launches on the right one.
+TEST(ExecutorCudaTest, RunsOnItsOwnDeviceWhateverDeviceIsCurrent) {
+  cuda_emulation::SetDeviceCount(2);
+  absl::StatusOr<std::unique_ptr<cuda::CudaDevice>> second = cuda::CudaDevice::Create({/*device_index=*/1});
+  ASSERT_THAT(second, IsOk());
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, PlanFor(second->get(), graph, 2));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan, /*record_per_batch_size=*/true}));
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  for (int batch : {1, 2, 1}) ASSERT_THAT(RunAndCompare(graph, *executor, batch), IsOk()) << "batch " << batch;
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0) << "Run restores the caller's device";
+  executor.reset();
+  plan.reset();
+  second->reset();
+  cuda_emulation::SetDeviceCount(1);
+}
+
+// A failed allocation's CUDA error is consumed where it becomes a Status: the next launch does not fail with it
+// (on a GPU, kernel<<<>>> followed by cudaGetLastError() would report the stale out-of-memory).
+TEST(ExecutorCudaTest, AFailedAllocationDoesNotFailTheNextRun) {
+  auto gpu = EmulatedGpu();
+  ASSERT_NE(gpu, nullptr);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, PlanFor(gpu.get(), graph, 1));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan}));
+  cuda_emulation::SetDeviceMemoryCapacity(size_t{1} << 20);  // less than the pool already holds
+  EXPECT_THAT(gpu->Allocate(size_t{64} << 20), StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("cudaMalloc")));
+  cuda_emulation::SetDeviceMemoryCapacity(0);
+  EXPECT_THAT(RunAndCompare(graph, *executor, 1), IsOk());
 }
 
 }  // namespace

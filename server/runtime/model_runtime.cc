@@ -19,19 +19,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-absl::StatusOr<DataType> FromConfigType(repository::TensorDataType type, const std::string& tensor) {
-  switch (type) {
-    case repository::TensorDataType::kFp32: return DataType::kFloat32;
-    case repository::TensorDataType::kFp16: return DataType::kFloat16;
-    case repository::TensorDataType::kBf16: return DataType::kBFloat16;
-    case repository::TensorDataType::kUint8: return DataType::kUInt8;
-    case repository::TensorDataType::kInt64: break;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor, "': datatype ",
-                                                 repository::TensorDataTypeName(type),
-                                                 " is not supported for model inputs and outputs"));
-}
-
 Precision FromConfigPrecision(repository::Precision precision) {
   switch (precision) {
     case repository::Precision::kTf32: return Precision::kTf32;
@@ -107,7 +94,8 @@ absl::Status ModelRuntime::ImportGraph(const ModelRuntimeOptions& options) {
     preprocessing_.resize(inputs_.size());
     return absl::OkStatus();
   }
-  max_batch_size_ = static_cast<int>(config_->max_batch_size);
+  CONVOY_ASSIGN_OR_RETURN(const ModelSignature declared, SignatureFromConfig(*config_));
+  max_batch_size_ = declared.max_batch_size;
   if (config_->inputs.size() != graph_.inputs().size()) {
     return absl::InvalidArgumentError(absl::StrCat("model '", name_, "': the config lists ", config_->inputs.size(),
                                                    " inputs, the model file has ", graph_.inputs().size()));
@@ -128,10 +116,7 @@ absl::Status ModelRuntime::ImportGraph(const ModelRuntimeOptions& options) {
       return absl::InvalidArgumentError(absl::StrCat("input '", input.name, "': only NCHW float inputs are supported "
                                                      "(NHWC images go through `preprocessing`)"));
     }
-    CONVOY_ASSIGN_OR_RETURN(DataType dtype, FromConfigType(input.data_type, input.name));
-    std::vector<int64_t> dims = input.dims;
-    if (batching) dims.insert(dims.begin(), -1);
-    inputs_.push_back({input.name, dtype, dims});
+    inputs_.push_back(declared.inputs[inputs_.size()]);
     input_plan_index_.push_back(static_cast<int>(it - graph_.inputs().begin()));
     preprocessing_.emplace_back();
     if (input.preprocessing.has_value()) {
@@ -151,10 +136,7 @@ absl::Status ModelRuntime::ImportGraph(const ModelRuntimeOptions& options) {
                                                      ShapeToString(GraphShape(output, batching)),
                                                      ", the model computes ", ShapeToString(shape)));
     }
-    CONVOY_ASSIGN_OR_RETURN(DataType dtype, FromConfigType(output.data_type, output.name));
-    std::vector<int64_t> dims = output.dims;
-    if (batching) dims.insert(dims.begin(), -1);
-    outputs_.push_back({output.name, dtype, dims});
+    outputs_.push_back(declared.outputs[outputs_.size()]);
     output_plan_index_.push_back(static_cast<int>(it - outs.begin()));
   }
   if (outputs_.size() != graph_.outputs().size()) {

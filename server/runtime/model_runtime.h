@@ -37,6 +37,7 @@
 #include "server/repository/model_config.h"
 #include "server/runtime/executor.h"
 #include "server/runtime/graph.h"
+#include "server/runtime/model_signature.h"
 #include "server/runtime/plan.h"
 
 namespace convoy::runtime {
@@ -70,13 +71,6 @@ struct ModelRuntimeOptions {
   std::function<void(const std::string&)> log;
 };
 
-// A model input or output as clients see it.
-struct TensorMetadata {
-  std::string name;
-  DataType datatype = DataType::kFloat32;
-  std::vector<int64_t> dims;  // with -1 for the batch dimension when the model batches
-};
-
 struct LoadReport {
   double import_seconds = 0;  // import + optimization passes
   double plan_seconds = 0;    // planning, algorithm selection, tuning, weight upload
@@ -98,6 +92,8 @@ class ModelRuntime {
   const std::vector<TensorMetadata>& outputs() const { return outputs_; }
   // 0 when the model does not batch (its inputs carry no batch dimension); Run then takes batch_size 1.
   int max_batch_size() const { return max_batch_size_; }
+  // name, max_batch_size, inputs and outputs together (what the request decoder checks requests against).
+  ModelSignature signature() const { return {name_, max_batch_size_, inputs_, outputs_}; }
   const Graph& graph() const { return graph_; }
   const ExecutionPlan& plan() const { return *plan_; }
   const LoadReport& load_report() const { return report_; }

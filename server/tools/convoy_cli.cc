@@ -7,6 +7,8 @@
 //   convoy inspect --engine=reference --model=model.onnx [--optimize=false]
 //   convoy tune --model=model.onnx --batch_sizes=1,8 --cache=out.cache
 //   convoy algorithms
+//   convoy jobs < lines        # one command per stdin line (tab-separated arguments), answered "job ok" or
+//                              # "job error: MESSAGE" each: test suites pay the process start-up once
 //
 // --model takes a model.onnx, a Convoy model.yaml, or a repository entry folder (config.yaml plus numbered version
 // folders; the newest version is used). Diagnostics go to stderr; results and reports to stdout.
@@ -61,6 +63,8 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|auto  --layout=
          --cuda_graphs[=true|false] (on a GPU: record a CUDA graph per batch size; default: the config's)
 --output_dir=DIR writes output i to DIR/i.npy, in the model's output order.
 --repeat=N times N more runs after the first (warm-up) one and prints their median and fastest wall time.
+  convoy jobs              one command per stdin line (tab-separated arguments), each answered "job ok" or
+                           "job error: MESSAGE" on stdout
 )";
 
 // --key=value flags; repeated keys keep every value in order.
@@ -433,9 +437,31 @@ absl::Status AlgorithmsCommand() {
   return absl::OkStatus();
 }
 
+absl::Status Main(int argc, char** argv);
+
+// `jobs`: runs one command per line of stdin (its arguments separated by tabs, the subcommand first, as after
+// `convoy`) and answers each with one line on stdout, after the command's own output: "job ok", or "job error: " and
+// the message with newlines as spaces. A failing command does not end the loop; EOF does.
+absl::Status JobsCommand(char* program) {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::vector<std::string> args = absl::StrSplit(line, '\t', absl::SkipEmpty());
+    std::vector<char*> argv = {program};
+    for (std::string& arg : args) argv.push_back(arg.data());
+    absl::Status status = args.empty() || args[0] == "jobs"
+                              ? absl::InvalidArgumentError("a job is a subcommand and its flags (not 'jobs')")
+                              : Main(static_cast<int>(argv.size()), argv.data());
+    std::string message(status.message());
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    std::cout << (status.ok() ? "job ok" : "job error: " + message) << std::endl;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Main(int argc, char** argv) {
   if (argc < 2) return absl::InvalidArgumentError("missing subcommand");
   const std::string command = argv[1];
+  if (command == "jobs") return JobsCommand(argv[0]);
   const std::vector<std::string> common = {"model", "device", "precision", "layout", "max_batch_size",
                                            "cache", "threads", "quiet", "cuda_graphs"};
   auto with = [&common](std::vector<std::string> extra) {

@@ -1,6 +1,13 @@
-// Feeds valid, truncated and randomly mutated models through the fuzz entries (fuzz_entries.h), so CI exercises
-// the loaders' error paths on malformed input without clang or libFuzzer. Crashes, sanitizer reports (this test
-// runs under ASan in tools/test.sh) and accepted truncations beyond the stated fraction fail it.
+// Feeds valid, truncated and randomly mutated models and inference requests through the fuzz entries
+// (fuzz_entries.h, infer_request_fuzz.h), so CI exercises the loaders' and the request decoder's error paths on
+// malformed input without clang or libFuzzer. Crashes, sanitizer reports (this test runs under ASan in
+// tools/test.sh), inconsistent decodes and accepted truncations beyond the stated fraction fail it.
+//
+// Each test prints its seed ("seed N: rerun with CONVOY_FUZZ_SEED=N"; also a property in the JUnit XML); with
+// `bazel test --test_env=CONVOY_FUZZ_SEED=N //tests/fuzz:fuzz_corpus_test` every test replays that seed.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -11,11 +18,21 @@
 #include "kernels/common/status_matchers.h"
 #include "onnx/onnx_pb.h"
 #include "tests/fuzz/fuzz_entries.h"
+#include "tests/fuzz/infer_request_fuzz.h"
 
 namespace convoy::fuzz {
 namespace {
 
 using ::convoy::testing::IsOk;
+
+// $CONVOY_FUZZ_SEED, or a fresh one; printed and recorded either way.
+uint32_t TestSeed() {
+  const char* env = std::getenv("CONVOY_FUZZ_SEED");
+  const uint32_t seed = env != nullptr ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : std::random_device{}();
+  std::printf("seed %u: rerun with CONVOY_FUZZ_SEED=%u\n", seed, seed);
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  return seed;
+}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -93,7 +110,7 @@ void RunMutations(const std::string& bytes, Entry entry, int count, std::mt19937
 }
 
 TEST(FuzzCorpusTest, OnnxTruncationsAndMutations) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(TestSeed());
   const std::string model = SmallOnnxModel(rng);
   ASSERT_THAT(ImportOnnxBytes(reinterpret_cast<const uint8_t*>(model.data()), model.size()), IsOk());
   // Cutting a protobuf mid-field fails to parse; cutting at a field boundary loses nodes or weights. Either way
@@ -103,7 +120,7 @@ TEST(FuzzCorpusTest, OnnxTruncationsAndMutations) {
 }
 
 TEST(FuzzCorpusTest, ConvoyGraphTruncationsAndMutations) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(TestSeed());
   std::string input = ReadFile("model_repo/simple_cnn/1/model.yaml");
   ASSERT_FALSE(input.empty());
   input += '\0';
@@ -122,10 +139,54 @@ TEST(FuzzCorpusTest, ConvoyGraphTruncationsAndMutations) {
 }
 
 TEST(FuzzCorpusTest, ModelConfigMutations) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(TestSeed());
   const std::string config = ReadFile("model_repo/resnet_classifier/config.yaml");
   ASSERT_THAT(ParseModelConfigBytes(reinterpret_cast<const uint8_t*>(config.data()), config.size()), IsOk());
   RunMutations(config, ParseModelConfigBytes, 2000, rng);
+}
+
+// Every seed request decodes against its own signature (the mutators start from them).
+TEST(FuzzCorpusTest, InferRequestSeedsDecode) {
+  const std::vector<std::string> seeds = SeedRequests(TestSeed());
+  ASSERT_EQ(seeds.size(), FuzzSignatures().size());
+  ASSERT_GE(seeds.size(), 5u) << "model_repo/*/config.yaml not found (run from the repository root)";
+  for (const std::string& seed : seeds) {
+    EXPECT_GE(DecodeRequestBytes(reinterpret_cast<const uint8_t*>(seed.data()), seed.size()), 1);
+  }
+}
+
+// Structure-aware mutations (as the libFuzzer target's custom mutator makes them), decoded against every signature.
+// Some must still be accepted and most refused: a mutator that only breaks requests, or never does, tests nothing.
+TEST(FuzzCorpusTest, InferRequestStructuredMutations) {
+  std::mt19937_64 rng(TestSeed());
+  const auto& signatures = FuzzSignatures();
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    inference::ModelInferRequest request = ValidRequest(signatures[rng() % signatures.size()], rng);
+    MutateRequest(request, rng);
+    const std::string bytes = request.SerializeAsString();
+    const int result = DecodeRequestBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    ASSERT_GE(result, 0) << "the mutator wrote a request that does not parse: " << request.ShortDebugString();
+    (result > 0 ? accepted : refused)++;
+  }
+  EXPECT_GT(accepted, 50);
+  EXPECT_GT(refused, 1500);
+}
+
+// Byte flips and truncations of serialized valid requests: the protobuf parser and then the decoder.
+TEST(FuzzCorpusTest, InferRequestByteMutations) {
+  const uint32_t seed = TestSeed();
+  std::mt19937 rng(seed);
+  for (const std::string& request : SeedRequests(seed)) {
+    if (request.size() > 200000) continue;  // keep the run short: the big resnet request is covered above
+    RunMutations(request, [](const uint8_t* data, size_t size) {
+      DecodeRequestBytes(data, size);
+      return absl::OkStatus();
+    }, 300, rng);
+    for (size_t len = 0; len < request.size(); len += 1 + request.size() / 64) {
+      DecodeRequestBytes(reinterpret_cast<const uint8_t*>(request.data()), len);
+    }
+  }
 }
 
 }  // namespace

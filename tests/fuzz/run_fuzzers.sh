@@ -1,52 +1,108 @@
 #!/usr/bin/env bash
-# Builds the loader fuzz targets with clang-14's libFuzzer + AddressSanitizer (outside Bazel) and runs each for
-# FUZZ_SECONDS (default 20), seeded with the sample models. About 2 minutes in all on 2 cores: ~40 s of clang builds,
-# then 3 x 20 s of fuzzing. Crashing inputs land in $FUZZ_OUT (default /tmp/convoy-fuzz).
+# Builds the fuzz targets with clang-14's libFuzzer + AddressSanitizer + UndefinedBehaviorSanitizer (outside Bazel)
+# and runs each one: the model loaders (onnx_import, convoy_graph, model_config) for FUZZ_SECONDS (default 20) each,
+# and the inference-request decoder (infer_request) for FUZZ_RUNS executions (default 1,000,000) with its
+# structure-aware mutator. Sanitizer reports abort the run (-fno-sanitize-recover) and fail the script. Crashing
+# inputs land in $FUZZ_OUT (default /tmp/convoy-fuzz); each target's last lines (executions, exec/s, coverage) are
+# printed, and a summary line per target goes to $FUZZ_OUT/summary.txt.
 #
-#   tests/fuzz/run_fuzzers.sh            # all three targets
+#   tests/fuzz/run_fuzzers.sh                           # all four targets (clang builds take a few minutes once)
+#   FUZZ_RUNS=200000 tests/fuzz/run_fuzzers.sh infer_request
 #   FUZZ_SECONDS=300 tests/fuzz/run_fuzzers.sh onnx_import
+#   tests/fuzz/run_fuzzers.sh --replay infer_request CRASH_FILE   # rerun one input under the sanitizers
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
 out="${FUZZ_OUT:-/tmp/convoy-fuzz}"
 seconds="${FUZZ_SECONDS:-20}"
-targets=("${@:-onnx_import convoy_graph model_config}")
+runs="${FUZZ_RUNS:-1000000}"
+replay=""
+if [ "${1:-}" = "--replay" ]; then
+  replay="$3"
+  set -- "$2"
+fi
+targets=("${@:-onnx_import convoy_graph model_config infer_request}")
 read -r -a targets <<<"${targets[*]}"
 mkdir -p "$out"
 
-sources=(tests/fuzz/fuzz_entries.cc server/runtime/graph.cc server/runtime/shape_inference.cc
-         server/runtime/reference_interpreter.cc server/runtime/passes/*.cc server/repository/onnx_importer.cc
-         server/repository/onnx_proto_reader.cc server/repository/convoy_graph_importer.cc
-         server/repository/safetensors.cc server/repository/yaml_fields.cc server/repository/model_config.cc)
-sources=($(printf '%s\n' "${sources[@]}" | grep -v '_test\|pass_test_graphs'))
+# The code under test, compiled with coverage instrumentation and the sanitizers: the loaders with the graph passes
+# and the reference interpreter; the request decoder with the signature code, the config parser and the generated
+# protobuf messages (protoc, as Bazel runs it).
+gen="$out/gen"
+mkdir -p "$gen"
+for proto in proto/model_config.proto proto/grpc_service.proto; do
+  [ "$gen/${proto%.proto}.pb.cc" -nt "$proto" ] || protoc -I. --cpp_out="$gen" "$proto"
+done
+sources=(tests/fuzz/fuzz_entries.cc tests/fuzz/infer_request_fuzz.cc server/runtime/graph.cc
+         server/runtime/shape_inference.cc server/runtime/reference_interpreter.cc server/runtime/passes/*.cc
+         server/runtime/model_signature.cc server/repository/onnx_*.cc
+         server/repository/convoy_graph_importer.cc server/repository/safetensors.cc server/repository/yaml_fields.cc
+         server/repository/model_config.cc server/repository/model_names.cc server/grpc/infer_codec.cc
+         kernels/common/dtype.cc kernels/common/tensor.cc "$gen/proto/model_config.pb.cc"
+         "$gen/proto/grpc_service.pb.cc")
+sources=($(printf '%s\n' "${sources[@]}" | grep -v '_test\.cc\|pass_test_graphs'))
 absl_libs=$(ls /usr/lib/x86_64-linux-gnu/libabsl_*.so | sed 's|.*/lib\(absl_[a-z0-9_]*\)\.so|-l\1|' | tr '\n' ' ')
-flags=(-std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address -I. -DONNX_NAMESPACE=onnx -DONNX_ML=1)
+sanitize=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+flags=(-std=c++17 -O1 -g "${sanitize[@]}" -fsanitize=fuzzer-no-link -I. -I"$gen" -DONNX_NAMESPACE=onnx -DONNX_ML=1)
 
 objdir="$out/obj"
 mkdir -p "$objdir"
+# An object is rebuilt when its source or any header of the tree is newer (headers are not tracked one by one).
+newest_header="$(find kernels server tests proto -name '*.h' -newer "$objdir" 2>/dev/null | head -1)"
 for src in "${sources[@]}"; do
-  obj="$objdir/$(echo "$src" | tr '/' '_').o"
-  [ "$obj" -nt "$src" ] || clang++-14 "${flags[@]}" -c "$src" -o "$obj" &
+  obj="$objdir/$(echo "${src#"$out"/}" | tr '/' '_').o"
+  if [ -z "$newest_header" ] && [ "$obj" -nt "$src" ]; then continue; fi
+  clang++-14 "${flags[@]}" -c "$src" -o "$obj" &
   while [ "$(jobs -r | wc -l)" -ge 2 ]; do sleep 0.2; done
 done
 wait
+touch "$objdir"
+for src in "${sources[@]}"; do
+  obj="$objdir/$(echo "${src#"$out"/}" | tr '/' '_').o"
+  [ -f "$obj" ] || { echo "[fuzz] compiling $src failed"; exit 1; }
+done
 
 seed_corpus() {  # target, dir
   mkdir -p "$2"
   case "$1" in
     onnx_import) cp model_repo/resnet_classifier/1/model.onnx "$2/" 2>/dev/null || true ;;
     convoy_graph) { cat model_repo/simple_cnn/1/model.yaml; printf '\0'; cat model_repo/simple_cnn/1/model.safetensors; } >"$2/simple_cnn" ;;
-    model_config) cp model_repo/*/config.yaml "$2/" 2>/dev/null || true; for f in model_repo/*/config.yaml; do cp "$f" "$2/$(basename "$(dirname "$f")").yaml"; done ;;
+    model_config) for f in model_repo/*/config.yaml; do cp "$f" "$2/$(basename "$(dirname "$f")").yaml"; done ;;
+    infer_request) rm -f "$2"/seed_*; CONVOY_FUZZ_WRITE_SEEDS="$2" "$3" -runs=0 "$2" >/dev/null 2>&1 || true ;;
   esac
 }
 
+status=0
+: >"$out/summary.txt"
 for t in "${targets[@]}"; do
   bin="$out/${t}_fuzzer"
   clang++-14 "${flags[@]}" -fsanitize=fuzzer "tests/fuzz/${t}_fuzzer.cc" "$objdir"/*.o -o "$bin" \
     -lonnx_proto -lprotobuf -lyaml-cpp $absl_libs
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  if [ -n "$replay" ]; then
+    "$bin" "$replay"
+    exit $?
+  fi
   corpus="$out/corpus_$t"
-  seed_corpus "$t" "$corpus"
-  echo "[fuzz] $t for ${seconds}s"
-  ASAN_OPTIONS=detect_leaks=1 "$bin" "$corpus" -max_total_time="$seconds" -max_len=4000000 -rss_limit_mb=4096 \
-    -artifact_prefix="$out/${t}-" -print_final_stats=1 2>&1 | tail -5
+  seed_corpus "$t" "$corpus" "$bin"
+  if [ "$t" = infer_request ]; then
+    limits=(-runs="$runs" -max_len=65536)
+    echo "[fuzz] $t for $runs executions"
+  else
+    limits=(-max_total_time="$seconds" -max_len=4000000)
+    echo "[fuzz] $t for ${seconds}s"
+  fi
+  start=$(date +%s)
+  if "$bin" "$corpus" "${limits[@]}" -rss_limit_mb=4096 -artifact_prefix="$out/${t}-" -print_final_stats=1 \
+      >"$out/$t.log" 2>&1; then
+    result=ok
+  else
+    result="FAILED (see $out/$t.log and $out/${t}-*)"
+    status=1
+  fi
+  tail -12 "$out/$t.log"
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$t.log" | grep -o '[0-9]*$' || echo "?")
+  line="[fuzz] $t: $result, $execs executions in $(( $(date +%s) - start )) s"
+  echo "$line" | tee -a "$out/summary.txt"
 done
+exit $status

@@ -9,8 +9,8 @@ absl::Status CudnnBenchAvailable() {
 
 std::string CudnnVersionString() { return "none (emulated device)"; }
 
-absl::StatusOr<CudnnTiming> TimeCudnnConv(const Conv2dProblem&, const void*, const void*, void*, void*, size_t, void*,
-                                          int) {
+absl::StatusOr<CudnnResult> TimeCudnnBest(const Conv2dProblem&, const void*, const void*, const float*, void*, void*,
+                                          size_t, void*, const CudnnBenchOptions&) {
   return CudnnBenchAvailable();
 }
 

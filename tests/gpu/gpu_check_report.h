@@ -1,5 +1,5 @@
-// What the GPU check prints: every line to stdout and to the report file, and the pass/fail counts behind its closing
-// "gpu_check: N passed, M failed" line.
+// The GPU check's report: every line to stdout and to the report file (flushed per line, so a report cut short by a
+// timeout still holds everything up to that point).
 #ifndef CONVOY_TESTS_GPU_GPU_CHECK_REPORT_H_
 #define CONVOY_TESTS_GPU_GPU_CHECK_REPORT_H_
 
@@ -25,10 +25,6 @@ class Report {
 
  private:
   std::ofstream file_;
-};
-
-struct Counts {
-  int passed = 0, failed = 0;
 };
 
 }  // namespace convoy::gpu_check

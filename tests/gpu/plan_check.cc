@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/testing/test_tensors.h"
 #include "server/runtime/executor.h"
 #include "server/runtime/planner.h"
@@ -64,7 +65,7 @@ absl::Status RunAndCompare(Executor& executor, int batch, const Tensor& x,
   return absl::OkStatus();
 }
 
-void CheckEveryOpPlans(cuda::CudaDevice& device, bool quick, Report& report, Counts& counts) {
+void CheckEveryOpPlans(cuda::CudaDevice& device, bool quick, CaseRunner& cases) {
   const std::vector<PrecisionCase> precisions = {{Precision::kFp32, "fp32", {1e-4, 1e-5}},
                                                  {Precision::kTf32, "tf32", {1e-2, 1e-3}},
                                                  {Precision::kFp16, "fp16", {1e-2, 1e-3}}};
@@ -73,45 +74,41 @@ void CheckEveryOpPlans(cuda::CudaDevice& device, bool quick, Report& report, Cou
   uint32_t seed = 4242;
   for (const PrecisionCase& p : precisions) {
     const std::string what = absl::StrCat("plan every_op ", p.name, " NHWC");
-    auto fail = [&](const std::string& why) {
-      ++counts.failed;
-      report.Line("FAIL ", what, ": ", why);
-    };
     absl::StatusOr<Graph> graph = runtime::testing::EveryOpGraph(seed++);
-    if (!graph.ok()) return fail(std::string(graph.status().message()));
+    if (!graph.ok()) {
+      cases.Fail(what, absl::StrCat("graph: ", graph.status().message()));
+      continue;
+    }
     auto plan = PlanOn(device, *graph, p.precision, max_batch);
     if (!plan.ok()) {
-      fail(absl::StrCat("planning: ", plan.status().message()));
+      cases.Fail(what, absl::StrCat("planning: ", plan.status().message()));
       continue;
     }
     auto stepwise = Executor::Create({*plan, /*record_per_batch_size=*/false});
     auto graphs = Executor::Create({*plan, /*record_per_batch_size=*/true});
     if (!stepwise.ok() || !graphs.ok()) {
-      fail(absl::StrCat("executor: ", (stepwise.ok() ? graphs.status() : stepwise.status()).message()));
+      cases.Fail(what, absl::StrCat("executor: ", (stepwise.ok() ? graphs.status() : stepwise.status()).message()));
       continue;
     }
     for (int batch : batches) {
-      const Tensor x = runtime::testing::RandomTensor({batch, 3, 8, 8}, seed++);
-      absl::StatusOr<std::map<std::string, Tensor>> expected = runtime::RunReference(*graph, {{"x", x}});
-      if (!expected.ok()) {
-        fail(absl::StrCat("reference: ", expected.status().message()));
-        continue;
-      }
       for (Executor* executor : {stepwise->get(), graphs->get()}) {
         const bool recorded = executor == graphs->get();
-        const std::string label = absl::StrCat(what, " batch ", batch, recorded ? " [graph]" : " [steps]");
-        absl::Status status = RunAndCompare(*executor, batch, x, *expected, p.tolerance);
-        if (status.ok() && recorded && !executor->replays(batch)) {
-          status = absl::InternalError(
-              absl::StrCat("no CUDA graph was recorded: ", executor->recording_error().message()));
-        }
-        if (status.ok()) {
-          ++counts.passed;
-          report.Line("PASS ", label, " (", (*plan)->steps().size(), " steps)");
-        } else {
-          ++counts.failed;
-          report.Line("FAIL ", label, ": ", status.message());
-        }
+        const std::string label = absl::StrCat(what, " batch ", batch, recorded ? " [graph]" : " [steps]", " (",
+                                               (*plan)->steps().size(), " steps)");
+        const uint32_t input_seed = seed++;
+        cases.Run(label, [&]() -> absl::Status {
+          const Tensor x = runtime::testing::RandomTensor({batch, 3, 8, 8}, input_seed);
+          CONVOY_ASSIGN_OR_RETURN(auto expected, runtime::RunReference(*graph, {{"x", x}}));
+          // Twice: the first run of a batch size records its graph, the second replays it.
+          for (int run = 0; run < (recorded ? 2 : 1); ++run) {
+            CONVOY_RETURN_IF_ERROR(RunAndCompare(*executor, batch, x, expected, p.tolerance));
+          }
+          if (recorded && !executor->replays(batch)) {
+            return absl::InternalError(
+                absl::StrCat("no CUDA graph was recorded: ", executor->recording_error().message()));
+          }
+          return absl::OkStatus();
+        });
       }
     }
   }
@@ -133,41 +130,31 @@ absl::StatusOr<double> TimeRuns(Executor& executor, const Tensor& x, std::vector
   return per_run[per_run.size() / 2];
 }
 
-void TimeLaunchBoundPlan(cuda::CudaDevice& device, bool quick, Report& report, Counts& counts) {
+void TimeLaunchBoundPlan(cuda::CudaDevice& device, bool quick, CaseRunner& cases) {
   const int length = quick ? 4 : 32;
-  absl::StatusOr<Graph> graph = runtime::testing::ConvChainGraph(length, 99);
-  absl::StatusOr<std::shared_ptr<const runtime::ExecutionPlan>> plan =
-      graph.ok() ? PlanOn(device, *graph, Precision::kFp32, 1) : graph.status();
-  if (!plan.ok()) {
-    ++counts.failed;
-    report.Line("FAIL plan conv_chain: ", plan.status().message());
-    return;
-  }
-  const Tensor x = runtime::testing::RandomTensor({1, 4, 6, 6}, 7);
-  std::vector<float> y(4 * 6 * 6);
-  double ms[2] = {0, 0};
-  for (int recorded = 0; recorded < 2; ++recorded) {
-    auto executor = Executor::Create({*plan, recorded == 1});
-    absl::StatusOr<double> t =
-        executor.ok() ? TimeRuns(**executor, x, y, quick ? 2 : 200, quick ? 1 : 5) : executor.status();
-    if (!t.ok()) {
-      ++counts.failed;
-      report.Line("FAIL time conv_chain", recorded ? " [graph]" : " [steps]", ": ", t.status().message());
-      return;
+  cases.Run(absl::StrFormat("time conv_chain of %d layers, steps vs CUDA graph", length), [&]() -> absl::Status {
+    CONVOY_ASSIGN_OR_RETURN(Graph graph, runtime::testing::ConvChainGraph(length, 99));
+    CONVOY_ASSIGN_OR_RETURN(auto plan, PlanOn(device, graph, Precision::kFp32, 1));
+    const Tensor x = runtime::testing::RandomTensor({1, 4, 6, 6}, 7);
+    std::vector<float> y(4 * 6 * 6);
+    double ms[2] = {0, 0};
+    for (int recorded = 0; recorded < 2; ++recorded) {
+      CONVOY_ASSIGN_OR_RETURN(auto executor, Executor::Create({plan, recorded == 1}));
+      CONVOY_ASSIGN_OR_RETURN(ms[recorded], TimeRuns(*executor, x, y, quick ? 2 : 200, quick ? 1 : 5));
     }
-    ms[recorded] = *t;
-  }
-  report.Line(absl::StrFormat("conv chain of %d layers (%d steps, batch 1, launch-bound): %.4f ms step by step, "
-                              "%.4f ms as a CUDA graph: %.2fx",
-                              length, (*plan)->steps().size(), ms[0], ms[1], ms[0] / std::max(ms[1], 1e-9)));
+    Say(absl::StrFormat("conv chain of %d layers (%d steps, batch 1, launch-bound): %.4f ms step by step, "
+                        "%.4f ms as a CUDA graph: %.2fx",
+                        length, plan->steps().size(), ms[0], ms[1], ms[0] / std::max(ms[1], 1e-9)));
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace
 
-void CheckPlans(cuda::CudaDevice& device, bool quick, Report& report, Counts& counts) {
-  report.Line("== Whole plans (planner + executor, the server's GPU path): step by step and as CUDA graphs ==");
-  CheckEveryOpPlans(device, quick, report, counts);
-  TimeLaunchBoundPlan(device, quick, report, counts);
+void CheckPlans(cuda::CudaDevice& device, bool quick, CaseRunner& cases) {
+  Say("== Whole plans (planner + executor, the server's GPU path): step by step and as CUDA graphs ==");
+  CheckEveryOpPlans(device, quick, cases);
+  TimeLaunchBoundPlan(device, quick, cases);
 }
 
 }  // namespace convoy::gpu_check

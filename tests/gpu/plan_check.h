@@ -4,12 +4,12 @@
 #define CONVOY_TESTS_GPU_PLAN_CHECK_H_
 
 #include "kernels/cuda/cuda_device.h"
-#include "tests/gpu/gpu_check_report.h"
+#include "tests/gpu/case_runner.h"
 
 namespace convoy::gpu_check {
 
 // quick: fewer batch sizes and timing runs (the emulated CI run).
-void CheckPlans(cuda::CudaDevice& device, bool quick, Report& report, Counts& counts);
+void CheckPlans(cuda::CudaDevice& device, bool quick, CaseRunner& cases);
 
 }  // namespace convoy::gpu_check
 

@@ -2,8 +2,12 @@
 // unload, and poll mode driven by a FakeClock (new version, changed config, removed model).
 #include "server/repository/model_manager.h"
 
+#include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -171,6 +175,42 @@ TEST(ModelManagerTest, PollingFollowsTheRepositoryWhenTimeSteps) {
   clock.Advance(absl::Seconds(10));
   EXPECT_TRUE(waiter.WaitUntil([&] { return !manager->IsModelReady("added").ok(); }));
   EXPECT_THAT(manager->IsModelReady("added"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("added")));
+}
+
+// A new version number (with the default `latest: 1`) takes over without a gap: while it loads, the old version
+// keeps answering GetServedModel; once it is READY the old one retires. A new version that fails to load leaves the
+// old one serving.
+TEST(ModelManagerTest, NewVersionTakesOverWithoutAGap) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto manager, ModelManager::Create(OptionsFor(repo, ModelControlMode::kExplicit)));
+  CONVOY_ASSERT_OK(manager->LoadModel("cnn"));
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"), 2);
+  std::atomic<bool> done{false};
+  std::thread load([&] {
+    EXPECT_THAT(manager->LoadModel("cnn"), IsOk());
+    done = true;
+  });
+  int lookups = 0, failures = 0;
+  while (!done) {
+    absl::StatusOr<std::shared_ptr<ServedModel>> served = manager->GetServedModel("cnn", "");
+    ++lookups;
+    if (!served.ok()) {
+      ++failures;
+      ADD_FAILURE() << served.status();
+    }
+  }
+  load.join();
+  EXPECT_GT(lookups, 10);
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(manager->GetServedModel("cnn", "").value()->version(), 2);
+  EXPECT_THAT(manager->GetServedModel("cnn", "1"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("version '1'")));
+  // Version 3 does not load (its graph is not a graph): version 2 keeps serving.
+  const auto three = std::filesystem::path(repo.path()) / "cnn" / "3";
+  std::filesystem::create_directories(three);
+  std::ofstream(three / "model.yaml") << "this: is not a graph\n";
+  EXPECT_THAT(manager->LoadModel("cnn"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("version 3")));
+  EXPECT_EQ(manager->GetServedModel("cnn", "").value()->version(), 2);
 }
 
 }  // namespace

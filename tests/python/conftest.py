@@ -14,9 +14,12 @@ and from models generated here with the onnx helper (fresh random weights each r
   tiny_uint8    the same graph behind a UINT8 [8,8,3] image input with mean/std preprocessing
   tiny_graphs   tiny_onnx with cuda_graphs on and warm-up at batch 1 and 2 (for the emulated-GPU server)
   tiny_nobatch  tiny_onnx without a dynamic_batching section (requests must never be merged)
+  tiny_adaptive tiny_onnx with the adaptive batching policy and a 50 ms latency target
   slow_queue    the sample ResNet classifier with max_queue_size 2 (overload)
   resnet_drain  the sample ResNet classifier, batch 1, unbounded queue, no queue timeout (shutdown under load)
+  resnet_slow   the sample ResNet classifier, batches of 8, unbounded queue, no queue timeout (cancellation)
   broken_onnx   a config whose model.onnx is not an ONNX file (must be UNAVAILABLE with a reason)
+  two_inputs    a [2,4,4] + b [2,4,4] -> Add -> GlobalAveragePool -> Flatten -> sum [2] (batch checks across inputs)
   efficientnet_lite0  a copy of model_repo/efficientnet_lite0, the pretrained classifier tools/setup.sh generates
                 (tests needing it FAIL, saying to run tools/setup.sh, when it was not generated)
 
@@ -188,7 +191,7 @@ def make_repository(dest, models):
     for name in models:
         if name in ("simple_cnn", "resnet_classifier"):
             shutil.copytree(SAMPLE_REPO / name, dest / name)
-        elif name in ("tiny_onnx", "tiny_fp16", "tiny_uint8", "tiny_nobatch", "tiny_graphs"):
+        elif name in ("tiny_onnx", "tiny_fp16", "tiny_uint8", "tiny_nobatch", "tiny_graphs", "tiny_adaptive"):
             _tiny_onnx(dest / name / "1" / "model.onnx")
             _write(dest / name / "labels.txt", "\n".join(TINY_LABELS) + "\n")
             if name == "tiny_onnx":
@@ -198,6 +201,9 @@ def make_repository(dest, models):
                        "warmup:\n  batch_sizes: [1, 2]\n")
             elif name == "tiny_nobatch":
                 cfg = _tiny_config(name).split("dynamic_batching:")[0]
+            elif name == "tiny_adaptive":
+                cfg = (_tiny_config(name).split("dynamic_batching:")[0] +
+                       "dynamic_batching:\n  policy: adaptive\n  target_latency_microseconds: 50000\n")
             elif name == "tiny_fp16":
                 cfg = _tiny_config(name, in_type="FP16", out_type="FP16")
             else:
@@ -210,6 +216,31 @@ def make_repository(dest, models):
             _resnet_variant(dest, name, "    max_queue_size: 2\n")
         elif name == "resnet_drain":
             _resnet_variant(dest, name, "    max_queue_size: 0\n", max_batch_size=1)
+        elif name == "resnet_slow":
+            _resnet_variant(dest, name, "    max_queue_size: 0\n", max_batch_size=8)
+        elif name == "two_inputs":
+            nodes = [helper.make_node("Add", ["a", "b"], ["ab"]),
+                     helper.make_node("GlobalAveragePool", ["ab"], ["gap"]),
+                     helper.make_node("Flatten", ["gap"], ["sum"])]
+            _save_onnx(dest / name / "1" / "model.onnx", nodes, [("a", (2, 4, 4)), ("b", (2, 4, 4))],
+                       [("sum", (2,))], {})
+            _write(dest / name / "config.yaml", f"""name: {name}
+format: onnx
+max_batch_size: 4
+inputs:
+  - name: a
+    datatype: FP32
+    dims: [2, 4, 4]
+  - name: b
+    datatype: FP32
+    dims: [2, 4, 4]
+outputs:
+  - name: sum
+    datatype: FP32
+    dims: [2]
+dynamic_batching:
+  max_queue_delay_microseconds: 100
+""")
         elif name == "efficientnet_lite0":
             shutil.copytree(pretrained_model_dir(), dest / name, ignore=shutil.ignore_patterns(".generated"))
         elif name == "broken_onnx":

@@ -3,9 +3,9 @@ must match onnxruntime (FP32 within 1e-4 relative error, max |diff| / max |ref|;
 looser bounds), at several batch sizes and in both plan layouts; `inspect` and `tune` must report what they claim.
 Fresh random inputs and weights every run.
 
-The binary is looked up in $CONVOY_CLI, then bazel-bin/ (tools/test.sh builds everything before running pytest).
+The binary is $CONVOY_CLI, else found as conftest.built_binary finds every binary ($CONVOY_BAZEL_BIN, bazel-out/k8-opt/bin,
+bazel-bin); tools/test.sh builds everything before running pytest.
 """
-import os
 import pathlib
 import re
 import subprocess
@@ -16,15 +16,14 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from conftest import built_binary
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 RNG = np.random.default_rng()
 
 
 def cli_path():
-    for candidate in (os.environ.get("CONVOY_CLI", ""), str(REPO_ROOT / "bazel-bin/server/tools/convoy")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    raise FileNotFoundError("convoy CLI not built: run `bazel build //server/tools:convoy` or set CONVOY_CLI")
+    return built_binary("server/tools/convoy", "CONVOY_CLI")
 
 
 def convoy(*args, check=True):

@@ -1,12 +1,13 @@
 """Every tool answers `--help` with its usage on stdout and exit code 0, and does nothing else.
 
 The tools are found, not listed: every script with a `#!` line under tools/, deploy/ and bench/, the GPU check's
-entry scripts (tests/gpu/run_gpu_check.sh, build_check.sh), and the built binaries (convoy_server, convoy,
+entry scripts (tests/gpu/run_gpu_check.sh, prepare.sh), and the built binaries (convoy_server, convoy,
 convoy_health_probe, the emulated GPU check). A tool that ignored --help and started its real work (a build, a test
 run, a server) would run into the timeout and fail. Python scripts run with this interpreter (the .venv) unless
-they say they need Debian's python3 (torch).
+they import Debian's torch, which only /usr/bin/python3 has.
 """
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -15,9 +16,12 @@ import pytest
 from conftest import REPO_ROOT, built_binary
 
 SCRIPT_GLOBS = ["tools/**/*.sh", "tools/**/*.py", "deploy/**/*.sh", "deploy/**/*.py", "bench/**/*.py",
-                "tests/gpu/run_gpu_check.sh", "tests/gpu/build_check.sh"]
-# Scripts that import Debian's torch (python3-torch), which the .venv does not have.
-DEBIAN_PYTHON = {"tools/models/export_torchvision.py", "tools/models/export_padded_modules.py"}
+                "tests/gpu/run_gpu_check.sh", "tests/gpu/prepare.sh"]
+
+def needs_debian_python(script):
+    """Scripts that import Debian's torch (python3-torch) at the top run with /usr/bin/python3: the .venv has none."""
+    return re.search(r"^(import|from) torch", (REPO_ROOT / script).read_text(), re.M) is not None
+
 BINARIES = ["server/convoy_server", "server/tools/convoy", "deploy/convoy_health_probe",
             "tests/gpu/gpu_check_emulated"]
 TIMEOUT_S = 60
@@ -52,7 +56,7 @@ def check_usage(run, name):
 
 def test_the_tools_are_found():
     scripts = entry_scripts()
-    for expected in ["tools/setup.sh", "tools/test.sh", "tools/run_server.sh",
+    for expected in ["tools/setup.sh", "tools/test.sh", "tools/run_server.sh", "deploy/test_image.sh",
                      "bench/serving_benchmark.py", "tests/gpu/run_gpu_check.sh"]:
         assert expected in scripts, f"{expected} not found among {scripts}"
 
@@ -60,7 +64,7 @@ def test_the_tools_are_found():
 @pytest.mark.parametrize("script", entry_scripts())
 def test_script_help(script):
     if script.endswith(".py"):
-        command = ["/usr/bin/python3" if script in DEBIAN_PYTHON else sys.executable, script, "--help"]
+        command = ["/usr/bin/python3" if needs_debian_python(script) else sys.executable, script, "--help"]
     else:
         command = ["bash", script, "--help"]
     check_usage(run_help(command), script)

@@ -79,4 +79,5 @@ def test_watch_readiness_through_shutdown(server):
     rc = server.wait(timeout=60)
     assert rc == 0, f"exit code {rc} after SIGTERM\n{server.log_tail()}"
     reader.join(timeout=10)
+    assert not reader.is_alive(), "the Watch stream did not end after the server exited"
     ch.close()

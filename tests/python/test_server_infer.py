@@ -259,4 +259,6 @@ def test_concurrent_clients_are_batched_and_correct(shared_server, refs):
         t.start()
     for t in threads:
         t.join(timeout=120)
+    hung = [t.name for t in threads if t.is_alive()]
+    assert not hung, f"{len(hung)} client threads still running after 120 s"
     assert not errors

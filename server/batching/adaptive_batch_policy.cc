@@ -1,0 +1,223 @@
+// AdaptiveBatchPolicy: hold a partial batch only while the expected company is worth it. See
+// adaptive_batch_policy.h for the model.
+#include "server/batching/adaptive_batch_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace convoy::batching {
+namespace {
+
+constexpr double kWaitGain = 1.002;        // a hold must finish the known requests this much sooner than sending now
+constexpr size_t kHoldCandidates = 32;     // expected arrivals considered as hold ends, at most
+constexpr double kPrefixTolerance = 0.90;  // cut a batch only for a prefix more than 10 % more efficient
+constexpr double kExploreFraction = 0.5;   // try a new size when its request is due within this share of t(n)
+constexpr int64_t kExploreSamples = 2;     // sizes measured fewer times than this are worth one try
+constexpr int64_t kRefreshBatches = 32;    // a size cut away is sent again after this many batches of others
+constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency bound exceeds 0.9 L cannot meet L
+
+double Rate(int64_t elements, absl::Duration seconds) {
+  return static_cast<double>(elements) / std::max(absl::ToDoubleSeconds(seconds), 1e-9);
+}
+
+}  // namespace
+
+int64_t AdaptiveBatchPolicy::BatchLimit(absl::Time now, absl::Time oldest, const LoadEstimator& load) const {
+  const int64_t max_batch = std::max<int64_t>(options_.max_batch_size, 1);
+  if (options_.target_latency <= absl::ZeroDuration() || !load.ExecutionTimeP99(1)) return max_batch;
+  const absl::Duration budget = options_.target_latency - (now - oldest);
+  const auto fits = [&](int64_t b) { return *load.ExecutionTimeP99(b) <= budget; };
+  if (!fits(1)) return 0;
+  // Execution time grows with the batch: the largest size that fits, by bisection.
+  int64_t lo = 1, hi = max_batch;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int64_t>& sizes, int64_t limit,
+                                                          const LoadEstimator& load) const {
+  struct Candidate {
+    size_t length;
+    int64_t elements;
+    double rate;
+  };
+  std::vector<Candidate> candidates;
+  const bool measured = load.ExecutionTime(1).has_value();  // any size measured: every size has an estimate
+  int64_t elements = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0 && elements + sizes[i] > limit) break;  // the first request goes even when it alone exceeds it
+    elements += sizes[i];
+    candidates.push_back({i + 1, elements, measured ? Rate(elements, *load.ExecutionTime(elements)) : 0.0});
+  }
+  // Without measurements nothing is known: everything within the limit goes.
+  if (!measured) return Send{candidates.back().length, candidates.back().elements, std::nullopt};
+  double best = 0;
+  for (const Candidate& c : candidates) best = std::max(best, c.rate);
+  const Candidate* chosen = &candidates.back();
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+    if (it->rate >= kPrefixTolerance * best) {
+      chosen = &*it;
+      break;
+    }
+  }
+  // Probe: the largest power of two below the chosen size that was measured fewer than kExploreSamples times goes
+  // first (the rest follows at once), so interpolation never spans more than a factor of two of batch sizes.
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+    const int64_t size = it->elements;
+    if (size >= chosen->elements || size < 2 || (size & (size - 1)) != 0) continue;
+    if (load.ExecutionSamples(size) < kExploreSamples) return Send{it->length, it->elements, it->rate};
+  }
+  // Refresh: a cut keeps the longer sizes from being measured again, so their estimates would never catch up with a
+  // change (a noisy neighbour gone, a cache now warm); every kRefreshBatches batches the whole prefix goes instead.
+  const Candidate& longest = candidates.back();
+  if (chosen != &longest && load.BatchesSinceMeasured(longest.elements) >= kRefreshBatches) {
+    return Send{longest.length, longest.elements, longest.rate};
+  }
+  return Send{chosen->length, chosen->elements, chosen->rate};
+}
+
+absl::Time AdaptiveBatchPolicy::Makespan(absl::Time start, int64_t elements, const std::vector<absl::Time>& expected,
+                                         int64_t limit, const LoadEstimator& load) const {
+  const double per_request = std::max(load.mean_request_size(), 1.0);
+  size_t next = 0;
+  double batch = static_cast<double>(elements);
+  absl::Time begin = start;
+  absl::Time free_at = start;
+  while (true) {
+    while (next < expected.size() && expected[next] <= begin && batch + per_request <= limit + 1e-9) {
+      batch += per_request;
+      ++next;
+    }
+    free_at = begin + *load.ExecutionTime(std::clamp<int64_t>(std::llround(batch), 1, limit));
+    if (next == expected.size()) return free_at;
+    begin = std::max(free_at, expected[next]);
+    batch = 0;
+  }
+}
+
+std::optional<absl::Time> AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last_change, absl::Time oldest,
+                                                                 int64_t elements, int64_t limit,
+                                                                 const HoldTarget& target,
+                                                                 const LoadEstimator& load) const {
+  const double per_request = std::max(load.mean_request_size(), 1.0);
+  const int64_t wanted = static_cast<int64_t>(std::ceil(static_cast<double>(limit - elements) / per_request));
+  const absl::Duration time_now = *load.ExecutionTime(elements);
+  // Only requests that would queue behind the batch sent now are worth waiting for: one that comes later finds the
+  // instance free, and holding for it buys a merge with idle time.
+  const std::vector<absl::Time> expected = load.ExpectedArrivals(last_change, wanted, last_change + time_now);
+  if (expected.empty()) return std::nullopt;
+  const absl::Duration send_now = Makespan(last_change, elements, expected, limit, load) - last_change;
+  absl::Duration best = send_now / kWaitGain;
+  std::optional<absl::Time> hold, explore;
+  // Holding until the j-th expected arrival, for a spread of j (every one when few are expected) and the last.
+  const size_t step = std::max<size_t>(1, expected.size() / kHoldCandidates);
+  std::vector<size_t> candidates;
+  for (size_t j = 1; j < expected.size(); j += step) candidates.push_back(j);
+  candidates.push_back(expected.size());
+  for (size_t j : candidates) {
+    const absl::Time until = expected[j - 1];
+    const int64_t first = std::min<int64_t>(elements + std::llround(static_cast<double>(j) * per_request), limit);
+    if (until - oldest > options_.max_hold) break;
+    const absl::Duration waited = target.count_queue_time ? until - oldest : absl::ZeroDuration();
+    if (target.latency > absl::ZeroDuration() && waited + *load.ExecutionTimeP99(first) > target.latency) {
+      break;
+    }
+    const bool unmeasured = load.ExecutionSamples(first) < kExploreSamples;
+    if (j == 1 && unmeasured && until - last_change <= kExploreFraction * time_now) {
+      explore = until;
+    }
+    const absl::Duration done = Makespan(until, elements, expected, limit, load) - last_change;
+    if (done < best) {
+      best = done;
+      hold = until;
+    }
+  }
+  return hold ? hold : explore;
+}
+
+int64_t AdaptiveBatchPolicy::OnTime(absl::Time now, const HeadBatch& head, const Send& first,
+                                    const LoadEstimator& load) const {
+  int64_t rest = 0;
+  for (size_t i = first.length; i < head.sizes.size(); ++i) rest += head.sizes[i];
+  const absl::Time first_done = now + *load.ExecutionTimeP99(first.elements);
+  const absl::Time rest_done =
+      first_done + (rest > 0 ? *load.ExecutionTimeP99(std::min(rest, options_.max_batch_size)) : absl::ZeroDuration());
+  int64_t on_time = 0;
+  for (size_t i = 0; i < head.sizes.size(); ++i) {
+    const absl::Time done = i < first.length ? first_done : rest_done;
+    on_time += done - head.enqueued[i] <= options_.target_latency ? 1 : 0;
+  }
+  return on_time;
+}
+
+bool AdaptiveBatchPolicy::TargetFeasible(int64_t population, const LoadEstimator& load) const {
+  const int64_t elements = std::llround(static_cast<double>(population) * std::max(load.mean_request_size(), 1.0));
+  double best_rate = 0;
+  for (int64_t b = 1; b <= std::min(elements, options_.max_batch_size); ++b) {
+    best_rate = std::max(best_rate, Rate(b, *load.ExecutionTime(b)));
+  }
+  const double mean_latency_s = static_cast<double>(elements) / best_rate -
+                                absl::ToDoubleSeconds(load.return_time().value_or(absl::ZeroDuration()));
+  return mean_latency_s <= kFeasibleShare * absl::ToDoubleSeconds(options_.target_latency);
+}
+
+AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::Time last_change,
+                                                          const HeadBatch& head, const LoadEstimator& load) const {
+  Decision decision;
+  int64_t elements = 0;
+  for (int64_t size : head.sizes) elements += size;
+  const absl::Time oldest = *std::min_element(head.enqueued.begin(), head.enqueued.end());
+  const int64_t max_batch = std::max<int64_t>(options_.max_batch_size, 1);
+  const bool measured = load.ExecutionTime(1).has_value();
+  absl::Duration target = options_.target_latency;
+  decision.batch_limit = BatchLimit(now, oldest, load);
+  // A closed population that cannot meet the target at all is served as if there were none (overload).
+  const int64_t population = head.returning_in_system + load.ClientsExpected(last_change);
+  if (target > absl::ZeroDuration() && measured && population > 0 && !TargetFeasible(population, load)) {
+    decision.overload = true;
+    decision.batch_limit = max_batch;
+    target = absl::ZeroDuration();
+  }
+  // In a closed loop cutting a batch to meet the target cannot help: it lowers the throughput, and at a given
+  // concurrency every latency rises with it. There the target only keeps holds from forming a batch that alone
+  // would run past it.
+  const bool cuts = target > absl::ZeroDuration() && population == 0;
+  Send send = BestPrefix(head.sizes, cuts ? std::max<int64_t>(decision.batch_limit, 1) : max_batch, load);
+  // Late: not even a batch of one meets the target for the oldest request, or cutting at the limit would not bring
+  // more of the queued requests in on time than the largest batch. Throughput first, at once; the queue policy
+  // bounds the rest.
+  bool late = target > absl::ZeroDuration() && decision.batch_limit == 0;
+  if (cuts && !late) {
+    const Send largest = BestPrefix(head.sizes, max_batch, load);
+    late = send.elements < largest.elements && OnTime(now, head, send, load) <= OnTime(now, head, largest, load);
+  }
+  if (late) {
+    decision.overload = true;
+    decision.batch_limit = max_batch;
+    send = BestPrefix(head.sizes, max_batch, load);
+  }
+  decision.length = send.length;
+  const int64_t limit = cuts ? decision.batch_limit : max_batch;
+  // Nothing to decide when no one can join, when part of the queue stays behind anyway, without measurements, or
+  // when another instance is free (spare capacity: a lone batch costs nobody anything).
+  if (head.full || late || send.elements < elements || elements >= limit || !send.rate ||
+      head.another_instance_free) {
+    return decision;
+  }
+  const std::optional<absl::Time> hold =
+      WorthWaitingUntil(last_change, oldest, elements, limit, HoldTarget{target, population == 0}, load);
+  if (hold && *hold > now) {
+    decision.length = 0;
+    decision.hold_until = *hold;
+  }
+  return decision;
+}
+
+}  // namespace convoy::batching

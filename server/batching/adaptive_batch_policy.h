@@ -1,0 +1,137 @@
+// AdaptiveBatchPolicy: the `policy: adaptive` of dynamic batching (docs/model_config.md). Where the fixed policy
+// holds every partial batch for max_queue_delay, this one holds a batch open only while requests that can still
+// join it are worth the wait, judged from what LoadEstimator (load_estimator.h) has measured: which clients are out
+// and when they are due back, the open arrival rate, and the execution time of every batch size. BatchQueue asks it
+// whenever an instance is free and a partial batch waits. It is a pure function of its inputs (no clock, no
+// threads), so tests drive it with explicit times (adaptive_batching_test.cc, in simulation).
+//
+// The queueing model. One model, I instances; an instance runs a batch of b elements in t(b) (t measured per size).
+// Clients form a closed population (each sends its next request a return time Z after its response) plus an open
+// stream; load_estimator.h says how both are inferred from arrivals and responses alone. A client whose request is
+// queued or running cannot send another one, so the requests that can still join are the returning clients out
+// and the open stream, each expected by its late bound. In a closed loop of C clients the throughput is
+// X = C / (R + Z) (Little's law, R the time in the server): at a given concurrency the higher throughput IS the
+// lower mean latency, so the policy weighs throughput, and counts the latency a hold adds as instance time lost.
+//
+// The decision, for a partial batch of n elements whose state last changed at t0 (an arrival, a response, a batch
+// leaving; deciding from t0 makes the answer the same until the next change, so a hold never renews itself):
+//  - The requests worth waiting for are those expected before t0 + t(n), i.e. the ones that would otherwise queue
+//    behind the batch sent now; one that comes later finds the instance free, and holding for it would buy a
+//    merge with idle time. No such request (a lone client; clients that left; a burst that will not come back):
+//    the batch runs now.
+//  - Otherwise it compares, for the n queued and those k expected requests, when one instance would be done with
+//    all of them (the makespan): sending now and then running each next batch as soon as it is free and someone
+//    arrived, against holding until the j-th expected arrival (a spread of j up to 32 values) and doing the same
+//    from there. It holds until the a_j with the earliest makespan when that beats sending now by more than 0.2 %.
+//    In a saturated closed loop this is what merges the clients coming back into one batch instead of alternating
+//    two half batches; with clients that think longer than a batch takes it never holds.
+//  - A size measured fewer than twice is tried when the next request is due within t(n) / 2, so the policy learns
+//    sizes the load alone would not produce; and every power of two below a batch about to be sent is measured
+//    twice first (that prefix goes first, the rest right after), so interpolation never spans more than a factor
+//    of two. Both cost a handful of batches in the life of the model.
+//  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 10 %
+//    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
+//    A size cut away is sent whole again once 32 batches of other sizes ran since it was last measured, so its
+//    estimate follows the machine (a noisy neighbour leaving, say) instead of freezing at an unlucky value.
+//  - With another instance free there is spare capacity and the batch runs at once.
+//
+// With a latency target L (target_latency), for requests that do not come from a closed loop (bursts, an open
+// stream): a request is sent or held in a batch only if its queue time plus the p99 bound of that batch's execution
+// (the estimator's) meets L. The batch limit is the largest b that meets it for the oldest queued request; what is
+// queued is cut to it when that brings more of the queued requests in on time than the largest batch would, and
+// holds never break it, so as load rises batches grow only as far as L allows. In a closed loop (returning clients
+// present) a cut cannot help: it lowers the throughput, and at a given concurrency every latency rises with it
+// (X = C / (R + Z)); and a hold refused because the queued half of an alternating loop already waited would keep
+// the loop alternating, slower for everyone. There the target keeps holds from forming a batch whose execution
+// alone would run past L, and otherwise the schedule is the throughput-optimal one, which at that concurrency is
+// also the lowest-latency one. Overload, where the policy serves throughput first and the queue policy
+// (max_queue_size, timeouts) bounds the queue as with the fixed policy:
+//  - a closed population that cannot meet L at all: P returning clients at the best throughput X* of batches of
+//    at most P see a mean latency of at least P / X* - Z; above 0.9 L the target is set aside (batches and holds
+//    as without one, convoy_batcher_batch_limit = max_batch_size);
+//  - not even a batch of one meets L for the oldest request, or a cut would not help: the largest batch (up to
+//    max_batch_size) runs at once.
+//
+// max_hold (max_queue_delay_microseconds with policy adaptive, when given) caps any hold from the oldest request's
+// arrival. Without it a hold still ends within t(n) of the last change.
+#ifndef CONVOY_SERVER_BATCHING_ADAPTIVE_BATCH_POLICY_H_
+#define CONVOY_SERVER_BATCHING_ADAPTIVE_BATCH_POLICY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "server/batching/load_estimator.h"
+
+namespace convoy::batching {
+
+class AdaptiveBatchPolicy {
+ public:
+  struct Options {
+    int64_t max_batch_size = 1;
+    absl::Duration target_latency = absl::ZeroDuration();   // p99 queue + compute; zero: none
+    absl::Duration max_hold = absl::InfiniteDuration();     // longest hold from the oldest arrival; infinite: none
+  };
+
+  // The partial batch an instance could take now, as BatchQueue gathered it.
+  struct HeadBatch {
+    std::vector<int64_t> sizes;        // batch sizes of its requests, in batch order (at least one)
+    std::vector<absl::Time> enqueued;  // their enqueue times
+    bool full = false;                 // the next request of the same shape does not fit: no one can join
+    bool another_instance_free = false;  // besides the one asking
+    int64_t returning_in_system = 0;     // queued or running requests from returning clients (load_estimator.h)
+  };
+
+  struct Decision {
+    size_t length = 0;                               // requests to send now, from the front; 0: hold
+    absl::Time hold_until = absl::InfiniteFuture();  // with length 0: decide again then at the latest
+    int64_t batch_limit = 0;                         // the largest batch the latency target allows now
+    bool overload = false;                           // even a batch of one misses the target
+  };
+
+  explicit AdaptiveBatchPolicy(const Options& options) : options_(options) {}
+
+  // `now`: the time of the question; `last_change`: when the queue, the responses or the arrivals last changed.
+  Decision Decide(absl::Time now, absl::Time last_change, const HeadBatch& head, const LoadEstimator& load) const;
+
+  const Options& options() const { return options_; }
+
+ private:
+  struct Send {
+    size_t length = 0;
+    int64_t elements = 0;
+    std::optional<double> rate;  // elements per second of instance time; unknown before any measurement
+  };
+  // The largest b whose p99 execution fits the oldest request's remaining target; 0 when not even 1 fits.
+  int64_t BatchLimit(absl::Time now, absl::Time oldest, const LoadEstimator& load) const;
+  // The prefix of `sizes` within `limit` that runs most efficiently (the longest within 10 % of the best).
+  Send BestPrefix(const std::vector<int64_t>& sizes, int64_t limit, const LoadEstimator& load) const;
+  // When to send if waiting is worth it: the expected arrival whose hold serves the known requests soonest;
+  // nullopt: send now.
+  // What a hold must respect: the latency target (zero: none), counting the time the oldest request already
+  // waited (requests outside a closed loop), or only the batch's own execution (in a closed loop).
+  struct HoldTarget {
+    absl::Duration latency;
+    bool count_queue_time;
+  };
+  std::optional<absl::Time> WorthWaitingUntil(absl::Time last_change, absl::Time oldest, int64_t elements,
+                                              int64_t limit, const HoldTarget& target,
+                                              const LoadEstimator& load) const;
+  // With a target: how many requests of `head` meet it when `first` runs now and the rest right after.
+  int64_t OnTime(absl::Time now, const HeadBatch& head, const Send& first, const LoadEstimator& load) const;
+  // With a target: whether a closed population of P clients (returning ones in the server and out) can meet it at
+  // all: at the best throughput X* of batches of at most P elements they see a mean latency of at least P / X* - Z.
+  bool TargetFeasible(int64_t population, const LoadEstimator& load) const;
+  // When one instance would be done with `elements` queued plus the `expected` arrivals, starting the first batch
+  // at `start` with everything arrived by then, and each next batch as soon as it is free and someone arrived.
+  absl::Time Makespan(absl::Time start, int64_t elements, const std::vector<absl::Time>& expected, int64_t limit,
+                      const LoadEstimator& load) const;
+
+  const Options options_;
+};
+
+}  // namespace convoy::batching
+
+#endif  // CONVOY_SERVER_BATCHING_ADAPTIVE_BATCH_POLICY_H_

@@ -1,0 +1,278 @@
+// The adaptive batching policy, tested deterministically in simulation (batching_simulator.h: a real BatchQueue,
+// simulated instances with given execution times, simulated closed-loop clients with random return times from a
+// fixed seed, open-loop arrivals): a lone client never waits, a steady stream grows batches to the most efficient
+// size, a burst runs back to back without holds, a latency target caps the batch size, overload falls back to the
+// largest batch and the queue policy; and across concurrency 1..32 the adaptive policy matches batching off at
+// concurrency 1 and the fixed policy or better elsewhere. Tolerances are stated where a result is compared with a
+// bound; every number comes from the simulation, none is hard-coded from a previous run.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+#include "server/batching/batching_simulator.h"
+
+namespace convoy::batching {
+namespace {
+
+using ::testing::Each;
+using ::testing::Le;
+
+const absl::Duration kMs = absl::Milliseconds(1);
+
+BatchingPolicy Adaptive(int64_t max_batch, absl::Duration target = absl::ZeroDuration()) {
+  BatchingPolicy policy;
+  policy.model_name = "simulated";
+  policy.max_batch_size = max_batch;
+  policy.formation = BatchFormation::kAdaptive;
+  policy.max_queue_delay = absl::InfiniteDuration();  // no cap on holds: the policy alone decides
+  policy.target_latency = target;
+  return policy;
+}
+
+BatchingPolicy Fixed(int64_t max_batch, absl::Duration delay, std::vector<int64_t> preferred = {}) {
+  BatchingPolicy policy;
+  policy.model_name = "simulated";
+  policy.max_batch_size = max_batch;
+  policy.max_queue_delay = delay;
+  policy.preferred_batch_sizes = std::move(preferred);
+  return policy;
+}
+
+BatchingPolicy Off(int64_t max_batch) {
+  BatchingPolicy policy;
+  policy.model_name = "simulated";
+  policy.max_batch_size = max_batch;
+  policy.dynamic_batching = false;
+  return policy;
+}
+
+// fixed + per_element * b + quadratic * b^2, plus up to `noise` that varies from batch to batch.
+std::function<absl::Duration(int64_t, int64_t)> Execution(absl::Duration fixed, absl::Duration per_element,
+                                                          absl::Duration quadratic = absl::ZeroDuration(),
+                                                          absl::Duration noise = absl::ZeroDuration()) {
+  return [=](int64_t b, int64_t index) {
+    return fixed + per_element * b + quadratic * (b * b) + noise * static_cast<double>(index * 7919 % 13) / 13.0;
+  };
+}
+
+// Clients that come back 0.5 to 2.5 ms after each response (perf_analyzer on a loaded machine).
+ClientPhase Clients(absl::Duration start, int clients) {
+  return ClientPhase{start, clients, absl::Microseconds(500), absl::Microseconds(2000)};
+}
+
+SimulationResult Simulated(const SimulationOptions& options) {
+  absl::StatusOr<SimulationResult> result = Simulate(options);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? std::move(result).value() : SimulationResult{};
+}
+
+std::vector<int64_t> Sizes(const std::vector<SimulatedBatch>& batches) {
+  std::vector<int64_t> sizes;
+  for (const SimulatedBatch& batch : batches) sizes.push_back(batch.elements);
+  return sizes;
+}
+
+double MeanSize(const std::vector<SimulatedBatch>& batches) {
+  double total = 0;
+  for (const SimulatedBatch& batch : batches) total += static_cast<double>(batch.elements);
+  return batches.empty() ? 0 : total / static_cast<double>(batches.size());
+}
+
+int64_t MedianSize(std::vector<SimulatedBatch> batches) {
+  std::vector<int64_t> sizes = Sizes(batches);
+  std::sort(sizes.begin(), sizes.end());
+  return sizes.empty() ? 0 : sizes[sizes.size() / 2];
+}
+
+TEST(AdaptiveBatchingTest, ALoneClientNeverWaitsEvenAfterBatchesPaidOff) {
+  SimulationOptions options;
+  options.policy = Adaptive(16);
+  options.execution_time = Execution(4 * kMs, absl::Microseconds(500), absl::ZeroDuration(), absl::Microseconds(260));
+  options.phases = {Clients(absl::ZeroDuration(), 8), Clients(absl::Seconds(1), 1)};
+  options.duration = absl::Seconds(3);
+  const SimulationResult adaptive = Simulated(options);
+  // With eight clients batching paid off (and the policy measured it)...
+  EXPECT_GE(MeanSize(adaptive.BatchesIn(absl::Milliseconds(200), absl::Seconds(1))), 6.0);
+  // ...but once one client is left, nothing can join its request: it runs the moment it arrives, every time. The
+  // first 100 ms after the switch let the seven clients that left be presumed gone (a few return times).
+  EXPECT_EQ(adaptive.MaxQueueTime(absl::Milliseconds(1100), absl::Seconds(3)), absl::ZeroDuration());
+  EXPECT_THAT(Sizes(adaptive.BatchesIn(absl::Milliseconds(1100), absl::Seconds(3))), Each(1));
+  // Meanwhile the leavers cost at most one hold of a few return times (0.5..2.5 ms each).
+  EXPECT_LE(adaptive.MaxQueueTime(absl::Seconds(1), absl::Milliseconds(1100)), 5 * kMs);
+
+  // The fixed policy makes the lone client wait out its delay every time.
+  options.policy = Fixed(16, 2 * kMs);
+  const SimulationResult fixed = Simulated(options);
+  EXPECT_EQ(fixed.MaxQueueTime(absl::Milliseconds(1100), absl::Seconds(3)), 2 * kMs);
+  EXPECT_GT(adaptive.Throughput(absl::Milliseconds(1100), absl::Seconds(3)),
+            1.2 * fixed.Throughput(absl::Milliseconds(1100), absl::Seconds(3)));
+}
+
+TEST(AdaptiveBatchingTest, ASteadyStreamGrowsBatchesToTheMostEfficientSize) {
+  // Each element costs more in a bigger batch beyond some size (t(b) / b is smallest near b = sqrt(6 / 0.04) ~ 12),
+  // as when activations outgrow a cache.
+  SimulationOptions options;
+  options.policy = Adaptive(32);
+  options.execution_time = Execution(6 * kMs, absl::Microseconds(500), absl::Microseconds(40), absl::Microseconds(260));
+  options.phases = {Clients(absl::ZeroDuration(), 32)};
+  options.duration = absl::Seconds(4);
+  const SimulationResult adaptive = Simulated(options);
+  double best = 0;  // inferences per second at the most efficient batch size, without noise
+  for (int64_t b = 1; b <= 32; ++b) {
+    best = std::max(best, static_cast<double>(b) / absl::ToDoubleSeconds(6 * kMs + absl::Microseconds(500) * b +
+                                                                          absl::Microseconds(40) * (b * b)));
+  }
+  const std::vector<SimulatedBatch> late = adaptive.BatchesIn(absl::Seconds(1), absl::Seconds(4));
+  // The policy keeps the longest prefix within 10 % of the best rate (not to chase noise): 21 here at most.
+  EXPECT_GE(MedianSize(late), 10);
+  EXPECT_LE(MedianSize(late), 21);
+  // Within 12 %: those 10 %, and the noise adds up to 0.26 ms per batch.
+  EXPECT_GE(adaptive.Throughput(absl::Seconds(1), absl::Seconds(4)), 0.88 * best);
+  // The fixed policy runs full batches of 32 at a worse time per element.
+  options.policy = Fixed(32, 2 * kMs);
+  const SimulationResult fixed = Simulated(options);
+  EXPECT_GT(adaptive.Throughput(absl::Seconds(1), absl::Seconds(4)),
+            1.15 * fixed.Throughput(absl::Seconds(1), absl::Seconds(4)));
+
+  // Where a bigger batch is always cheaper per element, batches grow to max_batch_size.
+  options.policy = Adaptive(32);
+  options.execution_time = Execution(5 * kMs, absl::Microseconds(500), absl::ZeroDuration(), absl::Microseconds(260));
+  const SimulationResult linear = Simulated(options);
+  EXPECT_EQ(MedianSize(linear.BatchesIn(absl::Seconds(1), absl::Seconds(4))), 32);
+}
+
+TEST(AdaptiveBatchingTest, ABurstRunsBackToBackWithoutHolds) {
+  SimulationOptions options;
+  options.policy = Adaptive(8);
+  options.execution_time = Execution(4 * kMs, 5 * kMs);
+  // Four clients teach the policy that batching pays and that clients come back; then they leave, and at 1 s twenty
+  // requests arrive at once from nowhere.
+  options.phases = {Clients(absl::ZeroDuration(), 4), Clients(absl::Milliseconds(500), 0)};
+  options.open_arrivals.assign(20, absl::Seconds(1));
+  options.duration = absl::Seconds(2);
+  const SimulationResult result = Simulated(options);
+  const std::vector<SimulatedBatch> burst = result.BatchesIn(absl::Milliseconds(900), absl::Seconds(2));
+  EXPECT_THAT(Sizes(burst), ::testing::ElementsAre(8, 8, 4));
+  ASSERT_EQ(burst.size(), 3u);
+  EXPECT_EQ(burst[0].dispatch, result.start + absl::Seconds(1));
+  // Each batch leaves the moment the instance is free: the last partial one too, since nobody it answered before
+  // is expected back (burst requests never came back once).
+  EXPECT_EQ(burst[1].dispatch, burst[0].done);
+  EXPECT_EQ(burst[2].dispatch, burst[1].done);
+}
+
+TEST(AdaptiveBatchingTest, ALatencyTargetCapsTheBatchSize) {
+  // Bursts of 4, 8, 16 and 32 requests, 200 ms apart, after 32 clients taught the policy every batch size. A batch
+  // of b takes 2 + 0.5 b ms, so with a 12 ms target (p99 bound = mean + 10 % with this little noise) a batch holds
+  // at most 17 requests.
+  SimulationOptions options;
+  options.execution_time = Execution(2 * kMs, absl::Microseconds(500));
+  options.phases = {Clients(absl::ZeroDuration(), 32), Clients(absl::Milliseconds(500), 0)};
+  const std::vector<int> bursts = {4, 8, 16, 32};
+  for (size_t i = 0; i < bursts.size(); ++i) {
+    for (int r = 0; r < bursts[i]; ++r) options.open_arrivals.push_back(absl::Seconds(1) + absl::Milliseconds(200) * i);
+  }
+  options.duration = absl::Seconds(2);
+  const absl::Duration target = 12 * kMs;
+  int64_t cap = 0;
+  for (int64_t b = 1; b <= 32; ++b) {
+    if (1.1 * absl::ToDoubleMilliseconds(2 * kMs + absl::Microseconds(500) * b) <= 12.0) cap = b;
+  }
+  options.policy = Adaptive(32, target);
+  const SimulationResult capped = Simulated(options);
+  options.policy = Adaptive(32);
+  const SimulationResult free = Simulated(options);
+  for (size_t i = 0; i < bursts.size(); ++i) {
+    const absl::Duration from = absl::Seconds(1) + absl::Milliseconds(200) * i, to = from + absl::Milliseconds(200);
+    const std::vector<SimulatedBatch> with_target = capped.BatchesIn(from, to);
+    const std::vector<SimulatedBatch> without = free.BatchesIn(from, to);
+    ASSERT_FALSE(with_target.empty() || without.empty()) << "burst " << bursts[i];
+    SCOPED_TRACE(absl::StrCat("burst of ", bursts[i], ": batches with the target ",
+                              absl::StrJoin(Sizes(with_target), ","), ", without ",
+                              absl::StrJoin(Sizes(without), ",")));
+    // Batches grow with the burst, up to what the target allows.
+    EXPECT_EQ(with_target[0].elements, std::min<int64_t>(bursts[i], cap));
+    EXPECT_THAT(Sizes(with_target), Each(Le(cap)));
+    EXPECT_EQ(without[0].elements, bursts[i]);
+    if (bursts[i] <= cap) {  // feasible: every request of the burst meets the target
+      EXPECT_LE(capped.LatencyQuantile(1.0, from, to), target);
+    }
+  }
+  // The burst of 32 cannot all make 12 ms; without the target none of it did, with it the first batch did.
+  const absl::Duration last = absl::Milliseconds(1600);
+  EXPECT_GT(free.LatencyQuantile(0.0, last, last + absl::Milliseconds(200)), target);
+  EXPECT_LE(capped.LatencyQuantile(0.5, last, last + absl::Milliseconds(200)), target);
+}
+
+TEST(AdaptiveBatchingTest, OverloadFallsBackToTheLargestBatchAndTheQueuePolicy) {
+  // 2500 requests/s against at most 16 / (4 + 8 ms) = 1333/s, with a 20 ms target nobody can meet for long.
+  SimulationOptions options;
+  options.policy = Adaptive(16, 20 * kMs);
+  options.policy.default_queue_policy.max_queue_size = 32;
+  options.execution_time = Execution(4 * kMs, absl::Microseconds(500));
+  for (int i = 0; i < 10000; ++i) options.open_arrivals.push_back(absl::Microseconds(400) * i);
+  options.duration = absl::Seconds(4);
+  const SimulationResult full_queue = Simulated(options);
+  const std::vector<SimulatedBatch> batches = full_queue.BatchesIn(absl::Seconds(1), absl::Seconds(3));
+  EXPECT_THAT(Sizes(batches), Each(16));
+  EXPECT_GE(full_queue.Throughput(absl::Seconds(1), absl::Seconds(3)), 0.99 * 16 / 0.012);
+  int64_t rejected = 0;
+  for (const SimulatedRequest& request : full_queue.requests) {
+    if (request.status.ok()) continue;
+    ++rejected;
+    EXPECT_EQ(request.status.code(), absl::StatusCode::kUnavailable) << request.status;
+  }
+  EXPECT_GT(rejected, 3000);  // about (2500 - 1333) / 2500 of 10000
+
+  // With a queue timeout instead of a bound, requests that waited too long fail and nobody ran after waiting longer.
+  options.policy.default_queue_policy.max_queue_size = 0;
+  options.policy.default_queue_policy.default_timeout = 30 * kMs;
+  const SimulationResult timeouts = Simulated(options);
+  EXPECT_THAT(Sizes(timeouts.BatchesIn(absl::Seconds(1), absl::Seconds(3))), Each(16));
+  int64_t timed_out = 0;
+  for (const SimulatedRequest& request : timeouts.requests) {
+    if (request.status.ok()) {
+      EXPECT_LE(request.queue_time(), 30 * kMs);
+    } else {
+      ++timed_out;
+      EXPECT_EQ(request.status.code(), absl::StatusCode::kDeadlineExceeded) << request.status;
+    }
+  }
+  EXPECT_GT(timed_out, 3000);
+}
+
+TEST(AdaptiveBatchingTest, MatchesBatchingOffAloneAndTheFixedPolicyOrBetterUnderLoad) {
+  // The serving benchmark's sweep in simulation: a batch of b costs 4 + 5 b ms (the CPU gains little from
+  // batching), clients come back after 0.5..2.5 ms. Fixed: Triton's usual 2 ms delay with preferred sizes.
+  std::map<std::string, BatchingPolicy> policies = {
+      {"adaptive", Adaptive(16)}, {"fixed", Fixed(16, 2 * kMs, {4, 8, 16})}, {"off", Off(16)}};
+  for (int clients : {1, 2, 4, 8, 16, 32}) {
+    std::map<std::string, double> throughput;
+    for (const auto& [name, policy] : policies) {
+      SimulationOptions options;
+      options.policy = policy;
+      options.execution_time = Execution(4 * kMs, 5 * kMs, absl::ZeroDuration(), absl::Microseconds(1300));
+      options.phases = {Clients(absl::ZeroDuration(), clients)};
+      options.duration = absl::Seconds(12);
+      throughput[name] = Simulated(options).Throughput(absl::Seconds(2), absl::Seconds(12));
+    }
+    SCOPED_TRACE(absl::StrCat(clients, " clients: adaptive ", throughput["adaptive"], ", fixed ", throughput["fixed"],
+                              ", off ", throughput["off"], " inferences/s"));
+    if (clients == 1) {
+      EXPECT_GE(throughput["adaptive"], 0.98 * throughput["off"]);
+    }
+    // 2 %: batches that straddle the window's edges (one batch of 16 is 1 % of the 10 s window's output at 32).
+    EXPECT_GE(throughput["adaptive"], 0.98 * throughput["fixed"]);
+  }
+}
+
+}  // namespace
+}  // namespace convoy::batching

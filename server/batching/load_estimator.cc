@@ -1,0 +1,201 @@
+// LoadEstimator: arrivals, returning clients and execution times per batch size. See load_estimator.h.
+#include "server/batching/load_estimator.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace convoy::batching {
+namespace {
+
+constexpr size_t kArrivalWindow = 64;
+constexpr size_t kNewArrivalWindow = 32;
+constexpr size_t kMaxClientsOut = 4096;     // memory bound; far above any real population of one model
+constexpr double kExecutionWeight = 1.0 / 8;  // after the first 8 batches of a size
+constexpr double kReturnWeight = 1.0 / 16;    // after the first 16 matched returns
+constexpr double kRequestSizeWeight = 1.0 / 32;
+constexpr double kP99Sigmas = 2.33;           // p99 of a normal distribution
+constexpr double kP99MinimumMargin = 0.10;    // of the mean: a size measured once has no variance yet
+const absl::Duration kExpiryBeforeAnyReturn = absl::Seconds(1);
+const absl::Duration kMinimumExpiry = absl::Microseconds(200);
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+// The weight of a new sample: a running mean while 1 / samples > weight, exponential with `weight` afterwards.
+double Weight(int64_t samples, double weight) { return std::max(1.0 / static_cast<double>(samples), weight); }
+
+}  // namespace
+
+LoadEstimator::LoadEstimator(int64_t max_batch_size)
+    : max_batch_size_(std::max<int64_t>(max_batch_size, 1)), sizes_(max_batch_size_ + 1) {}
+
+bool LoadEstimator::RecordArrival(absl::Time now, int64_t batch_size) {
+  ForgetGoneClients(now);
+  arrivals_.push_back(now);
+  if (arrivals_.size() > kArrivalWindow) arrivals_.pop_front();
+  ++request_samples_;
+  mean_request_size_ += Weight(request_samples_, kRequestSizeWeight) *
+                        (static_cast<double>(batch_size) - mean_request_size_);
+  if (out_.empty()) {
+    new_arrivals_.push_back(now);
+    if (new_arrivals_.size() > kNewArrivalWindow) new_arrivals_.pop_front();
+    return false;
+  }
+  const double sample = std::max(0.0, Seconds(now - out_.front().responded));
+  out_.pop_front();
+  ++return_samples_;
+  if (return_samples_ == 1) {
+    return_mean_s_ = sample;
+    return_dev_s_ = 0;
+    return true;
+  }
+  const double weight = Weight(return_samples_, kReturnWeight);
+  const double deviation = sample - return_mean_s_;
+  return_mean_s_ += weight * deviation;
+  return_dev_s_ += weight * (std::abs(deviation) - return_dev_s_);
+  return true;
+}
+
+void LoadEstimator::RecordResponses(absl::Time done, int64_t returning, int64_t new_clients) {
+  for (int64_t i = 0; i < returning + new_clients; ++i) {
+    // Completions are reported in about time order; keep the list sorted so the oldest is matched first.
+    auto at = out_.end();
+    while (at != out_.begin() && (at - 1)->responded > done) --at;
+    out_.insert(at, ClientOut{done, i < returning});
+  }
+  while (out_.size() > kMaxClientsOut) out_.pop_front();
+}
+
+void LoadEstimator::RecordExecution(int64_t batch_size, absl::Duration busy) {
+  SizeStats& size = sizes_[std::clamp<int64_t>(batch_size, 1, max_batch_size_)];
+  ++size.samples;
+  size.last_batch = ++batches_;
+  const double weight = Weight(size.samples, kExecutionWeight);
+  const double deviation = Seconds(busy) - size.mean_s;
+  size.mean_s += weight * deviation;
+  size.variance_s2 = (1 - weight) * (size.variance_s2 + weight * deviation * deviation);
+}
+
+double LoadEstimator::arrival_rate() const {
+  if (arrivals_.size() < 2) return 0;
+  const double span = std::max(Seconds(arrivals_.back() - arrivals_.front()), 1e-9);
+  return static_cast<double>(arrivals_.size() - 1) / span;
+}
+
+double LoadEstimator::new_arrival_rate(absl::Time at) const {
+  if (new_arrivals_.size() < 2) return 0;
+  const absl::Time end = std::max(at, new_arrivals_.back());
+  const double span = std::max(Seconds(end - new_arrivals_.front()), 1e-6);
+  return static_cast<double>(new_arrivals_.size() - 1) / span;
+}
+
+std::optional<absl::Duration> LoadEstimator::return_time() const {
+  if (return_samples_ == 0) return std::nullopt;
+  return absl::Seconds(return_mean_s_);
+}
+
+absl::Duration LoadEstimator::ExpiryAfterResponse() const {
+  if (return_samples_ == 0) return kExpiryBeforeAnyReturn;
+  return std::max(absl::Seconds(2 * return_mean_s_ + 6 * return_dev_s_), kMinimumExpiry);
+}
+
+absl::Time LoadEstimator::LateBound(absl::Time completed) const {
+  return completed + absl::Seconds(return_mean_s_ + std::max(3 * return_dev_s_, 0.2 * return_mean_s_));
+}
+
+void LoadEstimator::ForgetGoneClients(absl::Time now) {
+  const absl::Duration expiry = ExpiryAfterResponse();
+  while (!out_.empty() && now - out_.front().responded > expiry) out_.pop_front();
+}
+
+int64_t LoadEstimator::ClientsExpected(absl::Time at) const {
+  if (return_samples_ == 0) return 0;
+  int64_t expected = 0;
+  for (const ClientOut& client : out_) expected += client.returning && LateBound(client.responded) >= at ? 1 : 0;
+  return expected;
+}
+
+std::vector<absl::Time> LoadEstimator::ExpectedArrivals(absl::Time at, int64_t count, absl::Time until) const {
+  std::vector<absl::Time> returns;
+  if (return_samples_ > 0) {
+    for (const ClientOut& client : out_) {
+      const absl::Time late = LateBound(client.responded);
+      if (client.returning && late >= at && late <= until) returns.push_back(late);
+    }
+  }
+  std::sort(returns.begin(), returns.end());
+  const double open_rate = new_arrival_rate(at);
+  std::vector<absl::Time> expected;
+  size_t next_return = 0;
+  int64_t next_open = 1;
+  while (static_cast<int64_t>(expected.size()) < count) {
+    const bool have_return = next_return < returns.size();
+    absl::Time open = open_rate > 0 ? at + absl::Seconds(static_cast<double>(next_open) / open_rate)
+                                    : absl::InfiniteFuture();
+    if (open > until) open = absl::InfiniteFuture();
+    if (!have_return && open == absl::InfiniteFuture()) break;
+    if (have_return && returns[next_return] <= open) {
+      expected.push_back(returns[next_return++]);
+    } else {
+      expected.push_back(open);
+      ++next_open;
+    }
+  }
+  return expected;
+}
+
+std::optional<double> LoadEstimator::MeasuredSeconds(int64_t batch_size, bool p99) const {
+  const SizeStats& size = sizes_[batch_size];
+  if (size.samples == 0) return std::nullopt;
+  if (!p99) return size.mean_s;
+  return size.mean_s + std::max(kP99Sigmas * std::sqrt(size.variance_s2), kP99MinimumMargin * size.mean_s);
+}
+
+std::optional<double> LoadEstimator::EstimateSeconds(int64_t batch_size, bool p99) const {
+  if (batch_size < 1) return 0.0;
+  const int64_t b = std::min(batch_size, max_batch_size_);
+  if (auto measured = MeasuredSeconds(b, p99)) return *measured;
+  int64_t below = b - 1, above = b + 1;
+  while (below >= 1 && sizes_[below].samples == 0) --below;
+  while (above <= max_batch_size_ && sizes_[above].samples == 0) ++above;
+  const bool have_below = below >= 1, have_above = above <= max_batch_size_;
+  if (have_below && have_above) {
+    const double lo = *MeasuredSeconds(below, p99), hi = *MeasuredSeconds(above, p99);
+    return lo + (hi - lo) * static_cast<double>(b - below) / static_cast<double>(above - below);
+  }
+  // Outside the measured range: the time per element of the nearest measured size.
+  if (have_below) return *MeasuredSeconds(below, p99) * static_cast<double>(b) / static_cast<double>(below);
+  if (have_above) return *MeasuredSeconds(above, p99) * static_cast<double>(b) / static_cast<double>(above);
+  return std::nullopt;
+}
+
+std::optional<absl::Duration> LoadEstimator::ExecutionTime(int64_t batch_size) const {
+  const std::optional<double> seconds = EstimateSeconds(batch_size, /*p99=*/false);
+  if (!seconds) return std::nullopt;
+  return absl::Seconds(*seconds);
+}
+
+std::optional<absl::Duration> LoadEstimator::ExecutionTimeP99(int64_t batch_size) const {
+  const std::optional<double> seconds = EstimateSeconds(batch_size, /*p99=*/true);
+  if (!seconds) return std::nullopt;
+  return absl::Seconds(*seconds);
+}
+
+int64_t LoadEstimator::ExecutionSamples(int64_t batch_size) const {
+  if (batch_size < 1 || batch_size > max_batch_size_) return 0;
+  return sizes_[batch_size].samples;
+}
+
+int64_t LoadEstimator::BatchesSinceMeasured(int64_t batch_size) const {
+  if (batch_size < 1 || batch_size > max_batch_size_ || sizes_[batch_size].samples == 0) return batches_;
+  return batches_ - sizes_[batch_size].last_batch;
+}
+
+std::map<int64_t, absl::Duration> LoadEstimator::MeasuredExecutionTimes() const {
+  std::map<int64_t, absl::Duration> measured;
+  for (int64_t b = 1; b <= max_batch_size_; ++b) {
+    if (sizes_[b].samples > 0) measured[b] = absl::Seconds(sizes_[b].mean_s);
+  }
+  return measured;
+}
+
+}  // namespace convoy::batching

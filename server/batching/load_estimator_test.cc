@@ -1,0 +1,109 @@
+// LoadEstimator with explicit times: execution-time estimates (running mean, interpolation, no assumed gain outside
+// the measured sizes, the p99 bound), returning clients (matching, expected return times, forgetting those who
+// left, new arrivals never awaited) and the open stream's rate.
+#include "server/batching/load_estimator.h"
+
+#include <cmath>
+#include <random>
+
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace convoy::batching {
+namespace {
+
+using ::testing::ElementsAre;
+
+const absl::Time kStart = absl::FromUnixSeconds(2'000'000);
+
+class LoadEstimatorTest : public ::testing::Test {
+ protected:
+  double Uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+TEST_F(LoadEstimatorTest, ExecutionTimeInterpolatesAndAssumesNoGainOutsideTheMeasuredSizes) {
+  LoadEstimator load(16);
+  EXPECT_FALSE(load.ExecutionTime(4).has_value()) << "nothing measured yet";
+  const double t2 = Uniform(5, 10), t6 = t2 + Uniform(1, 5);
+  load.RecordExecution(2, absl::Milliseconds(t2));
+  load.RecordExecution(6, absl::Milliseconds(t6));
+  // 1e-6 ms: absl::Duration holds quarter-nanoseconds; everything else here is exact arithmetic on two samples.
+  EXPECT_NEAR(Ms(*load.ExecutionTime(2)), t2, 1e-6);
+  EXPECT_NEAR(Ms(*load.ExecutionTime(4)), (t2 + t6) / 2, 1e-6);  // halfway between 2 and 6
+  EXPECT_NEAR(Ms(*load.ExecutionTime(1)), t2 / 2, 1e-6);          // the time per element of size 2
+  EXPECT_NEAR(Ms(*load.ExecutionTime(12)), t6 * 2, 1e-6);         // the time per element of size 6
+  EXPECT_EQ(load.ExecutionSamples(2), 1);
+  EXPECT_EQ(load.ExecutionSamples(4), 0);
+  EXPECT_THAT(load.MeasuredExecutionTimes(), ElementsAre(::testing::Key(2), ::testing::Key(6)));
+}
+
+TEST_F(LoadEstimatorTest, RunningMeanForEightBatchesThenOneEighthWeightAndAP99Bound) {
+  LoadEstimator load(8);
+  const double x = Uniform(2, 20);
+  load.RecordExecution(3, absl::Milliseconds(x));
+  EXPECT_NEAR(Ms(*load.ExecutionTimeP99(3)), 1.1 * x, 1e-6) << "one sample: no variance, the 10 % floor";
+  double sum = x;
+  for (int i = 1; i < 8; ++i) {
+    const double sample = Uniform(2, 20);
+    sum += sample;
+    load.RecordExecution(3, absl::Milliseconds(sample));
+  }
+  EXPECT_NEAR(Ms(*load.ExecutionTime(3)), sum / 8, 1e-6);
+  const double mean = sum / 8, next = Uniform(2, 20);
+  load.RecordExecution(3, absl::Milliseconds(next));
+  EXPECT_NEAR(Ms(*load.ExecutionTime(3)), mean + (next - mean) / 8, 1e-6);
+  // Two alternating values: mean and sigma settle at their average and half their distance.
+  LoadEstimator alternating(4);
+  for (int i = 0; i < 400; ++i) alternating.RecordExecution(2, absl::Milliseconds(i % 2 == 0 ? 10 : 20));
+  EXPECT_NEAR(Ms(*alternating.ExecutionTime(2)), 15, 0.7);         // the last weights 1/8: off by at most 5/8
+  EXPECT_NEAR(Ms(*alternating.ExecutionTimeP99(2)), 15 + 2.33 * 5, 1.2);
+}
+
+TEST_F(LoadEstimatorTest, ReturningClientsAreMatchedExpectedAndForgottenWhenTheyLeave) {
+  LoadEstimator load(8);
+  // Round 1: three new clients; their answers leave clients out that are matched but not awaited.
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(load.RecordArrival(kStart, 1));
+  load.RecordResponses(kStart + absl::Milliseconds(10), 0, 3);
+  EXPECT_EQ(load.ClientsExpected(kStart + absl::Milliseconds(10)), 0);
+  EXPECT_FALSE(load.return_time().has_value());
+  // They come back after 1 ms each: returning clients now, and Z = 1 ms exactly.
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(load.RecordArrival(kStart + absl::Milliseconds(11), 1));
+  EXPECT_EQ(*load.return_time(), absl::Milliseconds(1));
+  EXPECT_EQ(load.clients_out(), 0);
+  // Round 2: two of them are answered at 20 ms: expected back by the late bound, 20 + 1 + max(3 * 0, 0.2 * 1) ms.
+  const absl::Time answered = kStart + absl::Milliseconds(20);
+  load.RecordResponses(answered, 2, 0);
+  EXPECT_EQ(load.ClientsExpected(answered), 2);
+  const absl::Time late = answered + absl::Microseconds(1200);
+  // Within 5 ms: the three new arrivals of round 1 also make an open stream of one per 10 ms, due later.
+  EXPECT_THAT(load.ExpectedArrivals(answered, 5, answered + absl::Milliseconds(5)), ElementsAre(late, late));
+  EXPECT_THAT(load.ExpectedArrivals(answered, 1, answered + absl::Milliseconds(5)), ElementsAre(late));
+  EXPECT_TRUE(load.ExpectedArrivals(answered, 5, late - absl::Nanoseconds(1)).empty()) << "beyond the horizon";
+  EXPECT_EQ(load.ClientsExpected(late + absl::Nanoseconds(1)), 0) << "late: no longer counted on";
+  // Nobody returns; the next arrival, well past 2 Z_mean + 6 Z_dev, finds them forgotten and is new.
+  EXPECT_FALSE(load.RecordArrival(answered + absl::Milliseconds(50), 1));
+  EXPECT_EQ(load.clients_out(), 0);
+}
+
+TEST_F(LoadEstimatorTest, NewArrivalsFormAnOpenStreamWhoseRateDecaysWhenItStops) {
+  LoadEstimator load(8);
+  const double gap_ms = Uniform(1, 5);
+  for (int i = 0; i < 40; ++i) load.RecordArrival(kStart + absl::Milliseconds(gap_ms * i), 1);
+  const absl::Time last = kStart + absl::Milliseconds(gap_ms * 39);
+  // 1e-6 relative: the times are exact to a quarter-nanosecond.
+  EXPECT_NEAR(load.new_arrival_rate(last), 1000 / gap_ms, 1e-6 * 1000 / gap_ms);
+  EXPECT_NEAR(load.arrival_rate(), 1000 / gap_ms, 1e-6 * 1000 / gap_ms);
+  const std::vector<absl::Time> expected = load.ExpectedArrivals(last, 3, last + absl::Seconds(1));
+  ASSERT_EQ(expected.size(), 3u);
+  for (int m = 1; m <= 3; ++m) EXPECT_NEAR(Ms(expected[m - 1] - last), m * gap_ms, 1e-5);
+  // A second later the stream looks 31 arrivals in 1 s + 31 gaps slow.
+  EXPECT_NEAR(load.new_arrival_rate(last + absl::Seconds(1)), 31 / (1 + 31 * gap_ms / 1000), 1e-6 * 31);
+  EXPECT_DOUBLE_EQ(load.mean_request_size(), 1.0);
+}
+
+}  // namespace
+}  // namespace convoy::batching

@@ -1,0 +1,176 @@
+// Ours against cuDNN's best per ResNet-50 conv layer, timed the same way on both sides (see conv_bench.h).
+#include "tests/gpu/conv_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/cuda/conv2d_gemm_test_problems.h"
+#include "kernels/cuda_emulation/cuda_host_api.h"
+#include "kernels/registry/registry.h"
+#include "kernels/testing/test_tensors.h"
+#include "tests/gpu/cudnn_bench.h"
+#include "tests/gpu/launch_timing.h"
+
+namespace convoy::gpu_check {
+namespace {
+
+// A device buffer of `count` elements of `dtype`, uniform in [-1, 1).
+absl::StatusOr<DeviceAllocation> RandomDeviceBuffer(cuda::CudaDevice& device, DataType dtype, int64_t count,
+                                                    uint32_t seed) {
+  CONVOY_ASSIGN_OR_RETURN(HostBuffer host, testing::RandomBuffer(dtype, count, seed));
+  const size_t bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation buffer, device.Allocate(bytes));
+  CONVOY_RETURN_IF_ERROR(device.CopyToDevice(buffer.data(), host.data(), bytes));
+  return buffer;
+}
+
+struct Ours {
+  std::string algorithm;
+  LaunchTiming timing;
+};
+
+// Our fastest algorithm on `p` with `timing` options.
+absl::StatusOr<Ours> TimeOurs(const Conv2dProblem& p, const Conv2dArgs& args, void* workspace, size_t workspace_bytes,
+                              cuda::CudaDevice& device, const LaunchTimingOptions& timing) {
+  std::optional<Ours> best;
+  std::string errors;
+  std::vector<const Conv2dAlgorithm*> candidates = OpRegistry<Conv2dOp>::Global().Candidates(p, Backend::kCuda);
+  // The score-1 fallback (cuda.conv2d.direct_simt) never wins where a real kernel applies: not worth its seconds.
+  const bool has_real = std::any_of(candidates.begin(), candidates.end(),
+                                    [&](const Conv2dAlgorithm* a) { return a->HeuristicScore(p) > 1; });
+  for (const Conv2dAlgorithm* algorithm : candidates) {
+    if (has_real && algorithm->HeuristicScore(p) <= 1) continue;
+    const size_t need = algorithm->WorkspaceBytes(p);
+    if (need > workspace_bytes || algorithm->PackedFilterBytes(p) > 0) {
+      absl::StrAppend(&errors, " ", algorithm->name(), ": needs a packed filter or ", need, " bytes of workspace;");
+      continue;
+    }
+    auto launch = [&] { return algorithm->Run(p, args, Workspace{workspace, need}, device.context()); };
+    absl::StatusOr<LaunchTiming> t = TimeLaunches(device.stream(), launch, timing);
+    if (!t.ok()) {
+      absl::StrAppend(&errors, " ", algorithm->name(), ": ", t.status().message(), ";");
+      continue;
+    }
+    if (!best.has_value() || t->microseconds < best->timing.microseconds) {
+      best = Ours{std::string(algorithm->name()), *t};
+    }
+  }
+  if (!best.has_value()) return absl::InternalError(absl::StrCat("no algorithm of ours ran:", errors));
+  return *best;
+}
+
+std::vector<testing::ResNetLayer> BenchLayers(const ConvBenchOptions& options) {
+  std::vector<testing::ResNetLayer> layers;
+  for (const DataType dtype : {DataType::kFloat16, DataType::kFloat32}) {
+    for (int batch : options.batches) {
+      for (testing::ResNetLayer& layer : testing::ResNet50ConvLayers(batch, dtype, Layout::kNHWC)) {
+        if (options.quick) {  // tiny stand-ins of two layer kinds, for the emulated run
+          if (layer.name.rfind("res5_3x3_512", 0) != 0 && layer.name.rfind("res5_1x1_2048", 0) != 0) continue;
+          layer.problem.c = 16, layer.problem.k = 32, layer.problem.h = layer.problem.w = 6;
+        }
+        layers.push_back(std::move(layer));
+      }
+    }
+  }
+  return layers;
+}
+
+double Tflops(double flops, double microseconds) { return microseconds > 0 ? flops / (microseconds * 1e-6) / 1e12 : 0; }
+
+absl::Status BenchLayer(const testing::ResNetLayer& layer, const ConvBenchOptions& options, cuda::CudaDevice& device,
+                        DeviceAllocation& workspace) {
+  const Conv2dProblem& p = layer.problem;
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation x, RandomDeviceBuffer(device, p.dtype, p.input_desc().num_elements(), 1));
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation w, RandomDeviceBuffer(device, p.dtype, p.filter_elements(), 2));
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation bias, RandomDeviceBuffer(device, DataType::kFloat32, p.k, 3));
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation y, device.Allocate(p.output_desc().size_bytes()));
+  Conv2dArgs args;
+  args.x = x.data(), args.w = w.data(), args.bias = bias.as<float>(), args.y = y.data();
+  LaunchTimingOptions timing;
+  if (options.quick) timing.warmup = 1, timing.samples = 1, timing.min_launches = 1, timing.max_launches = 2;
+  CONVOY_ASSIGN_OR_RETURN(Ours ours, TimeOurs(p, args, workspace.data(), workspace.bytes(), device, timing));
+
+  CudnnBenchOptions cudnn_options;
+  cudnn_options.timing = timing;
+  absl::StatusOr<CudnnResult> cudnn = TimeCudnnBest(p, x.data(), w.data(), bias.as<float>(), y.data(),
+                                                    workspace.data(), workspace.bytes(), device.stream(),
+                                                    cudnn_options);
+  if (cudnn.ok() && cudnn->timing.graph != ours.timing.graph) {
+    // Both sides the same way: where cuDNN could not be captured into a graph, ours is timed on the stream too.
+    LaunchTimingOptions same = timing;
+    same.as_graph = cudnn->timing.graph;
+    CONVOY_ASSIGN_OR_RETURN(ours, TimeOurs(p, args, workspace.data(), workspace.bytes(), device, same));
+  }
+  const double flops = static_cast<double>(p.flops());
+  const double peak = PeakTensorTflops(device.info(), p.dtype);
+  const double our_tflops = Tflops(flops, ours.timing.microseconds);
+  const std::string dtype = p.dtype == DataType::kFloat32 ? "TF32" : std::string(DataTypeName(p.dtype));
+  std::string cudnn_us = "-", ratio = "-", cudnn_tflops = "-", winner = "-", notes;
+  if (cudnn.ok()) {
+    const double r = ours.timing.microseconds / cudnn->timing.microseconds;
+    cudnn_us = absl::StrFormat("%.2f", cudnn->timing.microseconds);
+    ratio = absl::StrFormat("%.2f", r);
+    cudnn_tflops = absl::StrFormat("%.1f", Tflops(flops, cudnn->timing.microseconds));
+    winner = cudnn->winner + (cudnn->fused ? "" : " (conv only)");
+    notes = absl::StrCat("legacy best: ", cudnn->legacy_best, "; backend best: ", cudnn->backend_best, "; ",
+                         cudnn->candidates, " timed");
+    Say("@@ratio ", dtype, " ", r);
+  } else {
+    notes = std::string(cudnn.status().message());
+  }
+  Say(absl::StrFormat("%-20s %-5s %-32s %9.2f %9s %6s %7.1f %5s %7s %-10s %-30s | %s", layer.name, dtype,
+                      ours.algorithm, ours.timing.microseconds, cudnn_us, ratio, our_tflops,
+                      peak > 0 ? absl::StrFormat("%.0f%%", 100 * our_tflops / peak) : "-", cudnn_tflops,
+                      ours.timing.method(), winner, notes));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+double PeakTensorTflops(const cuda::GpuInfo& info, DataType dtype) {
+  int clock_khz = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, info.index) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  // Dense FP16/BF16 tensor-core FLOP per clock per SM: 4096 on Hopper (sm_90, with wgmma; mma.sync reaches about
+  // two thirds of it), 2048 on sm_80, 1024 on other Ampere/Ada parts. TF32 is half of that.
+  const int cc = info.compute_major * 10 + info.compute_minor;
+  const double per_sm = cc >= 90 ? 4096 : cc == 80 ? 2048 : cc >= 86 ? 1024 : 0;
+  const double fp16 = per_sm * info.sm_count * clock_khz * 1e3 / 1e12;
+  return dtype == DataType::kFloat32 ? fp16 / 2 : fp16;
+}
+
+void RunConvBench(const ConvBenchOptions& options, cuda::CudaDevice& device, CaseRunner& cases) {
+  const absl::Status cudnn = CudnnBenchAvailable();
+  Say("== Benchmark: ResNet-50 conv layers, bias+ReLU epilogue, per-launch device time (both sides timed the same "
+      "way: warm-up, then samples of N back-to-back launches, as one CUDA graph where both capture) ==");
+  if (device.emulated()) Say("(emulated device: the times below are CPU emulation times, not GPU times)");
+  Say(cudnn.ok() ? absl::StrCat("cuDNN ", CudnnVersionString(),
+                                ": best of legacy Find (every algorithm, top 3 timed, fused bias+ReLU) and the backend "
+                                "API (conv->add->relu graph, heuristic modes A and B, top 3 engine configs each)")
+                 : absl::StrCat("cuDNN: SKIPPED (", cudnn.message(), ")"));
+  Say(absl::StrFormat("peak dense tensor TFLOP/s: FP16 %.0f, TF32 %.0f (%s)",
+                      PeakTensorTflops(device.info(), DataType::kFloat16),
+                      PeakTensorTflops(device.info(), DataType::kFloat32), device.info().ToString()));
+  const size_t workspace_bytes = options.quick ? (1 << 20) : (size_t{512} << 20);
+  absl::StatusOr<DeviceAllocation> workspace = device.Allocate(workspace_bytes);
+  if (!workspace.ok()) {
+    cases.Fail("bench workspace", workspace.status().message());
+    return;
+  }
+  Say(absl::StrFormat("%-20s %-5s %-32s %9s %9s %6s %7s %5s %7s %-10s %-30s | %s", "layer", "dtype", "our best",
+                      "ours us", "cuDNN us", "ratio", "TFLOP/s", "peak", "cuDNN", "method", "cuDNN winner",
+                      "notes"));
+  for (const testing::ResNetLayer& layer : BenchLayers(options)) {
+    cases.Run(absl::StrCat("bench ", layer.name, " ", DataTypeName(layer.problem.dtype)),
+              [&] { return BenchLayer(layer, options, device, *workspace); });
+  }
+}
+
+}  // namespace convoy::gpu_check

@@ -1,0 +1,25 @@
+// The GPU check's correctness phases: every CUDA algorithm of one op against the CPU reference on the device (the
+// shared cross-backend case runner, fresh random inputs, NaN-poisoned outputs, the suite's tolerances), run directly
+// and again recorded into a CUDA graph on a stream of its own and replayed (as plans with cuda_graphs run them).
+//
+// Phases (one process each, see supervisor.h): "ops.<op>" for every op of ForEachOp (kernels/registry/algorithm.h),
+// and "ops.conv2d_full" (three full-size ResNet-50 layers at batch 1 in FP16, for the tensor-core kernels).
+#ifndef CONVOY_TESTS_GPU_OPS_CHECK_H_
+#define CONVOY_TESTS_GPU_OPS_CHECK_H_
+
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_device.h"
+#include "tests/gpu/case_runner.h"
+
+namespace convoy::gpu_check {
+
+// The names of the correctness phases, in the order they run.
+std::vector<std::string> OpsPhaseNames(bool quick);
+// Runs one of them; false when `phase` is not one.
+bool RunOpsPhase(const std::string& phase, bool quick, cuda::CudaDevice& device, CaseRunner& cases);
+
+}  // namespace convoy::gpu_check
+
+#endif  // CONVOY_TESTS_GPU_OPS_CHECK_H_
