@@ -16,6 +16,12 @@ CUDA_ARCH_FLAGS = [
     "-gencode=arch=compute_90,code=compute_90",
 ]
 
+# Hopper-only kernels (wgmma, setmaxnreg: sm_90a features). The -gencode form: the -arch=sm_90a shorthand also runs a
+# plain sm_90 pass, which rejects them. sm_90a code runs only on compute capability 9.0 devices.
+HOPPER_ARCH_FLAGS = [
+    "-gencode=arch=compute_90a,code=sm_90a",
+]
+
 NVCC_FLAGS = [
     "-std=c++17",
     "-O3",
@@ -30,22 +36,28 @@ NVCC_FLAGS = [
 
 # Besides the object, each nvcc action keeps what the kernel resource report (kernels/cuda/kernel_resources.py)
 # reads: <obj>.ptxas.txt (ptxas -v for every kernel and arch: registers, spills, stack, shared memory, then the
-# .entry/.maxntid lines of the compute_90 PTX: launch bounds) and <obj>.sm_90.cubin (for SASS disassembly).
+# .entry/.maxntid lines of the compute_90 (or compute_90a) PTX: launch bounds) and <obj>.sm_90.cubin (the sm_90 or,
+# for Hopper-only sources, the sm_90a SASS, for disassembly).
 # ptxas's report goes to the file; the compiler's stderr is shown only when the compile fails.
-def _nvcc_command(src, flags, obj, ptxas, cubin):
+# nvcc names the kept files <stem>.compute_XX.ptx / <stem>.compute_XX.sm_XX.cubin when it has several -gencode
+# targets, and <stem>.ptx / <stem>.cubin when it has one (the sm_90a-only Hopper sources).
+def _nvcc_command(src, flags, obj, ptxas, cubin, single_target):
+    ptx_files = "$$keep/*.ptx" if single_target else "$$keep/*.compute_90*.ptx"
+    cubin_file = "$$keep/*.cubin" if single_target else "$$(ls $$keep/*.sm_90.cubin $$keep/*.sm_90a.cubin 2>/dev/null | head -1)"
     return " ".join([
         "keep=$$(mktemp -d) &&",
         "{ " + " ".join([NVCC] + flags + ["-Xptxas=-v", "--keep", "--keep-dir", "$$keep", "-c", "$(location %s)" % src,
                                           "-o", "$(location %s)" % obj, "2>", "$$keep/ptxas.log"]),
         "|| { cat $$keep/ptxas.log >&2; rm -rf $$keep; exit 1; }; } &&",
         "{ cat $$keep/ptxas.log; echo '== PTX entries and launch bounds (compute_90) ==';",
-        "grep -h -E '^([.](visible|weak) )?[.]entry |^[.](maxntid|reqntid) ' $$keep/*.compute_90.ptx || true; }",
+        "grep -h -E '^([.](visible|weak) )?[.]entry |^[.](maxntid|reqntid) ' " + ptx_files + " || true; }",
         "> $(location %s) &&" % ptxas,
-        "cp $$keep/*.compute_90.sm_90.cubin $(location %s) && rm -rf $$keep" % cubin,
+        "cp " + cubin_file + " $(location %s) && rm -rf $$keep" % cubin,
     ])
 
-def cuda_library(name, srcs, hdrs = [], compile_deps = [], deps = [], nvcc_flags = [], visibility = None, **kwargs):
-    """srcs: .cu files; hdrs: headers they include; compile_deps: other files (filegroups) nvcc must see.
+def cuda_library(name, srcs, hdrs = [], compile_deps = [], deps = [], nvcc_flags = [], arch_flags = CUDA_ARCH_FLAGS, visibility = None, **kwargs):
+    """srcs: .cu files; hdrs: headers they include; compile_deps: other files (filegroups) nvcc must see;
+    arch_flags: the -gencode targets (HOPPER_ARCH_FLAGS for sm_90a-only sources).
 
     Also defines <name>_resource_files: every source's ptxas report and sm_90 cubin (see _nvcc_command)."""
     if not CUDA_ENABLED:
@@ -60,7 +72,7 @@ def cuda_library(name, srcs, hdrs = [], compile_deps = [], deps = [], nvcc_flags
             name = obj.replace(".", "_") + "_nvcc",
             srcs = [src] + hdrs + compile_deps,
             outs = [obj, ptxas, cubin],
-            cmd = _nvcc_command(src, CUDA_ARCH_FLAGS + NVCC_FLAGS + nvcc_flags, obj, ptxas, cubin),
+            cmd = _nvcc_command(src, arch_flags + NVCC_FLAGS + nvcc_flags, obj, ptxas, cubin, len(arch_flags) == 1),
             message = "nvcc " + src,
         )
         objs.append(obj)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Serving benchmark: perf_analyzer concurrency sweep against convoy_server on the sample ResNet classifier (CPU),
+r"""Serving benchmark: perf_analyzer concurrency sweep against convoy_server on the sample ResNet classifier (CPU),
 with dynamic batching on (the sample config.yaml: the fixed policy, Triton's queue delay) and off (the same config
 without `dynamic_batching`), and optionally the adaptive policy (the same config with `policy: adaptive` and a
 latency target, docs/model_config.md), reporting throughput, p50/p99 latency, the batch-size histogram from the
@@ -10,12 +10,16 @@ easily slowed by others' work, never sped up).
 
     .venv/bin/python bench/serving_benchmark.py                  # writes docs/images/serving_*.png, prints tables
     .venv/bin/python bench/serving_benchmark.py --concurrency=1,2,4,8 --measurement_ms=3000 --json=/tmp/serving.json
-    # the three policies, server pinned to core 0 with one compute thread, perf_analyzer on core 1, 3 rounds:
-    .venv/bin/python bench/serving_benchmark.py --modes=off,on,adaptive --concurrency=1,2,4,8,16,32 --rounds=3 \
-        --taskset=0:1 --server_threads=1 --target_latency_ms=100 --image_prefix=serving_policies
+    # the three policies, server pinned to core 0 with one compute thread, perf_analyzer on core 1, 3 rounds,
+    # the modes interleaved at each concurrency (docs/performance.md, "Serving: batching policies"):
+    .venv/bin/python bench/serving_benchmark.py --modes=off,on,adaptive --concurrency=1,2,4,8,16 --rounds=3 \
+        --interleave --taskset=0:1 --server_threads=1 --target_latency_ms=100 --no_queue_timeout \
+        --image_prefix=serving_policies
 
 With --rounds=N the modes alternate round by round (every mode sweeps every concurrency once per round, on a fresh
-server) and each row is the median of its N runs; a point whose runs spread by more than --noise (relative to their
+server) and each row is the median of its N runs; with --interleave every round starts one fresh server per mode and
+runs the modes back to back at each concurrency (order rotated), so on a machine whose load drifts the modes compared
+at one concurrency are measured seconds apart, not a whole sweep apart; a point whose runs spread by more than --noise (relative to their
 median) is measured again, up to --repeat_noisy more times. The load average of the machine is recorded around every
 run. All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials). One repository copy per mode
 is made in a temporary folder; nothing in model_repo/ is changed.
@@ -256,41 +260,63 @@ def plot(results, engine, out_dir, prefix="serving", target_ms=None):
     plt.close(fig)
 
 
+def measure_point(args, mode, server, c, tmp, tag):
+    """One perf_analyzer run of `mode` at concurrency `c` against a running server: its result row."""
+    before_b, before_s = scrape(server.metrics_port)
+    load_before = os.getloadavg()[0]
+    try:
+        row = perf_analyzer(args, server.grpc_port, c, pathlib.Path(tmp) / f"pa_{mode}_{c}_{tag.replace(' ', '_')}.csv")
+    except RuntimeError as error:  # e.g. the server's queue timeouts failed perf_analyzer's requests
+        reason = next((line.strip() for line in str(error).splitlines() if "had error" in line),
+                      str(error).splitlines()[0])
+        print(f"{tag} {MODE_LABELS[mode]} c={c}: perf_analyzer failed: {reason}", flush=True)
+        return {"mode": mode, "concurrency": c, "error": reason,
+                "load": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
+    load_after = os.getloadavg()[0]
+    after_b, after_s = scrape(server.metrics_port)
+    execs = after_s["nv_inference_exec_count"] - before_s["nv_inference_exec_count"]
+    infers = after_s["nv_inference_count"] - before_s["nv_inference_count"]
+    failed = sum(after_s[k] - before_s.get(k, 0) for k in after_s if k.startswith("nv_inference_request_failure"))
+    row.update(mode=mode, concurrency=c, batch_histogram=histogram_delta(before_b, after_b),
+               mean_batch=infers / execs if execs else 0.0, failures=int(failed),
+               load=[round(load_before, 2), round(load_after, 2)])
+    print(f"{tag} {MODE_LABELS[mode]} c={c}: {row['throughput']:.1f} inf/s p50 {row['p50_ms']:.1f} ms "
+          f"p99 {row['p99_ms']:.1f} ms queue {row['queue_ms']:.1f} ms mean batch {row['mean_batch']:.2f} "
+          f"hist {row['batch_histogram']} failures {row['failures']} (stability {row['stability']} %, "
+          f"load {load_before:.1f}->{load_after:.1f})", flush=True)
+    return row
+
+
+def start_server(args, mode, repo, tmp):
+    return Server(args.server, repo, pathlib.Path(tmp) / f"server_{mode}.log", core=args.server_core,
+                  threads=args.server_threads)
+
+
 def measure(args, mode, repo, concurrencies, tmp, tag):
     """One fresh server of `mode`, swept over `concurrencies`: one result row per concurrency."""
-    rows = []
-    server = Server(args.server, repo, pathlib.Path(tmp) / f"server_{mode}.log", core=args.server_core,
-                    threads=args.server_threads)
+    server = start_server(args, mode, repo, tmp)
     try:
-        for c in concurrencies:
-            before_b, before_s = scrape(server.metrics_port)
-            load_before = os.getloadavg()[0]
-            try:
-                row = perf_analyzer(args, server.grpc_port, c, pathlib.Path(tmp) / f"pa_{mode}_{c}_{tag}.csv")
-            except RuntimeError as error:  # e.g. the server's queue timeouts failed perf_analyzer's requests
-                reason = next((line.strip() for line in str(error).splitlines() if "had error" in line),
-                              str(error).splitlines()[0])
-                print(f"{tag} {MODE_LABELS[mode]} c={c}: perf_analyzer failed: {reason}", flush=True)
-                rows.append({"mode": mode, "concurrency": c, "error": reason,
-                             "load": [round(load_before, 2), round(os.getloadavg()[0], 2)]})
-                continue
-            load_after = os.getloadavg()[0]
-            after_b, after_s = scrape(server.metrics_port)
-            execs = after_s["nv_inference_exec_count"] - before_s["nv_inference_exec_count"]
-            infers = after_s["nv_inference_count"] - before_s["nv_inference_count"]
-            failed = sum(after_s[k] - before_s.get(k, 0) for k in after_s if k.startswith(
-                "nv_inference_request_failure"))
-            row.update(mode=mode, concurrency=c, batch_histogram=histogram_delta(before_b, after_b),
-                       mean_batch=infers / execs if execs else 0.0, failures=int(failed),
-                       load=[round(load_before, 2), round(load_after, 2)])
-            rows.append(row)
-            print(f"{tag} {MODE_LABELS[mode]} c={c}: {row['throughput']:.1f} inf/s p50 {row['p50_ms']:.1f} ms "
-                  f"p99 {row['p99_ms']:.1f} ms mean batch {row['mean_batch']:.2f} hist {row['batch_histogram']} "
-                  f"failures {row['failures']} (stability {row['stability']} %, load {load_before:.1f}"
-                  f"->{load_after:.1f})", flush=True)
+        return [measure_point(args, mode, server, c, tmp, tag) for c in concurrencies]
     finally:
         server.stop()
-    return rows
+
+
+def measure_interleaved(args, modes, repos, concurrencies, tmp, tag, shift):
+    """One fresh server per mode, all up at once (idle ones wait on their sockets); at each concurrency every mode
+    runs once, back to back, in an order rotated by `shift`, so the modes compared at one concurrency are measured
+    within seconds of each other and a drift of the machine's load hits them alike."""
+    servers = {}
+    try:
+        for mode in modes:
+            servers[mode] = start_server(args, mode, repos[mode], tmp)
+        rows = []
+        for i, c in enumerate(concurrencies):
+            order = modes[(shift + i) % len(modes):] + modes[:(shift + i) % len(modes)]
+            rows += [measure_point(args, mode, servers[mode], c, tmp, tag) for mode in order]
+        return rows
+    finally:
+        for server in servers.values():
+            server.stop()
 
 
 def spread(runs):
@@ -329,6 +355,9 @@ def main():
     p.add_argument("--target_latency_ms", type=float, default=0,
                    help="the adaptive mode's target_latency_microseconds, in ms (0: none)")
     p.add_argument("--rounds", type=int, default=1, help="alternating rounds; rows are medians over them")
+    p.add_argument("--interleave", action="store_true",
+                   help="all modes' servers up at once; at each concurrency the modes run back to back (order "
+                        "rotated per concurrency and round), so a drifting load hits them alike")
     p.add_argument("--repeat_noisy", type=int, default=0, help="extra runs, at most, of a point whose runs spread")
     p.add_argument("--noise", type=float, default=0.10, help="spread (max - min) / median that counts as noisy")
     p.add_argument("--no_queue_timeout", action="store_true",
@@ -360,9 +389,14 @@ def main():
         repos = make_repositories(tmp, modes, args.target_latency_ms, keep_queue_timeout=not args.no_queue_timeout)
         for round_index in range(args.rounds):
             shift = round_index % len(modes)  # alternate which mode goes first
-            for mode in modes[shift:] + modes[:shift]:
-                for row in measure(args, mode, repos[mode], concurrencies, tmp, f"round {round_index + 1}"):
-                    runs.setdefault((mode, row["concurrency"]), []).append(row)
+            tag = f"round {round_index + 1}"
+            if args.interleave:
+                rows = measure_interleaved(args, modes, repos, concurrencies, tmp, tag, shift)
+            else:
+                rows = [row for mode in modes[shift:] + modes[:shift]
+                        for row in measure(args, mode, repos[mode], concurrencies, tmp, tag)]
+            for row in rows:
+                runs.setdefault((row["mode"], row["concurrency"]), []).append(row)
         for extra in range(args.repeat_noisy):
             noisy = sorted(key for key, rs in runs.items() if spread(rs) > args.noise)
             if not noisy:

@@ -73,7 +73,10 @@ python_packages=(
   "openvino==2026.4.1"
   "tritonclient[grpc]==2.41.1"                # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38)
   "nvidia-cuda-runtime-cu12"                   # libcudart.so.12, which that perf_analyzer links even on the CPU
-  "nvidia-cuda-cuobjdump" "nvidia-cuda-nvdisasm"  # SASS of the CUDA kernels (//kernels/cuda:kernel_resources_test)
+  # cuobjdump + nvdisasm (the toolkit here has neither): the SASS of the CUDA kernels, read by
+  # //kernels/cuda:kernel_resources_test and tests/python/test_hopper_sass.py (HGMMA, bulk tensor copies, no local memory).
+  "nvidia-cuda-cuobjdump==13.5.37"
+  "nvidia-cuda-nvdisasm==13.5.37"
   "pytest"
   "grpcio-health-checking"
   "protobuf<5"

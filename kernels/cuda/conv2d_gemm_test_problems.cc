@@ -239,6 +239,49 @@ std::vector<ResNetLayer> ModelConvLayerProblems(const std::string& model, int ba
   return out;
 }
 
+std::vector<ResNetLayer> NetworkConvLayerShapes(int spatial, int batch, DataType dtype) {
+  std::vector<ResNetLayer> out;
+  for (ResNetLayer& layer : ResNet50ConvLayers(batch, dtype, Layout::kNHWC)) {
+    layer.problem.h = layer.problem.w = spatial * layer.problem.stride_h;  // strided layers halve it
+    layer.name = absl::StrCat("resnet50_", layer.name);
+    out.push_back(layer);
+  }
+  struct Pointwise {
+    const char* net;
+    int c, k;
+    bool residual;
+  };
+  const Pointwise pointwise[] = {
+      // MobileNetV2 (expand 6x, project, residual where the block keeps its width), head 320 -> 1280.
+      {"mobilenetv2", 32, 16, false},  {"mobilenetv2", 16, 96, false},   {"mobilenetv2", 96, 24, false},
+      {"mobilenetv2", 24, 144, false}, {"mobilenetv2", 144, 24, true},   {"mobilenetv2", 144, 32, false},
+      {"mobilenetv2", 32, 192, false}, {"mobilenetv2", 192, 32, true},   {"mobilenetv2", 192, 64, false},
+      {"mobilenetv2", 64, 384, false}, {"mobilenetv2", 384, 64, true},   {"mobilenetv2", 384, 96, false},
+      {"mobilenetv2", 96, 576, false}, {"mobilenetv2", 576, 96, true},   {"mobilenetv2", 576, 160, false},
+      {"mobilenetv2", 160, 960, false}, {"mobilenetv2", 960, 160, true}, {"mobilenetv2", 960, 320, false},
+      {"mobilenetv2", 320, 1280, false},
+      // EfficientNet-Lite0 (MBConv expand 6x / project), head 320 -> 1280.
+      {"efficientnet_lite0", 32, 16, false},   {"efficientnet_lite0", 24, 144, false},
+      {"efficientnet_lite0", 144, 40, false},  {"efficientnet_lite0", 40, 240, false},
+      {"efficientnet_lite0", 240, 40, true},   {"efficientnet_lite0", 240, 80, false},
+      {"efficientnet_lite0", 80, 480, false},  {"efficientnet_lite0", 480, 80, true},
+      {"efficientnet_lite0", 480, 112, false}, {"efficientnet_lite0", 112, 672, false},
+      {"efficientnet_lite0", 672, 112, true},  {"efficientnet_lite0", 672, 192, false},
+      {"efficientnet_lite0", 192, 1152, false}, {"efficientnet_lite0", 1152, 192, true},
+      {"efficientnet_lite0", 1152, 320, false}, {"efficientnet_lite0", 320, 1280, false},
+  };
+  for (const Pointwise& l : pointwise) {
+    Conv2dProblem p = Conv(batch, l.c, spatial, spatial, l.k, 1, 1, 1, 0);
+    p.dtype = dtype;
+    p.layout = Layout::kNHWC;
+    p.allow_tf32 = dtype == DataType::kFloat32;
+    p.epilogue = Epilogue{true, false, l.residual ? ResidualMode::kAfterActivation : ResidualMode::kNone,
+                          l.residual ? Activation::Identity() : Activation::Relu()};
+    out.push_back({absl::StrCat(l.net, "_1x1_", l.c, "_", l.k), p});
+  }
+  return out;
+}
+
 std::vector<GemmProblem> ModelFcProblems(const std::string& model, int batch, DataType dtype) {
   GemmProblem p;  // the classifier: [batch, features] x [1000, features]^T + bias
   p.m = batch, p.n = 1000, p.k = model == "resnet50" ? 2048 : 1280;

@@ -41,6 +41,12 @@ std::vector<std::string> TestModels();
 std::vector<ResNetLayer> ModelConvLayerProblems(const std::string& model, int batch, int output_hw, DataType dtype);
 // The model's classifier GEMM at batch `batch`: [batch, 2048 or 1280] x [1000, ...]^T + bias.
 std::vector<GemmProblem> ModelFcProblems(const std::string& model, int batch, DataType dtype);
+// The groups-1 conv layer shapes of ResNet-50 (every distinct layer, stem C padded to 8), MobileNetV2 and
+// EfficientNet-Lite0 (their pointwise expand / project convolutions and head; the depthwise layers are groups == C
+// and the RGB stems C = 3) with the networks' channel counts, filters, strides and padding, at `spatial` x `spatial`
+// inputs (the emulation cannot afford 224 x 224) and batch `batch`, in `dtype` NHWC (FP32 with allow_tf32), with a
+// bias + ReLU epilogue (plus a residual on the projections, as the networks add one).
+std::vector<ResNetLayer> NetworkConvLayerShapes(int spatial, int batch, DataType dtype);
 
 }  // namespace convoy::testing
 

@@ -158,6 +158,37 @@ struct ImplicitGemmConfig {
   }
 };
 
+// The argument checks every tensor-core conv2d/GEMM Run makes before it launches (mma.sync and Hopper kernels):
+// the inputs a, b (`inputs` names them: "x and w", "a and b") and y set, the epilogue's operands set, a and b 16-byte
+// aligned (16-byte copies, tensor maps). With kPairedStores (the Hopper epilogue) also y aligned to two elements for
+// the paired store (8 bytes FP32, 4 FP16/BF16) and the residual 4-byte aligned; the mma.sync epilogue
+// (gemm_epilogue.cuh) takes any element-aligned y and residual (16-byte vectors only where aligned).
+enum class OutputAlignment { kAnyElement, kPairedStores };
+template <typename Args>
+absl::Status CheckTensorCoreRunArguments(absl::string_view algorithm, absl::string_view inputs, const void* a,
+                                         const void* b, const Args& args, const Epilogue& epilogue, DataType dtype,
+                                         OutputAlignment output_alignment) {
+  if (a == nullptr || b == nullptr || args.y == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(algorithm, ": ", inputs, " and y must be set"));
+  }
+  if ((epilogue.has_bias && args.bias == nullptr) || (epilogue.has_scale && args.scale == nullptr) ||
+      (epilogue.residual != ResidualMode::kNone && args.residual == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(algorithm, ": an epilogue operand (bias, scale or residual) is null"));
+  }
+  if (output_alignment == OutputAlignment::kAnyElement) {
+    if (!IsAligned(a, 16) || !IsAligned(b, 16)) {
+      return absl::InvalidArgumentError(absl::StrCat(algorithm, ": ", inputs, " must be 16-byte aligned"));
+    }
+    return absl::OkStatus();
+  }
+  const size_t y_alignment = PairedStoreAlignment(dtype);
+  if (!IsAligned(a, 16) || !IsAligned(b, 16) || !IsAligned(args.y, y_alignment) || !IsAligned(args.residual, 4)) {
+    return absl::InvalidArgumentError(absl::StrCat(algorithm, ": ", inputs, " must be 16-byte aligned, y ",
+                                                   y_alignment, "-byte (paired stores) and residual 4-byte"));
+  }
+  return absl::OkStatus();
+}
+
 template <typename T>
 ImplicitGemmParams<T> MakeImplicitGemmParams(const Conv2dProblem& problem, const Conv2dArgs& args) {
   ImplicitGemmParams<T> params;
@@ -221,16 +252,11 @@ class CudaConv2dImplicitGemm final : public Conv2dAlgorithm {
   absl::Status Run(const Conv2dProblem& problem, const Conv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override {
     if (absl::Status can = CanImplement(problem); !can.ok()) return can;
-    if (args.x == nullptr || args.w == nullptr || args.y == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": x, w and y must be set"));
-    }
-    if (problem.epilogue.has_bias && args.bias == nullptr) return absl::InvalidArgumentError("bias is null");
-    if (problem.epilogue.has_scale && args.scale == nullptr) return absl::InvalidArgumentError("scale is null");
-    if (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr) {
-      return absl::InvalidArgumentError("residual is null");
-    }
-    if (!IsAligned(args.x, 16) || !IsAligned(args.w, 16)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": x and w must be 16-byte aligned"));
+    if (absl::Status checked = CheckTensorCoreRunArguments(name_, "x and w", args.x, args.w, args, problem.epilogue,
+                                                           problem.dtype,
+                                                           OutputAlignment::kAnyElement);
+        !checked.ok()) {
+      return checked;
     }
     if (absl::Status ws = Config::CheckWorkspace(workspace, GemmShapeOf(problem), name_); !ws.ok()) return ws;
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);

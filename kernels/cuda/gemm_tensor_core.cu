@@ -59,15 +59,11 @@ class CudaGemmTensorCore final : public GemmAlgorithm {
   absl::Status Run(const GemmProblem& problem, const GemmArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override {
     if (absl::Status can = CanImplement(problem); !can.ok()) return can;
-    if (args.a == nullptr || args.b == nullptr || args.y == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": a, b and y must be set"));
-    }
-    if ((problem.epilogue.has_bias && args.bias == nullptr) || (problem.epilogue.has_scale && args.scale == nullptr) ||
-        (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": an epilogue operand is null"));
-    }
-    if (!IsAligned(args.a, 16) || !IsAligned(args.b, 16)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": a and b must be 16-byte aligned"));
+    if (absl::Status checked = CheckTensorCoreRunArguments(name_, "a and b", args.a, args.b, args, problem.epilogue,
+                                                           problem.dtype,
+                                                           OutputAlignment::kAnyElement);
+        !checked.ok()) {
+      return checked;
     }
     if (absl::Status ws = Config::CheckWorkspace(workspace, GemmShapeOf(problem), name_); !ws.ok()) return ws;
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);

@@ -209,7 +209,7 @@ def main():
         parse_ptxas(text, kernels, source)
         if "== PTX entries" in text:
             parse_launch_bounds(text.split("== PTX entries", 1)[1], bounds)
-    sm90 = {name: k for (name, arch), k in kernels.items() if arch == "sm_90"}
+    sm90 = {name: k for (name, arch), k in kernels.items() if arch in ("sm_90", "sm_90a")}
     if not sm90:
         print("kernel_resources: no sm_90 kernel in the ptxas reports given", file=sys.stderr)
         return 1

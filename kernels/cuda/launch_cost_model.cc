@@ -9,18 +9,23 @@
 namespace convoy::cuda {
 namespace {
 
-// Resident warps an SM needs before its tensor cores run at full rate (two per scheduler of an sm_80/sm_90 SM).
+// Resident warps an SM needs before its tensor cores run at full rate: two per scheduler of an sm_80/sm_90 SM for
+// mma.sync, one warpgroup (one warp per scheduler) for wgmma.
 constexpr double kSaturatingWarps = 8;
+constexpr double kSaturatingWgmmaWarps = 4;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Time for one SM to run `blocks` concurrent blocks of `kernel` to completion, in microseconds.
 double ConcurrentBlocksUs(int blocks, double block_flops, double block_shared_bytes, double block_l2_bytes,
-                          int warps_per_block, bool tf32, const GpuModel& gpu) {
+                          int warps_per_block, bool wgmma, bool tf32, const GpuModel& gpu) {
   if (blocks <= 0) return 0;
   const double clocks_per_us = gpu.clock_ghz * 1e3;
-  const double saturation = std::min(1.0, blocks * warps_per_block / kSaturatingWarps);
-  const double mma_per_us = gpu.mma_flops_per_clock * (tf32 ? 0.5 : 1.0) * clocks_per_us * saturation;
+  const double saturation =
+      std::min(1.0, blocks * warps_per_block / (wgmma ? kSaturatingWgmmaWarps : kSaturatingWarps));
+  const double rate = wgmma ? gpu.wgmma_flops_per_clock : gpu.mma_flops_per_clock;
+  if (rate <= 0) return INFINITY;
+  const double mma_per_us = rate * (tf32 ? 0.5 : 1.0) * clocks_per_us * saturation;
   const double shared_per_us = gpu.shared_bytes_per_clock * clocks_per_us;
   const double l2_per_us = gpu.l2_gb_per_s * 1e3 / gpu.sm_count;
   const double compute = blocks * block_flops / mma_per_us;
@@ -40,6 +45,7 @@ GpuModel GpuModel::ForArchitecture(int major, int minor) {
   if (major < 9) {  // Ampere/Ada: A100-like constants
     gpu.name = "sm_" + std::to_string(major * 10 + minor);
     gpu.mma_flops_per_clock = 2048;
+    gpu.wgmma_flops_per_clock = 0;
     gpu.shared_bytes_per_sm = major == 8 && minor == 0 ? 167936 : 102400;
     gpu.max_shared_bytes_per_block = major == 8 && minor == 0 ? 166912 : 101376;
     gpu.max_threads_per_sm = major == 8 && minor == 0 ? 2048 : 1536;
@@ -104,7 +110,8 @@ LaunchEstimate EstimateGemmLaunch(const GemmKernelDescription& kernel, const Gem
   const double block_l2 = static_cast<double>(kernel.tile_m + kernel.tile_n) * k_elements * shape.input_bytes *
                           (kernel.gathers ? 1.1 : 1.0);  // gathered rows: partial sectors at image borders
   auto sm_time = [&](int concurrent) {
-    return ConcurrentBlocksUs(concurrent, block_flops, block_shared, block_l2, kernel.warps, shape.tf32, gpu);
+    return ConcurrentBlocksUs(concurrent, block_flops, block_shared, block_l2, kernel.warps, kernel.wgmma, shape.tf32,
+                              gpu);
   };
   const int64_t full_waves = e.blocks / e.slots;
   const int64_t remainder = e.blocks - full_waves * e.slots;

@@ -48,6 +48,9 @@ struct GpuModel {
   // Dense FP16/BF16 mma.sync throughput per SM (TF32: half). Assumed: 2048 FLOP/clock on sm_80 (A100's 312 TFLOP/s
   // at 1.41 GHz); about two thirds of wgmma's 4096 on sm_90, since mma.sync cannot keep Hopper's tensor cores full.
   double mma_flops_per_clock = 2730;
+  // Dense FP16/BF16 wgmma throughput per SM (TF32: half): H100/H200's 989 TFLOP/s at 1.83 GHz over 132 SMs. 0 where
+  // there is no wgmma (before sm_90).
+  double wgmma_flops_per_clock = 4096;
   double shared_bytes_per_clock = 128;             // per SM
   double launch_us = 2.5;                          // one kernel launch (less inside a CUDA graph)
   double pipeline_fill_us = 1.0;                   // first tiles from DRAM before the main loop runs at speed
@@ -83,6 +86,10 @@ struct GemmKernelDescription {
   int stages = 3;
   int split_k = 1;                   // > 1: blockIdx.z walks 1/split_k of the reduction into an FP32 workspace
   bool gathers = false;              // implicit GEMM: A is gathered from the image (address arithmetic per copy)
+  // Hopper warpgroup MMA (the sm_90a kernels): runs at GpuModel::wgmma_flops_per_clock, reads its operands from
+  // shared memory without ldmatrix, and one warpgroup (4 warps) keeps the tensor cores busy. `warps` are then the
+  // consumer warps and warp_tile_m x warp_tile_n the per-warp share of a warpgroup's 64 x tile_n slice.
+  bool wgmma = false;
   KernelResources resources;
 };
 

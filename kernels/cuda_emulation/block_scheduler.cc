@@ -20,7 +20,7 @@
 namespace convoy::cuda_emulation {
 namespace {
 
-enum class ThreadState : uint8_t { kRunnable, kAtBarrier, kAtWarpCollective, kExited };
+enum class ThreadState : uint8_t { kRunnable, kAtBarrier, kAtWarpCollective, kAtWarpgroupCollective, kBlocked, kExited };
 
 // Bytes left poisoned between static shared arrays under ASAN, so an overrun into the next array is reported.
 constexpr size_t kSharedRedzoneBytes = CONVOY_EMULATION_ASAN ? 64 : 0;
@@ -79,6 +79,13 @@ struct BlockScheduler::EmulatedThread {
   const WarpCollectiveKind* collective = nullptr;
   unsigned collective_mask = 0;
   void* collective_payload = nullptr;
+  // At a warpgroup collective.
+  const WarpgroupCollectiveKind* warpgroup_collective = nullptr;
+  void* warpgroup_payload = nullptr;
+  // Blocked (BlockUntil).
+  bool (*blocked_ready)(const void*) = nullptr;
+  const void* blocked_context = nullptr;
+  std::string (*blocked_describe)(const void*) = nullptr;
   // cp.async state.
   std::vector<PendingAsyncCopy> async_copies;
   int64_t committed_async_groups = 0;
@@ -99,7 +106,7 @@ BlockScheduler& BlockScheduler::Current() {
 
 BlockScheduler::BlockScheduler() : stacks_(DefaultFiberStackBytes()) {
   shared_capacity_ = kSharedArenaBytes;
-  shared_arena_ = static_cast<unsigned char*>(std::aligned_alloc(128, shared_capacity_));
+  shared_arena_ = static_cast<unsigned char*>(std::aligned_alloc(1024, shared_capacity_));
 }
 
 BlockScheduler::~BlockScheduler() {
@@ -129,6 +136,7 @@ absl::Status BlockScheduler::RunBlock(const BlockLaunch& launch) {
 absl::Status BlockScheduler::PrepareBlock(const BlockLaunch& launch) {
   launch_ = launch;
   failed_ = false;
+  urgent_.clear();
   failure_.clear();
   const dim3 block = launch.block_dim;
   thread_count_ = static_cast<int>(block.x * block.y * block.z);
@@ -151,6 +159,7 @@ absl::Status BlockScheduler::PrepareBlock(const BlockLaunch& launch) {
   tls_coordinates.block_dim = launch.block_dim;
   tls_coordinates.grid_dim = launch.grid_dim;
   ResetSharedMemory(launch.dynamic_shared_bytes);
+  for (auto& entry : extensions_) entry.second->StartBlock(thread_count_);
   return absl::OkStatus();
 }
 
@@ -191,27 +200,50 @@ absl::Status BlockScheduler::RunUntilQuiet() {
   BuildRunOrder(round);
   for (;;) {
     for (int index : run_order_) {
-      EmulatedThread& thread = *threads_[index];
-      if (thread.state != ThreadState::kRunnable) continue;
-      current_ = &thread;
-      tls_coordinates.thread_idx = thread.thread_idx;
-      thread.fiber.Resume();
-      current_ = nullptr;
-      if (failed_) return absl::InternalError(failure_);
-      if (thread.fiber.finished()) thread.state = ThreadState::kExited;
+      if (!RunThread(index)) return absl::InternalError(failure_);
+      // Threads woken by the one that just ran (WakeReadyThreadsAndYield) run next, before the pass goes on.
+      while (!urgent_.empty()) {
+        const int woken = urgent_.back();
+        urgent_.pop_back();
+        if (!RunThread(woken)) return absl::InternalError(failure_);
+      }
     }
     CONVOY_ASSIGN_OR_RETURN(bool lanes_released, ResolveWarpCollectives());
     if (lanes_released) continue;
+    CONVOY_ASSIGN_OR_RETURN(bool warpgroups_released, ResolveWarpgroupCollectives());
+    if (warpgroups_released) continue;
+    if (ReleaseBlockedThreads()) continue;
+    bool progressed = false;
+    for (auto& entry : extensions_) {
+      CONVOY_ASSIGN_OR_RETURN(bool progress, entry.second->ProgressWhenQuiet());
+      progressed |= progress;
+    }
+    if (progressed) continue;
     int exited = 0, at_barrier = 0;
     for (int id = 0; id < thread_count_; ++id) {
       exited += threads_[id]->state == ThreadState::kExited;
       at_barrier += threads_[id]->state == ThreadState::kAtBarrier;
     }
-    if (exited == thread_count_) return absl::OkStatus();
+    if (exited == thread_count_) {
+      for (auto& entry : extensions_) CONVOY_RETURN_IF_ERROR(entry.second->FinishBlock());
+      return absl::OkStatus();
+    }
     if (at_barrier != thread_count_) return DescribeStall();
     CONVOY_RETURN_IF_ERROR(OpenBarrier());
     BuildRunOrder(++round);
   }
+}
+
+bool BlockScheduler::RunThread(int index) {
+  EmulatedThread& thread = *threads_[index];
+  if (thread.state != ThreadState::kRunnable) return true;
+  current_ = &thread;
+  tls_coordinates.thread_idx = thread.thread_idx;
+  thread.fiber.Resume();
+  current_ = nullptr;
+  if (failed_) return false;
+  if (thread.fiber.finished()) thread.state = ThreadState::kExited;
+  return true;
 }
 
 absl::Status BlockScheduler::OpenBarrier() {
@@ -259,13 +291,20 @@ std::string BlockScheduler::DescribeThread(const EmulatedThread& thread) const {
     case ThreadState::kAtWarpCollective:
       return absl::StrFormat("waits at %s (%s) with mask 0x%08x", thread.collective->name, thread.waiting_at.ToString(),
                              thread.collective_mask);
+    case ThreadState::kAtWarpgroupCollective:
+      return absl::StrFormat("waits at %s (%s) for its whole warpgroup (warps %d-%d)",
+                             thread.warpgroup_collective->name, thread.waiting_at.ToString(), thread.warp / 4 * 4,
+                             thread.warp / 4 * 4 + 3);
+    case ThreadState::kBlocked:
+      return absl::StrCat("waits for ", thread.blocked_describe(thread.blocked_context), " (",
+                          thread.waiting_at.ToString(), ")");
   }
   return "?";
 }
 
 // Summarises who waits where as runs of consecutive threads with the same state ("threads 0-15 exited; ...").
 absl::Status BlockScheduler::DescribeStall() const {
-  bool any_collective = false, any_exited = false;
+  bool any_collective = false, any_exited = false, any_blocked = false;
   std::string states;
   int groups = 0;
   for (int begin = 0; begin < thread_count_;) {
@@ -274,6 +313,8 @@ absl::Status BlockScheduler::DescribeStall() const {
     while (end < thread_count_ && DescribeThread(*threads_[end]) == what) ++end;
     any_collective |= threads_[begin]->state == ThreadState::kAtWarpCollective;
     any_exited |= threads_[begin]->state == ThreadState::kExited;
+    any_blocked |= threads_[begin]->state == ThreadState::kBlocked ||
+                   threads_[begin]->state == ThreadState::kAtWarpgroupCollective;
     if (groups++ < 12) {
       absl::StrAppend(&states, groups > 1 ? "; " : "", "threads ", begin,
                       end - begin > 1 ? absl::StrCat("-", end - 1) : "", " ", what);
@@ -281,10 +322,17 @@ absl::Status BlockScheduler::DescribeStall() const {
     begin = end;
   }
   if (groups > 12) absl::StrAppend(&states, "; ... (", groups - 12, " more groups)");
-  const char* headline = any_collective ? "warp collective cannot complete (a lane named in its mask never arrives)"
-                         : any_exited   ? "divergent __syncthreads: some threads exited while others wait at a barrier"
-                                        : "threads cannot proceed";
-  return absl::InternalError(absl::StrCat(headline, ": ", states));
+  const char* headline =
+      any_collective ? "warp collective cannot complete (a lane named in its mask never arrives)"
+      : any_blocked  ? "deadlock: threads wait for an mbarrier phase or a warpgroup collective that cannot complete"
+      : any_exited   ? "divergent __syncthreads: some threads exited while others wait at a barrier"
+                     : "threads cannot proceed";
+  std::string extra;
+  for (const auto& entry : extensions_) {
+    const std::string state = entry.second->DescribeState();
+    if (!state.empty()) absl::StrAppend(&extra, "; ", state);
+  }
+  return absl::InternalError(absl::StrCat(headline, ": ", states, extra));
 }
 
 absl::StatusOr<bool> BlockScheduler::ResolveWarpCollectives() {
@@ -292,6 +340,52 @@ absl::StatusOr<bool> BlockScheduler::ResolveWarpCollectives() {
   for (int warp = 0; warp < warp_count_; ++warp) {
     CONVOY_ASSIGN_OR_RETURN(bool warp_released, ResolveWarp(warp));
     released |= warp_released;
+  }
+  return released;
+}
+
+absl::StatusOr<bool> BlockScheduler::ResolveWarpgroupCollectives() {
+  bool released = false;
+  for (int group = 0; group * kWarpgroupSize < thread_count_; ++group) {
+    const int first = group * kWarpgroupSize;
+    if (first + kWarpgroupSize > thread_count_) break;  // WarpgroupCollective refuses partial warpgroups
+    const EmulatedThread& leader = *threads_[first];
+    int waiting = 0;
+    for (int i = 0; i < kWarpgroupSize; ++i) waiting += threads_[first + i]->state == ThreadState::kAtWarpgroupCollective;
+    if (waiting != kWarpgroupSize) continue;
+    void* payloads[kWarpgroupSize] = {};
+    for (int i = 0; i < kWarpgroupSize; ++i) {
+      const EmulatedThread& other = *threads_[first + i];
+      if (other.warpgroup_collective != leader.warpgroup_collective ||
+          !SameLocation(other.waiting_at, leader.waiting_at)) {
+        return absl::InternalError(absl::StrFormat(
+            "warpgroup %d (warps %d-%d): thread %d calls %s (%s) but thread %d calls %s (%s); all 128 threads of a "
+            "warpgroup must execute the same .sync.aligned instruction",
+            group, 4 * group, 4 * group + 3, first, leader.warpgroup_collective->name, leader.waiting_at.ToString(),
+            first + i, other.warpgroup_collective->name, other.waiting_at.ToString()));
+      }
+      payloads[i] = other.warpgroup_payload;
+    }
+    std::string error = leader.warpgroup_collective->resolve(payloads);
+    if (!error.empty()) {
+      return absl::InternalError(absl::StrFormat("warpgroup %d (warps %d-%d): %s (%s): %s", group, 4 * group,
+                                                 4 * group + 3, leader.warpgroup_collective->name,
+                                                 leader.waiting_at.ToString(), error));
+    }
+    for (int i = 0; i < kWarpgroupSize; ++i) threads_[first + i]->state = ThreadState::kRunnable;
+    released = true;
+  }
+  return released;
+}
+
+bool BlockScheduler::ReleaseBlockedThreads() {
+  bool released = false;
+  for (int id = 0; id < thread_count_; ++id) {
+    EmulatedThread& thread = *threads_[id];
+    if (thread.state == ThreadState::kBlocked && thread.blocked_ready(thread.blocked_context)) {
+      thread.state = ThreadState::kRunnable;
+      released = true;
+    }
   }
   return released;
 }
@@ -372,6 +466,60 @@ void BlockScheduler::WarpCollective(const WarpCollectiveKind& kind, unsigned mas
   thread.collective_mask = mask;
   thread.collective_payload = payload;
   SuspendCurrent();
+}
+
+void BlockScheduler::WarpgroupCollective(const WarpgroupCollectiveKind& kind, void* payload, SourceLocation where) {
+  EmulatedThread& thread = *current_;
+  const int group = thread.linear_id / kWarpgroupSize;
+  if ((group + 1) * kWarpgroupSize > thread_count_) {
+    std::string message = absl::StrFormat(
+        "%s (%s) is a warpgroup instruction: warpgroup %d is warps %d-%d (threads %d-%d), but the block has only %d "
+        "threads; a warpgroup is 4 consecutive warps whose first warp index is a multiple of 4",
+        kind.name, where.ToString(), group, 4 * group, 4 * group + 3, group * kWarpgroupSize,
+        group * kWarpgroupSize + kWarpgroupSize - 1, thread_count_);
+    FailCurrentThread(std::move(message));
+  }
+  thread.state = ThreadState::kAtWarpgroupCollective;
+  thread.waiting_at = where;
+  thread.warpgroup_collective = &kind;
+  thread.warpgroup_payload = payload;
+  SuspendCurrent();
+}
+
+void BlockScheduler::BlockUntil(bool (*ready)(const void*), const void* context,
+                                std::string (*describe)(const void*), SourceLocation where) {
+  if (ready(context)) return;
+  EmulatedThread& thread = *current_;
+  thread.state = ThreadState::kBlocked;
+  thread.waiting_at = where;
+  thread.blocked_ready = ready;
+  thread.blocked_context = context;
+  thread.blocked_describe = describe;
+  SuspendCurrent();
+}
+
+int BlockScheduler::current_thread() const { return current_->linear_id; }
+
+void BlockScheduler::WakeReadyThreadsAndYield() {
+  for (int id = 0; id < thread_count_; ++id) {
+    EmulatedThread& thread = *threads_[id];
+    if (thread.state == ThreadState::kBlocked && thread.blocked_ready(thread.blocked_context)) {
+      thread.state = ThreadState::kRunnable;
+      urgent_.push_back(id);
+    }
+  }
+  if (urgent_.empty()) return;
+  std::reverse(urgent_.begin(), urgent_.end());  // popped from the back: lowest thread first
+  SuspendCurrent();
+}
+
+uint32_t BlockScheduler::SharedAddress(const void* pointer) const {
+  return static_cast<uint32_t>(static_cast<const unsigned char*>(pointer) - shared_arena_);
+}
+
+unsigned char* BlockScheduler::SharedPointer(uint32_t address, size_t bytes) const {
+  if (size_t{address} + bytes > shared_cursor_) return nullptr;
+  return shared_arena_ + address;
 }
 
 unsigned BlockScheduler::LiveLanesOfCurrentWarp() const {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,6 +32,7 @@ namespace convoy::cuda_emulation {
 
 // Device limits the emulation enforces (those of an sm_90 part).
 inline constexpr int kWarpSize = 32;
+inline constexpr int kWarpgroupSize = 128;  // 4 consecutive warps, the first at a warp index divisible by 4
 inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr size_t kMaxStaticSharedBytes = 48 * 1024;
 inline constexpr size_t kDefaultMaxDynamicSharedBytes = 48 * 1024;
@@ -58,6 +60,29 @@ inline thread_local ThreadCoordinates tls_coordinates;
 struct WarpCollectiveKind {
   const char* name;
   std::string (*resolve)(void* const payloads[kWarpSize], unsigned mask);
+};
+
+// A warpgroup collective (wgmma.mma_async, setmaxnreg): `resolve` runs once when all 128 threads of the warpgroup
+// (warps 4w..4w+3) wait at the same collective; payloads[i] is thread 128w + i's. Returns an error message or "".
+struct WarpgroupCollectiveKind {
+  const char* name;
+  std::string (*resolve)(void* const payloads[kWarpgroupSize]);
+};
+
+// Per-block state of an emulated feature that lives beside the scheduler (the Hopper emulation's mbarriers, bulk
+// copies, wgmma groups). One instance per BlockScheduler, created on first use, told when each block starts.
+class BlockExtension {
+ public:
+  virtual ~BlockExtension() = default;
+  // A new block of `thread_count` threads starts (also called right after creation, mid-block).
+  virtual void StartBlock(int thread_count) = 0;
+  // No thread can run: complete asynchronous work (bulk copies landing). Returns true if anything changed, or an
+  // error the block fails with.
+  virtual absl::StatusOr<bool> ProgressWhenQuiet() { return false; }
+  // Every thread exited: anything still in flight is an error.
+  virtual absl::Status FinishBlock() { return absl::OkStatus(); }
+  // Extra lines for a stall report (e.g. the state of each mbarrier).
+  virtual std::string DescribeState() const { return ""; }
 };
 
 // The body every thread of the grid runs: invoke(closure).
@@ -102,9 +127,32 @@ class BlockScheduler {
   int SyncThreads(SourceLocation where, BarrierReduction reduction, int predicate);
   // Waits until every lane in `mask` arrived at the same kind of collective, then kind.resolve ran.
   void WarpCollective(const WarpCollectiveKind& kind, unsigned mask, void* payload, SourceLocation where);
+  // Waits until all 128 threads of the caller's warpgroup arrived at the same kind of collective at the same source
+  // line, then kind.resolve ran. Fails at once if the block does not hold the caller's whole warpgroup.
+  void WarpgroupCollective(const WarpgroupCollectiveKind& kind, void* payload, SourceLocation where);
+  // Suspends the calling thread until ready(context) is true (checked whenever no thread can run); describe(context)
+  // says what it waits for in a stall report.
+  void BlockUntil(bool (*ready)(const void*), const void* context, std::string (*describe)(const void*),
+                  SourceLocation where);
+  // Threads whose BlockUntil condition now holds (e.g. a phase the caller just completed) become runnable and run
+  // before the caller continues: the most adversarial interleaving for the code after the caller's release.
+  void WakeReadyThreadsAndYield();
   // Lanes of the caller's warp that exist and have not exited (what __activemask() reports here).
   unsigned LiveLanesOfCurrentWarp() const;
   int current_lane() const;
+  int current_thread() const;  // linear thread index in the block
+  int thread_count() const { return thread_count_; }
+  // The per-scheduler instance of extension type E (created with E() on first use and started for this block).
+  template <typename E>
+  E& Extension() {
+    static const char key = 0;
+    for (auto& [k, extension] : extensions_) {
+      if (k == &key) return static_cast<E&>(*extension);
+    }
+    extensions_.emplace_back(&key, std::make_unique<E>());
+    extensions_.back().second->StartBlock(thread_count_);
+    return static_cast<E&>(*extensions_.back().second);
+  }
   // Stops the block: RunBlock returns `message` (prefixed with the thread's coordinates). Never returns, so the
   // calling fiber's frames are never unwound: build the message in a named local and move it in, so no temporary
   // std::string of the caller is left holding heap memory (LeakSanitizer would report it).
@@ -116,6 +164,13 @@ class BlockScheduler {
   void* DynamicShared();
   // True if [address, address + bytes) lies inside this block's shared memory.
   bool IsShared(const void* address, size_t bytes) const;
+  // The shared-window address of a pointer into shared memory (what cvta.to.shared gives; the arena starts at a
+  // 1024-byte aligned address) and back; SharedPointer returns nullptr if [address, address + bytes) is outside.
+  uint32_t SharedAddress(const void* pointer) const;
+  unsigned char* SharedPointer(uint32_t address, size_t bytes) const;
+  // Bytes of shared memory declared so far in this block (dynamic plus static arrays).
+  size_t shared_bytes_in_use() const { return shared_cursor_; }
+  unsigned char* shared_arena() const { return shared_arena_; }
 
   // cp.async bookkeeping of the current thread.
   std::vector<PendingAsyncCopy>& pending_async_copies();
@@ -134,6 +189,9 @@ class BlockScheduler {
   // Resolves every complete warp collective; returns true if any lane can run again.
   absl::StatusOr<bool> ResolveWarpCollectives();
   absl::StatusOr<bool> ResolveWarp(int warp);
+  absl::StatusOr<bool> ResolveWarpgroupCollectives();
+  bool ReleaseBlockedThreads();
+  bool RunThread(int index);  // false if the thread failed the block
   absl::Status OpenBarrier();
   absl::Status DescribeStall() const;
   std::string DescribeThread(const EmulatedThread& thread) const;
@@ -142,6 +200,7 @@ class BlockScheduler {
   FiberStackPool stacks_;
   std::vector<std::unique_ptr<EmulatedThread>> threads_;
   std::vector<int> run_order_;
+  std::vector<int> urgent_;  // woken by WakeReadyThreadsAndYield, run next
   int thread_count_ = 0;
   int warp_count_ = 0;
   EmulatedThread* current_ = nullptr;
@@ -159,6 +218,7 @@ class BlockScheduler {
     size_t offset;
   };
   std::vector<StaticSlot> static_slots_;
+  std::vector<std::pair<const void*, std::unique_ptr<BlockExtension>>> extensions_;
 };
 
 }  // namespace convoy::cuda_emulation

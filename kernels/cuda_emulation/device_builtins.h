@@ -32,6 +32,7 @@
 #define __constant__
 #define __managed__
 #define __align__(n) alignas(n)
+#define __grid_constant__
 #define __shared__ __shared___is_not_emulated__declare_shared_memory_with_CONVOY_SHARED_ARRAY
 // __restrict__ is a GCC/Clang keyword already.
 

@@ -373,6 +373,25 @@ cudaError_t cudaGetDevice(int* device) {
   return cudaSuccess;
 }
 
+namespace convoy::cuda_emulation {
+
+std::atomic<int> emulated_compute_major{9};
+std::atomic<int> emulated_compute_minor{0};
+
+void SetEmulatedComputeCapability(int major, int minor) {
+  emulated_compute_major.store(major);
+  emulated_compute_minor.store(minor);
+}
+
+ScopedComputeCapability::ScopedComputeCapability(int major, int minor)
+    : previous_major_(emulated_compute_major.load()), previous_minor_(emulated_compute_minor.load()) {
+  SetEmulatedComputeCapability(major, minor);
+}
+
+ScopedComputeCapability::~ScopedComputeCapability() { SetEmulatedComputeCapability(previous_major_, previous_minor_); }
+
+}  // namespace convoy::cuda_emulation
+
 cudaError_t cudaSetDevice(int device) {
   if (cudaError_t e = convoy::cuda_emulation::CheckDeviceIndex("cudaSetDevice", device); e != cudaSuccess) return e;
   convoy::cuda_emulation::tls_current_device = device;
@@ -404,10 +423,10 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
       *value = 50 * 1024 * 1024;
       break;
     case cudaDevAttrComputeCapabilityMajor:
-      *value = 9;
+      *value = convoy::cuda_emulation::emulated_compute_major.load();
       break;
     case cudaDevAttrComputeCapabilityMinor:
-      *value = 0;
+      *value = convoy::cuda_emulation::emulated_compute_minor.load();
       break;
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
       *value = 228 * 1024;

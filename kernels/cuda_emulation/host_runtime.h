@@ -179,6 +179,20 @@ namespace convoy::cuda_emulation {
 
 // The detailed message of the last failing runtime call or launch on this thread ("" if none failed yet).
 std::string LastErrorDetail();
+
+// The compute capability the emulated device reports (cudaDevAttrComputeCapabilityMajor/Minor): 9.0 (an H100/H200)
+// unless a test sets another, e.g. to check that sm_90a-only algorithms decline on an emulated 8.0 part.
+void SetEmulatedComputeCapability(int major, int minor);
+class ScopedComputeCapability {
+ public:
+  ScopedComputeCapability(int major, int minor);
+  ~ScopedComputeCapability();
+  ScopedComputeCapability(const ScopedComputeCapability&) = delete;
+  ScopedComputeCapability& operator=(const ScopedComputeCapability&) = delete;
+
+ private:
+  int previous_major_, previous_minor_;
+};
 // Records a failure: sets the thread's last error and detail; returns `error`.
 cudaError_t RecordError(cudaError_t error, std::string detail);
 // The same for a failed launch, which the launch itself returns (the emulation reports a kernel's own failure at

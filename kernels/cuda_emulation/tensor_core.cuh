@@ -20,10 +20,12 @@
 #include "kernels/cuda_emulation/cuda_emulation.h"
 // The caller's source line, for the emulation's error messages.
 #define CONVOY_CALLER_LOCATION , const char *convoy_file = __builtin_FILE(), int convoy_line = __builtin_LINE()
+#define CONVOY_CALLER_LOCATION_FIRST const char *convoy_file = __builtin_FILE(), int convoy_line = __builtin_LINE()
 #define CONVOY_HERE_ \
   ::convoy::cuda_emulation::SourceLocation { convoy_file, convoy_line }
 #else
 #define CONVOY_CALLER_LOCATION
+#define CONVOY_CALLER_LOCATION_FIRST
 #endif
 
 namespace convoy::cuda {

@@ -14,6 +14,8 @@ constexpr double kPrefixTolerance = 0.90;  // cut a batch only for a prefix more
 constexpr double kExploreFraction = 0.5;   // try a new size when its request is due within this share of t(n)
 constexpr int64_t kExploreSamples = 2;     // sizes measured fewer times than this are worth one try
 constexpr int64_t kRefreshBatches = 32;    // a size cut away is sent again after this many batches of others
+constexpr double kRefreshShare = 0.05;      // ...and once it costs at most this share of the time since
+constexpr double kRefreshShortestShare = 0.005;  // the same for the first request alone
 constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency bound exceeds 0.9 L cannot meet L
 
 double Rate(int64_t elements, absl::Duration seconds) {
@@ -42,7 +44,7 @@ int64_t AdaptiveBatchPolicy::BatchLimit(absl::Time now, absl::Time oldest, const
 }
 
 AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int64_t>& sizes, int64_t limit,
-                                                          const LoadEstimator& load) const {
+                                                          const LoadEstimator& load, bool refresh_shortest) const {
   struct Candidate {
     size_t length;
     int64_t elements;
@@ -74,10 +76,27 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
     if (size >= chosen->elements || size < 2 || (size & (size - 1)) != 0) continue;
     if (load.ExecutionSamples(size) < kExploreSamples) return Send{it->length, it->elements, it->rate};
   }
-  // Refresh: a cut keeps the longer sizes from being measured again, so their estimates would never catch up with a
-  // change (a noisy neighbour gone, a cache now warm); every kRefreshBatches batches the whole prefix goes instead.
+  // Refresh: sending one size keeps the others from being measured again, so their estimates would never catch up
+  // with a change (a noisy neighbour gone or come, a cache now warm or now too small). Every kRefreshBatches batches
+  // the first request goes alone (when longer batches are chosen: the cheapest batch there is, so a stale estimate
+  // of the smallest size cannot hide that batching stopped paying; not where a latency target cuts batches or in
+  // overload, where the largest batch runs),
+  // and the whole prefix goes (when it was cut). The estimator restarts a stale size's estimate from that sample.
+  // Each refresh waits at least kRefreshBatches batches, and until it costs at most a given share of the instance
+  // time spent since (a batch far slower than the chosen one, as when batching stopped paying, would otherwise cost
+  // a large share of the throughput).
+  const auto refresh_after = [&](const Candidate& c, double share) {
+    const double time_ratio = chosen->rate / std::max(c.rate, 1e-9) * static_cast<double>(c.elements) /
+                              static_cast<double>(chosen->elements);  // t(c) / t(chosen)
+    return std::max<int64_t>(kRefreshBatches, std::llround(time_ratio / share));
+  };
+  const Candidate& shortest = candidates.front();
+  if (refresh_shortest && chosen != &shortest &&
+      load.BatchesSinceMeasured(shortest.elements) >= refresh_after(shortest, kRefreshShortestShare)) {
+    return Send{shortest.length, shortest.elements, shortest.rate};
+  }
   const Candidate& longest = candidates.back();
-  if (chosen != &longest && load.BatchesSinceMeasured(longest.elements) >= kRefreshBatches) {
+  if (chosen != &longest && load.BatchesSinceMeasured(longest.elements) >= refresh_after(longest, kRefreshShare)) {
     return Send{longest.length, longest.elements, longest.rate};
   }
   return Send{chosen->length, chosen->elements, chosen->rate};
@@ -189,19 +208,21 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   // concurrency every latency rises with it. There the target only keeps holds from forming a batch that alone
   // would run past it.
   const bool cuts = target > absl::ZeroDuration() && population == 0;
-  Send send = BestPrefix(head.sizes, cuts ? std::max<int64_t>(decision.batch_limit, 1) : max_batch, load);
+  // (No refresh of batches of one where the target cuts batches: there the target decides the sizes.)
+  Send send = BestPrefix(head.sizes, cuts ? std::max<int64_t>(decision.batch_limit, 1) : max_batch, load,
+                         /*refresh_shortest=*/!cuts && !decision.overload);
   // Late: not even a batch of one meets the target for the oldest request, or cutting at the limit would not bring
   // more of the queued requests in on time than the largest batch. Throughput first, at once; the queue policy
   // bounds the rest.
   bool late = target > absl::ZeroDuration() && decision.batch_limit == 0;
   if (cuts && !late) {
-    const Send largest = BestPrefix(head.sizes, max_batch, load);
+    const Send largest = BestPrefix(head.sizes, max_batch, load, /*refresh_shortest=*/false);
     late = send.elements < largest.elements && OnTime(now, head, send, load) <= OnTime(now, head, largest, load);
   }
   if (late) {
     decision.overload = true;
     decision.batch_limit = max_batch;
-    send = BestPrefix(head.sizes, max_batch, load);
+    send = BestPrefix(head.sizes, max_batch, load, /*refresh_shortest=*/false);
   }
   decision.length = send.length;
   const int64_t limit = cuts ? decision.batch_limit : max_batch;

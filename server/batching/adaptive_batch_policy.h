@@ -31,8 +31,12 @@
 //    of two. Both cost a handful of batches in the life of the model.
 //  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 10 %
 //    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
-//    A size cut away is sent whole again once 32 batches of other sizes ran since it was last measured, so its
-//    estimate follows the machine (a noisy neighbour leaving, say) instead of freezing at an unlucky value.
+//    A size cut away is sent whole again once 32 batches of other sizes ran since it was last measured (more when
+//    it is much slower than the chosen size: a refresh costs at most 5 % of the instance time), and the first
+//    request alone once batches of one were not measured for 32 batches and 0.5 % of the time (not while a latency
+//    target cuts batches, nor in overload), so the estimates follow the machine (a noisy neighbour leaving or
+//    coming, batching no longer paying) instead of freezing at an old or unlucky value; the estimator restarts such
+//    a stale estimate from its new sample.
 //  - With another instance free there is spare capacity and the batch runs at once.
 //
 // With a latency target L (target_latency), for requests that do not come from a closed loop (bursts, an open
@@ -106,8 +110,10 @@ class AdaptiveBatchPolicy {
   };
   // The largest b whose p99 execution fits the oldest request's remaining target; 0 when not even 1 fits.
   int64_t BatchLimit(absl::Time now, absl::Time oldest, const LoadEstimator& load) const;
-  // The prefix of `sizes` within `limit` that runs most efficiently (the longest within 10 % of the best).
-  Send BestPrefix(const std::vector<int64_t>& sizes, int64_t limit, const LoadEstimator& load) const;
+  // The prefix of `sizes` within `limit` that runs most efficiently (the longest within 10 % of the best), or a
+  // probe or refresh of another size (refresh_shortest: the first request alone may be that refresh).
+  Send BestPrefix(const std::vector<int64_t>& sizes, int64_t limit, const LoadEstimator& load,
+                  bool refresh_shortest = true) const;
   // When to send if waiting is worth it: the expected arrival whose hold serves the known requests soonest;
   // nullopt: send now.
   // What a hold must respect: the latency target (zero: none), counting the time the oldest request already

@@ -11,6 +11,7 @@ constexpr size_t kArrivalWindow = 64;
 constexpr size_t kNewArrivalWindow = 32;
 constexpr size_t kMaxClientsOut = 4096;     // memory bound; far above any real population of one model
 constexpr double kExecutionWeight = 1.0 / 8;  // after the first 8 batches of a size
+constexpr int64_t kStaleBatches = 32;              // a size not measured for this many batches starts over
 constexpr double kReturnWeight = 1.0 / 16;    // after the first 16 matched returns
 constexpr double kRequestSizeWeight = 1.0 / 32;
 constexpr double kP99Sigmas = 2.33;           // p99 of a normal distribution
@@ -67,9 +68,13 @@ void LoadEstimator::RecordResponses(absl::Time done, int64_t returning, int64_t 
 
 void LoadEstimator::RecordExecution(int64_t batch_size, absl::Duration busy) {
   SizeStats& size = sizes_[std::clamp<int64_t>(batch_size, 1, max_batch_size_)];
+  // An estimate not updated for kStaleBatches batches of other sizes describes the machine as it was: start over
+  // (the running mean restarts; the count of samples, which says whether a size was ever measured, does not).
+  if (size.samples > 0 && batches_ - size.last_batch >= kStaleBatches) size.recent = 0;
   ++size.samples;
+  ++size.recent;
   size.last_batch = ++batches_;
-  const double weight = Weight(size.samples, kExecutionWeight);
+  const double weight = Weight(size.recent, kExecutionWeight);
   const double deviation = Seconds(busy) - size.mean_s;
   size.mean_s += weight * deviation;
   size.variance_s2 = (1 - weight) * (size.variance_s2 + weight * deviation * deviation);

@@ -23,7 +23,9 @@
 //
 // Instances: the execution time of each batch size (elements, 1..max_batch_size) as measured on the instances: a
 // running mean over the first 8 batches of a size, then exponential with weight 1/8, with an exponentially weighted
-// variance. A size never measured is estimated by linear interpolation between the nearest measured sizes; beyond
+// variance; a size not measured while 32 batches of other sizes ran starts over from its next sample (the policy
+// re-sends such sizes now and then, adaptive_batch_policy.h, so an old estimate is replaced, not averaged in). A
+// size never measured is estimated by linear interpolation between the nearest measured sizes; beyond
 // the measured range it keeps the time per element of the nearest measured size, so no gain from batching is
 // assumed that was not measured. The p99 bound of a size is mean + max(2.33 sigma, 10 % of the mean).
 #ifndef CONVOY_SERVER_BATCHING_LOAD_ESTIMATOR_H_
@@ -88,6 +90,7 @@ class LoadEstimator {
   };
   struct SizeStats {
     int64_t samples = 0;
+    int64_t recent = 0;      // samples since the estimate last started over (its running-mean weight)
     int64_t last_batch = 0;  // batches_ when this size was last measured
     double mean_s = 0;
     double variance_s2 = 0;

@@ -87,11 +87,14 @@ using ::convoy::testing::IsOk;
 // repeated runs: fp32 4.4e-6 (FP32 outputs; an FP16 output is within its one-ulp rounding, 1.2e-4), tf32 3.1e-3,
 // fp16 4.7e-3, bf16 3.5e-2 (op_zoo's scores, one seed in a later run; the same model in BF16 on the CPU is 1.4e-2 off
 // its FP32 run, so that is BF16's own rounding through ten layers on both sides, not the CUDA path). BF16 therefore
-// gets 6e-2, the bound tests/python/test_cli.py states for BF16 against onnxruntime.
+// gets 6e-2, the bound tests/python/test_cli.py states for BF16 against onnxruntime. TF32 gets 1e-2: the Hopper
+// (sm_90a) kernels, forced here on the emulated compute capability 9.0 device, truncate the FP32 inputs to TF32 (wgmma
+// reads FP32 from shared memory and ignores the low 13 mantissa bits) where the mma.sync kernels round: op_zoo's
+// scores reached 5.8e-3 with them.
 double ToleranceFor(Precision precision) {
   switch (precision) {
     case Precision::kFp32: return 1e-4;
-    case Precision::kTf32: return 5e-3;
+    case Precision::kTf32: return 1e-2;
     case Precision::kFp16: return 1e-2;
     case Precision::kBf16: return 6e-2;
     case Precision::kAuto: break;  // resolved before planning: never a case here

@@ -213,6 +213,16 @@ def test_step_failures_and_extra_step_xml_count(tmp_path):
     assert "build-without-cuda: bazel build failed" in text
 
 
+@pytest.mark.parametrize("outcome,expected", [("passed", (1, 0, 0)), ("skipped", (0, 0, 1)), ("failed", (0, 1, 0))])
+def test_a_step_recorded_as_one_case(tmp_path, outcome, expected):
+    subprocess.run([sys.executable, str(SCRIPT), "record-step", "--results", str(tmp_path / "results"), "--name",
+                    "test-image-fast", "--outcome", outcome, "--message", "docker cannot run here"], check=True)
+    totals, text = run_count(tmp_path)
+    assert totals == expected, text
+    if outcome != "passed":
+        assert "test-image-fast: docker cannot run here" in text, text
+
+
 def test_command_line_closing_line(tmp_path):
     logs = tmp_path / "testlogs-bazel"
     junit(logs / "a/t/test.xml", [("ok", "passed", "")])

@@ -1,0 +1,10 @@
+// Explicit instances of the Hopper main-loop launchers for float (every tile, im2col and tiled), compiled apart
+// so that nvcc builds the three element types in parallel.
+#define CONVOY_HOPPER_GEMM_DEFINE_INSTANCES 1
+#include "kernels/cuda/conv2d_hopper_kernel.cuh"
+
+namespace convoy::cuda {
+
+CONVOY_HOPPER_GEMM_INSTANCES(, float)
+
+}  // namespace convoy::cuda
