@@ -80,7 +80,7 @@ TEST(CudaConv2dGemmTest, EveryAlgorithmRecordsIntoAGraphAndReplays) {
 TEST(CudaConv2dGemmTest, TensorCorePathsTakeAnyElementAlignedOutput) {
   CONVOY_CREATE_DEVICE_OR_SKIP(device);
   for (const DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
-    for (const auto [k, rs] : {std::pair{8, 1}, std::pair{12, 1}, std::pair{8, 3}, std::pair{12, 3}}) {
+    for (const auto& [k, rs] : {std::pair{8, 1}, std::pair{12, 1}, std::pair{8, 3}, std::pair{12, 3}}) {
       Conv2dProblem p;
       p.n = 1, p.h = 4, p.w = 4, p.c = 8, p.k = k, p.dtype = dtype, p.layout = Layout::kNHWC, p.allow_tf32 = true;
       p.r = p.s = rs;
