@@ -105,6 +105,23 @@ TEST(LaunchEstimateTest, BigTilesWinBigProblems) {
             eight_warps.total_us);
 }
 
+// The Hopper kernels' description: wgmma at its own rate, one warpgroup saturating; no wgmma before sm_90.
+TEST(LaunchEstimateTest, WgmmaRunsAtItsRateAndOnlyOnHopper) {
+  const GpuModel h200 = GpuModel::H200();
+  // res4 1x1 1024 at batch 32 in 128x256 tiles: the mma.sync rate bounds it, wgmma's only the L2 tile loads.
+  const GemmShape shape{6272, 1024, 256, 2, 2};
+  GemmKernelDescription mma = Kernel(128, 256, 8, 64, 1, 168, 196608);
+  GemmKernelDescription wgmma = mma;
+  wgmma.wgmma = true;
+  wgmma.warp_tile_m = 16;  // a warpgroup's 64 x 256 slice, per warp
+  wgmma.warp_tile_n = 64;
+  const LaunchEstimate fast = EstimateGemmLaunch(wgmma, shape, 1, h200);
+  const LaunchEstimate slow = EstimateGemmLaunch(mma, shape, 1, h200);
+  EXPECT_LT(fast.mainloop_us, slow.mainloop_us) << fast.ToString() << " vs " << slow.ToString();
+  EXPECT_EQ(fast.blocks, slow.blocks);  // the same tiles and waves
+  EXPECT_TRUE(std::isinf(EstimateGemmLaunch(wgmma, shape, 1, GpuModel::ForArchitecture(8, 0)).total_us));
+}
+
 TEST(LaunchEstimateTest, NoSlotsMeansNoEstimate) {
   const LaunchEstimate e =
       EstimateGemmLaunch(Kernel(64, 64, 4, 32, 1, 80, 30720), GemmShape{64, 64, 64, 2, 2}, 0, GpuModel::H200());
