@@ -21,7 +21,7 @@
 //                        three outputs, one of them 4-D.
 //   odd_shapes           odd image sizes, dilated/stride-3/grouped/strided-1x1 convs, pads, GlobalMaxPool, MatMul.
 //   two_inputs           two graph inputs of different ranks, an output read by later steps, an input passed
-//                        through, a Flatten view of an NHWC tensor as an output.
+//                        through, a Flatten view of an NHWC tensor as an output, a Gemm over 136 features (split-K).
 //   fixed_batch          no symbolic batch (the runtime does not batch), a same-shape 4-D constant operand.
 //   wide_channels        160/272/136 channels and a 300-wide Gemm: several tiles along GEMM N, long reductions.
 //   resnet_classifier    model_repo/resnet_classifier at its real 224x224 (batch 1, NHWC, FP32 and FP16 only).
@@ -374,12 +374,15 @@ absl::Status WriteOddShapes(const std::string& path) {
 absl::Status WriteTwoInputs(const std::string& path) {
   OnnxBuilder g(/*seed=*/99);
   g.Input("image", {3, 12, 12});
-  g.Input("extra", {6});
+  // 136 features: the fc Gemm's reduction (5 FP16/BF16 k-steps of 32, 9 TF32 k-steps of 16, the last one ragged) is
+  // the model's only step long enough for split-K (2 k-steps per split; ForcedSplitKTest), and 136 is a multiple of
+  // the 16-byte vector, so the tensor-core GEMMs take it.
+  g.Input("extra", {136});
   g.Conv("image", "conv", 3, 8, 3, 1, {1, 1, 1, 1});
   g.Unary("Relu", "conv", "conv_relu");                     // an output, and read again below
   g.Node("GlobalAveragePool", {"conv_relu"}, {"gap"});
   g.Node("Flatten", {"gap"}, {"gap_flat"});                  // [N,8]
-  onnx::NodeProto* fc = g.Node("Gemm", {"extra", g.Random("fc.weight", {8, 6}, -0.5f, 0.5f)}, {"fc"});
+  onnx::NodeProto* fc = g.Node("Gemm", {"extra", g.Random("fc.weight", {8, 136}, -0.2f, 0.2f)}, {"fc"});
   OnnxBuilder::SetInt(fc, "transB", 1);
   // Matrix ops: Concat and Split of [N,C], BN of [N,C], Mul with the constant first, Add of two runtime matrices.
   OnnxBuilder::SetInt(g.Node("Concat", {"gap_flat", "fc"}, {"joined"}), "axis", 1);  // [N,16]
@@ -792,6 +795,30 @@ std::vector<std::string> CudaAlgorithmNames(const PlanStep& step, int batch) {
   return names;
 }
 
+// Why no split-K candidate takes any conv/GEMM step of `plan` at `batches`: each such step's problem and the
+// CanImplement status of its op's first split-K candidate (the smallest split; the failure message when a model stops
+// exercising split-K).
+std::string SplitKDeclines(const ExecutionPlan& plan, const std::vector<int>& batches) {
+  std::string out;
+  for (const auto& step : plan.steps()) {
+    ForEachOp([&](auto tag) {
+      using Op = typename decltype(tag)::type;
+      const auto* kernel_step = dynamic_cast<const KernelStep<Op>*>(step.get());
+      if (Op::kKind != step->op() || kernel_step == nullptr) return;
+      const typename Op::AlgorithmType* split = nullptr;
+      for (const auto* a : OpRegistry<Op>::Global().All(Backend::kCuda)) {
+        if (split == nullptr && absl::StrContains(a->name(), "_splitk")) split = a;  // the smallest split factor
+      }
+      if (split == nullptr) return;
+      for (int batch : batches) {
+        absl::StrAppend(&out, "\n  ", step->ProblemString(batch), ": ", split->name(), ": ",
+                        split->CanImplement(kernel_step->problem(batch)).ToString());
+      }
+    });
+  }
+  return out;
+}
+
 class EveryCandidateTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EveryCandidateTest, MatchesTheCpuRuntime) {
@@ -989,7 +1016,8 @@ TEST_P(ForcedSplitKTest, MatchesTheCpuRuntime) {
       ++split_steps;
     }
   }
-  EXPECT_GT(split_steps, 0) << "no step of " << c.model << " takes a split-K candidate";
+  EXPECT_GT(split_steps, 0) << "no step of " << c.model << " takes a split-K candidate:"
+                            << SplitKDeclines(first->plan(), batches);
   CONVOY_ASSERT_OK_AND_ASSIGN(auto gpu_model, LoadOnGpu(c, [&](ModelRuntimeOptions& o) { o.cache = &forced; }));
   ExpectCudaPlan(*gpu_model, c);
   int running_split = 0;
