@@ -9,6 +9,7 @@
 //   :conv2d_gemm_cuda_test       the nvcc-built kernels on a real GPU (skips, saying so, where there is none).
 // Tolerances are the suite's (op_case_traits.h): FP16 rel 1e-2 / abs 2e-3*sqrt(reduction), BF16 3e-2 / 1.6e-2,
 // TF32 2e-3 / 1e-3, FP32 1e-4 / 1e-5 (all tensor-core paths accumulate in FP32).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <utility>
@@ -98,13 +99,16 @@ TEST(CudaConv2dGemmTest, TensorCorePathsTakeAnyElementAlignedOutput) {
         if (name.find("implicit_gemm") == std::string::npos && name.find("gemm_1x1") == std::string::npos) continue;
         if (!algorithm->CanImplement(p).ok()) continue;  // the general kernel leaves 1x1 problems to gemm_1x1
         SCOPED_TRACE(absl::StrCat(name, " ", DataTypeName(dtype), " K = ", k, " R = S = ", rs));
+        const size_t workspace_bytes = algorithm->WorkspaceBytes(p);  // the split-K partials
+        CONVOY_ASSERT_OK_AND_ASSIGN(DeviceAllocation workspace,
+                                    device->Allocate(std::max<size_t>(workspace_bytes, 16)));
         std::vector<std::vector<uint8_t>> outputs;
         for (const size_t shift : {size_t{0}, 2 * element, element}) {
           Conv2dArgs args;
           args.x = x.data(), args.w = w.data(), args.y = y.as<char>() + shift;
           const std::vector<uint8_t> poison(y_bytes + 64, 0xFF);  // NaN in FP32 and FP16
           CONVOY_ASSERT_OK(device->CopyToDevice(y.data(), poison.data(), poison.size()));
-          CONVOY_ASSERT_OK(algorithm->Run(p, args, Workspace{}, device->context()));
+          CONVOY_ASSERT_OK(algorithm->Run(p, args, Workspace{workspace.data(), workspace_bytes}, device->context()));
           CONVOY_ASSERT_OK(device->Synchronize());
           outputs.emplace_back(y_bytes);
           CONVOY_ASSERT_OK(device->CopyToHost(outputs.back().data(), args.y, y_bytes));
