@@ -150,10 +150,6 @@ def write_step_xml(path, name, outcome, message):
                 f'{body}</testcase></testsuite>\n')
 
 
-def write_failure_xml(path, name, message):
-    write_step_xml(path, name, "failed", message)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Reading JUnit XML
 
@@ -413,6 +409,8 @@ def main(argv):
             p.add_argument("--message", required=True)
             if argv[1] == "record-step":
                 p.add_argument("--outcome", required=True, choices=["passed", "skipped", "failed"])
+            else:
+                p.set_defaults(outcome="failed")
         args = p.parse_args(argv[2:])
         if argv[1] == "collect-bazel":
             record = collect_bazel(args.results, args.pass_name, args.log, args.testlogs, args.sanitizer)
@@ -428,8 +426,7 @@ def main(argv):
                            "order": args.order}, f, indent=1)
         else:
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", args.name)
-            write_step_xml(os.path.join(args.results, "steps", f"{safe}.xml"), args.name,
-                           getattr(args, "outcome", "failed"), args.message)
+            write_step_xml(os.path.join(args.results, "steps", f"{safe}.xml"), args.name, args.outcome, args.message)
         return 0
     if argv[1].startswith("-"):
         print(__doc__.strip(), file=sys.stderr)

@@ -79,15 +79,21 @@ step_asan() { bazel_pass asan "ASan+UBSan" --config=asan --test_tag_filters=asan
 # The concurrency tests under ThreadSanitizer (tag "tsan").
 step_tsan() { bazel_pass tsan "TSan" --config=tsan --test_tag_filters=tsan --build_tag_filters=tsan; }
 
-step_pytest() {
-  if ! ls tests/python/test_*.py >/dev/null 2>&1; then return; fi
-  say "pytest tests/python"
-  # The binaries of the default (optimized) build, wherever the bazel-* convenience links point after other runs.
-  local bin_dir rc xml="$results/pytest/results.xml"
+# The binaries of the default (optimized) build, wherever the bazel-* convenience links point after other runs, for
+# the steps that run them (pytest, image); a caller's own CONVOY_* paths win.
+export_binaries() {
+  local bin_dir
   bin_dir="$(bazel info --color=no bazel-bin 2>/dev/null)"
   export CONVOY_BAZEL_BIN="${CONVOY_BAZEL_BIN:-$bin_dir}"
   export CONVOY_SERVER="${CONVOY_SERVER:-$bin_dir/server/convoy_server}"
   export CONVOY_CLI="${CONVOY_CLI:-$bin_dir/server/tools/convoy}"
+}
+
+step_pytest() {
+  if ! ls tests/python/test_*.py >/dev/null 2>&1; then return; fi
+  say "pytest tests/python"
+  local rc xml="$results/pytest/results.xml"
+  export_binaries
   if [ ! -x "$venv/bin/python" ]; then
     record_failure "pytest" "no virtualenv at $venv: run tools/setup.sh first"
     return
@@ -103,8 +109,8 @@ step_pytest() {
 step_image() {
   say "deploy/test_image.sh --fast"
   local log="$results/test_image.log" rc outcome message=""
-  CONVOY_BAZEL_BIN="${CONVOY_BAZEL_BIN:-$(bazel info --color=no bazel-bin 2>/dev/null)}" CONVOY_VENV="$venv" \
-    bash deploy/test_image.sh --fast 2>&1 | tee "$log"
+  export_binaries
+  CONVOY_VENV="$venv" bash deploy/test_image.sh --fast 2>&1 | tee "$log"
   rc="${PIPESTATUS[0]}"
   case "$rc" in
     0) outcome=passed ;;

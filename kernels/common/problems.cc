@@ -46,12 +46,13 @@ absl::Status CheckComputeType(const std::string& name, DataType dtype) {
 
 std::string ChannelList(const std::vector<int>& channels) { return absl::StrJoin(channels, ","); }
 
-// The blocked layout (NCHW8c) is taken by conv2d, pool2d and convert only, and only for channel counts that are
-// multiples of the block (no padded channels). Every other op lies NCHW or NHWC.
+// The blocked layout (NCHW8c) is taken by conv2d, pool2d, binary and convert only, and only for channel counts that
+// are multiples of the block (no padded channels; a conv2d input is the one exception). Every other op lies NCHW or
+// NHWC.
 absl::Status CheckBlockedLayout(const std::string& name, Layout layout, bool op_takes_blocked,
                                 std::initializer_list<int> channel_counts) {
   if (layout != Layout::kNCHW8c) return absl::OkStatus();
-  if (!op_takes_blocked) return Invalid(name, "the NCHW8c layout is taken only by conv2d, pool2d and convert");
+  if (!op_takes_blocked) return Invalid(name, "the NCHW8c layout is taken only by conv2d, pool2d, binary and convert");
   for (int c : channel_counts) {
     if (c % kLayoutChannelBlock != 0) {
       return Invalid(name, absl::StrCat("NCHW8c needs channel counts that are multiples of ", kLayoutChannelBlock,
@@ -107,7 +108,9 @@ absl::Status Conv2dProblem::Validate() const {
   if (p() <= 0 || q() <= 0) {
     return Invalid(name, absl::StrCat("output would be ", p(), "x", q(), ": the dilated filter is larger than the padded input"));
   }
-  return CheckBlockedLayout(name, layout, true, {c, k});
+  // A blocked convolution's input may have any channel count: one that is not a multiple of the block lies NCHW
+  // (StoredLayout), e.g. a 3-channel image read by the blocked stem.
+  return CheckBlockedLayout(name, layout, true, {k});
 }
 
 // ---- pool2d ----
@@ -213,7 +216,7 @@ std::string BinaryProblem::ToString() const {
 absl::Status BinaryProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
-  if (auto st = CheckBlockedLayout(name, layout, false, {}); !st.ok()) return st;
+  if (auto st = CheckBlockedLayout(name, layout, true, {c}); !st.ok()) return st;
   return CheckComputeType(name, dtype);
 }
 

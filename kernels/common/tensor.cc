@@ -26,12 +26,13 @@ absl::StatusOr<Layout> ParseLayout(absl::string_view name) {
 
 TensorDesc::TensorDesc(DataType dtype, std::vector<int64_t> dims, Layout layout)
     : dtype_(dtype), layout_(layout), dims_(std::move(dims)), strides_(dims_.size(), 1) {
+  if (dims_.size() == 4) layout_ = StoredLayout(layout_, dims_[1]);
   if (dims_.size() == 4 && layout_ == Layout::kNHWC) {
     const int64_t c = dims_[1], h = dims_[2], w = dims_[3];
     strides_ = {h * w * c, 1, w * c, c};
     return;
   }
-  if (dims_.size() == 4 && layout_ == Layout::kNCHW8c) {  // Offset4 adds c % 8; C is a multiple of 8 by convention
+  if (dims_.size() == 4 && layout_ == Layout::kNCHW8c) {  // Offset4 adds c % 8; C is a multiple of 8 here
     const int64_t c = dims_[1], h = dims_[2], w = dims_[3];
     const int64_t b = kLayoutChannelBlock;
     strides_ = {c * h * w, h * w * b, w * b, b};

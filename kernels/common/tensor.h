@@ -18,18 +18,26 @@
 namespace convoy {
 
 // kNCHW8c is oneDNN's nChw8c: [N, C/8, H, W, 8], channels in blocks of 8 innermost (what its AVX2 convolutions
-// prefer). Convoy uses it only for tensors whose C is a multiple of 8, so it has no padding and the same byte size as
-// the plain layouts; only the oneDNN algorithms (conv2d, pool2d, convert) and the layout-free element-wise kernels
-// take it (docs/kernels.md, "The blocked layout").
+// prefer). Convoy blocks only tensors whose C is a multiple of 8, so a blocked tensor has no padding and the same byte
+// size as the plain layouts; a tensor described as kNCHW8c whose C is not a multiple of 8 lies as plain NCHW
+// (StoredLayout), which is how a blocked convolution reads a 3-channel image (oneDNN's "first convolution": NCHW in,
+// blocked out). Only the oneDNN algorithms (conv2d, pool2d, convert), the binary kernel and the layout-free
+// element-wise kernels take it (docs/kernels.md, "The blocked layout").
 enum class Layout : uint8_t { kNCHW = 0, kNHWC = 1, kNCHW8c = 2 };
 constexpr int kLayoutChannelBlock = 8;  // channels per block of kNCHW8c
+// How a 4-D tensor of `channels` channels described in `layout` lies in memory: kNCHW for a kNCHW8c tensor whose
+// channel count is not a multiple of the block, else `layout`.
+constexpr Layout StoredLayout(Layout layout, int64_t channels) {
+  return layout == Layout::kNCHW8c && channels % kLayoutChannelBlock != 0 ? Layout::kNCHW : layout;
+}
 absl::string_view LayoutName(Layout layout);
 absl::StatusOr<Layout> ParseLayout(absl::string_view name);
 
 class TensorDesc {
  public:
   TensorDesc() = default;
-  // Dense tensor; for 4-D dims (N, C, H, W) the strides follow `layout`, otherwise row-major.
+  // Dense tensor; for 4-D dims (N, C, H, W) the strides follow StoredLayout(layout, C) (which layout() returns),
+  // otherwise row-major.
   TensorDesc(DataType dtype, std::vector<int64_t> dims, Layout layout = Layout::kNCHW);
   static TensorDesc Image(DataType dtype, int64_t n, int64_t c, int64_t h, int64_t w, Layout layout) {
     return TensorDesc(dtype, {n, c, h, w}, layout);

@@ -38,11 +38,57 @@ void BinaryRow(const typename S::T* a, const typename S::T* b_row, float b_value
   }
 }
 
+// One contiguous row of n elements (a multiple of the block) of a blocked tensor: pixels of kLayoutChannelBlock
+// channels, b one value per channel of the block (`lanes`), the same for every pixel.
+template <typename S, BinaryOp kOp>
+void BinaryBlockedRow(const typename S::T* a, const float* lanes, typename S::T* y, int64_t n,
+                      const Activation& activation) {
+  constexpr int64_t kBlock = kLayoutChannelBlock;
+  float staged_a[kChunk];
+  for (int64_t first = 0; first < n; first += kChunk) {
+    const int64_t m = std::min(kChunk, n - first);  // kChunk and n are multiples of the block
+    LoadRow<S>(a + first, m, staged_a);
+    for (int64_t i = 0; i < m; i += kBlock) {
+      for (int64_t j = 0; j < kBlock; ++j) staged_a[i + j] = Combine<kOp>(staged_a[i + j], lanes[j]);
+    }
+    ApplyActivationInPlace(staged_a, m, activation);
+    StoreRow<S>(staged_a, m, y + first);
+  }
+}
+
+// NCHW8c: N*C/8 rows of H*W pixels x 8 channels, one per channel block. b is the matching row (kNone, b blocked
+// too), a constant (kScalar), or 8 channel values repeated for every pixel of the row.
+template <typename S, BinaryOp kOp>
+void BlockedBinaryKernel(const BinaryProblem& p, const typename S::T* a, const typename S::T* b, typename S::T* y,
+                         ThreadPool& pool) {
+  constexpr int kBlock = kLayoutChannelBlock;
+  const int64_t blocks = p.c / kBlock;
+  const int64_t row_length = int64_t{p.h} * p.w * kBlock;
+  pool.ParallelFor(int64_t{p.n} * blocks, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t offset = row * row_length;
+      if (p.broadcast == BinaryBroadcast::kNone || p.broadcast == BinaryBroadcast::kScalar) {
+        const bool none = p.broadcast == BinaryBroadcast::kNone;
+        BinaryRow<S, kOp>(a + offset, none ? b + offset : nullptr, none ? 0.0f : S::Load(b, 0), y + offset,
+                          row_length, p.activation);
+        continue;
+      }
+      // kPerImageChannel: b[n * C + c]; kPerChannel: b[c], c = block * 8 + lane.
+      const int64_t first_channel = p.broadcast == BinaryBroadcast::kPerImageChannel ? row * kBlock
+                                                                                      : row % blocks * kBlock;
+      float lanes[kBlock];
+      for (int j = 0; j < kBlock; ++j) lanes[j] = S::Load(b, first_channel + j);
+      BinaryBlockedRow<S, kOp>(a + offset, lanes, y + offset, row_length, p.activation);
+    }
+  });
+}
+
 // Rows: NCHW has N*C rows of H*W (b constant per row unless kNone); NHWC has N*H*W rows of C (b a row unless
 // kScalar or kNone, where kNone's row is the matching slice of b).
 template <typename S, BinaryOp kOp>
 void BinaryKernel(const BinaryProblem& p, const typename S::T* a, const typename S::T* b, typename S::T* y,
                   ThreadPool& pool) {
+  if (p.layout == Layout::kNCHW8c) return BlockedBinaryKernel<S, kOp>(p, a, b, y, pool);
   const int64_t plane = int64_t{p.h} * p.w;
   const bool nchw = p.layout == Layout::kNCHW;
   const int64_t rows = nchw ? int64_t{p.n} * p.c : int64_t{p.n} * plane;

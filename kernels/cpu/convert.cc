@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/common/tensor.h"
 #include "kernels/cpu/convert_element.h"
 #include "kernels/registry/registry.h"
 
@@ -22,7 +23,7 @@ void ConvertFlat(int64_t count, const typename Src::T* x, typename Dst::T* y, Th
 
 // NCHW -> NHWC: destination row (n, h) is [W, C]; NHWC -> NCHW: destination rows (n, c, h) are [W].
 template <typename Src, typename Dst>
-void ConvertLayout(const ConvertProblem& p, const typename Src::T* x, typename Dst::T* y, ThreadPool& pool) {
+void ConvertPlainLayout(const ConvertProblem& p, const typename Src::T* x, typename Dst::T* y, ThreadPool& pool) {
   const int64_t C = p.c, H = p.h, W = p.w;
   if (p.dst_layout == Layout::kNHWC) {
     pool.ParallelFor(p.n * H, [&](int64_t begin, int64_t end) {
@@ -42,17 +43,28 @@ void ConvertLayout(const ConvertProblem& p, const typename Src::T* x, typename D
   });
 }
 
+// A reorder into or out of NCHW8c (FP16 at either end, which oneDNN's reorder does not take): each (n, h) row of
+// every channel, both sides addressed through their descriptors' strides.
+template <typename Src, typename Dst>
+void ConvertBlockedLayout(const ConvertProblem& p, const typename Src::T* x, typename Dst::T* y, ThreadPool& pool) {
+  const TensorDesc src = TensorDesc::Image(p.src_dtype, p.n, p.c, p.h, p.w, p.src_layout);
+  const TensorDesc dst = TensorDesc::Image(p.dst_dtype, p.n, p.c, p.h, p.w, p.dst_layout);
+  pool.ParallelFor(int64_t{p.n} * p.h, [&](int64_t begin, int64_t end) {
+    for (int64_t nh = begin; nh < end; ++nh) {
+      const int64_t n = nh / p.h, h = nh % p.h;
+      for (int64_t c = 0; c < p.c; ++c) {
+        for (int64_t w = 0; w < p.w; ++w) Dst::Store(y, dst.Offset4(n, c, h, w), Src::Load(x, src.Offset4(n, c, h, w)));
+      }
+    }
+  });
+}
+
 }  // namespace
 
 absl::Status CpuConvertAlgorithm::CanImplement(const ConvertProblem& problem) const {
   if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
   if (problem.output_c() != problem.c) {
     return absl::UnimplementedError("channel padding (dst_c) is done by the CUDA kernels only");
-  }
-  const bool blocked = problem.src_layout == Layout::kNCHW8c || problem.dst_layout == Layout::kNCHW8c;
-  const bool same_layout = problem.src_layout == problem.dst_layout || (problem.h == 1 && problem.w == 1);
-  if (blocked && !same_layout) {
-    return absl::UnimplementedError("cpu.convert.elementwise does not reorder to or from NCHW8c");
   }
   return absl::OkStatus();
 }
@@ -68,8 +80,10 @@ absl::Status CpuConvertAlgorithm::Run(const ConvertProblem& p, const ConvertArgs
       auto* y = static_cast<typename Dst::T*>(args.y);
       if (p.src_layout == p.dst_layout || (p.h == 1 && p.w == 1) || p.c == 1) {
         ConvertFlat<Src, Dst>(int64_t{p.n} * p.c * p.h * p.w, x, y, pool);  // the layouts coincide in memory
+      } else if (p.src_layout == Layout::kNCHW8c || p.dst_layout == Layout::kNCHW8c) {
+        ConvertBlockedLayout<Src, Dst>(p, x, y, pool);
       } else {
-        ConvertLayout<Src, Dst>(p, x, y, pool);
+        ConvertPlainLayout<Src, Dst>(p, x, y, pool);
       }
       return absl::OkStatus();
     });

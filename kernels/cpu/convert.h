@@ -1,6 +1,8 @@
 // CPU layout and dtype conversion ("cpu.convert.elementwise"): FP32 <-> FP16 <-> BF16 (round to nearest even, the
-// same rounding as dtype.h) and NCHW <-> NHWC. A same-layout conversion is one flat loop in chunks; a layout change
-// walks the destination contiguously, one (n, h) row at a time. Both data types are dispatched once per Run.
+// same rounding as dtype.h) between any two of NCHW, NHWC and NCHW8c. A same-layout conversion is one flat loop in
+// chunks; NCHW <-> NHWC walks the destination contiguously, one (n, h) row at a time; a reorder into or out of NCHW8c
+// (convert_onednn's where oneDNN takes the data types, this algorithm's for FP16, e.g. a blocked plan's FP16 output)
+// addresses both sides through their strides. Both data types are dispatched once per Run.
 #ifndef CONVOY_KERNELS_CPU_CONVERT_H_
 #define CONVOY_KERNELS_CPU_CONVERT_H_
 
@@ -12,7 +14,7 @@ class CpuConvertAlgorithm final : public ConvertAlgorithm {
  public:
   absl::string_view name() const override { return "cpu.convert.elementwise"; }
   Backend backend() const override { return Backend::kCpu; }
-  // NCHW and NHWC, and dtype-only conversions of NCHW8c tensors (the blocked reorders are convert_onednn's).
+  // Every valid problem. Its heuristic score (0) leaves the FP32/BF16 blocked reorders to convert_onednn.
   absl::Status CanImplement(const ConvertProblem& problem) const override;
   absl::Status Run(const ConvertProblem& problem, const ConvertArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;

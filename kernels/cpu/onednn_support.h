@@ -45,7 +45,8 @@ absl::StatusOr<dnnl::memory::data_type> DataTypeOf(DataType dtype);
 // The format tag of a 4-D activation in `layout` (nchw, nhwc, nChw8c).
 dnnl::memory::format_tag ActivationTag(Layout layout);
 
-// Memory descriptor of a 4-D activation [n, c, h, w] in `dtype` and `layout`.
+// Memory descriptor of a 4-D activation [n, c, h, w] in `dtype` and `layout` (NCHW for a blocked one whose c is not
+// a multiple of the block: StoredLayout).
 absl::StatusOr<dnnl::memory::desc> ActivationDesc(DataType dtype, int64_t n, int64_t c, int64_t h, int64_t w,
                                                   Layout layout);
 

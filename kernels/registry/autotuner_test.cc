@@ -1,8 +1,16 @@
 // Autotuner tests with fake GEMM algorithms of known speed, registered only in this test binary.
+//
+// Time is simulated, never slept or read from a clock: each fake algorithm's Run advances a per-thread simulated
+// clock by its declared cost, and SimulatedTimeDevice (the CPU device with TimeRuns replaced) reports each run's
+// simulated milliseconds. So how often the autotuner times a candidate, and which one wins, is exact and does not
+// depend on the machine's load or on a sanitizer's slowdown.
 #include "kernels/registry/autotuner.h"
 
 #include <atomic>
-#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -10,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/registry/forwarding_device.h"
 
 namespace convoy {
 namespace {
@@ -18,10 +27,36 @@ using ::convoy::testing::IsOk;
 using ::convoy::testing::StatusIs;
 using ::testing::HasSubstr;
 
-std::atomic<int> g_sleepy_runs{0};
+std::atomic<int> g_slow_runs{0};
+thread_local int64_t t_simulated_us = 0;  // advanced by the fake algorithms' runs on this thread
 
-// Computes Y = A * B^T naively, after sleeping `delay_us`.
-template <int kDelayUs, int kScore>
+// The default CPU device, except that TimeRuns reports the simulated time each run took.
+class SimulatedTimeDevice : public ForwardingDevice {
+ public:
+  static SimulatedTimeDevice& Get() {
+    static SimulatedTimeDevice* device = new SimulatedTimeDevice(&CpuDevice::Default());
+    return *device;
+  }
+  absl::StatusOr<std::vector<double>> TimeRuns(const std::function<absl::Status()>& fn, int warmup,
+                                               int reps) override {
+    for (int i = 0; i < warmup; ++i) {
+      if (absl::Status s = fn(); !s.ok()) return s;
+    }
+    std::vector<double> times;
+    for (int i = 0; i < reps; ++i) {
+      const int64_t start = t_simulated_us;
+      if (absl::Status s = fn(); !s.ok()) return s;
+      times.push_back(static_cast<double>(t_simulated_us - start) / 1000.0);
+    }
+    return times;
+  }
+
+ private:
+  explicit SimulatedTimeDevice(Device* inner) : ForwardingDevice(inner) {}
+};
+
+// Computes Y = A * B^T naively and advances the simulated clock by kCostUs.
+template <int kCostUs, int kScore>
 class FakeGemm : public GemmAlgorithm {
  public:
   Backend backend() const override { return Backend::kCpu; }
@@ -30,10 +65,8 @@ class FakeGemm : public GemmAlgorithm {
   }
   int HeuristicScore(const GemmProblem&) const override { return kScore; }
   absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace, const ExecutionContext&) const override {
-    if (kDelayUs > 0) {
-      g_sleepy_runs.fetch_add(1);
-      std::this_thread::sleep_for(std::chrono::microseconds(kDelayUs));
-    }
+    if (kCostUs >= 1000) g_slow_runs.fetch_add(1);
+    t_simulated_us += kCostUs;
     const float* a = static_cast<const float*>(args.a);
     const float* b = static_cast<const float*>(args.b);
     float* y = static_cast<float*>(args.y);
@@ -48,11 +81,11 @@ class FakeGemm : public GemmAlgorithm {
   }
 };
 
-class SleepyGemm : public FakeGemm<3000, 10> {
+class SlowGemm : public FakeGemm<3000, 10> {
  public:
-  absl::string_view name() const override { return "test.gemm.sleepy"; }
+  absl::string_view name() const override { return "test.gemm.slow"; }
 };
-class QuickGemm : public FakeGemm<0, 1> {
+class QuickGemm : public FakeGemm<10, 1> {
  public:
   absl::string_view name() const override { return "test.gemm.quick"; }
 };
@@ -76,7 +109,7 @@ class Fp16OnlyGemm : public FakeGemm<0, 100> {
   }
 };
 
-CONVOY_REGISTER_ALGORITHM(GemmOp, SleepyGemm);
+CONVOY_REGISTER_ALGORITHM(GemmOp, SlowGemm);
 CONVOY_REGISTER_ALGORITHM(GemmOp, QuickGemm);
 CONVOY_REGISTER_ALGORITHM(GemmOp, BrokenGemm);
 CONVOY_REGISTER_ALGORITHM(GemmOp, HungryGemm);
@@ -97,7 +130,7 @@ const CandidateTiming* FindCandidate(const CacheEntry& e, absl::string_view name
 
 TEST(AutotunerTest, TunePicksTheFastestAndRecordsEveryCandidate) {
   AlgorithmCache cache;
-  CpuDevice& device = CpuDevice::Default();
+  Device& device = SimulatedTimeDevice::Get();
   auto selected = SelectAlgorithm<GemmOp>(Problem(4), device, cache, AlgorithmSelection::kTune);
   ASSERT_THAT(selected, IsOk());
   EXPECT_EQ(selected->algorithm->name(), "test.gemm.quick");
@@ -107,38 +140,38 @@ TEST(AutotunerTest, TunePicksTheFastestAndRecordsEveryCandidate) {
   const std::string key = AlgorithmCache::MakeKey(OpKind::kGemm, Problem(4).ToString(), device.Identity());
   auto entry = cache.Peek(key);
   ASSERT_TRUE(entry.has_value());
-  ASSERT_NE(FindCandidate(*entry, "test.gemm.sleepy"), nullptr);
-  EXPECT_TRUE(FindCandidate(*entry, "test.gemm.sleepy")->ok);
-  EXPECT_GE(FindCandidate(*entry, "test.gemm.sleepy")->median_ms, 2.5);
-  EXPECT_LT(FindCandidate(*entry, "test.gemm.quick")->median_ms, FindCandidate(*entry, "test.gemm.sleepy")->median_ms);
+  ASSERT_NE(FindCandidate(*entry, "test.gemm.slow"), nullptr);
+  EXPECT_TRUE(FindCandidate(*entry, "test.gemm.slow")->ok);
+  EXPECT_DOUBLE_EQ(FindCandidate(*entry, "test.gemm.slow")->median_ms, 3.0);
+  EXPECT_DOUBLE_EQ(FindCandidate(*entry, "test.gemm.quick")->median_ms, 0.01);
   EXPECT_THAT(FindCandidate(*entry, "test.gemm.broken")->skip_reason, HasSubstr("deliberately broken"));
   EXPECT_THAT(FindCandidate(*entry, "test.gemm.hungry")->skip_reason, HasSubstr("workspace bytes, limit"));
   EXPECT_THAT(FindCandidate(*entry, "test.gemm.fp16_only")->skip_reason, HasSubstr("FP16 only"));
 
   // Second time: a cache hit, nothing timed.
-  const int sleepy_runs = g_sleepy_runs.load();
+  const int slow_runs = g_slow_runs.load();
   auto again = SelectAlgorithm<GemmOp>(Problem(4), device, cache, AlgorithmSelection::kTune);
   ASSERT_THAT(again, IsOk());
   EXPECT_TRUE(again->from_cache);
   EXPECT_EQ(again->algorithm->name(), "test.gemm.quick");
-  EXPECT_EQ(g_sleepy_runs.load(), sleepy_runs);
+  EXPECT_EQ(g_slow_runs.load(), slow_runs);
   EXPECT_EQ(cache.stats().hits, 1);
 }
 
 TEST(AutotunerTest, HeuristicModeTimesNothingAndPrefersTheHighestScore) {
   AlgorithmCache cache;
-  const int sleepy_runs = g_sleepy_runs.load();
-  auto selected = SelectAlgorithm<GemmOp>(Problem(5), CpuDevice::Default(), cache, AlgorithmSelection::kHeuristic);
+  const int slow_runs = g_slow_runs.load();
+  auto selected = SelectAlgorithm<GemmOp>(Problem(5), SimulatedTimeDevice::Get(), cache, AlgorithmSelection::kHeuristic);
   ASSERT_THAT(selected, IsOk());
-  EXPECT_EQ(selected->algorithm->name(), "test.gemm.sleepy");  // score 10; fp16_only (100) can't implement FP32
+  EXPECT_EQ(selected->algorithm->name(), "test.gemm.slow");  // score 10; fp16_only (100) can't implement FP32
   EXPECT_FALSE(selected->tuned);
-  EXPECT_EQ(g_sleepy_runs.load(), sleepy_runs);
+  EXPECT_EQ(g_slow_runs.load(), slow_runs);
   EXPECT_EQ(cache.stats().entries, 0);
 }
 
 TEST(AutotunerTest, HeuristicModeHonoursAShippedCacheEntry) {
   AlgorithmCache shipped;
-  CpuDevice& device = CpuDevice::Default();
+  Device& device = SimulatedTimeDevice::Get();
   CacheEntry entry;
   entry.algorithm = "test.gemm.quick";
   entry.tuned = true;
@@ -154,27 +187,27 @@ TEST(AutotunerTest, HeuristicModeHonoursAShippedCacheEntry) {
 
 TEST(AutotunerTest, StaleEntryNamingAnUnknownAlgorithmFallsBack) {
   AlgorithmCache cache;
-  CpuDevice& device = CpuDevice::Default();
+  Device& device = SimulatedTimeDevice::Get();
   CacheEntry entry;
   entry.algorithm = "test.gemm.removed_long_ago";
   cache.Insert(AlgorithmCache::MakeKey(OpKind::kGemm, Problem(7).ToString(), device.Identity()), entry);
   auto selected = SelectAlgorithm<GemmOp>(Problem(7), device, cache, AlgorithmSelection::kHeuristic);
   ASSERT_THAT(selected, IsOk());
-  EXPECT_EQ(selected->algorithm->name(), "test.gemm.sleepy");
+  EXPECT_EQ(selected->algorithm->name(), "test.gemm.slow");
 }
 
 TEST(AutotunerTest, NoImplementationNamesEveryReason) {
   AlgorithmCache cache;
   GemmProblem p = Problem(2);
   p.dtype = DataType::kBFloat16;
-  auto selected = SelectAlgorithm<GemmOp>(p, CpuDevice::Default(), cache, AlgorithmSelection::kTune);
+  auto selected = SelectAlgorithm<GemmOp>(p, SimulatedTimeDevice::Get(), cache, AlgorithmSelection::kTune);
   EXPECT_THAT(selected, StatusIs(absl::StatusCode::kNotFound, HasSubstr("test.gemm.fp16_only: FP16 only")));
 }
 
 TEST(AutotunerTest, InvalidProblemIsRejected) {
   AlgorithmCache cache;
   GemmProblem p = Problem(0);
-  EXPECT_THAT(SelectAlgorithm<GemmOp>(p, CpuDevice::Default(), cache, AlgorithmSelection::kTune),
+  EXPECT_THAT(SelectAlgorithm<GemmOp>(p, SimulatedTimeDevice::Get(), cache, AlgorithmSelection::kTune),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("m must be positive")));
 }
 
@@ -184,7 +217,7 @@ TEST(AutotunerTest, ConcurrentSelectionsTuneOnce) {
   std::atomic<int> quick{0};
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
-      auto s = SelectAlgorithm<GemmOp>(Problem(9), CpuDevice::Default(), cache, AlgorithmSelection::kTune);
+      auto s = SelectAlgorithm<GemmOp>(Problem(9), SimulatedTimeDevice::Get(), cache, AlgorithmSelection::kTune);
       if (s.ok() && s->algorithm->name() == "test.gemm.quick") quick.fetch_add(1);
     });
   }
@@ -194,33 +227,38 @@ TEST(AutotunerTest, ConcurrentSelectionsTuneOnce) {
 }
 
 TEST(AutotunerTest, ShortKernelsAreTimedMoreOftenUpToTheCap) {
-  const CandidateTiming quick = [] {
-    GemmProblem p = Problem(3);
-    auto buffers = TuningBuffers<GemmOp>::Create(p, CpuDevice::Default());
+  Device& device = SimulatedTimeDevice::Get();
+  GemmProblem p = Problem(3);
+  auto buffers = TuningBuffers<GemmOp>::Create(p, device);
+  ASSERT_TRUE(buffers.ok());
+  // The quick one (10 us a run) never reaches min_timed_ms: the timed runs double from timed_runs (5, 10, 20, 40)
+  // until the cap of 40 stops them; with the 2 warm-up runs that is 42 runs, 420 simulated us.
+  {
     TuningOptions options;
+    options.warmup_runs = 2;
     options.timed_runs = 5;
-    options.min_timed_ms = 1e9;  // never reached: the cap decides
+    options.min_timed_ms = 1e9;
     options.max_timed_runs = 40;
     QuickGemm quick_gemm;
-    return TimeCandidate<GemmOp>(quick_gemm, p, **buffers, CpuDevice::Default(), options);
-  }();
-  EXPECT_TRUE(quick.ok) << quick.skip_reason;
-  // The sleepy one: 3 ms a run, so 20 ms of run time is reached after about 7 runs, well below the cap.
-  const int before = g_sleepy_runs.load();
-  GemmProblem p = Problem(3);
-  auto buffers = TuningBuffers<GemmOp>::Create(p, CpuDevice::Default());
-  ASSERT_TRUE(buffers.ok());
+    const int64_t start_us = t_simulated_us;
+    const CandidateTiming quick = TimeCandidate<GemmOp>(quick_gemm, p, **buffers, device, options);
+    ASSERT_TRUE(quick.ok) << quick.skip_reason;
+    EXPECT_EQ(t_simulated_us - start_us, 420);
+    EXPECT_DOUBLE_EQ(quick.median_ms, 0.01);
+  }
+  // The slow one: 3 ms a run and at least 20 ms wanted. 2 runs (6 ms), doubled to 4 (12 ms), doubled to 8 (24 ms):
+  // exactly 8 timed runs, far below the cap of 1000.
+  const int before = g_slow_runs.load();
   TuningOptions options;
   options.warmup_runs = 0;
   options.timed_runs = 2;
   options.min_timed_ms = 20;
   options.max_timed_runs = 1000;
-  SleepyGemm sleepy;
-  const CandidateTiming timing = TimeCandidate<GemmOp>(sleepy, p, **buffers, CpuDevice::Default(), options);
+  SlowGemm slow;
+  const CandidateTiming timing = TimeCandidate<GemmOp>(slow, p, **buffers, device, options);
   ASSERT_TRUE(timing.ok);
-  const int runs = g_sleepy_runs.load() - before;
-  EXPECT_GE(runs, 7);
-  EXPECT_LE(runs, 16);
+  EXPECT_EQ(g_slow_runs.load() - before, 8);
+  EXPECT_DOUBLE_EQ(timing.median_ms, 3.0);
 }
 
 TEST(AutotunerTest, AlternatingConfirmationOverridesANoisyFirstPass) {

@@ -1,5 +1,5 @@
-// Every CPU algorithm of every op except conv2d and GEMM (the own ones and oneDNN's pooling and reorder, these also
-// over the blocked NCHW8c lists) against the reference over the shared problem list,
+// Every CPU algorithm of every op except conv2d and GEMM (the own ones and oneDNN's pooling and reorder; these and the
+// binary kernel also over the blocked NCHW8c lists) against the reference over the shared problem list,
 // plus the in-place forms activation and binary allow. (The conv2d and GEMM algorithms run the same harness from
 // kernels/cpu:conv2d_gemm_cross_backend_test.)
 #include "gtest/gtest.h"
@@ -27,7 +27,8 @@ TEST(CpuCrossBackendTest, Pool2d) {
 TEST(CpuCrossBackendTest, BatchNorm) { ExpectAllAlgorithmsMatchReference<BatchNormOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Activation) { ExpectAllAlgorithmsMatchReference<ActivationOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Binary) {
-  ExpectAllAlgorithmsMatchReference<BinaryElementwiseOp>(Backend::kCpu, Device());
+  ExpectAllAlgorithmsMatchReference<BinaryElementwiseOp>(
+      Backend::kCpu, Device(), Concatenated(BinaryProblems(), BinaryProblemsInBlockedLayout()));
 }
 TEST(CpuCrossBackendTest, Concat) { ExpectAllAlgorithmsMatchReference<ConcatOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Split) { ExpectAllAlgorithmsMatchReference<SplitOp>(Backend::kCpu, Device()); }
@@ -51,7 +52,8 @@ TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
     SCOPED_TRACE(::testing::Message() << threads << " threads");
     ExpectAllAlgorithmsMatchReference<Pool2dOp>(Backend::kCpu, **device,
                                                 Concatenated(Pool2dProblems(), Pool2dProblemsInBlockedLayout()));
-    ExpectAllAlgorithmsMatchReference<BinaryElementwiseOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<BinaryElementwiseOp>(
+        Backend::kCpu, **device, Concatenated(BinaryProblems(), BinaryProblemsInBlockedLayout()));
     ExpectAllAlgorithmsMatchReference<SoftmaxOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, **device);

@@ -390,7 +390,22 @@ std::vector<Problem> Blocked(const std::vector<Problem>& shared, Channels channe
 }  // namespace
 
 std::vector<Conv2dProblem> Conv2dProblemsInBlockedLayout() {
-  return Blocked(Conv2dProblems(), [](const Conv2dProblem& p) { return std::vector<int>{p.c, p.k}; });
+  // The output channels decide: an input channel count the block does not divide (the 3-channel stems) lies NCHW.
+  std::vector<Conv2dProblem> shared = Conv2dProblems();
+  Conv2dProblem stem = Conv(1, 3, 15, 14, 16, 3, 3, 2, 1);  // MobileNetV2 / EfficientNet stem: 3x3 s2, NCHW in
+  stem.epilogue = Epilogue{true, true, ResidualMode::kNone, Activation::Of(ActivationKind::kSilu)};
+  shared.push_back(stem);
+  return Blocked(shared, [](const Conv2dProblem& p) { return std::vector<int>{p.k}; });
+}
+
+std::vector<BinaryProblem> BinaryProblemsInBlockedLayout() {
+  std::vector<BinaryProblem> shared;
+  for (BinaryProblem p : BinaryProblems()) {  // every op and broadcast of the shared list with 16 channels
+    if (p.layout != Layout::kNCHW) continue;
+    p.c = 16;
+    shared.push_back(p);
+  }
+  return Blocked(shared, [](const BinaryProblem& p) { return std::vector<int>{p.c}; });
 }
 
 std::vector<Pool2dProblem> Pool2dProblemsInBlockedLayout() {
@@ -403,15 +418,22 @@ std::vector<Pool2dProblem> Pool2dProblemsInBlockedLayout() {
 }
 
 std::vector<ConvertProblem> ConvertProblemsInBlockedLayout() {
+  // Every pair of float types (FP16 at either end is cpu.convert.elementwise's, e.g. a blocked plan's FP16 output):
+  // the reorders between each plain layout and NCHW8c, both ways, and the type-only conversions of a blocked tensor.
+  constexpr DataType kTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
   std::vector<ConvertProblem> out;
-  for (DataType src : {DataType::kFloat32, DataType::kBFloat16}) {
-    for (DataType dst : {DataType::kFloat32, DataType::kBFloat16}) {
+  for (DataType src : kTypes) {
+    for (DataType dst : kTypes) {
+      ConvertProblem p;
+      p.n = 2, p.c = 16, p.h = 3, p.w = 5, p.src_dtype = src, p.dst_dtype = dst;
       for (Layout plain : kLayouts) {
-        ConvertProblem p;
-        p.n = 2, p.c = 16, p.h = 3, p.w = 5, p.src_dtype = src, p.dst_dtype = dst;
         p.src_layout = plain, p.dst_layout = Layout::kNCHW8c;
         out.push_back(p);
         std::swap(p.src_layout, p.dst_layout);
+        out.push_back(p);
+      }
+      if (src != dst) {
+        p.src_layout = p.dst_layout = Layout::kNCHW8c;
         out.push_back(p);
       }
     }

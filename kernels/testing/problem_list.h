@@ -29,12 +29,16 @@ std::vector<ConvertProblem> ConvertProblems();
 std::vector<PreprocessProblem> PreprocessProblems();
 std::vector<TransposeProblem> TransposeProblems();
 
-// The blocked NCHW8c layout, which only the oneDNN CPU algorithms take (so these lists are separate from the shared
-// ones every backend runs): each shared NCHW problem whose channel counts are multiples of 8, re-laid as NCHW8c, at
-// its own batch and at batch 3 (blocks interleave channels, so a batch-stride bug shows only with n > 1); for
-// convert, the reorders into and out of NCHW8c from NCHW and NHWC in FP32 and BF16.
+// The blocked NCHW8c layout, which only CPU algorithms take (oneDNN's and the binary kernel; so these lists are
+// separate from the shared ones every backend runs): each shared NCHW problem whose channel counts are multiples of
+// 8, re-laid as NCHW8c, at its own batch and at batch 3 (blocks interleave channels, so a batch-stride bug shows only
+// with n > 1). Conv2d needs only its output channels to be multiples of 8 (the input of a 3-channel stem lies NCHW)
+// and adds a MobileNetV2-style stem; binary takes every shared op and broadcast with 16 channels; convert, the
+// reorders into and out of NCHW8c from NCHW and NHWC and the type-only conversions of a blocked tensor, between every
+// pair of FP32, FP16 and BF16.
 std::vector<Conv2dProblem> Conv2dProblemsInBlockedLayout();
 std::vector<Pool2dProblem> Pool2dProblemsInBlockedLayout();
+std::vector<BinaryProblem> BinaryProblemsInBlockedLayout();
 std::vector<ConvertProblem> ConvertProblemsInBlockedLayout();
 
 // Every activation kind with representative parameters (clip as relu6, leaky slope 0.1, ONNX hard sigmoid).

@@ -14,6 +14,7 @@
 #include "kernels/common/status_matchers.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda_emulation/cuda_host_api.h"
+#include "kernels/registry/forwarding_device.h"
 #include "kernels/testing/test_tensors.h"
 #include "server/runtime/executor.h"
 #include "server/runtime/planner.h"
@@ -157,22 +158,11 @@ TEST(ExecutorCudaTest, AStepObserverRunsStepsOneByOne) {
 }
 
 // A device whose queues fail every recording: the executor must still serve, step by step, and say why.
-class RecordingFailsDevice : public Device {
+class RecordingFailsDevice : public ForwardingDevice {
  public:
-  explicit RecordingFailsDevice(Device* inner) : inner_(inner) {}
-  Backend backend() const override { return inner_->backend(); }
-  std::string Identity() const override { return inner_->Identity(); }
-  ExecutionContext context() const override { return inner_->context(); }
-  absl::StatusOr<DeviceAllocation> Allocate(size_t bytes) override { return inner_->Allocate(bytes); }
-  absl::Status CopyToDevice(void* d, const void* h, size_t n) override { return inner_->CopyToDevice(d, h, n); }
-  absl::Status CopyToHost(void* h, const void* d, size_t n) override { return inner_->CopyToHost(h, d, n); }
-  absl::Status Synchronize() override { return inner_->Synchronize(); }
-  absl::StatusOr<std::vector<double>> TimeRuns(const std::function<absl::Status()>& fn, int warmup,
-                                               int reps) override {
-    return inner_->TimeRuns(fn, warmup, reps);
-  }
+  using ForwardingDevice::ForwardingDevice;
   absl::StatusOr<std::unique_ptr<DeviceQueue>> CreateQueue() override {
-    CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<DeviceQueue> queue, inner_->CreateQueue());
+    CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<DeviceQueue> queue, inner().CreateQueue());
     return std::unique_ptr<DeviceQueue>(new Queue(std::move(queue)));
   }
 
@@ -192,7 +182,6 @@ class RecordingFailsDevice : public Device {
    private:
     std::unique_ptr<DeviceQueue> inner_;
   };
-  Device* inner_;
 };
 
 TEST(ExecutorCudaTest, AFailedRecordingFallsBackToRunningTheSteps) {

@@ -19,6 +19,14 @@ bool LayoutAgnostic(const PlanTensor& t) {
   return t.shape.size() != 4 || (t.shape[2] == 1 && t.shape[3] == 1);
 }
 
+// Whether `t` already lies as `layout` asks: the same layout, a tensor that lies the same in every layout, or a
+// blocked request for a channel count the block does not divide (such a tensor lies NCHW: StoredLayout).
+bool LiesAs(const PlanTensor& t, Layout layout) {
+  if (t.layout == layout || LayoutAgnostic(t)) return true;
+  const int64_t channels = t.shape[1];
+  return StoredLayout(t.layout, channels) == StoredLayout(layout, channels);
+}
+
 std::string ConversionName(const std::string& source, DataType dtype, Layout layout) {
   return absl::StrCat(source, ":to_", absl::AsciiStrToLower(DataTypeName(dtype)), "_",
                       absl::AsciiStrToLower(LayoutName(layout)));
@@ -116,7 +124,7 @@ bool PlanBuilder::OnlyConvsRead(const std::string& name) const {
 
 absl::StatusOr<int> PlanBuilder::Require(int id, DataType dtype, Layout layout, int padded_channels) {
   const PlanTensor src = plan_->tensors_[id];  // a copy: tensors_ grows below
-  const bool layout_ok = src.layout == layout || LayoutAgnostic(src);
+  const bool layout_ok = LiesAs(src, layout);
   const bool image = src.shape.size() == 4;
   // Padding is written by the NCHW -> NHWC transposition only.
   const bool pad = padded_channels > 0 && image && !layout_ok && layout == Layout::kNHWC &&

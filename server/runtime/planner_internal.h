@@ -227,8 +227,13 @@ absl::Status PlanBuilder::SelectForBatch(KernelStep<Op>& step, int batch_size, t
     v.packed_filter = it->second;
   }
   if (selection == AlgorithmSelection::kTune && options_.log) {
-    options_.log(absl::StrCat("tune ", step.name(), " batch ", batch_size, ": ", v.algorithm->name(),
-                              selected->tuned ? absl::StrCat(" ", selected->time_ms, " ms") : " (heuristic)",
+    // Untimed choices say why: nothing to choose between (e.g. a blocked convolution, oneDNN's alone), or the
+    // heuristic (an op the autotuner does not time).
+    const bool only_candidate = OpRegistry<Op>::Global().Candidates(problem, options_.device->backend()).size() == 1;
+    const std::string how = selected->tuned ? absl::StrCat(" ", selected->time_ms, " ms")
+                            : only_candidate ? " (the only candidate)"
+                                             : " (heuristic)";
+    options_.log(absl::StrCat("tune ", step.name(), " batch ", batch_size, ": ", v.algorithm->name(), how,
                               selected->from_cache ? " [cache]" : ""));
   }
   step.variants().push_back(std::move(v));

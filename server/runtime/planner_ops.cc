@@ -105,8 +105,8 @@ absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
                       : a.residual == ResidualPosition::kAfterActivation ? ResidualMode::kAfterActivation
                                                                          : ResidualMode::kNone;
   epilogue.activation = KernelActivation(a.activation);
-  const Layout layout = b.BlockedLayoutIfImplemented<Conv2dOp>(problem_in(x, 1, b.layout(), epilogue),
-                                                               {b.Dims(x, 1).c, k});
+  // Any input channel count: a blocked stem reads its 3-channel image as NCHW and writes blocked (StoredLayout).
+  const Layout layout = b.BlockedLayoutIfImplemented<Conv2dOp>(problem_in(x, 1, b.layout(), epilogue), {k});
   CONVOY_ASSIGN_OR_RETURN(x, ConvInput(b, node, a, *weight, layout));
   // Filters lie as [K, C/g, R, S] for NCHW(8c) problems and [K, R, S, C/g] for NHWC: the NCHW->NHWC permutation.
   // An input padded with zero channels gets a filter padded the same way.
@@ -411,14 +411,21 @@ absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
                                           ShapeToString(s1)));
   }
   CONVOY_ASSIGN_OR_RETURN(const BinaryBroadcast broadcast, ClassifyBroadcast(b, node, s1, out_shape));
-  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, first));
+  const Tensor* constant = b.graph().FindConstant(node.inputs[second]);
+  // A blocked first operand stays blocked (EfficientNet's squeeze-excitation multiply between blocked convolutions),
+  // except against a same-shape constant, which is uploaded in the plain layout.
+  CONVOY_ASSIGN_OR_RETURN(int first_value, b.Value(node.inputs[first]));
+  const bool blocked = b.tensor(first_value).layout == Layout::kNCHW8c &&
+                       !(constant != nullptr && broadcast == BinaryBroadcast::kNone);
+  const Layout compute_layout = blocked ? Layout::kNCHW8c : b.layout();
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, first, compute_layout));
   Operand operand;
   std::vector<int> inputs = {x};
-  if (const Tensor* value = b.graph().FindConstant(node.inputs[second]); value != nullptr) {
+  if (constant != nullptr) {
     const Layout layout = broadcast == BinaryBroadcast::kNone ? b.layout() : Layout::kNCHW;
-    CONVOY_ASSIGN_OR_RETURN(operand.constant, b.Upload(*value, b.compute_dtype(), layout));
+    CONVOY_ASSIGN_OR_RETURN(operand.constant, b.Upload(*constant, b.compute_dtype(), layout));
   } else {
-    CONVOY_ASSIGN_OR_RETURN(operand.tensor, b.ComputeInput(node, second));
+    CONVOY_ASSIGN_OR_RETURN(operand.tensor, b.ComputeInput(node, second, compute_layout));
     inputs.push_back(operand.tensor);
   }
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.tensor(x).layout));

@@ -105,6 +105,28 @@ TEST(PlannerTest, Fp16AndBf16PlansMatchReferenceWithinStatedTolerance) {
   }
 }
 
+// The blocked plan reads the 3-channel image in place (the stem writes blocked from an NCHW input), keeps the
+// squeeze-excitation multiply blocked (its [N,C,1,1] gate lies the same in every layout), and reorders only the
+// spatial output back to NCHW.
+TEST(PlannerTest, BlockedPlanReordersOnlyAtTheOutputOfASqueezeExcitationBlock) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::SqueezeExcitationGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp32, Layout::kNCHW8c, 3)));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), 1) << plan->ToString(1);
+  for (const auto& step : plan->steps()) {
+    if (step->name() == "stem" || step->name() == "se_mul") {
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("NCHW8c")) << step->name();
+    }
+    if (step->name() == "stem") {
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("c=3 k=16"));
+    }
+    if (step->name() == "se_reduce") {
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("FP32 NCHW ")) << "k=4 stays NCHW";
+    }
+  }
+  // FP32 everywhere; oneDNN's kernels sum in a different order than the double reference.
+  for (int batch = 1; batch <= 3; ++batch) ExpectPlanMatchesReference(graph, plan, batch, {1e-4, 1e-5});
+}
+
 TEST(PlannerTest, FlattenIsAnAliasAndTheChainReusesMemory) {
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
   CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp32, Layout::kNCHW, 4)));

@@ -86,6 +86,40 @@ absl::StatusOr<Graph> EveryOpGraph(uint32_t seed) {
   return g;
 }
 
+absl::StatusOr<Graph> SqueezeExcitationGraph(uint32_t seed) {
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 3, 12, 12}));
+  auto add = [&g](const std::string& name, NodeAttrs attrs, std::vector<std::string> in,
+                  std::vector<std::string> out) { return g.AddNode(MakeNode(name, std::move(attrs), in, out)); };
+  const Activation silu{ActivationKind::kSilu, 0, 0};
+  Conv2dAttrs stem = Conv(3, 1, true, Activation::Relu());
+  stem.window.stride_h = stem.window.stride_w = 2;
+  CONVOY_RETURN_IF_ERROR(add("stem", stem, {"x", Constant(g, "w0", {16, 3, 3, 3}, seed), Constant(g, "b0", {16}, seed + 1)},
+                             {"c0"}));
+  Conv2dAttrs depthwise = Conv(3, 1, true, silu);
+  depthwise.groups = 16;
+  CONVOY_RETURN_IF_ERROR(add("dw", depthwise,
+                             {"c0", Constant(g, "w1", {16, 1, 3, 3}, seed + 2), Constant(g, "b1", {16}, seed + 3)},
+                             {"d"}));
+  Pool2dAttrs global;
+  global.kind = PoolKind::kAverage;
+  global.global = true;
+  CONVOY_RETURN_IF_ERROR(add("se_pool", global, {"d"}, {"m"}));
+  CONVOY_RETURN_IF_ERROR(add("se_reduce", Conv(1, 0, true, silu),
+                             {"m", Constant(g, "w2", {4, 16, 1, 1}, seed + 4), Constant(g, "b2", {4}, seed + 5)},
+                             {"r"}));
+  CONVOY_RETURN_IF_ERROR(add("se_expand", Conv(1, 0, true, Activation{ActivationKind::kSigmoid, 0, 0}),
+                             {"r", Constant(g, "w3", {16, 4, 1, 1}, seed + 6), Constant(g, "b3", {16}, seed + 7)},
+                             {"gate"}));
+  CONVOY_RETURN_IF_ERROR(add("se_mul", BinaryAttrs{BinaryKind::kMul}, {"d", "gate"}, {"gated"}));
+  CONVOY_RETURN_IF_ERROR(add("project", Conv(1, 0, true, Activation{ActivationKind::kIdentity, 0, 0}),
+                             {"gated", Constant(g, "w4", {8, 16, 1, 1}, seed + 8), Constant(g, "b4", {8}, seed + 9)},
+                             {"y"}));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
 absl::StatusOr<Graph> ConvChainGraph(int length, uint32_t seed) {
   Graph g;
   CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 4, 6, 6}));

@@ -22,6 +22,12 @@ Tensor RandomTensor(Shape shape, uint32_t seed, float lo = -1.0f, float hi = 1.0
 // transB/alpha/beta, softmax. Weights are random from `seed`.
 absl::StatusOr<Graph> EveryOpGraph(uint32_t seed);
 
+// The EfficientNet pattern the blocked plan must keep blocked: input "x" [N,3,12,12] -> 3x3 s2 stem conv to 16
+// channels (bias, relu) -> depthwise 3x3 (bias, silu) -> squeeze-excitation (global average pool, 1x1 conv to 4 with
+// silu, 1x1 conv to 16 with sigmoid, [N,C,1,1] multiply with the depthwise output) -> 1x1 projection to 8 -> output
+// "y" [N,8,6,6].
+absl::StatusOr<Graph> SqueezeExcitationGraph(uint32_t seed);
+
 // Input "x" [N,4,6,6] -> `length` 3x3 convs with relu -> output "y": a chain, where buffers must be reused.
 absl::StatusOr<Graph> ConvChainGraph(int length, uint32_t seed);
 

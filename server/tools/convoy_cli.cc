@@ -3,7 +3,7 @@
 //
 //   convoy run --model=model.onnx --input=x.npy --output=y.npy [--precision=fp16] [--device=cpu] [--repeat=20]
 //   convoy run --engine=reference --model=model.onnx --input=x.npy --output_dir=out/ [--optimize=false]
-//   convoy inspect --model=model_repo/resnet_classifier [--tune] [--profile_batch=1]
+//   convoy inspect --model=model_repo/resnet_classifier [--tune] [--profile_batch=1] [--profile_runs=1]
 //   convoy inspect --engine=reference --model=model.onnx [--optimize=false]
 //   convoy tune --model=model.onnx --batch_sizes=1,8 --cache=out.cache
 //   convoy algorithms
@@ -52,7 +52,7 @@ using runtime::ModelRuntimeOptions;
 
 constexpr char kUsage[] = R"(usage:
   convoy run --model=PATH --input=[NAME=]X.npy ... (--output=[NAME=]Y.npy ... | --output_dir=DIR) [--repeat=N] [options]
-  convoy inspect --model=PATH [--tune] [--profile_batch=N] [options]
+  convoy inspect --model=PATH [--tune] [--profile_batch=N] [--profile_runs=R] [options]
   convoy run|inspect --engine=reference --model=PATH [--optimize=false] ...   (FP32 reference interpreter)
   convoy tune --model=PATH --batch_sizes=1,8 --cache=OUT.cache [options]
   convoy algorithms
@@ -63,6 +63,7 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|auto  --layout=
          --cuda_graphs[=true|false] (on a GPU: record a CUDA graph per batch size; default: the config's)
 --output_dir=DIR writes output i to DIR/i.npy, in the model's output order.
 --repeat=N times N more runs after the first (warm-up) one and prints their median and fastest wall time.
+--profile_runs=R (inspect) times each step in R runs after the warm-up run and prints each step's median.
   convoy jobs              one command per stdin line (tab-separated arguments), each answered "job ok" or
                            "job error: MESSAGE" on stdout
 )";
@@ -346,11 +347,13 @@ absl::Status ReferenceInspectCommand(const Flags& flags) {
   return absl::OkStatus();
 }
 
-// Runs the plan once at `batch` on random inputs with the step observer on, returning each step's milliseconds.
-absl::StatusOr<std::vector<double>> ProfileSteps(const ModelRuntime& model, int batch) {
+// Runs the plan at `batch` on random inputs, once to warm up and then `runs` times with the step observer on,
+// returning each step's median milliseconds.
+absl::StatusOr<std::vector<double>> ProfileSteps(const ModelRuntime& model, int batch, int runs) {
   CONVOY_ASSIGN_OR_RETURN(auto instance, model.CreateInstance());
-  std::vector<double> times(model.plan().steps().size());
-  instance->executor().set_step_observer([&times](int index, const runtime::PlanStep&, double ms) { times[index] = ms; });
+  std::vector<std::vector<double>> samples(model.plan().steps().size());
+  instance->executor().set_step_observer(
+      [&samples](int index, const runtime::PlanStep&, double ms) { samples[index].push_back(ms); });
   std::vector<std::vector<uint8_t>> buffers;
   std::vector<TensorView> inputs, outputs;
   std::mt19937 rng(std::random_device{}());
@@ -369,8 +372,14 @@ absl::StatusOr<std::vector<double>> ProfileSteps(const ModelRuntime& model, int 
   for (const auto& t : model.inputs()) add(t, inputs, true);
   for (const auto& t : model.outputs()) add(t, outputs, false);
   CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));  // first run warms caches
-  CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));
-  return times;
+  for (auto& s : samples) s.clear();
+  for (int i = 0; i < runs; ++i) CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));
+  std::vector<double> medians;
+  for (auto& s : samples) {
+    std::sort(s.begin(), s.end());
+    medians.push_back(s.empty() ? 0.0 : s[s.size() / 2]);
+  }
+  return medians;
 }
 
 absl::Status InspectCommand(const Flags& flags) {
@@ -380,6 +389,10 @@ absl::Status InspectCommand(const Flags& flags) {
   int batch = 1;
   if (flags.Has("profile_batch")) {
     CONVOY_ASSIGN_OR_RETURN(batch, ParsePositive("profile_batch", flags.Get("profile_batch")));
+  }
+  int runs = 1;
+  if (flags.Has("profile_runs")) {
+    CONVOY_ASSIGN_OR_RETURN(runs, ParsePositive("profile_runs", flags.Get("profile_runs")));
   }
   CONVOY_ASSIGN_OR_RETURN(auto model, ModelRuntime::Create(options));
   batch = std::min(batch, model->plan().max_batch_size());
@@ -392,8 +405,10 @@ absl::Status InspectCommand(const Flags& flags) {
   }
   std::cout << "\n== optimized graph (" << model->load_report().optimize_stats << ")\n" << model->graph().ToString();
   std::cout << "\n== " << model->plan().ToString(batch);
-  CONVOY_ASSIGN_OR_RETURN(std::vector<double> times, ProfileSteps(*model, batch));
-  std::cout << "\n== measured step times at batch " << batch << " (ms)\n";
+  CONVOY_ASSIGN_OR_RETURN(std::vector<double> times, ProfileSteps(*model, batch, runs));
+  std::cout << "\n== measured step times at batch " << batch << " (ms";
+  if (runs > 1) std::cout << ", median of " << runs << " runs";
+  std::cout << ")\n";
   double total = 0;
   for (size_t i = 0; i < times.size(); ++i) {
     const auto& step = *model->plan().steps()[i];
@@ -489,7 +504,7 @@ absl::Status Main(int argc, char** argv) {
     return reference ? ReferenceRunCommand(flags) : RunCommand(flags);
   }
   if (command == "inspect") {
-    CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"tune", "profile_batch", "engine", "optimize"})));
+    CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"tune", "profile_batch", "profile_runs", "engine", "optimize"})));
     CONVOY_ASSIGN_OR_RETURN(bool reference, reference_engine(flags));
     return reference ? ReferenceInspectCommand(flags) : InspectCommand(flags);
   }

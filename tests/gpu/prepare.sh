@@ -8,6 +8,8 @@
 #   out/loader/            this machine's glibc dynamic loader and core libraries, used only when the GPU machine's
 #                          glibc is older than the one the binary was built against (run_gpu_check.sh decides)
 #   out/manifest.txt       what was built from which commit
+# lib/ and loader/ are then packed into out/libraries.tar.gz (run_gpu_check.sh unpacks it): the device tool carries
+# 64 MiB at most, and oneDNN alone is 38 MB unpacked.
 # Checks that the binary starts (--probe) with only out/lib on the library path, and that without a GPU it says so
 # cleanly. Usage: tests/gpu/prepare.sh   (then carry tests/gpu/out; on the GPU machine run tests/gpu/run_gpu_check.sh)
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
@@ -22,7 +24,7 @@ bazel build --color=no --curses=no //tests/gpu:gpu_check
 binary="$(bazel info bazel-bin 2>/dev/null)/tests/gpu/gpu_check"
 [[ -x "$binary" ]] || { echo "prepare: $binary was not built (is CUDA detected? see docs/building.md)"; exit 1; }
 
-rm -rf "$out/lib" "$out/loader" "$out/gpu_check"
+rm -rf "$out/lib" "$out/loader" "$out/gpu_check" "$out/libraries.tar.gz"
 mkdir -p "$out/lib" "$out/loader"
 cp "$binary" "$out/gpu_check"
 chmod u+w "$out/gpu_check"
@@ -66,5 +68,14 @@ if ! nvidia-smi > /dev/null 2>&1; then
   fi
   rm -f "$out/no_gpu.txt"
 fi
-echo "prepare: OK: $(du -sh "$out" | cut -f1) in $out (binary $(du -h "$out/gpu_check" | cut -f1));" \
+# The device tool carries 64 MiB at most with the working tree: lib/ and loader/ travel packed (run_gpu_check.sh
+# unpacks them), 68 MB unpacked -> about 16 MB.
+tar -czf "$out/libraries.tar.gz" -C "$out" lib loader
+rm -rf "$out/lib" "$out/loader"
+total_kib="$(du -sk "$out" | cut -f1)"
+if (( total_kib > 56 * 1024 )); then
+  echo "prepare: $out is $((total_kib / 1024)) MiB: over the 56 MiB this script allows (the carry limit is 64 MiB with the tree)"
+  exit 1
+fi
+echo "prepare: OK: $(du -sh "$out" | cut -f1) in $out (binary $(du -h "$out/gpu_check" | cut -f1), libraries packed);" \
   "carry tests/gpu/out to the GPU machine and run tests/gpu/run_gpu_check.sh there"

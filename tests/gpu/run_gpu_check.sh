@@ -70,14 +70,20 @@ if [[ ! -x "$binary" ]]; then
   echo "run_gpu_check: 0 passed, 1 failed, 0 skipped" | tee -a "$report"
   exit 1
 fi
-libs="$here/out/lib${extra_libs:+:$extra_libs}"
+# prepare.sh packs lib/ and loader/ into libraries.tar.gz (the device tool carries 64 MiB at most; oneDNN alone is 38 MB
+# unpacked): unpacked here into the work folder.
+bundle="$here/out"
+if [[ -f "$here/out/libraries.tar.gz" && ! -d "$here/out/lib" ]]; then
+  tar -xzf "$here/out/libraries.tar.gz" -C "$work" && bundle="$work"
+fi
+libs="$bundle/lib${extra_libs:+:$extra_libs}"
 run_check=()
 if LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}" "$binary" --probe > "$work/probe.txt" 2>&1; then
   run_check=(env "LD_LIBRARY_PATH=$libs:${LD_LIBRARY_PATH:-}" "$binary")
-  say "using $binary with $here/out/lib"
-elif "$here/out/loader/ld-linux-x86-64.so.2" --library-path "$libs:$here/out/loader" "$binary" --probe \
+  say "using $binary with $bundle/lib"
+elif "$bundle/loader/ld-linux-x86-64.so.2" --library-path "$libs:$bundle/loader" "$binary" --probe \
        > "$work/probe_loader.txt" 2>&1; then
-  run_check=("$here/out/loader/ld-linux-x86-64.so.2" --library-path "$libs:$here/out/loader" "$binary")
+  run_check=("$bundle/loader/ld-linux-x86-64.so.2" --library-path "$libs:$bundle/loader" "$binary")
   say "using $binary through the carried glibc loader (the system's does not run it: $(head -2 "$work/probe.txt"))"
 else
   say "FAIL: the carried binary does not start here:"; cat "$work/probe.txt" "$work/probe_loader.txt"

@@ -208,15 +208,41 @@ def test_inspect_shows_graph_plan_memory_and_step_times(tmp_path):
     assert len(times) == len(steps)
 
 
+def tuned_lines(out):
+    """The `tune LAYER batch B: ALGORITHM ...` progress lines, and the count of problems the summary says were tuned."""
+    lines = re.findall(r"^tune (\S+) batch (\d+): (\S+) (.+)$", out, flags=re.M)
+    summary = re.search(r"^tuned (\d+) problems in [\d.]+ s; wrote (\d+) entries to ", out, flags=re.M)
+    assert summary, out
+    return {(layer, int(b)): (algorithm, how) for layer, b, algorithm, how in lines}, int(summary.group(1))
+
+
 def test_tune_exports_a_cache_that_later_loads(tmp_path):
     model = residual_cnn(tmp_path / "m.onnx")
-    cache = tmp_path / "out.cache"
-    out = convoy("tune", f"--model={model}", "--batch_sizes=1,2", f"--cache={cache}").stdout
-    # One progress line per layer and tuned batch size; the two convs are timed (several candidates each).
+    timed = re.compile(r"[\d.e-]+ ms$")
+    # NCHW: each conv has several candidates (the own ones and oneDNN's), so each is timed at each batch size.
+    out = convoy("tune", f"--model={model}", "--layout=nchw", "--batch_sizes=1,2",
+                 f"--cache={tmp_path / 'nchw.cache'}").stdout
+    lines, tuned = tuned_lines(out)
     for layer in ("conv1", "conv2"):
         for b in (1, 2):
-            assert re.search(rf"^tune {layer} batch {b}: cpu\.conv2d\.\S+ [\d.e-]+ ms$", out, flags=re.M), out
-    assert re.search(r"^tuned 4 problems in [\d.]+ s; wrote 4 entries to ", out, flags=re.M), out
+            algorithm, how = lines[(layer, b)]
+            assert algorithm.startswith("cpu.conv2d.") and timed.fullmatch(how), out
+    # Every problem the summary counts is one progress line with a time (none of them repeats another's problem).
+    assert tuned == sum(1 for _, how in lines.values() if timed.fullmatch(how)), out
+
+    # The default CPU layout is blocked: a blocked convolution or pooling has one implementation (oneDNN's), which
+    # the line names as the only candidate instead of timing it; the classifier's GEMM still has several and is timed.
+    cache = tmp_path / "out.cache"
+    out = convoy("tune", f"--model={model}", "--batch_sizes=1,2", f"--cache={cache}").stdout
+    assert re.search(r": planned \d+ steps for cpu:.*\(fp32, NCHW8c\)", out), out
+    lines, tuned = tuned_lines(out)
+    for layer, op in (("conv1", "conv2d"), ("pool", "pool2d"), ("conv2", "conv2d"), ("global_pool", "pool2d")):
+        for b in (1, 2):
+            assert lines[(layer, b)] == (f"cpu.{op}.onednn_nchw8c", "(the only candidate)"), out
+    for b in (1, 2):
+        algorithm, how = lines[("gemm", b)]
+        assert algorithm.startswith("cpu.gemm.") and timed.fullmatch(how), out
+    assert tuned == sum(1 for _, how in lines.values() if timed.fullmatch(how)) == 2, out
     written = re.search(r"wrote (\d+) entries to", out)
     assert cache.stat().st_size > 0
     inspect = convoy("inspect", f"--model={model}", f"--cache={cache}")

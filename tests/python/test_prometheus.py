@@ -243,7 +243,30 @@ def expect_hit_ratio(series, sent):
     assert series[0][1] == pytest.approx(expected, abs=0.05), (series[0][1], lookups)
 
 
+def expect_execution_time_per_batch_size(series, sent):
+    # simple_cnn always ran batches of SIMPLE_BATCH: that size was measured, and it cannot exceed a request's latency.
+    values = by_model(series, ("batch_size",))
+    assert str(SIMPLE_BATCH) in values, values
+    assert 0 < values[str(SIMPLE_BATCH)] <= sent["simple_cnn"]["max_latency"], values
+
+
+def expect_hold_per_model(series, sent):
+    values = by_model(series)
+    assert set(values) <= set(MODELS) and values, values
+    assert all(0 <= v <= sent[m]["max_latency"] for m, v in values.items()), values
+
+
+def expect_clients_per_model(series, sent):
+    values = by_model(series)
+    assert set(values) <= set(MODELS) and values, values
+    assert all(0 <= v for v in values.values()), values
+
+
 EXPECTATIONS = [
+    (r"^max by \(batch_size\) \(convoy_batcher_execution_seconds\{model=\"simple_cnn\"\}\)$",
+     expect_execution_time_per_batch_size),
+    (r"^max by \(model\) \(convoy_batcher_wait_seconds\)$", expect_hold_per_model),
+    (r"^sum by \(model\) \(convoy_batcher_clients\)$", expect_clients_per_model),
     (r"^sum by \(model\) \(rate\(nv_inference_count\[1m\]\)\)$", expect_positive_per_model),
     (r"^sum by \(model\) \(rate\(nv_inference_request_success\[1m\]\)\)$", expect_positive_per_model),
     (r"^sum by \(model, reason\) \(rate\(nv_inference_request_failure\[5m\]\)\)$", expect_failures_by_reason),

@@ -460,7 +460,10 @@ def test_cancelled_while_running_completes_on_the_server(battery_server, stub):
 
 def test_client_disconnects_mid_stream(battery_server, channel, stub, references):
     """A client writes six resnet batches of 8 on a stream, reads one answer and goes away: the server cancels or finishes
-    the rest without writing to the gone client, and a new stream on the same server works."""
+    the rest without writing to the gone client, and a new stream on the same server works. Where the engine runs a
+    batch faster than the client writes the next one (oneDNN's blocked plan), the stream's requests never queue and may
+    all have run before the client leaves: the accounting below (every request run or dropped, exactly once) holds
+    either way."""
     before = battery_server.scrape()
     call = channel.stream_stream("/inference.GRPCInferenceService/ModelStreamInfer",
                                  request_serializer=service_pb2.ModelInferRequest.SerializeToString,
@@ -475,8 +478,9 @@ def test_client_disconnects_mid_stream(battery_server, channel, stub, references
         gate.wait(60)  # keep the stream open (not half-closed) until the client leaves
 
     responses = call(requests(), timeout=120)
-    # Every request has reached the server (one runs, the others wait) before the client leaves.
-    wait_for(lambda: pending(battery_server) >= 4, "the stream's requests to queue")
+    # Every request has reached the server (queued or run; at most one still running) before the client leaves.
+    wait_for(lambda: pending(battery_server) + executed(battery_server.scrape()) - executed(before) >= 5,
+             "the stream's requests to reach the server")
     first = next(responses)
     assert first.error_message == "" and first.infer_response.id == "d0"
     responses.cancel()
@@ -489,7 +493,7 @@ def test_client_disconnects_mid_stream(battery_server, channel, stub, references
     ran = metric(after, "nv_inference_count", **RESNET) - metric(before, "nv_inference_count", **RESNET)
     cancelled = (metric(after, "nv_inference_request_failure", **RESNET, reason="CANCELED") -
                  metric(before, "nv_inference_request_failure", **RESNET, reason="CANCELED"))
-    assert ran + 8 * cancelled == 6 * 8 and cancelled >= 1, (ran, cancelled)
+    assert ran + 8 * cancelled == 6 * 8, (ran, cancelled)
     x = images(1)
     again = list(call(iter([infer_request("simple_cnn", [("images", "FP32", [1, 3, 32, 32], x.tobytes())])]),
                       timeout=60))

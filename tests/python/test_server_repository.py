@@ -92,7 +92,7 @@ def test_explicit_load_infer_unload(explicit_mode):
         with pytest.raises(InferenceServerException) as err:
             client.infer("tiny_onnx", [tiny_input()])
         assert err.value.status() == "StatusCode.UNAVAILABLE", err.value
-        assert "model 'tiny_onnx' is not ready (UNAVAILABLE: unloaded)" in err.value.message(), err.value.message()
+        assert "model 'tiny_onnx' is not ready (unloaded)" in err.value.message(), err.value.message()
         # And back again.
         client.load_model("tiny_onnx")
         assert client.infer("tiny_onnx", [tiny_input(1)]).as_numpy("logits").shape == (1, 5)
