@@ -27,6 +27,7 @@
 #include "server/metrics/metrics_registry.h"
 #include "server/repository/model_manager.h"
 #include "server/repository/model_repository.h"
+#include "server/runtime/algorithm_counters.h"
 #include "server/tools/flags_help.h"
 #ifdef CONVOY_SERVER_WITH_CUDA
 #include "kernels/cuda/cuda_device.h"
@@ -244,11 +245,7 @@ int Run() {
     auto created = metrics::MetricsRegistry::Create(options);
     if (!created.ok()) return fail(created.status());
     metrics = std::move(*created);
-    metrics->SetAlgorithmCacheSource([] {
-      const AlgorithmCacheStats stats = AlgorithmCache::Global().stats();
-      return metrics::AlgorithmCacheCounters{static_cast<uint64_t>(stats.hits), static_cast<uint64_t>(stats.misses),
-                                             stats.tuning_seconds};
-    });
+    metrics->SetAlgorithmCacheSource(&runtime::KernelAlgorithmCounters);
   }
 
   repository::ModelManager::Options manager_options;

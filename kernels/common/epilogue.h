@@ -95,17 +95,23 @@ CONVOY_HOST_DEVICE float ApplyActivation(float x, const Activation& a) {
   return ApplyActivation(x, a.kind, a.alpha, a.beta);
 }
 
-// Applies the whole epilogue to one accumulator. scale/bias may be null when the epilogue lacks them; residual is
-// the residual element (ignored when residual == kNone).
-CONVOY_HOST_DEVICE float ApplyEpilogue(float acc, const Epilogue& e, const float* scale, const float* bias,
-                                       int channel, float residual) {
+// Applies the whole epilogue to one accumulator whose channel's scale and bias are already loaded (ignored when the
+// epilogue lacks them); residual is the residual element (ignored when residual == kNone).
+CONVOY_HOST_DEVICE float ApplyEpilogueValues(float acc, const Epilogue& e, float scale, float bias, float residual) {
   float v = acc;
-  if (e.has_scale) v *= scale[channel];
-  if (e.has_bias) v += bias[channel];
+  if (e.has_scale) v *= scale;
+  if (e.has_bias) v += bias;
   if (e.residual == ResidualMode::kBeforeActivation) v += residual;
   v = ApplyActivation(v, e.activation);
   if (e.residual == ResidualMode::kAfterActivation) v += residual;
   return v;
+}
+
+// The same with the per-channel arrays: scale/bias may be null when the epilogue lacks them.
+CONVOY_HOST_DEVICE float ApplyEpilogue(float acc, const Epilogue& e, const float* scale, const float* bias,
+                                       int channel, float residual) {
+  return ApplyEpilogueValues(acc, e, e.has_scale ? scale[channel] : 1.0f, e.has_bias ? bias[channel] : 0.0f,
+                             residual);
 }
 
 // Double-precision twin for the reference implementations.

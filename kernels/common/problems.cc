@@ -311,12 +311,14 @@ absl::Status PadProblem::Validate() const {
 // ---- convert ----
 std::string ConvertProblem::ToString() const {
   return absl::StrCat("convert ", ImageString(n, c, h, w), " ", DataTypeName(src_dtype), " ", LayoutName(src_layout),
-                      " -> ", DataTypeName(dst_dtype), " ", LayoutName(dst_layout));
+                      " -> ", DataTypeName(dst_dtype), " ", LayoutName(dst_layout),
+                      dst_c > 0 ? absl::StrCat(" padded to c=", dst_c) : "");
 }
 
 absl::Status ConvertProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
+  if (dst_c != 0 && dst_c < c) return Invalid(name, absl::StrCat("dst_c ", dst_c, " is below c ", c));
   if (auto st = CheckComputeType(name, src_dtype); !st.ok()) return st;
   if (auto st = CheckBlockedLayout(name, src_layout, true, {c}); !st.ok()) return st;
   if (auto st = CheckBlockedLayout(name, dst_layout, true, {c}); !st.ok()) return st;
@@ -413,6 +415,7 @@ std::string PreprocessProblem::ToString() const {
   absl::StrAppend(&s, " std=");
   for (int i = 0; i < kMaxChannels; ++i) absl::StrAppend(&s, i ? "," : "", stddev[i]);
   absl::StrAppend(&s, scale_to_unit ? " unit" : "", " -> ", DataTypeName(dst_dtype), " ", LayoutName(dst_layout));
+  if (dst_c > 0) absl::StrAppend(&s, " padded to c=", dst_c);
   return s;
 }
 
@@ -420,6 +423,7 @@ absl::Status PreprocessProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"h", h}, {"w", w}, {"c", c}}); !st.ok()) return st;
   if (c > kMaxChannels) return Invalid(name, absl::StrCat("at most ", kMaxChannels, " channels, got ", c));
+  if (dst_c != 0 && dst_c < c) return Invalid(name, absl::StrCat("dst_c ", dst_c, " is below c ", c));
   for (int i = 0; i < c; ++i) {
     if (!(stddev[i] != 0)) return Invalid(name, absl::StrCat("std[", i, "] must be non-zero"));
   }

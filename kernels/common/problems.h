@@ -329,10 +329,14 @@ struct ConvertProblem {
   int n = 1, c = 1, h = 1, w = 1;
   DataType src_dtype = DataType::kFloat32, dst_dtype = DataType::kFloat32;
   Layout src_layout = Layout::kNCHW, dst_layout = Layout::kNCHW;
+  // Channels of the destination when it is padded (> c; the extra channels are written as zeros), or 0: c. The
+  // planner pads few-channel images (RGB) to 16 bytes of channels so the first conv can run on tensor cores.
+  int dst_c = 0;
 
+  int output_c() const { return dst_c > 0 ? dst_c : c; }
   absl::Status Validate() const;
   std::string ToString() const;
-  auto Tie() const { return std::tie(n, c, h, w, src_dtype, dst_dtype, src_layout, dst_layout); }
+  auto Tie() const { return std::tie(n, c, h, w, src_dtype, dst_dtype, src_layout, dst_layout, dst_c); }
   CONVOY_PROBLEM_COMPARISONS(ConvertProblem)
 };
 
@@ -379,10 +383,13 @@ struct PreprocessProblem {
   bool scale_to_unit = true;  // divide by 255 before subtracting the mean
   DataType dst_dtype = DataType::kFloat32;
   Layout dst_layout = Layout::kNCHW;
+  // Channels of the output when it is padded (> c; zeros), or 0: c. As ConvertProblem::dst_c.
+  int dst_c = 0;
 
+  int output_c() const { return dst_c > 0 ? dst_c : c; }
   absl::Status Validate() const;
   std::string ToString() const;
-  auto Tie() const { return std::tie(n, h, w, c, mean, stddev, scale_to_unit, dst_dtype, dst_layout); }
+  auto Tie() const { return std::tie(n, h, w, c, mean, stddev, scale_to_unit, dst_dtype, dst_layout, dst_c); }
   CONVOY_PROBLEM_COMPARISONS(PreprocessProblem)
 };
 

@@ -61,7 +61,13 @@ void ConvertBlockedLayout(const ConvertProblem& p, const typename Src::T* x, typ
 
 }  // namespace
 
-absl::Status CpuConvertAlgorithm::CanImplement(const ConvertProblem& problem) const { return problem.Validate(); }
+absl::Status CpuConvertAlgorithm::CanImplement(const ConvertProblem& problem) const {
+  if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
+  if (problem.output_c() != problem.c) {
+    return absl::UnimplementedError("channel padding (dst_c) is done by the CUDA kernels only");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CpuConvertAlgorithm::Run(const ConvertProblem& p, const ConvertArgs& args, Workspace,
                                       const ExecutionContext& context) const {

@@ -47,6 +47,9 @@ absl::StatusOr<std::shared_ptr<const OnednnReorderDescriptor>> ConvertOnednnReor
 
 absl::Status ConvertOnednnReorder::CanImplement(const ConvertProblem& problem) const {
   CONVOY_RETURN_IF_ERROR(problem.Validate());
+  if (problem.output_c() != problem.c) {
+    return absl::UnimplementedError("channel padding (dst_c) is done by the CUDA kernels only");
+  }
   CONVOY_RETURN_IF_ERROR(onednn::DataTypeOf(problem.src_dtype).status());
   CONVOY_RETURN_IF_ERROR(onednn::DataTypeOf(problem.dst_dtype).status());
   return Describe(problem).status();

@@ -12,7 +12,12 @@ class CpuPreprocessAlgorithm final : public PreprocessAlgorithm {
  public:
   absl::string_view name() const override { return "cpu.preprocess.elementwise"; }
   Backend backend() const override { return Backend::kCpu; }
-  absl::Status CanImplement(const PreprocessProblem& problem) const override { return problem.Validate(); }
+  absl::Status CanImplement(const PreprocessProblem& problem) const override {
+    if (problem.dst_c != 0 && problem.dst_c != problem.c) {
+      return absl::UnimplementedError("channel padding (dst_c) is done by the CUDA kernels only");
+    }
+    return problem.Validate();
+  }
   absl::Status Run(const PreprocessProblem& problem, const PreprocessArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
 };

@@ -1,5 +1,8 @@
 #include "kernels/cuda/conv2d_gemm_test_problems.h"
 
+#include <algorithm>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/testing/problem_list.h"
 
@@ -44,6 +47,17 @@ std::vector<Conv2dProblem> CudaConvExtraProblems() {
   p = Conv(1, 8, 15, 14, 16, 7, 7, 2, 3);
   p.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Relu()};
   AddTensorCoreDtypes(out, p);
+  // Deep reductions with few output tiles, where the split-K candidates run (every split factor needs 2 k-steps
+  // per split: R*S*C = 1152 is 36 FP16 / 72 FP32 steps): 3x3, 20 output pixels, K = 72 (ragged last channel tile of
+  // 64 and an odd number of 16-byte vectors), residual after a ReLU6.
+  p = Conv(1, 128, 4, 5, 72, 3, 3, 1, 1);
+  p.epilogue = Epilogue{true, true, ResidualMode::kAfterActivation, Activation::Relu6()};
+  AddTensorCoreDtypes(out, p);
+  // 1x1 with a 1040-long reduction and K = 42 (not a multiple of the 8-element output vector: element stores), two
+  // images so the split blocks cover several GEMM rows.
+  p = Conv(2, 1040, 3, 3, 42, 1, 1, 1, 0);
+  p.epilogue = Epilogue{true, false, ResidualMode::kBeforeActivation, Activation::Relu()};
+  AddTensorCoreDtypes(out, p);
   // Depthwise 3x3 s2 and a grouped conv, so the direct kernels run on this list too.
   p = Conv(1, 24, 9, 9, 24, 3, 3, 2, 1);
   p.groups = 24;
@@ -63,6 +77,12 @@ std::vector<GemmProblem> CudaGemmExtraProblems() {
     GemmProblem p;  // 2 tiles of 128 rows (ragged), 2 of 64 columns (ragged), k = 40 (1.25 slices of 32)
     p.m = 130, p.n = 72, p.k = 40, p.dtype = dtype, p.allow_tf32 = dtype == DataType::kFloat32;
     p.epilogue = Epilogue{true, true, ResidualMode::kBeforeActivation, Activation::Relu()};
+    out.push_back(p);
+  }
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32}) {
+    GemmProblem p;  // an FC layer at a small batch: one row tile, 2 column tiles, k = 1024 (every split factor)
+    p.m = 3, p.n = 70, p.k = 1024, p.dtype = dtype, p.allow_tf32 = dtype == DataType::kFloat32;
+    p.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Identity()};
     out.push_back(p);
   }
   GemmProblem odd;  // only the SIMT GEMM takes it
@@ -114,6 +134,111 @@ std::vector<ResNetLayer> ResNet50ConvLayers(int batch, DataType dtype, Layout la
   return out;
 }
 
+namespace {
+
+// One distinct conv layer of a model: input channels, output channels, filter, stride, groups (1, or depthwise).
+struct LayerShape {
+  std::string name;
+  int c, k, rs, stride;
+  bool depthwise;
+  Epilogue epilogue;
+};
+
+Epilogue BiasAct(Activation a) { return Epilogue{true, false, ResidualMode::kNone, a}; }
+// ResNet's bottleneck expansion: the shortcut added before the ReLU (scale: BN kept unfolded).
+Epilogue ResNetExpansion() { return Epilogue{true, true, ResidualMode::kBeforeActivation, Activation::Relu()}; }
+// MobileNet/EfficientNet's linear bottleneck: no activation, the shortcut added after it.
+Epilogue LinearResidual() { return Epilogue{true, false, ResidualMode::kAfterActivation, Activation::Identity()}; }
+Epilogue Linear() { return Epilogue{true, false, ResidualMode::kNone, Activation::Identity()}; }
+
+std::vector<LayerShape> ResNet50Shapes() {
+  const Epilogue relu = BiasAct(Activation::Relu());
+  return {
+      {"conv1_7x7s2", 8, 64, 7, 2, false, relu},  // RGB padded to 8 channels, as the planner pads it
+      {"res2_1x1_64", 64, 64, 1, 1, false, relu},        {"res2_3x3_64", 64, 64, 3, 1, false, relu},
+      {"res2_1x1_256", 64, 256, 1, 1, false, ResNetExpansion()}, {"res2_1x1_reduce", 256, 64, 1, 1, false, relu},
+      {"res3_1x1_128", 256, 128, 1, 1, false, relu},     {"res3_3x3s2_128", 128, 128, 3, 2, false, relu},
+      {"res3_3x3_128", 128, 128, 3, 1, false, relu},     {"res3_1x1_512", 128, 512, 1, 1, false, ResNetExpansion()},
+      {"res3_ds_1x1s2", 256, 512, 1, 2, false, Linear()}, {"res4_1x1_256", 512, 256, 1, 1, false, relu},
+      {"res4_3x3s2_256", 256, 256, 3, 2, false, relu},   {"res4_3x3_256", 256, 256, 3, 1, false, relu},
+      {"res4_1x1_1024", 256, 1024, 1, 1, false, ResNetExpansion()},
+      {"res4_ds_1x1s2", 512, 1024, 1, 2, false, Linear()}, {"res5_1x1_512", 1024, 512, 1, 1, false, relu},
+      {"res5_3x3s2_512", 512, 512, 3, 2, false, relu},   {"res5_3x3_512", 512, 512, 3, 1, false, relu},
+      {"res5_1x1_2048", 512, 2048, 1, 1, false, ResNetExpansion()},
+      {"res5_ds_1x1s2", 1024, 2048, 1, 2, false, Linear()},
+  };
+}
+
+// Inverted-residual blocks: the first block of a stage (expand, depthwise with the stage's stride, project) and, when
+// the stage repeats, the repeated block (project with the residual).
+void AddInvertedResidual(std::vector<LayerShape>& out, const char* stage, int cin, int t, int cout, int kernel,
+                         int stride, bool repeats, Activation act) {
+  for (int block = 0; block < (repeats ? 2 : 1); ++block) {
+    const int in = block == 0 ? cin : cout, hidden = in * t;
+    const bool rep = block == 1;
+    auto name = [&](const char* what) { return absl::StrCat(stage, "_", what, rep ? "_rep" : ""); };
+    if (t != 1) out.push_back({name("expand"), in, hidden, 1, 1, false, BiasAct(act)});
+    out.push_back({name("dw"), hidden, hidden, kernel, rep ? 1 : stride, true, BiasAct(act)});
+    out.push_back({name("project"), hidden, cout, 1, 1, false, rep ? LinearResidual() : Linear()});
+  }
+}
+
+std::vector<LayerShape> MobileNetV2Shapes() {
+  const Activation relu6 = Activation::Relu6();
+  std::vector<LayerShape> out = {{"stem_3x3s2", 8, 32, 3, 2, false, BiasAct(relu6)}};
+  AddInvertedResidual(out, "b1", 32, 1, 16, 3, 1, false, relu6);
+  AddInvertedResidual(out, "b2", 16, 6, 24, 3, 2, true, relu6);
+  AddInvertedResidual(out, "b3", 24, 6, 32, 3, 2, true, relu6);
+  AddInvertedResidual(out, "b4", 32, 6, 64, 3, 2, true, relu6);
+  AddInvertedResidual(out, "b5", 64, 6, 96, 3, 1, true, relu6);
+  AddInvertedResidual(out, "b6", 96, 6, 160, 3, 2, true, relu6);
+  AddInvertedResidual(out, "b7", 160, 6, 320, 3, 1, false, relu6);
+  out.push_back({"head_1x1", 320, 1280, 1, 1, false, BiasAct(relu6)});
+  return out;
+}
+
+// EfficientNet-Lite0 (EfficientNet-B0's stages without squeeze-excite, ReLU6).
+std::vector<LayerShape> EfficientNetLite0Shapes() {
+  const Activation relu6 = Activation::Relu6();
+  std::vector<LayerShape> out = {{"stem_3x3s2", 8, 32, 3, 2, false, BiasAct(relu6)}};
+  AddInvertedResidual(out, "b1", 32, 1, 16, 3, 1, false, relu6);
+  AddInvertedResidual(out, "b2", 16, 6, 24, 3, 2, true, relu6);
+  AddInvertedResidual(out, "b3", 24, 6, 40, 5, 2, true, relu6);
+  AddInvertedResidual(out, "b4", 40, 6, 80, 3, 2, true, relu6);
+  AddInvertedResidual(out, "b5", 80, 6, 112, 5, 1, true, relu6);
+  AddInvertedResidual(out, "b6", 112, 6, 192, 5, 2, true, relu6);
+  AddInvertedResidual(out, "b7", 192, 6, 320, 3, 1, false, relu6);
+  out.push_back({"head_1x1", 320, 1280, 1, 1, false, BiasAct(relu6)});
+  return out;
+}
+
+std::vector<LayerShape> ShapesOf(const std::string& model) {
+  if (model == "resnet50") return ResNet50Shapes();
+  if (model == "mobilenetv2") return MobileNetV2Shapes();
+  if (model == "efficientnet_lite0") return EfficientNetLite0Shapes();
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> TestModels() { return {"resnet50", "mobilenetv2", "efficientnet_lite0"}; }
+
+std::vector<ResNetLayer> ModelConvLayerProblems(const std::string& model, int batch, int output_hw, DataType dtype) {
+  std::vector<ResNetLayer> out;
+  for (const LayerShape& l : ShapesOf(model)) {
+    const int pad = l.rs / 2;
+    // The smallest input with an output_hw x output_hw output at this filter, stride and padding.
+    const int hw = std::max(1, (output_hw - 1) * l.stride + l.rs - 2 * pad);
+    Conv2dProblem p = Conv(batch, l.c, hw, hw, l.k, l.rs, l.rs, l.stride, pad);
+    if (l.depthwise) p.groups = l.c;
+    p.dtype = dtype;
+    p.allow_tf32 = dtype == DataType::kFloat32;
+    p.epilogue = l.epilogue;
+    out.push_back({absl::StrCat(model, "/", l.name, "_b", batch), p});
+  }
+  return out;
+}
+
 std::vector<ResNetLayer> NetworkConvLayerShapes(int spatial, int batch, DataType dtype) {
   std::vector<ResNetLayer> out;
   for (ResNetLayer& layer : ResNet50ConvLayers(batch, dtype, Layout::kNHWC)) {
@@ -155,6 +280,15 @@ std::vector<ResNetLayer> NetworkConvLayerShapes(int spatial, int batch, DataType
     out.push_back({absl::StrCat(l.net, "_1x1_", l.c, "_", l.k), p});
   }
   return out;
+}
+
+std::vector<GemmProblem> ModelFcProblems(const std::string& model, int batch, DataType dtype) {
+  GemmProblem p;  // the classifier: [batch, features] x [1000, features]^T + bias
+  p.m = batch, p.n = 1000, p.k = model == "resnet50" ? 2048 : 1280;
+  p.dtype = dtype;
+  p.allow_tf32 = dtype == DataType::kFloat32;
+  p.epilogue = Linear();
+  return {p};
 }
 
 }  // namespace convoy::testing

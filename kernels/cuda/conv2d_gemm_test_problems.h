@@ -1,5 +1,6 @@
 // Problems for the CUDA conv2d/GEMM tests and the GPU check (tests/gpu): the shared list of kernels/testing plus
-// extras that reach the tensor-core kernels' corners, and the ResNet-50 conv layers the GPU check benchmarks.
+// extras that reach the tensor-core kernels' corners (split-K included), the ResNet-50 conv layers the GPU check
+// benchmarks, and the layers of ResNet-50, MobileNetV2 and EfficientNet-Lite0 for the model-layer suite.
 #ifndef CONVOY_KERNELS_CUDA_CONV2D_GEMM_TEST_PROBLEMS_H_
 #define CONVOY_KERNELS_CUDA_CONV2D_GEMM_TEST_PROBLEMS_H_
 
@@ -29,6 +30,17 @@ struct ResNetLayer {
 // `dtype`/`layout`; FP32 layers set allow_tf32. Epilogue: folded-BN bias + ReLU.
 std::vector<ResNetLayer> ResNet50ConvLayers(int batch, DataType dtype, Layout layout);
 
+// "resnet50", "mobilenetv2", "efficientnet_lite0".
+std::vector<std::string> TestModels();
+// Every distinct conv layer of `model` (ResNet-50 v1.5 with its downsamples, MobileNetV2, EfficientNet-Lite0: real
+// input/output channels, filter, stride, padding, groups, and the epilogue the model fuses: bias + ReLU/ReLU6, the
+// residual before the ReLU of ResNet's expansions, after the linear projections of repeated inverted-residual
+// blocks) at batch `batch`, NHWC, with the input's spatial size reduced to the smallest that gives an
+// output_hw x output_hw output (the emulation pays for every output pixel; channels, taps and batch are what the
+// kernels' tiling and gathers depend on). Stems take 8 channels, as the planner pads RGB. Named "<model>/<layer>_b<N>".
+std::vector<ResNetLayer> ModelConvLayerProblems(const std::string& model, int batch, int output_hw, DataType dtype);
+// The model's classifier GEMM at batch `batch`: [batch, 2048 or 1280] x [1000, ...]^T + bias.
+std::vector<GemmProblem> ModelFcProblems(const std::string& model, int batch, DataType dtype);
 // The groups-1 conv layer shapes of ResNet-50 (every distinct layer, stem C padded to 8), MobileNetV2 and
 // EfficientNet-Lite0 (their pointwise expand / project convolutions and head; the depthwise layers are groups == C
 // and the RGB stems C = 3) with the networks' channel counts, filters, strides and padding, at `spatial` x `spatial`

@@ -121,17 +121,45 @@ inline absl::Status Im2colLimits(const Conv2dProblem& p) {
   return absl::OkStatus();
 }
 
-// Bigger tiles for bigger problems, as the mma.sync kernels choose, ranked above them on the devices that run these
-// for FP16 / BF16. FP32-as-TF32 ranks below them: wgmma reads the FP32 values from shared memory and the tensor core
-// ignores their low 13 mantissa bits (truncation), where the mma.sync path rounds with cvt.rna, so its error is about
-// twice as large (whole-model TF32 outputs reached 5.8e-3 against the mma.sync path's 3.1e-3); the autotuner still
-// times them.
+// The heuristic's view of a Hopper kernel (launch_cost_model.h): FP16/BF16 candidates score kTensorCoreScore like the
+// mma.sync ones and compete with them (split-K included) by the launch-cost model's estimate, at the wgmma rate, the
+// occupancy of the kernel's shared memory and launch bound, and no split (these kernels do not split the reduction,
+// so at batch 1 a split-K mma.sync candidate with more blocks can win). FP32-as-TF32 scores below every mma.sync
+// candidate (kTensorCoreScore - 30): wgmma reads the FP32 values from shared memory and the tensor core ignores their
+// low 13 mantissa bits (truncation), where the mma.sync path rounds with cvt.rna, so its error is about twice as
+// large (whole-model TF32 outputs reached 5.8e-3 against the mma.sync path's 3.1e-3); the autotuner still times them.
+inline int HopperHeuristicScore(DataType dtype) {
+  return dtype == DataType::kFloat32 ? kTensorCoreScore - 30 : kTensorCoreScore;
+}
+
 template <typename Tile>
-int HopperHeuristicScore(int base, int64_t m, int64_t n, DataType dtype) {
-  if (dtype == DataType::kFloat32) base -= 30;
-  const int64_t tiles = ((m + Tile::kM - 1) / Tile::kM) * ((n + Tile::kN - 1) / Tile::kN);
-  if (tiles >= 264) return base + Tile::kM * Tile::kN / 4096;  // 4 (128x128), 2 (128x64), 1 (64x64)
-  return base + (Tile::kM == 64 ? 4 : 0);
+GemmKernelDescription HopperDescription(DataType dtype, const GpuModel& gpu) {
+  GemmKernelDescription kernel;
+  kernel.tile_m = Tile::kM;
+  kernel.tile_n = Tile::kN;
+  kernel.k_step = Tile::kRowBytes / static_cast<int>(DataTypeSize(dtype));
+  kernel.warps = 4 * Tile::kConsumers;
+  kernel.warp_tile_m = 16;  // a warpgroup's 64 rows and its whole kN-wide B tile, per warp
+  kernel.warp_tile_n = Tile::kN / 4;
+  kernel.stages = Tile::kStages;
+  kernel.wgmma = true;
+  kernel.resources.threads = Tile::kThreads;
+  kernel.resources.registers_per_thread = LaunchBoundsRegisterCap(Tile::kThreads, 1, gpu);
+  kernel.resources.shared_bytes = Tile::kSharedBytes;
+  return kernel;
+}
+
+template <typename Tile>
+LaunchEstimate HopperEstimate(DataType dtype, const GemmShape& shape) {
+  const GpuModel& gpu = CurrentGpuModel();
+  const GemmKernelDescription kernel = HopperDescription<Tile>(dtype, gpu);
+  return EstimateGemmLaunch(kernel, shape, OccupancyBlocksPerSm(kernel.resources, gpu), gpu);
+}
+
+template <typename Tile>
+std::string HopperLaunchSummary(DataType dtype, const GemmShape& shape) {
+  return absl::StrCat("wgmma tile ", Tile::kM, "x", Tile::kN, " (", Tile::kConsumers, " consumer warpgroups, ",
+                      Tile::kStages, " stages): ", HopperEstimate<Tile>(dtype, shape).ToString());
 }
 
 template <typename Tile, bool kIm2col>
@@ -169,7 +197,8 @@ class CudaConv2dHopper final : public Conv2dAlgorithm {
                    const ExecutionContext& context) const override {
     CONVOY_RETURN_IF_ERROR(CanImplement(problem));
     CONVOY_RETURN_IF_ERROR(
-        CheckTensorCoreRunArguments(name_, "x and w", args.x, args.w, args, problem.epilogue, problem.dtype));
+        CheckTensorCoreRunArguments(name_, "x and w", args.x, args.w, args, problem.epilogue, problem.dtype,
+                                                    OutputAlignment::kPairedStores));
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
     absl::Status encoded = absl::OkStatus();
     absl::Status launched = LaunchForFloatType(problem.dtype, "LaunchHopperGemm", [&](auto tag) -> cudaError_t {
@@ -201,9 +230,12 @@ class CudaConv2dHopper final : public Conv2dAlgorithm {
     return launched;
   }
 
-  int HeuristicScore(const Conv2dProblem& problem) const override {
-    return HopperHeuristicScore<Tile>(kIm2col ? 60 : 65, int64_t{problem.n} * problem.p() * problem.q(), problem.k,
-                                      problem.dtype);
+  int HeuristicScore(const Conv2dProblem& problem) const override { return HopperHeuristicScore(problem.dtype); }
+  double EstimatedMicroseconds(const Conv2dProblem& problem) const override {
+    return HopperEstimate<Tile>(problem.dtype, GemmShapeOf(problem)).total_us;
+  }
+  std::string LaunchSummary(const Conv2dProblem& problem) const override {
+    return HopperLaunchSummary<Tile>(problem.dtype, GemmShapeOf(problem));
   }
 
  private:

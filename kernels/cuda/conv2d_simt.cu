@@ -75,6 +75,8 @@ class CudaConv2dDirectSimt final : public Conv2dAlgorithm {
   }
 
   int HeuristicScore(const Conv2dProblem& problem) const override { return 1; }
+  // One thread per output, every product exact in FP32: what the other CUDA algorithms are verified against.
+  bool TrustedForVerification() const override { return true; }
 };
 
 CONVOY_REGISTER_ALGORITHM(Conv2dOp, CudaConv2dDirectSimt);

@@ -6,6 +6,7 @@
 //   cuda.convert.transpose_tiles   layout change: per image a [rows, cols] -> [cols, rows] transposition (NCHW->NHWC:
 //                                  [C, H*W] -> [H*W, C]; NHWC->NCHW the reverse) through 32x33 shared-memory tiles,
 //                                  so both the reads and the writes are coalesced; the dtype converts on the way.
+//                                  Into NHWC it can pad the channels with zeros (dst_c: RGB -> 8 for the stem).
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/registry/registry.h"
 
@@ -17,9 +18,10 @@ inline constexpr int kTileRows = 8;  // threadIdx.y extent: each thread moves kT
 inline constexpr int64_t kMaxGridY = 65535;
 
 struct TransposeParams {
-  int64_t images;  // n
-  int64_t rows;    // source rows per image
-  int64_t cols;    // source columns per image
+  int64_t images;    // n
+  int64_t rows;      // source rows per image
+  int64_t cols;      // source columns per image
+  int64_t out_rows;  // destination row length (>= rows): rows [rows, out_rows) of each destination row are zeros
 };
 
 // ---- kernels ----
@@ -40,16 +42,16 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   for (int64_t i = packs * 4 + first; i < count; i += stride) y[i] = FloatToElement<D>(ElementToFloat(x[i]));
 }
 
-// x: [images, rows, cols] of S; y: [images, cols, rows] of D. Block (kTile, kTileRows) moves one kTile x kTile tile.
+// x: [images, rows, cols] of S; y: [images, cols, out_rows] of D (zeros past `rows`). Block (kTile, kTileRows) moves
+// one kTile x kTile tile.
 template <typename S, typename D>
 __global__ void __launch_bounds__(kTile * kTileRows)
     ConvertTransposeKernel(const S* __restrict__ x, D* __restrict__ y, TransposeParams p) {
   CONVOY_SHARED_ARRAY(float, tile, [kTile][kTile + 1]);  // [source row in tile][source col in tile], +1: no conflicts
-  const int64_t image_size = p.rows * p.cols;
   const int64_t row0 = int64_t{blockIdx.y} * kTile, col0 = int64_t{blockIdx.x} * kTile;
   for (int64_t image = blockIdx.z; image < p.images; image += gridDim.z) {
-    const S* source = x + image * image_size;  // [rows, cols]
-    D* destination = y + image * image_size;   // [cols, rows]
+    const S* source = x + image * p.rows * p.cols;          // [rows, cols]
+    D* destination = y + image * p.cols * p.out_rows;       // [cols, out_rows]
     for (int k = threadIdx.y; k < kTile; k += kTileRows) {
       const int64_t row = row0 + k, col = col0 + threadIdx.x;
       if (row < p.rows && col < p.cols) tile[k][threadIdx.x] = ElementToFloat(source[row * p.cols + col]);
@@ -57,8 +59,9 @@ __global__ void __launch_bounds__(kTile * kTileRows)
     __syncthreads();
     for (int k = threadIdx.y; k < kTile; k += kTileRows) {
       const int64_t out_row = col0 + k, out_col = row0 + threadIdx.x;  // y[out_row = source col][out_col = row]
-      if (out_row < p.cols && out_col < p.rows) {
-        destination[out_row * p.rows + out_col] = FloatToElement<D>(tile[threadIdx.x][k]);
+      if (out_row < p.cols && out_col < p.out_rows) {
+        const float value = out_col < p.rows ? tile[threadIdx.x][k] : 0.0f;  // padded channels are zeros
+        destination[out_row * p.out_rows + out_col] = FloatToElement<D>(value);
       }
     }
     __syncthreads();  // the next image overwrites the tile
@@ -75,7 +78,7 @@ cudaError_t LaunchConvertFlat(const S* x, D* y, int64_t count, cudaStream_t stre
 template <typename S, typename D>
 cudaError_t LaunchConvertTranspose(const S* x, D* y, const TransposeParams& params, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((params.cols + kTile - 1) / kTile),
-                  static_cast<unsigned>((params.rows + kTile - 1) / kTile),
+                  static_cast<unsigned>((params.out_rows + kTile - 1) / kTile),
                   static_cast<unsigned>(std::min<int64_t>(params.images, kMaxGridY)));
   return CONVOY_LAUNCH_KERNEL((ConvertTransposeKernel<S, D>), grid, dim3(kTile, kTileRows), 0, stream, x, y, params);
 }
@@ -104,6 +107,7 @@ class CudaConvertElementwise final : public ConvertAlgorithm {
   absl::Status CanImplement(const ConvertProblem& problem) const override {
     if (absl::Status s = CheckConvertProblem(problem); !s.ok()) return s;
     if (problem.src_layout != problem.dst_layout) return absl::UnimplementedError("elementwise: same layout only");
+    if (problem.output_c() != problem.c) return absl::UnimplementedError("elementwise: no channel padding");
     return absl::OkStatus();
   }
   absl::Status Run(const ConvertProblem& problem, const ConvertArgs& args, Workspace,
@@ -129,9 +133,12 @@ class CudaConvertTransposeTiles final : public ConvertAlgorithm {
   absl::Status CanImplement(const ConvertProblem& problem) const override {
     if (absl::Status s = CheckConvertProblem(problem); !s.ok()) return s;
     if (problem.src_layout == problem.dst_layout) return absl::UnimplementedError("transpose_tiles: layout change only");
+    if (problem.output_c() != problem.c && problem.dst_layout != Layout::kNHWC) {
+      return absl::UnimplementedError("transpose_tiles: channel padding only into NHWC");
+    }
     const TransposeParams params = Params(problem);
-    if ((params.rows + kTile - 1) / kTile > kMaxGridY) {
-      return absl::UnimplementedError(absl::StrCat("transpose_tiles: ", params.rows, " rows exceed the grid"));
+    if ((params.out_rows + kTile - 1) / kTile > kMaxGridY) {
+      return absl::UnimplementedError(absl::StrCat("transpose_tiles: ", params.out_rows, " rows exceed the grid"));
     }
     return absl::OkStatus();
   }
@@ -154,7 +161,9 @@ class CudaConvertTransposeTiles final : public ConvertAlgorithm {
   static TransposeParams Params(const ConvertProblem& problem) {
     const int64_t plane = int64_t{problem.h} * problem.w;
     const bool to_channels_last = problem.dst_layout == Layout::kNHWC;
-    return TransposeParams{problem.n, to_channels_last ? problem.c : plane, to_channels_last ? plane : problem.c};
+    const int64_t rows = to_channels_last ? problem.c : plane;
+    return TransposeParams{problem.n, rows, to_channels_last ? plane : problem.c,
+                           to_channels_last ? problem.output_c() : rows};
   }
 };
 

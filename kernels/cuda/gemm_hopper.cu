@@ -31,7 +31,8 @@ class CudaGemmHopper final : public GemmAlgorithm {
                    const ExecutionContext& context) const override {
     CONVOY_RETURN_IF_ERROR(CanImplement(problem));
     CONVOY_RETURN_IF_ERROR(
-        CheckTensorCoreRunArguments(name_, "a and b", args.a, args.b, args, problem.epilogue, problem.dtype));
+        CheckTensorCoreRunArguments(name_, "a and b", args.a, args.b, args, problem.epilogue, problem.dtype,
+                                                    OutputAlignment::kPairedStores));
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
     absl::Status encoded = absl::OkStatus();
     absl::Status launched = LaunchForFloatType(problem.dtype, "LaunchHopperGemm", [&](auto tag) -> cudaError_t {
@@ -60,8 +61,12 @@ class CudaGemmHopper final : public GemmAlgorithm {
     return launched;
   }
 
-  int HeuristicScore(const GemmProblem& problem) const override {
-    return HopperHeuristicScore<Tile>(60, problem.m, problem.n, problem.dtype);
+  int HeuristicScore(const GemmProblem& problem) const override { return HopperHeuristicScore(problem.dtype); }
+  double EstimatedMicroseconds(const GemmProblem& problem) const override {
+    return HopperEstimate<Tile>(problem.dtype, GemmShapeOf(problem)).total_us;
+  }
+  std::string LaunchSummary(const GemmProblem& problem) const override {
+    return HopperLaunchSummary<Tile>(problem.dtype, GemmShapeOf(problem));
   }
 
  private:

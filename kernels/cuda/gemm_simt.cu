@@ -96,6 +96,8 @@ class CudaGemmSimt final : public GemmAlgorithm {
   }
 
   int HeuristicScore(const GemmProblem& problem) const override { return 1; }
+  // One thread per output, every product exact in FP32: what the other CUDA algorithms are verified against.
+  bool TrustedForVerification() const override { return true; }
 };
 
 CONVOY_REGISTER_ALGORITHM(GemmOp, CudaGemmSimt);

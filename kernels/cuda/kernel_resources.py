@@ -35,8 +35,10 @@ COLD_KERNELS = [r"DirectConv", r"Simt", r"SimtGemm", r"TransposeStrided"]
 
 # Dynamic shared memory per launch, by demangled name: (regex, bytes from the match). Keep in step with the launchers.
 DYNAMIC_SHARED_RULES = [
-    # conv2d_implicit_gemm_kernel.cuh: kStages * (kM + kN) rows of 64 bytes + 16 bytes of padding.
-    (r"ImplicitGemmTile<(\d+), (\d+), (\d+)>", lambda m: int(m[3]) * (int(m[1]) + int(m[2])) * 80),
+    # conv2d_implicit_gemm_kernel.cuh (ImplicitGemmSharedBytes): ImplicitGemmTile<kM, kN, kWarpsM, kWarpsN,
+    # kStepBytes, kStages, kMinBlocks> uses kStages * (kM + kN) rows of kStepBytes + 16 bytes of padding.
+    (r"ImplicitGemmTile<(\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+)>",
+     lambda m: int(m[6]) * (int(m[1]) + int(m[2])) * (int(m[5]) + 16)),
 ]
 
 SASS_CLASSES = collections.OrderedDict([

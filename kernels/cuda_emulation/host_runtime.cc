@@ -434,6 +434,26 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
     case cudaDevAttrMaxSharedMemoryPerBlockOptin:
       *value = static_cast<int>(kMaxSharedBytesPerBlock);
       break;
+    // An H200's per-SM limits and clocks (sm_90), for occupancy and the launch-cost model.
+    case cudaDevAttrMaxRegistersPerBlock:
+    case cudaDevAttrMaxRegistersPerMultiprocessor:
+      *value = 65536;
+      break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      *value = 2048;
+      break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor:
+      *value = 32;
+      break;
+    case cudaDevAttrReservedSharedMemoryPerBlock:
+      *value = 1024;
+      break;
+    case cudaDevAttrMemoryClockRate:
+      *value = 3201000;  // kHz; with the 6144-bit bus, 4.9 TB/s of HBM3e
+      break;
+    case cudaDevAttrGlobalMemoryBusWidth:
+      *value = 6144;
+      break;
     default:
       return RecordError(cudaErrorInvalidValue,
                          absl::StrCat("device attribute ", static_cast<int>(attribute), " is not emulated"));

@@ -7,6 +7,7 @@
 //                                 problem, owned by the caller and handed back to Run in Workspace::state;
 //   Run(problem, args, workspace, context)   runs on the context's stream (CUDA) or thread pool (CPU). It never
 //                                 allocates and never synchronizes a CUDA stream; errors come back as absl::Status.
+//   HeuristicScore / EstimatedMicroseconds / LaunchSummary   what the heuristic default and `convoy inspect` use.
 //
 // Ops are named by traits structs (Conv2dOp, Pool2dOp, ...) that tie a problem type to its argument bundle, so the
 // registry, the algorithm cache and the autotuner are written once for all ops.
@@ -81,6 +82,15 @@ class Algorithm {
                            const ExecutionContext& context) const = 0;
   // Cheap shape predicate for heuristic selection: higher wins among the algorithms that CanImplement the problem.
   virtual int HeuristicScore(const Problem& problem) const { return 0; }
+  // The algorithm's own estimate of its run time on the current device (e.g. from a launch-cost model), 0 when it
+  // has none. Among candidates with the same HeuristicScore the heuristic takes the lowest positive estimate.
+  virtual double EstimatedMicroseconds(const Problem& problem) const { return 0; }
+  // One line on how it would run the problem (tiles, blocks, waves, split factor, estimate), for `convoy inspect`;
+  // empty when there is nothing to say.
+  virtual std::string LaunchSummary(const Problem& problem) const { return ""; }
+  // True for the plain algorithm whose output on a device is the trusted result other algorithms are verified
+  // against there (verification.h): one per op and backend, implementing every problem of its dtypes.
+  virtual bool TrustedForVerification() const { return false; }
 };
 
 template <typename ProblemT, typename ArgsT>

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -15,7 +16,7 @@ namespace convoy {
 namespace {
 
 constexpr char kFileMagic[] = "convoy-algorithm-cache";
-constexpr int kFileFormat = 1;
+constexpr int kFileFormat = 2;  // 2: a seventh field, the verification records
 
 uint64_t Fnv1a(const std::string& text) {
   uint64_t h = 14695981039346656037ull;  // FNV-1a 64-bit offset basis
@@ -64,7 +65,45 @@ absl::StatusOr<std::vector<CandidateTiming>> ParseCandidates(const std::string& 
   return out;
 }
 
+// name|pass|max_error|trusted or name|reject:reason|max_error|trusted, ';'-separated.
+std::string SerializeVerifications(const std::vector<VerificationRecord>& records) {
+  std::string out;
+  for (const auto& r : records) {
+    if (!out.empty()) out += ';';
+    absl::StrAppend(&out, Sanitize(r.algorithm), "|", r.passed ? "pass" : absl::StrCat("reject:", Sanitize(r.reason)),
+                    "|", r.max_error, "|", Sanitize(r.trusted));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<VerificationRecord>> ParseVerifications(const std::string& text) {
+  std::vector<VerificationRecord> out;
+  if (text.empty()) return out;
+  for (absl::string_view item : absl::StrSplit(text, ';')) {
+    std::vector<std::string> f = absl::StrSplit(item, '|');
+    if (f.size() != 4) return absl::DataLossError(absl::StrCat("bad verification record '", item, "'"));
+    VerificationRecord r;
+    r.algorithm = f[0];
+    r.passed = f[1] == "pass";
+    if (!r.passed) {
+      if (!absl::StartsWith(f[1], "reject:")) return absl::DataLossError(absl::StrCat("bad verdict '", f[1], "'"));
+      r.reason = f[1].substr(7);
+    }
+    if (!absl::SimpleAtod(f[2], &r.max_error)) return absl::DataLossError("bad verification error");
+    r.trusted = f[3];
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
+
+const VerificationRecord* CacheEntry::FindVerification(absl::string_view name) const {
+  for (const VerificationRecord& r : verifications) {
+    if (r.algorithm == name) return &r;
+  }
+  return nullptr;
+}
 
 AlgorithmCache& AlgorithmCache::Global() {
   static AlgorithmCache* cache = new AlgorithmCache();
@@ -98,9 +137,34 @@ void AlgorithmCache::Insert(const std::string& key, CacheEntry entry) {
   entries_[key] = std::move(entry);
 }
 
+void AlgorithmCache::InsertUnlessTuned(const std::string& key, CacheEntry entry) {
+  convoy::MutexLock lock(&mu_);
+  auto it = entries_.find(key);
+  if (it != entries_.end() && it->second.tuned) return;
+  entries_[key] = std::move(entry);
+}
+
+void AlgorithmCache::MergeVerifications(const std::string& key, const std::vector<VerificationRecord>& records,
+                                        const std::string& replacement) {
+  convoy::MutexLock lock(&mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  CacheEntry& entry = it->second;
+  for (const VerificationRecord& r : records) {
+    if (entry.FindVerification(r.algorithm) == nullptr) entry.verifications.push_back(r);
+  }
+  const VerificationRecord* chosen = entry.FindVerification(entry.algorithm);
+  if (chosen != nullptr && !chosen->passed && !replacement.empty()) {
+    entry.algorithm = replacement;
+    for (const CandidateTiming& c : entry.candidates) {
+      if (c.algorithm == replacement) entry.time_ms = c.median_ms, entry.workspace_bytes = c.workspace_bytes;
+    }
+  }
+}
+
 bool AlgorithmCache::BeginTuning(const std::string& key) {
   convoy::MutexLock lock(&mu_);
-  if (entries_.contains(key)) return false;
+  if (auto it = entries_.find(key); it != entries_.end() && it->second.tuned) return false;
   if (!tuning_in_progress_.contains(key)) {
     tuning_in_progress_.insert(key);
     return true;
@@ -124,7 +188,10 @@ void AlgorithmCache::FinishTuning(const std::string& key, std::optional<CacheEnt
   tuning_in_progress_.erase(key);
   ++stats_.tunings;
   stats_.tuning_seconds += seconds;
-  if (entry.has_value()) entries_[key] = std::move(*entry);
+  if (entry.has_value()) {
+    entry->tuned = true;  // what a tuning produced, whatever the caller filled in
+    entries_[key] = std::move(*entry);
+  }
 }
 
 std::string AlgorithmCache::Serialize() const {
@@ -138,7 +205,8 @@ std::string AlgorithmCache::Serialize() const {
     for (const auto* kv : sorted) {
       const CacheEntry& e = kv->second;
       absl::StrAppend(&body, kv->first, "\t", Sanitize(e.algorithm), "\t", e.time_ms, "\t", e.workspace_bytes, "\t",
-                      e.tuned ? "tuned" : "heuristic", "\t", SerializeCandidates(e.candidates), "\n");
+                      e.tuned ? "tuned" : "heuristic", "\t", SerializeCandidates(e.candidates), "\t",
+                      SerializeVerifications(e.verifications), "\n");
     }
   }
   std::string header = absl::StrCat(kFileMagic, " ", kFileFormat, "\nlibrary ", kKernelLibraryVersion, "\n");
@@ -170,7 +238,7 @@ absl::StatusOr<int> AlgorithmCache::Deserialize(const std::string& text, const s
   absl::flat_hash_map<std::string, CacheEntry> parsed;
   for (size_t i = 2; i + 1 < end; ++i) {
     std::vector<std::string> f = absl::StrSplit(lines[i], '\t');
-    if (f.size() != 6) return corrupt(absl::StrCat("line ", i + 1, " has ", f.size(), " fields, expected 6"));
+    if (f.size() != 7) return corrupt(absl::StrCat("line ", i + 1, " has ", f.size(), " fields, expected 7"));
     CacheEntry e;
     e.algorithm = f[1];
     if (!absl::SimpleAtod(f[2], &e.time_ms) || !absl::SimpleAtoi(f[3], &e.workspace_bytes)) {
@@ -180,6 +248,9 @@ absl::StatusOr<int> AlgorithmCache::Deserialize(const std::string& text, const s
     auto candidates = ParseCandidates(f[5]);
     if (!candidates.ok()) return corrupt(absl::StrCat("line ", i + 1, ": ", candidates.status().message()));
     e.candidates = std::move(candidates).value();
+    auto verifications = ParseVerifications(f[6]);
+    if (!verifications.ok()) return corrupt(absl::StrCat("line ", i + 1, ": ", verifications.status().message()));
+    e.verifications = std::move(verifications).value();
     parsed[f[0]] = std::move(e);
   }
   convoy::MutexLock lock(&mu_);

@@ -3,7 +3,10 @@
 //
 // Key: MakeKey(op, problem.ToString(), device.Identity()) — the problem string lists every field, including dtype,
 // layout and epilogue — plus the library version, so a new kernel library never trusts old measurements.
-// Value: the chosen algorithm, its time, its workspace, and every candidate's measured time or skip reason.
+// Value: the chosen algorithm, its time, its workspace, every candidate's measured time or skip reason, and the
+// verification record of every algorithm checked on the device for the problem (verification.h). Heuristic choices
+// that were verified are entries too (tuned = false), so their verification survives a restart; a kTune selection
+// still tunes such a key.
 //
 // Persistence: Save() writes a versioned text file atomically (temp file + rename); Load() reads one and merges its
 // entries, or returns an error and leaves the cache untouched when the file is corrupt, truncated, or from another
@@ -26,14 +29,27 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "kernels/common/mutex.h"
 #include "kernels/common/problems.h"
 
 namespace convoy {
 
 // Version of the kernel library, part of every cache key and of the cache file header. Bump it when an algorithm's
-// behaviour or speed changes enough that old measurements should not be trusted.
-inline constexpr const char kKernelLibraryVersion[] = "convoy-kernels-0.1.0";
+// behaviour or speed changes enough that old measurements (and verifications) should not be trusted.
+// 0.2.0: split-K and 8-warp tensor-core candidates, the staged epilogue, verified choices.
+inline constexpr const char kKernelLibraryVersion[] = "convoy-kernels-0.2.0";
+
+// The outcome of comparing one algorithm's output for a problem with a trusted result on the device
+// (verification.h). Kept in the problem's cache entry, so a saved cache file carries it across restarts.
+struct VerificationRecord {
+  std::string algorithm;
+  bool passed = false;
+  double max_error = 0;  // worst |actual - trusted| over the allowed deviation, across the output (<= 1 passes)
+  std::string reason;    // when rejected: "mismatch", "non_finite" or "run_failed"
+  std::string trusted;   // what it was compared with: "reference" (the CPU reference) or the trusted algorithm
+  std::string detail;    // the worst element or the run's error (not saved to the cache file)
+};
 
 struct CandidateTiming {
   std::string algorithm;
@@ -49,6 +65,10 @@ struct CacheEntry {
   size_t workspace_bytes = 0;
   bool tuned = false;           // measured (true) or heuristic (false)
   std::vector<CandidateTiming> candidates;
+  std::vector<VerificationRecord> verifications;  // every algorithm verified for this problem on this device
+
+  // The record of `algorithm`, or null when it was never verified here.
+  const VerificationRecord* FindVerification(absl::string_view algorithm) const;
 };
 
 struct AlgorithmCacheStats {
@@ -75,10 +95,16 @@ class AlgorithmCache {
   // Does not count (for inspection and export).
   std::optional<CacheEntry> Peek(const std::string& key) const;
   void Insert(const std::string& key, CacheEntry entry);
+  // Inserts `entry` unless a tuned entry is there (a heuristic choice never replaces a measurement).
+  void InsertUnlessTuned(const std::string& key, CacheEntry entry);
+  // Adds to the entry at `key` (if any) the records of algorithms it has no record of; a tuned entry whose chosen
+  // algorithm is rejected switches to `replacement` when given (the fastest candidate that verified).
+  void MergeVerifications(const std::string& key, const std::vector<VerificationRecord>& records,
+                          const std::string& replacement = "");
 
-  // Tuning coordination. BeginTuning returns true if the caller must tune `key` (and then call FinishTuning);
-  // false if another thread just finished tuning it (Lookup will hit) or the caller should use its fallback because
-  // waiting timed out.
+  // Tuning coordination. BeginTuning returns true if the caller must tune `key` (and then call FinishTuning): there
+  // is no tuned entry for it (a heuristic entry does not count); false if another thread just finished tuning it
+  // (Lookup will hit) or the caller should use its fallback because waiting timed out.
   bool BeginTuning(const std::string& key);
   void FinishTuning(const std::string& key, std::optional<CacheEntry> entry, double seconds);
 

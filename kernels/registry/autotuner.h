@@ -4,10 +4,16 @@
 //                                             AlgorithmSelection::kTune, TuningOptions());
 //
 // kHeuristic never times anything: a cached entry if one exists (tuned earlier or shipped in a cache file), else the
-// registry's heuristic default. kTune looks the problem up and, on a miss, times every candidate on `device` with
-// fresh random inputs (warm-up runs, then several timed runs, the median), skipping with a reason the candidates
-// that fail or need more workspace than allowed, stores the result and returns the fastest. Tuning "ahead of time"
-// is calling this with kTune for each batch size at model load, so no request ever waits for it.
+// registry's heuristic default. kTune looks the problem up and, on a miss (no tuned entry), times every candidate on
+// `device` with fresh random inputs (warm-up runs, then several timed runs, the median), skipping with a reason the
+// candidates that fail or need more workspace than allowed, stores the result and returns the fastest. Tuning "ahead
+// of time" is calling this with kTune for each batch size at model load, so no request ever waits for it.
+//
+// Verification (options.verification, verification.h): whichever way the algorithm is picked, it is used only once its
+// output for this problem has been compared on this device (now, or earlier as recorded in the cache entry) with a
+// trusted result and agreed. The autotuner verifies every candidate before timing it; the heuristic walks its order
+// (HeuristicOrder) to the first candidate that verifies; a cached choice that fails falls back the same way. Every
+// rejection is recorded in the entry, counted in AlgorithmRejections and returned in SelectedAlgorithm::rejected.
 #ifndef CONVOY_KERNELS_REGISTRY_AUTOTUNER_H_
 #define CONVOY_KERNELS_REGISTRY_AUTOTUNER_H_
 
@@ -15,7 +21,9 @@
 #include <functional>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +33,7 @@
 #include "kernels/registry/algorithm_cache.h"
 #include "kernels/registry/device.h"
 #include "kernels/registry/registry.h"
+#include "kernels/registry/verification.h"
 
 namespace convoy {
 
@@ -39,6 +48,8 @@ struct TuningOptions {
   double confirm_margin = 1.25;
   int confirm_rounds = 7;
   size_t max_workspace_bytes = size_t{256} << 20;
+  // Checks every choice on the device before it is used (verification.h).
+  VerificationOptions verification;
 };
 
 template <typename Op>
@@ -48,6 +59,8 @@ struct SelectedAlgorithm {
   bool from_cache = false;
   bool tuned = false;
   double time_ms = 0;  // measured median when tuned
+  bool verified = false;                     // its output was checked on the device (now or in an earlier run)
+  std::vector<VerificationRecord> rejected;  // candidates this selection rejected (verified now and disagreed)
 };
 
 // Buffers with random contents for timing one problem on a device. Specialized for the ops that have several
@@ -90,6 +103,60 @@ template <typename Args>
 const void* GetFilter(const Args&) { return nullptr; }
 
 double Median(std::vector<double> values);
+
+// Verifies candidates of one problem on one device as SelectAlgorithm needs them: records are looked up in and
+// added to `records` (the problem's cache entry's), the session with the inputs and the trusted result is made on
+// first use, rejections are counted in AlgorithmRejections. With verification off every candidate is accepted.
+template <typename Op>
+class ChoiceVerifier {
+ public:
+  ChoiceVerifier(const typename Op::Problem& problem, Device& device, const VerificationOptions& options,
+                 std::vector<VerificationRecord>& records)
+      : problem_(problem), device_(device), options_(options), records_(records),
+        enabled_(VerificationApplies<Op>(device, options)) {}
+
+  bool enabled() const { return enabled_; }
+  // True when `algorithm` may be used for the problem: verification is off, or its record passed.
+  bool Accepts(const typename Op::AlgorithmType& algorithm) {
+    if (!enabled_) return true;
+    for (const VerificationRecord& r : records_) {
+      if (r.algorithm == algorithm.name()) return r.passed;
+    }
+    if constexpr (VerificationSupported<Op>::value) {
+      if (session_ == nullptr) session_ = std::make_unique<VerificationSession<Op>>(problem_, device_, options_);
+      VerificationRecord record = session_->Verify(algorithm);
+      added_ = true;
+      records_.push_back(record);
+      if (!record.passed) {
+        AlgorithmRejections::Global().Record(record.algorithm, record.reason);
+        rejected_.push_back(record);
+      }
+      return record.passed;
+    } else {
+      return true;
+    }
+  }
+  // The record of a rejected candidate, for skip reasons.
+  const VerificationRecord* Find(absl::string_view name) const {
+    for (const VerificationRecord& r : records_) {
+      if (r.algorithm == name) return &r;
+    }
+    return nullptr;
+  }
+  bool added() const { return added_; }
+  const std::vector<VerificationRecord>& rejected() const { return rejected_; }
+
+ private:
+  const typename Op::Problem& problem_;
+  Device& device_;
+  const VerificationOptions& options_;
+  std::vector<VerificationRecord>& records_;
+  const bool enabled_;
+  bool added_ = false;
+  std::vector<VerificationRecord> rejected_;
+  // The session exists (and is instantiated) only for the verified ops.
+  std::conditional_t<VerificationSupported<Op>::value, std::unique_ptr<VerificationSession<Op>>, bool> session_{};
+};
 
 // Re-times the two fastest ok candidates in alternation (options.confirm_rounds rounds, one run each per round) when
 // they are within options.confirm_margin, and replaces their medians with the alternating runs' medians.
@@ -182,18 +249,24 @@ CandidateTiming TimeCandidate(const typename Op::AlgorithmType& algorithm, const
   return record;
 }
 
-// Times every candidate and returns the cache entry (NOT_FOUND if none ran). The two fastest candidates, when
-// within options.confirm_margin of each other, are timed again in alternation (A B A B ...) so that a slow spell of
-// a noisy machine cannot favour whichever ran during the quiet part; the confirmed medians decide.
+// Times every candidate and returns the cache entry (NOT_FOUND if none ran). Each candidate is verified first
+// (`verifier`); a rejected one is skipped with the reason. The two fastest candidates, when within
+// options.confirm_margin of each other, are timed again in alternation (A B A B ...) so that a slow spell of a noisy
+// machine cannot favour whichever ran during the quiet part; the confirmed medians decide.
 template <typename Op>
 absl::StatusOr<CacheEntry> TuneProblem(const typename Op::Problem& problem, Device& device,
-                                       const TuningOptions& options) {
+                                       const TuningOptions& options, autotuner_internal::ChoiceVerifier<Op>& verifier) {
   CONVOY_ASSIGN_OR_RETURN(auto buffers, TuningBuffers<Op>::Create(problem, device));
   CacheEntry entry;
   entry.tuned = true;
   std::vector<std::unique_ptr<PreparedCandidate<Op>>> prepared;
   for (const auto* algorithm : OpRegistry<Op>::Global().All(device.backend())) {
     absl::Status can = algorithm->CanImplement(problem);
+    if (can.ok() && !verifier.Accepts(*algorithm)) {
+      const VerificationRecord* r = verifier.Find(algorithm->name());
+      can = absl::FailedPreconditionError(absl::StrCat("rejected by verification: ", r->reason, ", max error ",
+                                                       r->max_error, " x the tolerance"));
+    }
     if (!can.ok()) {
       CandidateTiming skipped;
       skipped.algorithm = std::string(algorithm->name());
@@ -226,38 +299,105 @@ absl::StatusOr<CacheEntry> TuneProblem(const typename Op::Problem& problem, Devi
   return entry;
 }
 
+// Times every candidate without verification (benchmarks that compare timings only).
+template <typename Op>
+absl::StatusOr<CacheEntry> TuneProblem(const typename Op::Problem& problem, Device& device,
+                                       const TuningOptions& options) {
+  std::vector<VerificationRecord> records;
+  VerificationOptions off = options.verification;
+  off.enabled = false;
+  autotuner_internal::ChoiceVerifier<Op> verifier(problem, device, off, records);
+  return TuneProblem<Op>(problem, device, options, verifier);
+}
+
 template <typename Op>
 absl::StatusOr<SelectedAlgorithm<Op>> SelectAlgorithm(const typename Op::Problem& problem, Device& device,
                                                       AlgorithmCache& cache, AlgorithmSelection selection,
                                                       const TuningOptions& options = TuningOptions()) {
+  using AlgorithmType = typename Op::AlgorithmType;
   CONVOY_RETURN_IF_ERROR(problem.Validate());
   const auto& registry = OpRegistry<Op>::Global();
   const std::string key = AlgorithmCache::MakeKey(Op::kKind, problem.ToString(), device.Identity());
-  auto from_entry = [&](const CacheEntry& e) -> const typename Op::AlgorithmType* {
-    const auto* a = registry.Find(e.algorithm);
+  auto usable = [&](const std::string& name) -> const AlgorithmType* {
+    const auto* a = registry.Find(name);
     return (a != nullptr && a->backend() == device.backend() && a->CanImplement(problem).ok()) ? a : nullptr;
   };
-  if (auto cached = cache.Lookup(key); cached.has_value()) {
-    if (const auto* a = from_entry(*cached)) {
-      return SelectedAlgorithm<Op>{a, a->WorkspaceBytes(problem), true, cached->tuned, cached->time_ms};
+  const std::optional<CacheEntry> cached = cache.Lookup(key);
+  std::vector<VerificationRecord> records;  // what is known about this problem on this device, and what is learnt
+  if (cached.has_value()) records = cached->verifications;
+  autotuner_internal::ChoiceVerifier<Op> verifier(problem, device, options.verification, records);
+  auto chosen = [&](const AlgorithmType* a, const CacheEntry& entry, bool from_cache) {
+    SelectedAlgorithm<Op> s;
+    s.algorithm = a;
+    s.workspace_bytes = a->WorkspaceBytes(problem);
+    s.from_cache = from_cache;
+    s.tuned = entry.tuned && entry.algorithm == a->name();
+    s.time_ms = s.tuned ? entry.time_ms : 0;
+    s.verified = verifier.enabled();
+    s.rejected = verifier.rejected();
+    return s;
+  };
+  // A tuned entry's choice, or if it fails verification the fastest of its timed candidates that verifies.
+  auto from_entry = [&](const CacheEntry& entry) -> const AlgorithmType* {
+    if (const auto* a = usable(entry.algorithm); a != nullptr && verifier.Accepts(*a)) return a;
+    if (!entry.tuned) return nullptr;
+    std::vector<const CandidateTiming*> timed;
+    for (const CandidateTiming& c : entry.candidates) {
+      if (c.ok) timed.push_back(&c);
     }
-  }
+    std::sort(timed.begin(), timed.end(), [](auto* x, auto* y) { return x->median_ms < y->median_ms; });
+    for (const CandidateTiming* c : timed) {
+      if (const auto* a = usable(c->algorithm); a != nullptr && verifier.Accepts(*a)) return a;
+    }
+    return nullptr;
+  };
+
   const bool can_tune = TuningBuffers<Op>::kSupported && selection == AlgorithmSelection::kTune &&
                         registry.Candidates(problem, device.backend()).size() > 1;
+  // 1. What the cache knows: a tuned entry always; a heuristic one unless this selection tunes.
+  if (cached.has_value() && (cached->tuned || !can_tune)) {
+    if (const auto* a = from_entry(*cached)) {
+      if (verifier.added()) cache.MergeVerifications(key, records, std::string(a->name()));
+      return chosen(a, *cached, true);
+    }
+  }
+  // 2. Tuning (or waiting for the thread that tunes this key).
   if (can_tune && cache.BeginTuning(key)) {
     const absl::Time start = absl::Now();
-    auto tuned = TuneProblem<Op>(problem, device, options);
+    auto tuned = TuneProblem<Op>(problem, device, options, verifier);
+    if (tuned.ok()) tuned->verifications = records;
     cache.FinishTuning(key, tuned.ok() ? std::optional<CacheEntry>(*tuned) : std::nullopt,
                        absl::ToDoubleSeconds(absl::Now() - start));
     if (!tuned.ok()) return tuned.status();
   }
-  if (auto cached = cache.Peek(key); cached.has_value()) {
-    if (const auto* a = from_entry(*cached)) {
-      return SelectedAlgorithm<Op>{a, a->WorkspaceBytes(problem), false, cached->tuned, cached->time_ms};
+  if (auto peeked = cache.Peek(key); peeked.has_value() && peeked->tuned) {
+    for (const VerificationRecord& r : peeked->verifications) {
+      if (verifier.Find(r.algorithm) == nullptr) records.push_back(r);
+    }
+    if (const auto* a = from_entry(*peeked)) {
+      if (verifier.added()) cache.MergeVerifications(key, records, std::string(a->name()));
+      return chosen(a, *peeked, false);
     }
   }
-  CONVOY_ASSIGN_OR_RETURN(const auto* heuristic, registry.Heuristic(problem, device.backend()));
-  return SelectedAlgorithm<Op>{heuristic, heuristic->WorkspaceBytes(problem), false, false, 0};
+  // 3. The heuristic's order, to the first candidate that verifies.
+  CONVOY_ASSIGN_OR_RETURN(const std::vector<const AlgorithmType*> order,
+                          registry.HeuristicOrder(problem, device.backend()));
+  for (const AlgorithmType* a : order) {
+    if (!verifier.Accepts(*a)) continue;
+    CacheEntry entry;
+    entry.algorithm = std::string(a->name());
+    entry.workspace_bytes = a->WorkspaceBytes(problem);
+    entry.verifications = records;
+    if (verifier.enabled()) cache.InsertUnlessTuned(key, entry);  // keeps the verification across restarts
+    return chosen(a, entry, false);
+  }
+  std::string reasons;
+  for (const VerificationRecord& r : verifier.rejected()) {
+    absl::StrAppend(&reasons, "\n  ", DescribeRejection(r, problem.ToString()));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("every algorithm that implements ", problem.ToString(), " failed verification on ",
+                   device.Identity(), reasons));
 }
 
 }  // namespace convoy

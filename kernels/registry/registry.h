@@ -5,10 +5,13 @@
 //   auto best_guess = OpRegistry<Conv2dOp>::Global().Heuristic(problem, Backend::kCpu);
 //
 // Candidates() returns the algorithms that can implement the problem; Heuristic() picks the one with the highest
-// HeuristicScore among them (ties go to the first registered) — the cheap default when nothing is timed.
+// HeuristicScore among them, ties going to the lowest positive EstimatedMicroseconds, then to the first registered —
+// the cheap default when nothing is timed. HeuristicOrder() is every candidate in that order (what the heuristic
+// falls back through when its first choice fails verification on the device).
 #ifndef CONVOY_KERNELS_REGISTRY_REGISTRY_H_
 #define CONVOY_KERNELS_REGISTRY_REGISTRY_H_
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -55,10 +58,16 @@ class OpRegistry {
     return out;
   }
 
-  // The highest-scoring algorithm that can implement the problem, or NOT_FOUND listing why each one declined.
-  absl::StatusOr<const AlgorithmType*> Heuristic(const Problem& problem, Backend backend) const {
-    const AlgorithmType* best = nullptr;
-    int best_score = 0;
+  // The algorithms that can implement the problem, best heuristic choice first (see above), or NOT_FOUND listing why
+  // each one declined.
+  absl::StatusOr<std::vector<const AlgorithmType*>> HeuristicOrder(const Problem& problem, Backend backend) const {
+    struct Ranked {
+      const AlgorithmType* algorithm;
+      int score;
+      double estimate;  // 0: none
+      size_t index;
+    };
+    std::vector<Ranked> ranked;
     std::string reasons;
     for (const AlgorithmType* a : All(backend)) {
       absl::Status can = a->CanImplement(problem);
@@ -66,17 +75,29 @@ class OpRegistry {
         absl::StrAppend(&reasons, "\n  ", a->name(), ": ", can.message());
         continue;
       }
-      const int score = a->HeuristicScore(problem);
-      if (best == nullptr || score > best_score) {
-        best = a;
-        best_score = score;
-      }
+      ranked.push_back({a, a->HeuristicScore(problem), a->EstimatedMicroseconds(problem), ranked.size()});
     }
-    if (best == nullptr) {
+    if (ranked.empty()) {
       return absl::NotFoundError(absl::StrCat("no ", BackendName(backend), " algorithm implements ",
                                               problem.ToString(), reasons.empty() ? " (none registered)" : reasons));
     }
-    return best;
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+      if (a.score != b.score) return a.score > b.score;
+      const bool a_estimated = a.estimate > 0, b_estimated = b.estimate > 0;
+      if (a_estimated && b_estimated && a.estimate != b.estimate) return a.estimate < b.estimate;
+      if (a_estimated != b_estimated) return a_estimated;
+      return a.index < b.index;
+    });
+    std::vector<const AlgorithmType*> out;
+    for (const Ranked& r : ranked) out.push_back(r.algorithm);
+    return out;
+  }
+
+  // The heuristic's choice: the first of HeuristicOrder.
+  absl::StatusOr<const AlgorithmType*> Heuristic(const Problem& problem, Backend backend) const {
+    absl::StatusOr<std::vector<const AlgorithmType*>> order = HeuristicOrder(problem, backend);
+    if (!order.ok()) return order.status();
+    return order->front();
   }
 
   const AlgorithmType* Find(absl::string_view name) const {

@@ -22,15 +22,6 @@ std::vector<BufferSpec> WithEpilogueOperands(std::vector<BufferSpec> specs, cons
 
 }  // namespace
 
-Tolerance ToleranceFor(DataType dtype, double reduction, bool allow_tf32) {
-  const double scale = std::sqrt(std::max(reduction, 1.0));
-  switch (dtype) {
-    case DataType::kFloat16: return {1e-2, 2e-3 * scale};
-    case DataType::kBFloat16: return {3e-2, 1.6e-2 * scale};
-    default: return allow_tf32 ? Tolerance{2e-3, 1e-3 * scale} : Tolerance{1e-4, 1e-5 * scale};
-  }
-}
-
 // ---- conv2d ----
 std::vector<BufferSpec> OpCaseTraits<Conv2dProblem>::Inputs(const Conv2dProblem& p) {
   return WithEpilogueOperands({{"x", p.dtype, p.input_desc().num_elements()}, {"w", p.dtype, p.filter_elements()}},
@@ -211,7 +202,7 @@ std::vector<BufferSpec> OpCaseTraits<ConvertProblem>::Inputs(const ConvertProble
   return {{"x", p.src_dtype, Image(p.n, p.c, p.h, p.w), -100.0f, 100.0f}};
 }
 std::vector<BufferSpec> OpCaseTraits<ConvertProblem>::Outputs(const ConvertProblem& p) {
-  return {{"y", p.dst_dtype, Image(p.n, p.c, p.h, p.w)}};
+  return {{"y", p.dst_dtype, Image(p.n, p.output_c(), p.h, p.w)}};
 }
 ConvertArgs OpCaseTraits<ConvertProblem>::MakeArgs(const ConvertProblem&, const std::vector<void*>& in,
                                                    const std::vector<void*>& out) {
@@ -224,7 +215,7 @@ std::vector<BufferSpec> OpCaseTraits<PreprocessProblem>::Inputs(const Preprocess
   return {{"x", DataType::kUInt8, Image(p.n, p.c, p.h, p.w)}};
 }
 std::vector<BufferSpec> OpCaseTraits<PreprocessProblem>::Outputs(const PreprocessProblem& p) {
-  return {{"y", p.dst_dtype, Image(p.n, p.c, p.h, p.w)}};
+  return {{"y", p.dst_dtype, Image(p.n, p.output_c(), p.h, p.w)}};
 }
 PreprocessArgs OpCaseTraits<PreprocessProblem>::MakeArgs(const PreprocessProblem&, const std::vector<void*>& in,
                                                          const std::vector<void*>& out) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/common/problems.h"
+#include "kernels/common/tolerance.h"
 #include "kernels/testing/test_tensors.h"
 
 namespace convoy::testing {
@@ -25,8 +26,8 @@ struct BufferSpec {
   float hi = 1.0f;
 };
 
-// Tolerance for an output of `dtype` produced by summing `reduction` terms per element.
-Tolerance ToleranceFor(DataType dtype, double reduction, bool allow_tf32 = false);
+// Tolerance for an output of `dtype` produced by summing `reduction` terms per element: kernels/common/tolerance.h.
+using ::convoy::ToleranceFor;
 
 // Specialized per problem type. Each specialization provides:
 //   static std::vector<BufferSpec> Inputs(const Problem&);

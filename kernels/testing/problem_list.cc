@@ -294,6 +294,10 @@ std::vector<ConvertProblem> ConvertProblems() {
       ConvertProblem flat;  // a flat array: n = count
       flat.n = 101, flat.src_dtype = src, flat.dst_dtype = dst;
       out.push_back(flat);
+      ConvertProblem rgb;  // an RGB image into NHWC padded to 8 channels (the planner's tensor-core stem input)
+      rgb.n = 2, rgb.c = 3, rgb.h = 5, rgb.w = 9, rgb.dst_c = 8;
+      rgb.src_dtype = src, rgb.dst_dtype = dst, rgb.src_layout = Layout::kNCHW, rgb.dst_layout = Layout::kNHWC;
+      out.push_back(rgb);
     }
   }
   return out;
@@ -318,6 +322,12 @@ std::vector<PreprocessProblem> PreprocessProblems() {
         out.push_back(p);
       }
     }
+  }
+  for (DataType dtype : kDtypes) {  // UINT8 RGB into NHWC padded with zero channels (the tensor-core stem's input)
+    PreprocessProblem p = imagenet;
+    p.dst_layout = Layout::kNHWC, p.dst_dtype = dtype;
+    p.dst_c = dtype == DataType::kFloat32 ? 4 : 8;
+    out.push_back(p);
   }
   return out;
 }

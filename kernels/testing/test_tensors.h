@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/common/dtype.h"
 #include "kernels/common/tensor.h"
+#include "kernels/common/tolerance.h"
 
 namespace convoy::testing {
 
@@ -32,11 +33,8 @@ void PoisonWithNaN(void* data, DataType dtype, int64_t count);
 std::vector<float> ToFloats(const void* data, DataType dtype, int64_t count);
 
 // |actual - expected| <= absolute + relative * |expected| passes; NaN anywhere in actual fails unless expected is NaN
-// at the same place.
-struct Tolerance {
-  double relative = 1e-5;
-  double absolute = 1e-6;
-};
+// at the same place (kernels/common/tolerance.h).
+using ::convoy::Tolerance;
 
 // OK, or INTERNAL naming how many elements differ and the worst few (index, actual, expected, allowed).
 absl::Status CompareFloats(const std::vector<float>& actual, const std::vector<float>& expected,

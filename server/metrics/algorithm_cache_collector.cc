@@ -22,6 +22,21 @@ prometheus::MetricFamily CounterFamily(std::string name, std::string help, doubl
   return family;
 }
 
+// One sample per rejected (algorithm, reason).
+prometheus::MetricFamily RejectedFamily(const std::vector<AlgorithmCacheCounters::Rejection>& rejections) {
+  prometheus::MetricFamily family;
+  family.name = "convoy_algorithm_rejected_total";
+  family.help = "Kernel algorithms whose output disagreed with a trusted result on this device, and were not used";
+  family.type = prometheus::MetricType::Counter;
+  for (const auto& r : rejections) {
+    prometheus::ClientMetric metric;
+    metric.label = {{"algorithm", r.algorithm}, {"reason", r.reason}};
+    metric.counter.value = static_cast<double>(r.count);
+    family.metric.push_back(std::move(metric));
+  }
+  return family;
+}
+
 }  // namespace
 
 void AlgorithmCacheCollector::SetSource(std::function<AlgorithmCacheCounters()> source) {
@@ -45,6 +60,7 @@ std::vector<prometheus::MetricFamily> AlgorithmCacheCollector::Collect() const {
                     static_cast<double>(counters.misses)),
       CounterFamily("convoy_algorithm_tuning_seconds_total", "Seconds spent timing candidate kernel algorithms",
                     counters.tuning_seconds),
+      RejectedFamily(counters.rejections),
   };
 }
 

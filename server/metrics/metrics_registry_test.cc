@@ -177,6 +177,26 @@ TEST_F(MetricsRegistryTest, AlgorithmCacheCountersAreReadAtScrapeTime) {
   ExpectNear(SampleValue(page, "convoy_algorithm_cache_hits_total", {}), hits.load(), "hits after more lookups");
 }
 
+// Rejections by on-device verification: one labelled sample per (algorithm, reason).
+TEST_F(MetricsRegistryTest, AlgorithmRejectionsAreLabelledCounters) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto metrics, MetricsRegistry::Create(Loopback()));
+  const uint64_t mismatches = Uniform(1, 1000), failures = Uniform(1, 1000);
+  metrics->SetAlgorithmCacheSource([&] {
+    AlgorithmCacheCounters counters;
+    counters.rejections = {{"cuda.conv2d.implicit_gemm_64x64_splitk4", "mismatch", mismatches},
+                           {"cuda.gemm.tensor_core_64x64", "run_failed", failures}};
+    return counters;
+  });
+  CONVOY_ASSERT_OK_AND_ASSIGN(std::string page, HttpGet(metrics->port(), "/metrics"));
+  EXPECT_EQ(FamilyType(page, "convoy_algorithm_rejected_total"), "counter");
+  ExpectNear(SampleValue(page, "convoy_algorithm_rejected_total",
+                         {{"algorithm", "cuda.conv2d.implicit_gemm_64x64_splitk4"}, {"reason", "mismatch"}}),
+             mismatches, "mismatches");
+  ExpectNear(SampleValue(page, "convoy_algorithm_rejected_total",
+                         {{"algorithm", "cuda.gemm.tensor_core_64x64"}, {"reason", "run_failed"}}),
+             failures, "run failures");
+}
+
 TEST_F(MetricsRegistryTest, PortInUseIsUnavailableNamingTheAddress) {
   CONVOY_ASSERT_OK_AND_ASSIGN(auto first, MetricsRegistry::Create(Loopback()));
   MetricsRegistry::Options same_port = Loopback();

@@ -221,7 +221,8 @@ absl::StatusOr<std::vector<InstanceGroupConfig>> ParseInstanceGroups(const YamlM
 }
 
 absl::StatusOr<OptimizationConfig> ParseOptimization(const YamlMap& m) {
-  CONVOY_RETURN_IF_ERROR(m.CheckFields({"precision", "cuda_graphs", "algorithm_selection", "tune_batch_sizes"}));
+  CONVOY_RETURN_IF_ERROR(
+      m.CheckFields({"precision", "cuda_graphs", "algorithm_selection", "tune_batch_sizes", "verify_algorithms"}));
   OptimizationConfig o;
   CONVOY_ASSIGN_OR_RETURN(o.precision, EnumField(m, "precision",
                                                  EnumNames<Precision>{{"fp32", Precision::kFp32},
@@ -238,6 +239,7 @@ absl::StatusOr<OptimizationConfig> ParseOptimization(const YamlMap& m) {
                                     AlgorithmSelection::kHeuristic));
   CONVOY_ASSIGN_OR_RETURN(o.tune_batch_sizes, m.IntList("tune_batch_sizes", std::vector<int64_t>{}));
   CONVOY_RETURN_IF_ERROR(PositiveList(m, "tune_batch_sizes", o.tune_batch_sizes));
+  CONVOY_ASSIGN_OR_RETURN(o.verify_algorithms, m.Bool("verify_algorithms", true));
   return o;
 }
 

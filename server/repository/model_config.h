@@ -79,6 +79,7 @@ struct OptimizationConfig {
   bool cuda_graphs = false;
   AlgorithmSelection algorithm_selection = AlgorithmSelection::kHeuristic;
   std::vector<int64_t> tune_batch_sizes;  // empty = every batch size up to max_batch_size when tuning
+  bool verify_algorithms = true;  // check each chosen conv/GEMM algorithm's output on the GPU before READY
 };
 
 struct WarmupConfig {

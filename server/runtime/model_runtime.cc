@@ -173,6 +173,7 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
     for (int64_t b : optimization.tune_batch_sizes) planner.tuned_batch_sizes.push_back(static_cast<int>(b));
   }
   planner.tuning = options.tuning;
+  if (!optimization.verify_algorithms) planner.tuning.verification.enabled = false;
   planner.cache = options.cache;
   planner.log = options.log;
   for (size_t i = 0; i < inputs_.size(); ++i) {

@@ -21,13 +21,14 @@
 //                        three outputs, one of them 4-D.
 //   odd_shapes           odd image sizes, dilated/stride-3/grouped/strided-1x1 convs, pads, GlobalMaxPool, MatMul.
 //   two_inputs           two graph inputs of different ranks, an output read by later steps, an input passed
-//                        through, a Flatten view of an NHWC tensor as an output.
+//                        through, a Flatten view of an NHWC tensor as an output, a Gemm over 136 features (split-K).
 //   fixed_batch          no symbolic batch (the runtime does not batch), a same-shape 4-D constant operand.
 //   wide_channels        160/272/136 channels and a 300-wide Gemm: several tiles along GEMM N, long reductions.
 //   resnet_classifier    model_repo/resnet_classifier at its real 224x224 (batch 1, NHWC, FP32 and FP16 only).
 //
 // Tests: every model x {NHWC, NCHW} x {fp32, tf32, fp16, bf16} at batch 1 and 5 (plus NHWC fp32/fp16 with CUDA
-// graphs); every registered CUDA algorithm forced on every step it can run (EveryCandidateTest); one instance
+// graphs); every registered CUDA algorithm forced on every step it can run (EveryCandidateTest); split-K forced on
+// every step it implements, with the RGB stems padded to 8 channels (ForcedSplitKTest); one instance
 // across batch sizes (with and without graphs); instances on three threads; reverse and seeded-random thread orders;
 // the CPU reference itself against the reference interpreter; and, when CONVOY_E2E_ONNX_MODELS names ONNX files, those
 // (the nine torchvision exports at 64x64 all passed this way when the test was written). Outputs are poisoned with
@@ -65,12 +66,14 @@
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/cuda/cuda_device.h"
+#include "kernels/cuda/shared_test_device.h"
 #include "kernels/cuda_emulation/cuda_host_api.h"
 #include "kernels/registry/registry.h"
 #include "kernels/testing/test_tensors.h"
 #include "onnx/onnx_pb.h"
 #include "server/repository/model_repository.h"
 #include "server/runtime/model_runtime.h"
+#include "server/runtime/planner_internal.h"
 #include "server/runtime/reference_interpreter.h"
 
 namespace convoy::runtime {
@@ -371,12 +374,15 @@ absl::Status WriteOddShapes(const std::string& path) {
 absl::Status WriteTwoInputs(const std::string& path) {
   OnnxBuilder g(/*seed=*/99);
   g.Input("image", {3, 12, 12});
-  g.Input("extra", {6});
+  // 136 features: the fc Gemm's reduction (5 FP16/BF16 k-steps of 32, 9 TF32 k-steps of 16, the last one ragged) is
+  // the model's only step long enough for split-K (2 k-steps per split; ForcedSplitKTest), and 136 is a multiple of
+  // the 16-byte vector, so the tensor-core GEMMs take it.
+  g.Input("extra", {136});
   g.Conv("image", "conv", 3, 8, 3, 1, {1, 1, 1, 1});
   g.Unary("Relu", "conv", "conv_relu");                     // an output, and read again below
   g.Node("GlobalAveragePool", {"conv_relu"}, {"gap"});
   g.Node("Flatten", {"gap"}, {"gap_flat"});                  // [N,8]
-  onnx::NodeProto* fc = g.Node("Gemm", {"extra", g.Random("fc.weight", {8, 6}, -0.5f, 0.5f)}, {"fc"});
+  onnx::NodeProto* fc = g.Node("Gemm", {"extra", g.Random("fc.weight", {8, 136}, -0.2f, 0.2f)}, {"fc"});
   OnnxBuilder::SetInt(fc, "transB", 1);
   // Matrix ops: Concat and Split of [N,C], BN of [N,C], Mul with the constant first, Add of two runtime matrices.
   OnnxBuilder::SetInt(g.Node("Concat", {"gap_flat", "fc"}, {"joined"}), "axis", 1);  // [N,16]
@@ -524,17 +530,7 @@ absl::StatusOr<ModelRuntimeOptions> ModelOptions(const std::string& name) {
 }
 
 // The emulated GPU every CUDA runtime of this test runs on.
-cuda::CudaDevice& EmulatedGpu() {
-  static cuda::CudaDevice* device = [] {
-    auto created = cuda::CudaDevice::Create({});
-    if (!created.ok()) {
-      std::cerr << "CudaDevice::Create: " << created.status() << "\n";
-      std::abort();
-    }
-    return created->release();
-  }();
-  return *device;
-}
+cuda::CudaDevice& EmulatedGpu() { return cuda::SharedTestDevice(); }
 
 // The CPU runtime of each model (FP32, NCHW): the reference, loaded once.
 absl::StatusOr<const ModelRuntime*> CpuModel(const std::string& name) {
@@ -705,6 +701,10 @@ absl::StatusOr<std::unique_ptr<ModelRuntime>> LoadOnGpu(const Case& c,
   options.layout = c.layout;
   options.precision = c.precision;
   options.cuda_graphs = c.cuda_graphs;
+  // On-device verification of the chosen algorithms (on by default on a GPU) is off here: every output of these
+  // cases is compared with the CPU runtime, and verifying every batch size 1..8 of every conv on the emulation would
+  // multiply the test's time. model_runtime_verification_cuda_emulated_test covers it.
+  options.tuning.verification.enabled = false;
   if (adjust) adjust(options);
   CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<ModelRuntime> model, ModelRuntime::Create(options));
   SetRecordsGraphs(*model, c.cuda_graphs);
@@ -775,18 +775,48 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelRuntimeCudaEmulatedTest,
                                                             {Precision::kFp32, Precision::kFp16}, /*cuda_graphs=*/true))),
                          CaseName);
 
-// Every CUDA algorithm that can run each step, not only the heuristic's pick. The cache key of each step's problem
-// at batch 1 and 5 is read from a first plan; round r then loads the model with a private cache that names, for
-// every key, the r-th CUDA algorithm registered for the step's op (SelectAlgorithm falls back to the heuristic's
-// pick when that one cannot implement the problem). Rounds that add no new (step, algorithm) pair are not run.
-std::vector<std::string> CudaAlgorithmNames(convoy::OpKind op) {
+// Every CUDA algorithm that can run each step, not only the heuristic's pick: every tile and split-K factor of the
+// tensor-core kernels included. The cache key of each step's problem at batch 1 and 5 is read from a first plan;
+// round r then loads the model with a private cache that names, for every key, the r-th CUDA algorithm that can
+// implement the step's problem (cycling when a step has fewer). Rounds that add no new (step, algorithm) pair are
+// not run.
+std::vector<std::string> CudaAlgorithmNames(const PlanStep& step, int batch) {
   std::vector<std::string> names;
   ForEachOp([&](auto tag) {
     using Op = typename decltype(tag)::type;
-    if (Op::kKind != op) return;
-    for (const auto* a : OpRegistry<Op>::Global().All(Backend::kCuda)) names.push_back(std::string(a->name()));
+    if (Op::kKind != step.op()) return;
+    for (const auto* a : OpRegistry<Op>::Global().All(Backend::kCuda)) {
+      const auto* kernel_step = dynamic_cast<const KernelStep<Op>*>(&step);
+      if (kernel_step == nullptr || a->CanImplement(kernel_step->problem(batch)).ok()) {
+        names.push_back(std::string(a->name()));
+      }
+    }
   });
   return names;
+}
+
+// Why no split-K candidate takes any conv/GEMM step of `plan` at `batches`: each such step's problem and the
+// CanImplement status of its op's first split-K candidate (the smallest split; the failure message when a model stops
+// exercising split-K).
+std::string SplitKDeclines(const ExecutionPlan& plan, const std::vector<int>& batches) {
+  std::string out;
+  for (const auto& step : plan.steps()) {
+    ForEachOp([&](auto tag) {
+      using Op = typename decltype(tag)::type;
+      const auto* kernel_step = dynamic_cast<const KernelStep<Op>*>(step.get());
+      if (Op::kKind != step->op() || kernel_step == nullptr) return;
+      const typename Op::AlgorithmType* split = nullptr;
+      for (const auto* a : OpRegistry<Op>::Global().All(Backend::kCuda)) {
+        if (split == nullptr && absl::StrContains(a->name(), "_splitk")) split = a;  // the smallest split factor
+      }
+      if (split == nullptr) return;
+      for (int batch : batches) {
+        absl::StrAppend(&out, "\n  ", step->ProblemString(batch), ": ", split->name(), ": ",
+                        split->CanImplement(kernel_step->problem(batch)).ToString());
+      }
+    });
+  }
+  return out;
 }
 
 class EveryCandidateTest : public ::testing::TestWithParam<Case> {};
@@ -802,13 +832,16 @@ TEST_P(EveryCandidateTest, MatchesTheCpuRuntime) {
                               }));
   const std::string identity = EmulatedGpu().Identity();
   size_t rounds = 0;
-  for (const auto& step : first->plan().steps()) rounds = std::max(rounds, CudaAlgorithmNames(step->op()).size());
+  for (const auto& step : first->plan().steps()) {
+    for (int batch : batches) rounds = std::max(rounds, CudaAlgorithmNames(*step, batch).size());
+  }
   std::set<std::pair<std::string, std::string>> seen;  // (step, algorithm) pairs already run
   for (size_t round = 0; round < rounds; ++round) {
     AlgorithmCache forced;
     for (const auto& step : first->plan().steps()) {
-      const std::vector<std::string> names = CudaAlgorithmNames(step->op());
       for (int batch : batches) {
+        const std::vector<std::string> names = CudaAlgorithmNames(*step, batch);
+        if (names.empty()) continue;
         CacheEntry entry;
         entry.algorithm = names[round % names.size()];
         forced.Insert(AlgorithmCache::MakeKey(step->op(), step->ProblemString(batch), identity), entry);
@@ -956,6 +989,60 @@ TEST(ModelRuntimeCudaEmulatedExtraModelsTest, OnnxModelsFromTheEnvironment) {
     }
   }
 }
+
+// Split-K forced and the padded stem: every conv and GEMM step that a split-K candidate implements runs the one with
+// the largest split factor (a private cache names it for each step's problem at batch 1 and 5), and the models whose
+// 3-channel input feeds a conv read it padded to the tensor cores' channel count, in FP16, BF16 and TF32 NHWC.
+class ForcedSplitKTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ForcedSplitKTest, MatchesTheCpuRuntime) {
+  const Case& c = GetParam();
+  const std::vector<int> batches = {1, 5};
+  CONVOY_ASSERT_OK_AND_ASSIGN(const ModelRuntime* cpu_model, CpuModel(c.model));
+  AlgorithmCache empty;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto first, LoadOnGpu(c, [&](ModelRuntimeOptions& o) { o.cache = &empty; }));
+  AlgorithmCache forced;
+  int split_steps = 0;
+  for (const auto& step : first->plan().steps()) {
+    for (int batch : batches) {
+      std::string split;
+      for (const std::string& name : CudaAlgorithmNames(*step, batch)) {
+        if (absl::StrContains(name, "_splitk")) split = name;  // registered in increasing split factor
+      }
+      if (split.empty()) continue;
+      CacheEntry entry;
+      entry.algorithm = split;
+      forced.Insert(AlgorithmCache::MakeKey(step->op(), step->ProblemString(batch), EmulatedGpu().Identity()), entry);
+      ++split_steps;
+    }
+  }
+  EXPECT_GT(split_steps, 0) << "no step of " << c.model << " takes a split-K candidate:"
+                            << SplitKDeclines(first->plan(), batches);
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto gpu_model, LoadOnGpu(c, [&](ModelRuntimeOptions& o) { o.cache = &forced; }));
+  ExpectCudaPlan(*gpu_model, c);
+  int running_split = 0;
+  bool padded_stem = false;
+  for (const auto& step : gpu_model->plan().steps()) {
+    for (int batch : batches) {
+      running_split += absl::StrContains(step->AlgorithmName(batch), "_splitk");
+      AlgorithmsRun().insert(std::string(step->AlgorithmName(batch)));
+    }
+    padded_stem |= absl::StrContains(step->ProblemString(1), "padded to c=");
+  }
+  EXPECT_EQ(running_split, split_steps);
+  if (c.model != "wide_channels") {
+    EXPECT_TRUE(padded_stem) << gpu_model->plan().ToString(1);
+  }
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, gpu_model->CreateInstance());
+  for (int batch : batches) {
+    RunAndCompare(*gpu_model, *instance, *cpu_model, batch, ToleranceFor(c.precision), CaseLabel(c) + " split-K");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ForcedSplitKTest,
+                         ::testing::ValuesIn(CasesOf({"resnet_mini", "wide_channels", "two_inputs"}, {Layout::kNHWC},
+                                                     {Precision::kFp16, Precision::kBf16, Precision::kTf32})),
+                         CaseName);
 
 // The emulation's other thread orders (reverse, seeded random) find kernels that read shared memory before the
 // barrier that should order it, at the shapes whole models give them.

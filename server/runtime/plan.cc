@@ -64,7 +64,11 @@ std::string ExecutionPlan::ToString(int batch_size) const {
                           step.ProblemString(batch_size), step.AlgorithmName(batch_size));
     if (const double ms = step.TunedMilliseconds(batch_size); ms > 0) absl::StrAppendFormat(&out, " (tuned %.4f ms)", ms);
     if (const size_t ws = step.WorkspaceBytes(batch_size); ws > 0) absl::StrAppend(&out, ", workspace ", FormatBytes(ws));
+    if (step.Verified(batch_size)) absl::StrAppend(&out, ", verified");
     absl::StrAppend(&out, "\n");
+    if (const std::string launch = step.LaunchSummary(batch_size); !launch.empty()) {
+      absl::StrAppend(&out, "      launch ", launch, "\n");
+    }
   }
   // Every tensor with its layout: where a blocked (NCHW8c) plan keeps activations blocked, and where it reorders.
   absl::StrAppend(&out, "tensors at batch size ", batch_size, " (dims, dtype, layout, bytes):\n");

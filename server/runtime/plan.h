@@ -77,6 +77,11 @@ class PlanStep {
   virtual absl::string_view AlgorithmName(int batch_size) const = 0;
   // The tuned median time of the selected algorithm, or 0 when it was chosen by heuristic.
   virtual double TunedMilliseconds(int batch_size) const = 0;
+  // How the selected algorithm runs the step (its LaunchSummary: tiles, blocks, waves, split factor, estimated
+  // time), or "" when it says nothing.
+  virtual std::string LaunchSummary(int batch_size) const { return ""; }
+  // Whether the selected algorithm's output for the step was verified on the device (kernels/registry/verification.h).
+  virtual bool Verified(int batch_size) const { return false; }
   virtual absl::Status Run(int batch_size, TensorPointers tensors, Workspace workspace,
                            const ExecutionContext& context) const = 0;
 

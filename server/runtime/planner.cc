@@ -100,15 +100,45 @@ absl::StatusOr<int> PlanBuilder::AddAlias(const std::string& name, int source) {
   return id;
 }
 
-absl::StatusOr<int> PlanBuilder::Require(int id, DataType dtype, Layout layout) {
+int PlanBuilder::TensorCoreChannels(int64_t channels) const {
+  if (options_.device->backend() == Backend::kCpu || layout() != Layout::kNHWC) return 0;
+  if (options_.precision == Precision::kFp32) return 0;  // no tensor cores without TF32
+  const int vector = 16 / static_cast<int>(DataTypeSize(compute_dtype()));
+  return channels < vector ? vector : 0;
+}
+
+bool PlanBuilder::OnlyConvsRead(const std::string& name) const {
+  bool read = false;
+  for (const Node& node : graph_.nodes()) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] != name) continue;
+      if (node.op() != OpKind::kConv2d || i != 0 || node.As<Conv2dAttrs>().groups != 1) return false;
+      read = true;
+    }
+  }
+  for (const std::string& output : graph_.outputs()) {
+    if (output == name) return false;
+  }
+  return read;
+}
+
+absl::StatusOr<int> PlanBuilder::Require(int id, DataType dtype, Layout layout, int padded_channels) {
   const PlanTensor src = plan_->tensors_[id];  // a copy: tensors_ grows below
   const bool layout_ok = LiesAs(src, layout);
+  const bool image = src.shape.size() == 4;
+  // Padding is written by the NCHW -> NHWC transposition only.
+  const bool pad = padded_channels > 0 && image && !layout_ok && layout == Layout::kNHWC &&
+                   padded_channels > src.shape[1];
+  if (!pad) padded_channels = 0;
   if (src.dtype == dtype && layout_ok) return id;
-  const auto key = std::make_tuple(id, dtype, layout);
+  const auto key = std::make_tuple(id, dtype, layout, padded_channels);
   if (auto it = conversions_.find(key); it != conversions_.end()) return it->second;
 
   PlanTensor converted{ConversionName(src.name, dtype, layout), src.shape, dtype, layout};
-  const bool image = src.shape.size() == 4;
+  if (pad) {
+    converted.name = absl::StrCat(converted.name, "_c", padded_channels);
+    converted.shape[1] = padded_channels;
+  }
   const Layout src_layout = image ? src.layout : Layout::kNCHW;
   const Layout dst_layout = image ? (layout_ok ? src_layout : layout) : Layout::kNCHW;
   converted.layout = dst_layout;
@@ -117,11 +147,12 @@ absl::StatusOr<int> PlanBuilder::Require(int id, DataType dtype, Layout layout) 
   const int out = static_cast<int>(plan_->tensors_.size()) - 1;
   conversions_[key] = out;
   const DataType src_dtype = src.dtype;
-  auto problem_for = [this, id, src_dtype, dtype, src_layout, dst_layout](int b) {
+  auto problem_for = [this, id, src_dtype, dtype, src_layout, dst_layout, padded_channels](int b) {
     const ImageDims d = Dims(id, b);
     ConvertProblem p;
     p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
     p.src_dtype = src_dtype, p.dst_dtype = dtype, p.src_layout = src_layout, p.dst_layout = dst_layout;
+    p.dst_c = padded_channels;
     return p;
   };
   auto bind = [id, out](TensorPointers t) { return ConvertArgs{t[id], t[out]}; };
@@ -193,18 +224,24 @@ absl::Status PlanBuilder::AddPreprocessedInput(const GraphInput& input, const Pr
   PreprocessProblem probe = configured;
   probe.dst_dtype = compute_dtype();
   probe.dst_layout = layout();
+  // A stem conv that is the image's only reader gets it padded to the tensor cores' channel count (zeros).
+  const int padded = OnlyConvsRead(input.name) ? TensorCoreChannels(c) : 0;
+  probe.dst_c = padded;
   const bool direct = OpRegistry<PreprocessOp>::Global().Heuristic(probe, options_.device->backend()).ok();
+  if (!direct) probe.dst_c = 0;
   const DataType dtype = direct ? compute_dtype() : DataType::kFloat32;
   PlanTensor normalized{absl::StrCat(input.name, ":normalized"), input.shape, dtype, layout()};
+  if (probe.dst_c > 0) normalized.shape[image_rank - 3] = probe.dst_c;
   plan_->tensors_.push_back(std::move(normalized));
   producer_.push_back(-1);
   const int out = static_cast<int>(plan_->tensors_.size()) - 1;
   values_[input.name] = out;
-  auto problem_for = [configured, batched, dtype, this](int b) {
+  auto problem_for = [configured, batched, dtype, this, dst_c = probe.dst_c](int b) {
     PreprocessProblem p = configured;
     p.n = batched ? b : 1;
     p.dst_dtype = dtype;
     p.dst_layout = layout();
+    p.dst_c = dst_c;
     return p;
   };
   auto bind = [pixels_id, out](TensorPointers t) {

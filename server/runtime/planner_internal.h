@@ -41,17 +41,22 @@ class KernelStep final : public PlanStep {
     const void* packed_filter = nullptr;  // replaces the raw filter in Args when set
     const AlgorithmState* state = nullptr;  // the algorithm's Prepare for this problem (owned by the plan)
     double tuned_ms = 0;
+    std::string launch_summary;  // the algorithm's LaunchSummary (tiles, waves, split, estimate)
+    bool verified = false;       // its output was checked on the device for this problem
   };
 
   KernelStep(std::string name, std::vector<int> inputs, std::vector<int> outputs, Binder bind)
       : PlanStep(std::move(name), Op::kKind, std::move(inputs), std::move(outputs)), bind_(std::move(bind)) {}
 
   std::vector<Variant>& variants() { return variants_; }
+  const Problem& problem(int batch_size) const { return At(batch_size).problem; }
 
   size_t WorkspaceBytes(int batch_size) const override { return At(batch_size).workspace_bytes; }
   std::string ProblemString(int batch_size) const override { return At(batch_size).problem.ToString(); }
   absl::string_view AlgorithmName(int batch_size) const override { return At(batch_size).algorithm->name(); }
   double TunedMilliseconds(int batch_size) const override { return At(batch_size).tuned_ms; }
+  std::string LaunchSummary(int batch_size) const override { return At(batch_size).launch_summary; }
+  bool Verified(int batch_size) const override { return At(batch_size).verified; }
 
   absl::Status Run(int batch_size, TensorPointers tensors, Workspace workspace,
                    const ExecutionContext& context) const override {
@@ -94,8 +99,15 @@ class PlanBuilder {
 
   // The plan tensor currently holding graph tensor `name` (fails for constants: use Constant()).
   absl::StatusOr<int> Value(const std::string& name) const;
-  // `id` in `dtype` and `layout`, inserting (and remembering) a Convert step when it differs.
-  absl::StatusOr<int> Require(int id, DataType dtype, Layout layout);
+  // `id` in `dtype` and `layout`, inserting (and remembering) a Convert step when it differs. padded_channels > C
+  // (an NCHW image converted to NHWC) makes the Convert write that many channels, the extra ones zeros.
+  absl::StatusOr<int> Require(int id, DataType dtype, Layout layout, int padded_channels = 0);
+  // The channel count a C-channel image is padded to so that a groups-1 conv reading it runs on the tensor cores
+  // (16 bytes of channels: 8 FP16/BF16, 4 TF32), or 0 when this plan does not pad (CPU, NCHW, FP32 without TF32,
+  // or C already enough).
+  int TensorCoreChannels(int64_t channels) const;
+  // Whether every node reading graph tensor `name` is a groups-1 conv (the readers that accept padded channels).
+  bool OnlyConvsRead(const std::string& name) const;
   // The computed value of graph tensor `name` in the compute dtype and the plan layout (or `layout`).
   absl::StatusOr<int> ComputeInput(const Node& node, size_t index);
   absl::StatusOr<int> ComputeInput(const Node& node, size_t index, Layout layout);
@@ -136,7 +148,7 @@ class PlanBuilder {
   PlannerOptions options_;
   std::unique_ptr<ExecutionPlan> plan_;
   std::map<std::string, int> values_;                               // graph tensor -> plan tensor
-  std::map<std::tuple<int, DataType, Layout>, int> conversions_;    // (source, dtype, layout) -> converted tensor
+  std::map<std::tuple<int, DataType, Layout, int>, int> conversions_;  // (source, dtype, layout, channels) -> tensor
   std::vector<int> producer_;                                       // plan tensor -> step index (-1: graph input)
 };
 
@@ -179,8 +191,20 @@ absl::Status PlanBuilder::SelectForBatch(KernelStep<Op>& step, int batch_size, t
     return absl::Status(selected.status().code(), absl::StrCat("step '", step.name(), "' at batch size ", batch_size,
                                                                ": ", selected.status().message()));
   }
-  typename KernelStep<Op>::Variant v{problem, selected->algorithm, selected->workspace_bytes, nullptr, nullptr,
-                                     selected->tuned ? selected->time_ms : 0.0};
+  for (const VerificationRecord& rejected : selected->rejected) {
+    if (options_.log) {
+      options_.log(absl::StrCat("step '", step.name(), "' batch ", batch_size, ": ",
+                                DescribeRejection(rejected, problem.ToString())));
+    }
+  }
+  typename KernelStep<Op>::Variant v{problem,
+                                     selected->algorithm,
+                                     selected->workspace_bytes,
+                                     nullptr,
+                                     nullptr,
+                                     selected->tuned ? selected->time_ms : 0.0,
+                                     selected->algorithm->LaunchSummary(problem),
+                                     selected->verified};
   // Plan-time state (a oneDNN primitive) is made here, once per step and batch size, and owned by the plan.
   CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<AlgorithmState> state,
                           v.algorithm->Prepare(problem, options_.device->context()));

@@ -53,6 +53,27 @@ absl::Status ExpectChannelAxis(PlanBuilder& b, const Node& node, int64_t axis, s
   return absl::OkStatus();
 }
 
+// `weight` [K, C, R, S] with zero channels appended up to `channels`.
+Tensor ZeroPaddedChannels(const Tensor& weight, int64_t channels) {
+  const int64_t k = weight.shape[0], c = weight.shape[1], rs = weight.shape[2] * weight.shape[3];
+  Tensor padded = Tensor::Zeros({k, channels, weight.shape[2], weight.shape[3]});
+  for (int64_t i = 0; i < k; ++i) {
+    std::copy_n(weight.data.begin() + i * c * rs, c * rs, padded.data.begin() + i * channels * rs);
+  }
+  return padded;
+}
+
+// The conv's input in the compute type and `layout`: a few-channel image (RGB) that has to be converted to NHWC
+// anyway, or was preprocessed padded, comes with its channels padded for the tensor cores (TensorCoreChannels).
+absl::StatusOr<int> ConvInput(PlanBuilder& b, const Node& node, const Conv2dAttrs& a, const Tensor& weight,
+                              Layout layout) {
+  const int padded = a.groups == 1 && layout == Layout::kNHWC ? b.TensorCoreChannels(weight.shape[1]) : 0;
+  if (padded == 0) return b.ComputeInput(node, 0, layout);
+  absl::StatusOr<int> id = b.Value(node.inputs[0]);
+  if (!id.ok()) return b.NodeError(node, std::string(id.status().message()));
+  return b.Require(*id, b.compute_dtype(), layout, padded);
+}
+
 }  // namespace
 
 absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
@@ -86,9 +107,13 @@ absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
   epilogue.activation = KernelActivation(a.activation);
   // Any input channel count: a blocked stem reads its 3-channel image as NCHW and writes blocked (StoredLayout).
   const Layout layout = b.BlockedLayoutIfImplemented<Conv2dOp>(problem_in(x, 1, b.layout(), epilogue), {k});
-  CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0, layout));
+  CONVOY_ASSIGN_OR_RETURN(x, ConvInput(b, node, a, *weight, layout));
   // Filters lie as [K, C/g, R, S] for NCHW(8c) problems and [K, R, S, C/g] for NHWC: the NCHW->NHWC permutation.
-  CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(*weight, b.compute_dtype(), layout));
+  // An input padded with zero channels gets a filter padded the same way.
+  const int64_t x_channels = b.tensor(x).shape[1];
+  const bool padded = a.groups == 1 && weight->shape.size() == 4 && x_channels > weight->shape[1];
+  CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(padded ? ZeroPaddedChannels(*weight, x_channels) : *weight,
+                                                 b.compute_dtype(), layout));
   size_t next = 2;
   Operand bias, scale, residual;
   if (a.has_bias) {

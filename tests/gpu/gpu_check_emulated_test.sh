@@ -17,6 +17,12 @@ grep -q "cuDNN: SKIPPED" "$out"
 grep -q "^PASS cuda.pool2d" "$out"                      # every op, not only conv2d and GEMM
 grep -q "^PASS cuda.conv2d.* \[graph\] " "$out"          # recorded into a CUDA graph and replayed
 grep -q "^PASS cuda.preprocess.* \[graph\] " "$out"
+# Issue 17's kernels are in the op list (the registry's): split-K (conv, 1x1, GEMM) and the 8-warp tiles.
+for name in conv2d.implicit_gemm_64x64_splitk16 conv2d.gemm_1x1_64x64_splitk2 gemm.tensor_core_64x64_splitk8 \
+            conv2d.implicit_gemm_128x256 conv2d.gemm_1x1_256x128; do
+  grep -q "^PASS cuda.${name} " "$out"
+  grep -q "^PASS cuda.${name} \[graph\] " "$out"
+done
 grep -q "^PASS plan every_op fp16 NHWC batch 2 \[graph\]" "$out"  # whole plans, CUDA graphs per batch size
 grep -q "^conv chain of .* as a CUDA graph" "$out"
 grep -q "^PASS bench res5_3x3_512_b1" "$out"           # the benchmark rows ran (timed the same way as cuDNN would be)

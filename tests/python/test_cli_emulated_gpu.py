@@ -65,14 +65,18 @@ def test_tune_on_the_gpu_path_picks_cuda_algorithms_and_the_cache_reloads(tmp_pa
     cache = tmp_path / "gpu.cache"
     out = convoy("tune", f"--model={model}", "--device=cuda", "--precision=fp16", "--batch_sizes=1",
                  f"--cache={cache}").stdout
-    # conv2 (8 -> 8 channels) has several CUDA candidates and is timed; the C=3 stem only fits the SIMT kernel.
+    # Both convs have several CUDA candidates and are timed: conv2 (8 -> 8 channels), and the C=3 stem, whose input
+    # the planner pads to 8 channels (zeros, and the filter with it) so that it runs on the tensor cores too.
     assert re.search(r"^tune conv2 batch 1: cuda\.conv2d\.\S+ [\d.e-]+ ms$", out, flags=re.M), out
-    assert re.search(r"^tune conv1 batch 1: cuda\.conv2d\.direct_simt \(the only candidate\)$", out, flags=re.M), out
+    assert re.search(r"^tune conv1 batch 1: cuda\.conv2d\.\S+ [\d.e-]+ ms$", out, flags=re.M), out
     written = re.search(r"wrote (\d+) entries to", out)
     assert written and int(written.group(1)) >= 2, out
     inspect = convoy("inspect", f"--model={model}", "--device=cuda", "--precision=fp16", f"--cache={cache}")
     assert f"loaded {written.group(1)} algorithm cache entries" in inspect.stderr
     assert "cuda.conv2d." in inspect.stdout and "(tuned " in inspect.stdout, inspect.stdout
+    # The chosen algorithms were verified on the (emulated) device, and the conv steps print their launch shape.
+    assert ", verified" in inspect.stdout and "waves, tail" in inspect.stdout, inspect.stdout
+    assert "padded to c=8" in inspect.stdout, inspect.stdout
 
 
 def nhwc_converted_cnn(path):
