@@ -19,6 +19,7 @@
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/registry/forwarding_device.h"
+#include "kernels/registry/naive_gemm_for_tests.h"
 
 namespace convoy {
 namespace {
@@ -55,29 +56,14 @@ class SimulatedTimeDevice : public ForwardingDevice {
   explicit SimulatedTimeDevice(Device* inner) : ForwardingDevice(inner) {}
 };
 
-// Computes Y = A * B^T naively and advances the simulated clock by kCostUs.
+// Computes Y = A * B^T naively (naive_gemm_for_tests.h) and advances the simulated clock by kCostUs.
 template <int kCostUs, int kScore>
-class FakeGemm : public GemmAlgorithm {
+class FakeGemm : public NaiveGemmForTests<kScore> {
  public:
-  Backend backend() const override { return Backend::kCpu; }
-  absl::Status CanImplement(const GemmProblem& p) const override {
-    return p.dtype == DataType::kFloat32 ? absl::OkStatus() : absl::UnimplementedError("FP32 only");
-  }
-  int HeuristicScore(const GemmProblem&) const override { return kScore; }
-  absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace, const ExecutionContext&) const override {
+  absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace w, const ExecutionContext& c) const override {
     if (kCostUs >= 1000) g_slow_runs.fetch_add(1);
     t_simulated_us += kCostUs;
-    const float* a = static_cast<const float*>(args.a);
-    const float* b = static_cast<const float*>(args.b);
-    float* y = static_cast<float*>(args.y);
-    for (int i = 0; i < p.m; ++i) {
-      for (int j = 0; j < p.n; ++j) {
-        float acc = 0;
-        for (int k = 0; k < p.k; ++k) acc += a[i * p.k + k] * b[j * p.k + k];
-        y[i * p.n + j] = acc;
-      }
-    }
-    return absl::OkStatus();
+    return NaiveGemmForTests<kScore>::Run(p, args, w, c);
   }
 };
 

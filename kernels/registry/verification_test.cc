@@ -13,6 +13,7 @@
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/registry/autotuner.h"
+#include "kernels/registry/naive_gemm_for_tests.h"
 
 namespace convoy {
 namespace {
@@ -23,62 +24,39 @@ using ::testing::HasSubstr;
 
 std::atomic<int> g_wrong_runs{0}, g_correct_runs{0};
 
-// Y = epilogue(A * B^T) in float (the epilogue's bias only), `kError` added to element 0 when nonzero.
-template <int kScore>
-class FakeGemm : public GemmAlgorithm {
- public:
-  Backend backend() const override { return Backend::kCpu; }
-  absl::Status CanImplement(const GemmProblem& p) const override {
-    return p.dtype == DataType::kFloat32 ? absl::OkStatus() : absl::UnimplementedError("FP32 only");
-  }
-  int HeuristicScore(const GemmProblem&) const override { return kScore; }
-  absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace, const ExecutionContext&) const override {
-    const float* a = static_cast<const float*>(args.a);
-    const float* b = static_cast<const float*>(args.b);
-    float* y = static_cast<float*>(args.y);
-    for (int i = 0; i < p.m; ++i) {
-      for (int j = 0; j < p.n; ++j) {
-        float acc = 0;
-        for (int k = 0; k < p.k; ++k) acc += a[i * p.k + k] * b[j * p.k + k];
-        y[i * p.n + j] = ApplyEpilogue(acc, p.epilogue, args.scale, args.bias, j, 0.0f);
-      }
-    }
-    return absl::OkStatus();
-  }
-};
-
+// The fakes compute Y = epilogue(A * B^T) in float naively (naive_gemm_for_tests.h) and change what they test.
 // Correct, the lowest heuristic score.
-class CorrectGemm : public FakeGemm<1> {
+class CorrectGemm : public NaiveGemmForTests<1> {
  public:
   absl::string_view name() const override { return "test.gemm.correct"; }
   absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace w, const ExecutionContext& c) const override {
     g_correct_runs.fetch_add(1);
-    return FakeGemm<1>::Run(p, args, w, c);
+    return NaiveGemmForTests<1>::Run(p, args, w, c);
   }
 };
 // The heuristic's favourite and the fastest (it skips the work for most rows): wrong from row 1 on.
-class WrongGemm : public FakeGemm<30> {
+class WrongGemm : public NaiveGemmForTests<30> {
  public:
   absl::string_view name() const override { return "test.gemm.wrong"; }
   absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace w, const ExecutionContext& c) const override {
     g_wrong_runs.fetch_add(1);
     GemmProblem first_row = p;
     first_row.m = 1;
-    CONVOY_RETURN_IF_ERROR(FakeGemm<30>::Run(first_row, args, w, c));
+    CONVOY_RETURN_IF_ERROR(NaiveGemmForTests<30>::Run(first_row, args, w, c));
     float* y = static_cast<float*>(args.y);
     for (int64_t i = p.n; i < int64_t{p.m} * p.n; ++i) y[i] = 0.5f;
     return absl::OkStatus();
   }
 };
 // Leaves the output as it finds it (NaN-poisoned by the verifier).
-class LazyGemm : public FakeGemm<20> {
+class LazyGemm : public NaiveGemmForTests<20> {
  public:
   absl::string_view name() const override { return "test.gemm.lazy"; }
   absl::Status Run(const GemmProblem&, const GemmArgs&, Workspace, const ExecutionContext&) const override {
     return absl::OkStatus();
   }
 };
-class FailingGemm : public FakeGemm<10> {
+class FailingGemm : public NaiveGemmForTests<10> {
  public:
   absl::string_view name() const override { return "test.gemm.failing"; }
   absl::Status Run(const GemmProblem&, const GemmArgs&, Workspace, const ExecutionContext&) const override {

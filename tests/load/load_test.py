@@ -411,6 +411,11 @@ def overload(args, work):
                           args=(server.url, refs.request("heavy", 0).SerializeToString(), args.seconds, 0.02,
                                 probe_results))
     probe.start()
+    # The requests go as prepared bytes (serialized once per reference input), so the one sending interpreter
+    # spends its time sending, not building protobuf messages: that is what lets it offer 10x a fast server's rate.
+    payloads = [refs.request("heavy", i).SerializeToString() for i in range(len(refs.inputs))]
+    infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer",
+                                response_deserializer=service_pb2.ModelInferResponse.FromString)
     with Sampler(server, "heavy") as sampler:
         start = time.monotonic()
         sent = 0
@@ -421,7 +426,7 @@ def overload(args, work):
             due = int((now - start) * rate)
             while sent < due:
                 sent_at = time.monotonic()
-                future = stub.ModelInfer.future(refs.request("heavy", sent), timeout=args.seconds + 60)
+                future = infer.future(payloads[sent % len(payloads)], timeout=args.seconds + 60)
                 future.add_done_callback(lambda f, t=sent_at: outcomes.record(f, t))
                 sent += 1
             time.sleep(0.0005)
