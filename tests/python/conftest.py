@@ -17,7 +17,8 @@ and from models generated here with the onnx helper (fresh random weights each r
   tiny_adaptive tiny_onnx with the adaptive batching policy and a 50 ms latency target
   slow_queue    the sample ResNet classifier with max_queue_size 2 (overload)
   resnet_drain  the sample ResNet classifier, batch 1, unbounded queue, no queue timeout (shutdown under load)
-  resnet_slow   the sample ResNet classifier, batches of 8, unbounded queue, no queue timeout (cancellation)
+  resnet_slow   the sample ResNet's interface on a slow-by-construction CNN (_slow_classifier_onnx), batches of 8,
+                unbounded queue, no queue timeout (cancellation)
   broken_onnx   a config whose model.onnx is not an ONNX file (must be UNAVAILABLE with a reason)
   two_inputs    a [2,4,4] + b [2,4,4] -> Add -> GlobalAveragePool -> Flatten -> sum [2] (batch checks across inputs)
   efficientnet_lite0  a copy of model_repo/efficientnet_lite0, the pretrained classifier tools/setup.sh generates
@@ -98,6 +99,28 @@ def _save_onnx(path, nodes, inputs, outputs, initializers):
     model.ir_version = 8
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(path))
+
+
+def _slow_classifier_onnx(path):
+    """The sample ResNet's interface (images [3,224,224] -> logits [1000]) on a model slow by construction: two 3x3
+    convolutions of 64 channels at full 224x224 resolution (7.4 GFLOP per image, about a second per batch of 8 on
+    two cores), so the cancellation tests can queue a request behind a running batch on any CPU (the sample ResNet
+    runs a batch of 8 in tens of ms with oneDNN, less than the Python client takes to send the next 4.8 MB)."""
+    rng = np.random.default_rng(7)
+    init = {"w1": (rng.standard_normal((64, 3, 3, 3)) * np.sqrt(2 / 27)).astype(np.float32),
+            "w2": (rng.standard_normal((64, 64, 3, 3)) * np.sqrt(2 / 576)).astype(np.float32),
+            "w3": (rng.standard_normal((64, 64, 3, 3)) * np.sqrt(2 / 576)).astype(np.float32),
+            "fc": (rng.standard_normal((1000, 64)) * 0.1).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["images", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Conv", ["r2", "w3"], ["c3"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c3"], ["r3"]),
+             helper.make_node("GlobalAveragePool", ["r3"], ["gap"]),
+             helper.make_node("Flatten", ["gap"], ["flat"]),
+             helper.make_node("Gemm", ["flat", "fc"], ["logits"], transB=1)]
+    _save_onnx(path, nodes, [("images", (3, 224, 224))], [("logits", (1000,))], init)
 
 
 def _tiny_onnx(path):
@@ -218,6 +241,7 @@ def make_repository(dest, models):
             _resnet_variant(dest, name, "    max_queue_size: 0\n", max_batch_size=1)
         elif name == "resnet_slow":
             _resnet_variant(dest, name, "    max_queue_size: 0\n", max_batch_size=8)
+            _slow_classifier_onnx(dest / name / "1" / "model.onnx")
         elif name == "two_inputs":
             nodes = [helper.make_node("Add", ["a", "b"], ["ab"]),
                      helper.make_node("GlobalAveragePool", ["ab"], ["gap"]),
