@@ -10,7 +10,7 @@ namespace {
 
 constexpr double kWaitGain = 1.002;        // a hold must finish the known requests this much sooner than sending now
 constexpr size_t kHoldCandidates = 32;     // expected arrivals considered as hold ends, at most
-constexpr double kPrefixTolerance = 0.90;  // cut a batch only for a prefix more than 10 % more efficient
+constexpr double kPrefixTolerance = 0.98;  // cut a batch only for a prefix more than 2 % more efficient
 constexpr double kExploreFraction = 0.5;   // try a new size when its request is due within this share of t(n)
 constexpr int64_t kExploreSamples = 2;     // sizes measured fewer times than this are worth one try
 constexpr int64_t kRefreshBatches = 32;    // a size cut away is sent again after this many batches of others
@@ -20,6 +20,16 @@ constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency b
 
 double Rate(int64_t elements, absl::Duration seconds) {
   return static_cast<double>(elements) / std::max(absl::ToDoubleSeconds(seconds), 1e-9);
+}
+
+// Whether a batch of `elements` is estimated to run within kPrefixTolerance of the best rate of any smaller batch,
+// i.e. whether BestPrefix would send that many together rather than cut them.
+bool NotCutByBestPrefix(int64_t elements, const LoadEstimator& load) {
+  const double rate = Rate(elements, *load.ExecutionTime(elements));
+  for (int64_t b = 1; b < elements; ++b) {
+    if (rate < kPrefixTolerance * Rate(b, *load.ExecutionTime(b))) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -149,7 +159,10 @@ std::optional<absl::Time> AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last
       break;
     }
     const bool unmeasured = load.ExecutionSamples(first) < kExploreSamples;
-    if (j == 1 && unmeasured && until - last_change <= kExploreFraction * time_now) {
+    // (Only a size the hold's end would send whole: one that the best-prefix rule cuts again is never measured,
+    // and holding for it would repeat at every batch.)
+    if (j == 1 && unmeasured && until - last_change <= kExploreFraction * time_now &&
+        NotCutByBestPrefix(first, load)) {
       explore = until;
     }
     const absl::Duration done = Makespan(until, elements, expected, limit, load) - last_change;

@@ -25,11 +25,13 @@
 //    from there. It holds until the a_j with the earliest makespan when that beats sending now by more than 0.2 %.
 //    In a saturated closed loop this is what merges the clients coming back into one batch instead of alternating
 //    two half batches; with clients that think longer than a batch takes it never holds.
-//  - A size measured fewer than twice is tried when the next request is due within t(n) / 2, so the policy learns
+//  - A size measured fewer than twice is tried when the next request is due within t(n) / 2 and its estimate (the
+//    interpolation between measured neighbours) does not already put it outside the best-prefix rule below (a hold
+//    for a size that rule then cuts again would never measure it and repeat at every batch), so the policy learns
 //    sizes the load alone would not produce; and every power of two below a batch about to be sent is measured
 //    twice first (that prefix goes first, the rest right after), so interpolation never spans more than a factor
 //    of two. Both cost a handful of batches in the life of the model.
-//  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 10 %
+//  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 2 %
 //    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
 //    A size cut away is sent whole again once 32 batches of other sizes ran since it was last measured (more when
 //    it is much slower than the chosen size: a refresh costs at most 5 % of the instance time), and the first
@@ -110,7 +112,7 @@ class AdaptiveBatchPolicy {
   };
   // The largest b whose p99 execution fits the oldest request's remaining target; 0 when not even 1 fits.
   int64_t BatchLimit(absl::Time now, absl::Time oldest, const LoadEstimator& load) const;
-  // The prefix of `sizes` within `limit` that runs most efficiently (the longest within 10 % of the best), or a
+  // The prefix of `sizes` within `limit` that runs most efficiently (the longest within 2 % of the best), or a
   // probe or refresh of another size (refresh_shortest: the first request alone may be that refresh).
   Send BestPrefix(const std::vector<int64_t>& sizes, int64_t limit, const LoadEstimator& load,
                   bool refresh_shortest = true) const;

@@ -117,6 +117,29 @@ TEST(AdaptiveBatchingTest, ALoneClientNeverWaitsEvenAfterBatchesPaidOff) {
             1.2 * fixed.Throughput(absl::Milliseconds(1100), absl::Seconds(3)));
 }
 
+TEST(AdaptiveBatchingTest, AJitteryLoneClientNeverWaitsWhenItComesBackLate) {
+  // A lone client that usually comes back 100-120 us after its response but every third time pauses 0.5 ms more
+  // (a garbage collector, a log flush): each pause outlasts the few return times after which a client is presumed
+  // gone. Its late return is still the same client, not an open stream others could join.
+  SimulationOptions options;
+  options.policy = Adaptive(16);
+  options.execution_time = Execution(1 * kMs, absl::Microseconds(100), absl::ZeroDuration(), absl::Microseconds(50));
+  ClientPhase lone{absl::ZeroDuration(), 1, absl::Microseconds(100), absl::Microseconds(20)};
+  lone.late_every = 3;
+  lone.late_return = absl::Microseconds(500);
+  options.phases = {lone};
+  options.duration = absl::Seconds(2);
+  const SimulationResult adaptive = Simulated(options);
+  ASSERT_GT(adaptive.requests.size(), 1000u);
+  EXPECT_EQ(adaptive.MaxQueueTime(absl::ZeroDuration(), absl::Seconds(2)), absl::ZeroDuration());
+  EXPECT_THAT(Sizes(adaptive.batches), Each(1));
+  // And the same with pauses of 20 return times every other time.
+  options.phases[0].late_every = 2;
+  options.phases[0].late_return = 2 * kMs;
+  const SimulationResult paused = Simulated(options);
+  EXPECT_EQ(paused.MaxQueueTime(absl::ZeroDuration(), absl::Seconds(2)), absl::ZeroDuration());
+}
+
 TEST(AdaptiveBatchingTest, ASteadyStreamGrowsBatchesToTheMostEfficientSize) {
   // Each element costs more in a bigger batch beyond some size (t(b) / b is smallest near b = sqrt(6 / 0.04) ~ 12),
   // as when activations outgrow a cache.
@@ -132,11 +155,12 @@ TEST(AdaptiveBatchingTest, ASteadyStreamGrowsBatchesToTheMostEfficientSize) {
                                                                           absl::Microseconds(40) * (b * b)));
   }
   const std::vector<SimulatedBatch> late = adaptive.BatchesIn(absl::Seconds(1), absl::Seconds(4));
-  // The policy keeps the longest prefix within 10 % of the best rate (not to chase noise): 21 here at most.
+  // The policy keeps the longest prefix within 2 % of the best rate (not to chase noise): 10 to 15 here without
+  // noise; the noise in the estimates (0.26 ms per batch, 1.4 % at b = 12) can add a size or two.
   EXPECT_GE(MedianSize(late), 10);
-  EXPECT_LE(MedianSize(late), 21);
-  // Within 12 %: those 10 %, and the noise adds up to 0.26 ms per batch.
-  EXPECT_GE(adaptive.Throughput(absl::Seconds(1), absl::Seconds(4)), 0.88 * best);
+  EXPECT_LE(MedianSize(late), 17);
+  // Within 5 %: those 2 %, the noise (up to 0.26 ms per batch) and the refreshes of other sizes.
+  EXPECT_GE(adaptive.Throughput(absl::Seconds(1), absl::Seconds(4)), 0.95 * best);
   // The fixed policy runs full batches of 32 at a worse time per element.
   options.policy = Fixed(32, 2 * kMs);
   const SimulationResult fixed = Simulated(options);
@@ -302,6 +326,44 @@ TEST(AdaptiveBatchingTest, MatchesBatchingOffAloneAndTheFixedPolicyOrBetterUnder
     }
     // 2 %: batches that straddle the window's edges (one batch of 16 is 1 % of the 10 s window's output at 32).
     EXPECT_GE(throughput["adaptive"], 0.98 * throughput["fixed"]);
+  }
+}
+
+TEST(AdaptiveBatchingTest, PrefersTheMostEfficientSizeWhenALargerOneIsSlowerPerInference) {
+  // Execution times of the sample ResNet as the CPU server measured them under load (convoy_batcher_execution_seconds
+  // at concurrency 16, server on one core): batch 8 runs 4.3 ms per inference, batch 16 4.9 ms (12 % more), batch 1
+  // 9.4 ms; linear between the measured sizes, plus up to 1.3 ms of noise per batch.
+  const std::map<int64_t, double> measured_ms = {{1, 9.4}, {2, 14.7}, {4, 23.6}, {8, 34.7}, {16, 78.0}};
+  const auto execution = [&measured_ms](int64_t b, int64_t index) {
+    auto above = measured_ms.lower_bound(b);
+    auto below = above->first == b ? above : std::prev(above);
+    const double ms = below->second + (above->second - below->second) *
+                                          static_cast<double>(b - below->first) /
+                                          static_cast<double>(std::max<int64_t>(above->first - below->first, 1));
+    return absl::Microseconds(1000 * ms) + absl::Microseconds(1300) * static_cast<double>(index * 7919 % 13) / 13.0;
+  };
+  std::map<std::string, BatchingPolicy> policies = {{"adaptive", Adaptive(16)},
+                                                    {"fixed", Fixed(16, 2 * kMs, {4, 8, 16})}};
+  for (int clients : {16, 32}) {
+    std::map<std::string, SimulationResult> results;
+    for (const auto& [name, policy] : policies) {
+      SimulationOptions options;
+      options.policy = policy;
+      options.execution_time = execution;
+      options.phases = {Clients(absl::ZeroDuration(), clients)};
+      options.duration = absl::Seconds(12);
+      results[name] = Simulated(options);
+    }
+    const double adaptive = results["adaptive"].Throughput(absl::Seconds(2), absl::Seconds(12));
+    const double fixed = results["fixed"].Throughput(absl::Seconds(2), absl::Seconds(12));
+    SCOPED_TRACE(absl::StrCat(clients, " clients: adaptive ", adaptive, ", fixed ", fixed, " inferences/s, adaptive "
+                              "median batch ", MedianSize(results["adaptive"].BatchesIn(absl::Seconds(2),
+                                                                                        absl::Seconds(12)))));
+    // Batch 8 is the most efficient: 8 / 34.7 ms = 230 inferences/s at best, less the noise (0.65 ms per batch on
+    // average, 2 %) and the refreshes of other sizes (at most a few %).
+    EXPECT_EQ(MedianSize(results["adaptive"].BatchesIn(absl::Seconds(2), absl::Seconds(12))), 8);
+    EXPECT_GE(adaptive, 0.95 * 8 / 0.0347);
+    EXPECT_GE(adaptive, 0.99 * fixed);
   }
 }
 

@@ -28,6 +28,7 @@ class Simulation {
     int most = 0;
     for (const ClientPhase& phase : options.phases) most = std::max(most, phase.clients);
     client_busy_.assign(most, false);
+    client_returns_.assign(most, 0);
     result_.start = absl::FromUnixSeconds(1'000'000);
   }
 
@@ -113,8 +114,9 @@ class Simulation {
     request.done = now;
     const int client = request.client;
     if (client < 0) return;
-    const absl::Time next = now + phase_->return_time +
-                            std::uniform_real_distribution<double>(0, 1)(rng_) * phase_->return_jitter;
+    absl::Time next = now + phase_->return_time +
+                      std::uniform_real_distribution<double>(0, 1)(rng_) * phase_->return_jitter;
+    if (phase_->late_every > 0 && ++client_returns_[client] % phase_->late_every == 0) next += phase_->late_return;
     if (client < phase_->clients && next < result_.start + options_.duration) {
       Schedule(next, Kind::kArrival, client);
     } else {
@@ -178,6 +180,7 @@ class Simulation {
   std::unique_ptr<BatchQueue> queue_;
   std::vector<Running> running_;
   std::vector<bool> client_busy_;  // has a request outstanding or an arrival scheduled
+  std::vector<int64_t> client_returns_;  // responses each client got (for late_every)
   const ClientPhase* phase_ = nullptr;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   int64_t next_sequence_ = 0;

@@ -32,6 +32,8 @@ struct ClientPhase {
   int clients = 0;                              // concurrent clients from `start` until the next phase starts
   absl::Duration return_time = absl::ZeroDuration();  // from a response to that client's next request
   absl::Duration return_jitter = absl::ZeroDuration();  // plus a uniform random share of this
+  int late_every = 0;                           // every late_every-th return of a client (0: none) is...
+  absl::Duration late_return = absl::ZeroDuration();  // ...this much later still (a pause of the client)
   int64_t batch_size = 1;                       // of every request
 };
 
