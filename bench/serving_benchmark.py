@@ -421,9 +421,11 @@ def main():
     plot(measured, engine, pathlib.Path(args.images), args.image_prefix,
          args.target_latency_ms if "adaptive" in modes else None)
     print_tables(results, engine)
+    paired = paired_ratios(runs, modes, concurrencies, args.rounds)
+    print_paired(paired, results)
     print(f"\ntotal time {time.monotonic() - started:.0f} s")
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"results": results, "engine": engine, "args": vars(args)},
+        pathlib.Path(args.json).write_text(json.dumps({"results": results, "engine": engine, "paired": paired, "args": vars(args)},
                                                       indent=1))
 
 
@@ -435,6 +437,41 @@ def pinned_cli(args):
     wrapper.write_text(f"#!/bin/sh\nexec taskset -c {args.server_core} {args.cli} \"$@\"\n")
     wrapper.chmod(0o755)
     return str(wrapper)
+
+
+PAIRS = (("adaptive", "off"), ("adaptive", "on"))
+
+
+def paired_ratios(runs, modes, concurrencies, rounds):
+    """Per concurrency and pair of modes (adaptive / off, adaptive / fixed): the throughput ratio within each round
+    and its median over the rounds. With --interleave the two runs of a round are seconds apart on servers started
+    together, so the pairing cancels a drift of the machine's load. Rounds where either run failed are left out."""
+    table = []
+    for a, b in PAIRS:
+        if a not in modes or b not in modes:
+            continue
+        for c in concurrencies:
+            ratios = [ra["throughput"] / rb["throughput"]
+                      for ra, rb in zip(runs[(a, c)][:rounds], runs[(b, c)][:rounds])
+                      if "error" not in ra and "error" not in rb]
+            if ratios:
+                table.append({"pair": f"{a}/{b}", "concurrency": c, "ratios": [round(x, 3) for x in ratios],
+                              "median_ratio": statistics.median(ratios)})
+    return table
+
+
+def print_paired(paired, results):
+    medians = {(r["mode"], r["concurrency"]): r["throughput"] for r in results if "error" not in r}
+    print("\n| pair | concurrency | ratio per round | median of the round ratios | ratio of the medians |")
+    print("| --- | ---: | --- | ---: | ---: |")
+    for p in paired:
+        a, b = p["pair"].split("/")
+        c = p["concurrency"]
+        of_medians = (f"{medians[(a, c)] / medians[(b, c)]:.2f}" if (a, c) in medians and (b, c) in medians
+                      else "-")
+        label = p["pair"].replace("/on", "/fixed")
+        print(f"| {label} | {c} | {', '.join(f'{x:.2f}' for x in p['ratios'])} | {p['median_ratio']:.2f} | "
+              f"{of_medians} |")
 
 
 def print_tables(results, engine):

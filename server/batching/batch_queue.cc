@@ -255,12 +255,16 @@ BatchQueue::Decision BatchQueue::TakeBatch(absl::Time now, bool flush) {
   return decision;
 }
 
+void BatchQueue::RecordResponsesSent(const FinishedBatch& batch, absl::Time sent) {
+  load_.RecordResponses(sent, batch.returning, batch.requests - batch.returning);
+  returning_in_system_ = std::max<int64_t>(returning_in_system_ - batch.returning, 0);
+  last_change_ = std::max(last_change_, sent);
+}
+
 void BatchQueue::RecordBatchDone(const FinishedBatch& batch) {
   load_.RecordExecution(batch.elements, batch.done - batch.dispatched);
-  load_.RecordResponses(batch.done, batch.returning, batch.requests - batch.returning);
   running_requests_ = std::max<int64_t>(running_requests_ - batch.requests, 0);
   running_batches_ = std::max<int64_t>(running_batches_ - 1, 0);
-  returning_in_system_ = std::max<int64_t>(returning_in_system_ - batch.returning, 0);
   last_change_ = std::max(last_change_, batch.done);
 }
 

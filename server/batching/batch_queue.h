@@ -81,8 +81,11 @@ class BatchQueue {
   // without waiting for the queue delay.
   Decision TakeBatch(absl::Time now, bool flush);
 
-  // A batch TakeBatch gave out, once its instance is done with it: feeds the execution time of its size and its
-  // responses to the estimator.
+  // A batch TakeBatch gave out. RecordResponsesSent when its instance has executed it and is about to deliver its
+  // responses: its clients are out from then on, recorded before any of them can send its next request (which is
+  // then matched as a return; recorded after, a client that answers at once would count as a new arrival and leave
+  // a phantom client expected back). RecordBatchDone once the instance is done with it (execution and delivery):
+  // feeds the execution time of its size and frees the instance.
   struct FinishedBatch {
     int64_t elements = 0;   // sum of its requests' batch sizes
     int64_t requests = 0;
@@ -90,8 +93,9 @@ class BatchQueue {
     absl::Time dispatched;  // the requests' dispatch_time()
     absl::Time done;        // when the instance had executed it and delivered every response
   };
+  void RecordResponsesSent(const FinishedBatch& batch, absl::Time sent);
   void RecordBatchDone(const FinishedBatch& batch);
-  // The summary of `batch` for RecordBatchDone, all but `done`.
+  // The summary of `batch` for RecordResponsesSent and RecordBatchDone, all but `done`.
   static FinishedBatch Summarize(const std::vector<std::unique_ptr<BatchRequest>>& batch);
 
   // Empties the queue (shutdown), in candidate order.

@@ -127,6 +127,7 @@ class Simulation {
   void FinishBatch(int instance, absl::Time now) {
     Running& running = running_[instance];
     running.finished.done = now;
+    queue_->RecordResponsesSent(running.finished, now);
     queue_->RecordBatchDone(running.finished);
     result_.batches[running.batch].done = now;
     for (int64_t index : running.requests) Respond(index, absl::OkStatus(), now);

@@ -124,6 +124,13 @@ void DynamicBatcher::RunInstance(int instance) {
     if (!work.dispatched.batch.empty()) {
       BatchQueue::FinishedBatch batch = BatchQueue::Summarize(work.dispatched.batch);
       Execute(work.dispatched, instance);
+      {
+        // Its clients are out from now on: recorded before they get their responses, so one that sends its next
+        // request at once is matched as a returning client (batch_queue.h).
+        convoy::MutexLock lock(&mu_);
+        queue_->RecordResponsesSent(batch, clock_.Now());
+        ++generation_;  // clients are out again: an instance holding a batch reconsiders
+      }
       Deliver(std::move(work.dispatched));
       batch.done = clock_.Now();
       finished = batch;
@@ -134,7 +141,7 @@ void DynamicBatcher::RunInstance(int instance) {
 
 void DynamicBatcher::RecordFinished(const BatchQueue::FinishedBatch& finished) {
   queue_->RecordBatchDone(finished);
-  ++generation_;  // clients are out again: an instance holding a batch reconsiders
+  ++generation_;  // an instance is free again: an instance holding a batch reconsiders
   if (observer_ != nullptr) observer_->OnEstimatesChanged(queue_->Estimates());
 }
 

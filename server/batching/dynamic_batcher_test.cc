@@ -471,6 +471,45 @@ TEST_F(DynamicBatcherTest, AdaptivePolicyMeasuresInstancesOnTheClockAndNeverHold
   EXPECT_EQ(stats.estimates.last_wait, absl::ZeroDuration());
 }
 
+TEST_F(DynamicBatcherTest, AdaptivePolicyKnowsAClientThatSendsFromItsResponseIsBackAtOnce) {
+  // A client that sends its next request the moment its response arrives: from inside the completion callback,
+  // i.e. before the instance thread has come back for work. The batcher must already count that client as out
+  // when the response goes, so the next request is a return after zero time (not a new arrival, which would leave
+  // a phantom client expected back one round later that the policy could hold a batch for).
+  executor_.TakeTime(&clock_, [](int64_t b) { return absl::Milliseconds(5 + b); });
+  Start(AdaptivePolicy(8));
+  const size_t rounds = static_cast<size_t>(Uniform(8, 16));
+  std::function<void(int)> send = [&](int id) {
+    BatchRequest::Spec spec;
+    spec.batch_size = 1;
+    spec.shape_key = "images:3x224x224";
+    auto request = std::make_unique<BatchRequest>(
+        std::move(spec), std::make_unique<IdPayload>(id),
+        [&send, &rounds, id, record = completions_.For(id)](absl::Status status) {
+          record(std::move(status));
+          if (static_cast<size_t>(id) + 1 < rounds) send(id + 1);
+        });
+    ASSERT_THAT(batcher_->Enqueue(request), IsOk());
+  };
+  send(0);
+  clock_.BlockUntilSettled(1);
+  const size_t done_without_waiting = completions_.order().size();
+  while (completions_.order().size() < rounds) {  // let a hold run out, so the chain ends either way
+    clock_.Advance(absl::Milliseconds(10));
+    clock_.BlockUntilSettled(1);
+  }
+  EXPECT_EQ(done_without_waiting, rounds) << "a request was held for company that could not come";
+  for (const RecordingExecutor::Run& run : executor_.runs()) {
+    EXPECT_EQ(run.ids.size(), 1u);
+    EXPECT_EQ(run.queue_times[0], absl::ZeroDuration()) << "request " << run.ids[0] << " waited";
+  }
+  const BatcherStats stats = batcher_->stats();
+  ASSERT_TRUE(stats.estimates.return_time.has_value()) << "the client was never recognized as returning";
+  EXPECT_EQ(*stats.estimates.return_time, absl::ZeroDuration());
+  EXPECT_EQ(stats.estimates.clients, 1);
+  EXPECT_EQ(stats.estimates.last_wait, absl::ZeroDuration());
+}
+
 class CountingObserver : public BatchObserver {
  public:
   void OnPendingCountChanged(int64_t pending) override { last_pending = pending; }
