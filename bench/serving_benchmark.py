@@ -21,7 +21,9 @@ server) and each row is the median of its N runs; with --interleave every round 
 runs the modes back to back at each concurrency (order rotated), so on a machine whose load drifts the modes compared
 at one concurrency are measured seconds apart, not a whole sweep apart; a point whose runs spread by more than --noise (relative to their
 median) is measured again, up to --repeat_noisy more times. The load average of the machine is recorded around every
-run. All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials). One repository copy per mode
+run. With both modes of a pair (adaptive and off, adaptive and fixed) measured, a last table gives their throughput
+ratio within each round, its median over the rounds, and the median round ratio of the server's own time per request
+(nv_inference_request_duration_us per request: queue + compute, without the client). All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials). One repository copy per mode
 is made in a temporary folder; nothing in model_repo/ is changed.
 """
 import argparse
@@ -92,6 +94,9 @@ def scrape(port):
         if name == "convoy_batch_size_bucket":
             le = re.search(r'le="([^"]+)"', line).group(1)
             buckets[le] = value
+        elif name == "convoy_request_duration_seconds_bucket":  # cumulative: requests served within `le` seconds
+            le = re.search(r'le="([^"]+)"', line).group(1)
+            series[f"{name}:{le}"] = value
         elif "reason=" not in line:
             series[name] = value
         else:
@@ -277,11 +282,27 @@ def measure_point(args, mode, server, c, tmp, tag):
     execs = after_s["nv_inference_exec_count"] - before_s["nv_inference_exec_count"]
     infers = after_s["nv_inference_count"] - before_s["nv_inference_count"]
     failed = sum(after_s[k] - before_s.get(k, 0) for k in after_s if k.startswith("nv_inference_request_failure"))
+    served = after_s["nv_inference_request_success"] - before_s["nv_inference_request_success"]
+    server_us = after_s["nv_inference_request_duration_us"] - before_s["nv_inference_request_duration_us"]
+    # The share of requests the server answered within the latency target (its histogram has a bucket edge at
+    # 100 ms; other targets: the nearest edge below), so "p99 under the target" is read on the server's own time.
+    within = None
+    if args.target_latency_ms:
+        edges = sorted(float(k.split(":")[1]) for k in after_s
+                       if k.startswith("convoy_request_duration_seconds_bucket:") and not k.endswith("+Inf"))
+        edge = max((e for e in edges if e <= args.target_latency_ms / 1000 + 1e-12), default=None)
+        if edge is not None:
+            key = next(k for k in after_s if k.startswith("convoy_request_duration_seconds_bucket:")
+                       and not k.endswith("+Inf") and float(k.split(":")[1]) == edge)
+            total = (after_s["convoy_request_duration_seconds_count"]
+                     - before_s.get("convoy_request_duration_seconds_count", 0))
+            within = {"seconds": edge, "share": (after_s[key] - before_s.get(key, 0)) / total if total else None}
     row.update(mode=mode, concurrency=c, batch_histogram=histogram_delta(before_b, after_b),
+               server_ms=server_us / served / 1000 if served else 0.0, server_within_target=within,
                mean_batch=infers / execs if execs else 0.0, failures=int(failed),
                load=[round(load_before, 2), round(load_after, 2)])
     print(f"{tag} {MODE_LABELS[mode]} c={c}: {row['throughput']:.1f} inf/s p50 {row['p50_ms']:.1f} ms "
-          f"p99 {row['p99_ms']:.1f} ms queue {row['queue_ms']:.1f} ms mean batch {row['mean_batch']:.2f} "
+          f"p99 {row['p99_ms']:.1f} ms queue {row['queue_ms']:.1f} ms server {row['server_ms']:.2f} ms mean batch {row['mean_batch']:.2f} "
           f"hist {row['batch_histogram']} failures {row['failures']} (stability {row['stability']} %, "
           f"load {load_before:.1f}->{load_after:.1f})", flush=True)
     return row
@@ -335,8 +356,13 @@ def median_row(all_runs):
     ordered = sorted(runs, key=lambda r: r["throughput"])
     middle = ordered[(len(ordered) - 1) // 2]
     row = dict(middle)
-    for key in ("throughput", "p50_ms", "p99_ms", "queue_ms", "compute_ms", "mean_batch"):
+    for key in ("throughput", "p50_ms", "p99_ms", "queue_ms", "compute_ms", "server_ms", "mean_batch"):
         row[key] = statistics.median(r[key] for r in runs)
+    shares = [r["server_within_target"]["share"] for r in runs
+              if r.get("server_within_target") and r["server_within_target"]["share"] is not None]
+    if shares:
+        row["server_within_target"] = dict(runs[0]["server_within_target"], share=statistics.median(shares),
+                                           shares=[round(x, 4) for x in shares])
     row.update(runs=len(runs), throughputs=[round(r["throughput"], 1) for r in runs], spread=spread(runs),
                failures=sum(r["failures"] for r in runs), stability=max(r["stability"] for r in runs),
                load=[v for r in all_runs for v in r["load"]], failed_runs=failed)
@@ -454,31 +480,38 @@ def paired_ratios(runs, modes, concurrencies, rounds):
             ratios = [ra["throughput"] / rb["throughput"]
                       for ra, rb in zip(runs[(a, c)][:rounds], runs[(b, c)][:rounds])
                       if "error" not in ra and "error" not in rb]
+            server = [ra["server_ms"] / rb["server_ms"]
+                      for ra, rb in zip(runs[(a, c)][:rounds], runs[(b, c)][:rounds])
+                      if "error" not in ra and "error" not in rb and rb["server_ms"] > 0]
             if ratios:
                 table.append({"pair": f"{a}/{b}", "concurrency": c, "ratios": [round(x, 3) for x in ratios],
-                              "median_ratio": statistics.median(ratios)})
+                              "median_ratio": statistics.median(ratios),
+                              "server_time_ratio": statistics.median(server) if server else None})
     return table
 
 
 def print_paired(paired, results):
     medians = {(r["mode"], r["concurrency"]): r["throughput"] for r in results if "error" not in r}
-    print("\n| pair | concurrency | ratio per round | median of the round ratios | ratio of the medians |")
-    print("| --- | ---: | --- | ---: | ---: |")
+    print("\n| pair | concurrency | throughput ratio per round | median of the round ratios | ratio of the medians | "
+          "server time per request, median round ratio |")
+    print("| --- | ---: | --- | ---: | ---: | ---: |")
     for p in paired:
         a, b = p["pair"].split("/")
         c = p["concurrency"]
         of_medians = (f"{medians[(a, c)] / medians[(b, c)]:.2f}" if (a, c) in medians and (b, c) in medians
                       else "-")
         label = p["pair"].replace("/on", "/fixed")
+        server = f"{p['server_time_ratio']:.3f}" if p["server_time_ratio"] is not None else "-"
         print(f"| {label} | {c} | {', '.join(f'{x:.2f}' for x in p['ratios'])} | {p['median_ratio']:.2f} | "
-              f"{of_medians} |")
+              f"{of_medians} | {server} |")
 
 
 def print_tables(results, engine):
     by_batch = {e["batch"]: e for e in engine}
     print("\n| batching | concurrency | throughput (inf/s) | p50 (ms) | p99 (ms) | server queue (ms) | mean batch | "
-          "executions by batch size | engine at that batch (inf/s) | served / engine | runs (inf/s) | load average |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- |")
+          "executions by batch size | engine at that batch (inf/s) | served / engine | runs (inf/s) | load average | "
+          "server answered within the target (median share) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- | ---: |")
     for r in results:
         if "error" in r:
             print(f"| {r['mode']} | {r['concurrency']} | failed in all {r['failed_runs']} runs: {r['error']} |")
@@ -487,10 +520,12 @@ def print_tables(results, engine):
         throughputs = ", ".join(f"{t:.1f}" for t in r["throughputs"]) + (
             f" ({r['failed_runs']} failed)" if r["failed_runs"] else "")
         load = f"{min(r['load']):.1f}-{max(r['load']):.1f}"
+        target = r.get("server_within_target")
+        within = (f"{100 * target['share']:.1f} % within {1000 * target['seconds']:g} ms" if target else "-")
         print(f"| {r['mode']} | {r['concurrency']} | {r['throughput']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
               f"{r['queue_ms']:.1f} | {r['mean_batch']:.2f} | {hist} | "
               f"{by_batch[r['engine_batch']]['throughput']:.1f} (b={r['engine_batch']}) | {r['vs_engine']:.2f} | "
-              f"{throughputs} | {load} |")
+              f"{throughputs} | {load} | {within} |")
     print("\n| engine batch | plan time (ms, fastest) | median (ms) | inferences/s (fastest) | all runs (ms) |")
     print("| ---: | ---: | ---: | ---: | --- |")
     for e in engine:

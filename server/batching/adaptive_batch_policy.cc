@@ -79,11 +79,14 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
       break;
     }
   }
-  // Probe: the largest power of two below the chosen size that was measured fewer than kExploreSamples times goes
-  // first (the rest follows at once), so interpolation never spans more than a factor of two of batch sizes.
+  // Probe: the largest power of two the queue can fill that was measured fewer than kExploreSamples times goes
+  // first (the rest follows at once), so interpolation never spans more than a factor of two of batch sizes, and a
+  // size whose only sample paid one-time costs (load_estimator.h) is measured again before it is judged: a cold
+  // first batch of 2 at 5x its steady time otherwise made every larger size look slower, and batches of one ran
+  // until the refresh below came round, seconds later.
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
     const int64_t size = it->elements;
-    if (size >= chosen->elements || size < 2 || (size & (size - 1)) != 0) continue;
+    if (size < 2 || (size & (size - 1)) != 0) continue;
     if (load.ExecutionSamples(size) < kExploreSamples) return Send{it->length, it->elements, it->rate};
   }
   // Refresh: sending one size keeps the others from being measured again, so their estimates would never catch up
@@ -131,20 +134,20 @@ absl::Time AdaptiveBatchPolicy::Makespan(absl::Time start, int64_t elements, con
   }
 }
 
-std::optional<absl::Time> AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last_change, absl::Time oldest,
+AdaptiveBatchPolicy::Wait AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last_change, absl::Time oldest,
                                                                  int64_t elements, int64_t limit,
                                                                  const HoldTarget& target,
                                                                  const LoadEstimator& load) const {
+  Wait wait;
   const double per_request = std::max(load.mean_request_size(), 1.0);
   const int64_t wanted = static_cast<int64_t>(std::ceil(static_cast<double>(limit - elements) / per_request));
   const absl::Duration time_now = *load.ExecutionTime(elements);
   // Only requests that would queue behind the batch sent now are worth waiting for: one that comes later finds the
   // instance free, and holding for it buys a merge with idle time.
   const std::vector<absl::Time> expected = load.ExpectedArrivals(last_change, wanted, last_change + time_now);
-  if (expected.empty()) return std::nullopt;
+  if (expected.empty()) return wait;
   const absl::Duration send_now = Makespan(last_change, elements, expected, limit, load) - last_change;
   absl::Duration best = send_now / kWaitGain;
-  std::optional<absl::Time> hold, explore;
   // Holding until the j-th expected arrival, for a spread of j (every one when few are expected) and the last.
   const size_t step = std::max<size_t>(1, expected.size() / kHoldCandidates);
   std::vector<size_t> candidates;
@@ -158,20 +161,23 @@ std::optional<absl::Time> AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last
     if (target.latency > absl::ZeroDuration() && waited + *load.ExecutionTimeP99(first) > target.latency) {
       break;
     }
+    // Explore: the largest size measured fewer than kExploreSamples times that the requests due within a share of
+    // t(n) can form. Only a size the hold's end sends whole: a power of two (BestPrefix probes it) or one the
+    // best-prefix rule keeps; one that rule cuts again is never measured, and holding for it would repeat at every
+    // batch.
     const bool unmeasured = load.ExecutionSamples(first) < kExploreSamples;
-    // (Only a size the hold's end would send whole: one that the best-prefix rule cuts again is never measured,
-    // and holding for it would repeat at every batch.)
-    if (j == 1 && unmeasured && until - last_change <= kExploreFraction * time_now &&
-        NotCutByBestPrefix(first, load)) {
-      explore = until;
+    const bool sent_whole = (first & (first - 1)) == 0 || NotCutByBestPrefix(first, load);
+    if (unmeasured && sent_whole && until - last_change <= kExploreFraction * time_now) {
+      wait.explore = until;
+      wait.explore_size = first;
     }
     const absl::Duration done = Makespan(until, elements, expected, limit, load) - last_change;
     if (done < best) {
       best = done;
-      hold = until;
+      wait.hold = until;
     }
   }
-  return hold ? hold : explore;
+  return wait;
 }
 
 int64_t AdaptiveBatchPolicy::OnTime(absl::Time now, const HeadBatch& head, const Send& first,
@@ -239,14 +245,21 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   }
   decision.length = send.length;
   const int64_t limit = cuts ? decision.batch_limit : max_batch;
-  // Nothing to decide when no one can join, when part of the queue stays behind anyway, without measurements, or
-  // when another instance is free (spare capacity: a lone batch costs nobody anything).
-  if (head.full || late || send.elements < elements || elements >= limit || !send.rate ||
-      head.another_instance_free) {
-    return decision;
-  }
-  const std::optional<absl::Time> hold =
+  // Nothing to decide when no one can join, without measurements, or when another instance is free (spare
+  // capacity: a lone batch costs nobody anything).
+  if (head.full || late || elements >= limit || !send.rate || head.another_instance_free) return decision;
+  const Wait wait =
       WorthWaitingUntil(last_change, oldest, elements, limit, HoldTarget{target, population == 0}, load);
+  // When part of the queue stays behind anyway (the best prefix is shorter), a hold can only be for trying a
+  // larger power of two measured fewer than twice (BestPrefix sends it whole once the queue fills it): a size
+  // whose only sample paid one-time costs, which a closed loop that runs in halves would never fill again by
+  // itself. Otherwise the hold that serves the known requests soonest, else a try of a new size.
+  std::optional<absl::Time> hold;
+  if (send.elements < elements) {
+    if (wait.explore && (wait.explore_size & (wait.explore_size - 1)) == 0) hold = wait.explore;
+  } else {
+    hold = wait.hold ? wait.hold : wait.explore;
+  }
   if (hold && *hold > now) {
     decision.length = 0;
     decision.hold_until = *hold;

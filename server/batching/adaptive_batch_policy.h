@@ -25,12 +25,14 @@
 //    from there. It holds until the a_j with the earliest makespan when that beats sending now by more than 0.2 %.
 //    In a saturated closed loop this is what merges the clients coming back into one batch instead of alternating
 //    two half batches; with clients that think longer than a batch takes it never holds.
-//  - A size measured fewer than twice is tried when the next request is due within t(n) / 2 and its estimate (the
-//    interpolation between measured neighbours) does not already put it outside the best-prefix rule below (a hold
-//    for a size that rule then cuts again would never measure it and repeat at every batch), so the policy learns
-//    sizes the load alone would not produce; and every power of two below a batch about to be sent is measured
-//    twice first (that prefix goes first, the rest right after), so interpolation never spans more than a factor
-//    of two. Both cost a handful of batches in the life of the model.
+//  - The largest size measured fewer than twice that the requests due within t(n) / 2 can form is tried, when it
+//    is a power of two or its estimate (the interpolation between measured neighbours) does not already put it
+//    outside the best-prefix rule below (a hold for a size that rule then cuts again would never measure it and
+//    repeat at every batch), so the policy learns
+//    sizes the load alone would not produce; and every power of two the queue can fill is measured twice before
+//    the estimates decide (that prefix goes first, the rest right after; the second sample replaces the first,
+//    which pays one-time costs), so interpolation never spans more than a factor of two and a cold first batch
+//    does not make a size look slow. Both cost a handful of batches in the life of the model.
 //  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 2 %
 //    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
 //    A size cut away is sent whole again once 32 batches of other sizes ran since it was last measured (more when
@@ -116,17 +118,21 @@ class AdaptiveBatchPolicy {
   // probe or refresh of another size (refresh_shortest: the first request alone may be that refresh).
   Send BestPrefix(const std::vector<int64_t>& sizes, int64_t limit, const LoadEstimator& load,
                   bool refresh_shortest = true) const;
-  // When to send if waiting is worth it: the expected arrival whose hold serves the known requests soonest;
-  // nullopt: send now.
+  // When to send if waiting is worth it: the expected arrival whose hold serves the known requests soonest, or
+  // the one that lets a size measured fewer than twice be tried; neither: send now.
   // What a hold must respect: the latency target (zero: none), counting the time the oldest request already
   // waited (requests outside a closed loop), or only the batch's own execution (in a closed loop).
   struct HoldTarget {
     absl::Duration latency;
     bool count_queue_time;
   };
-  std::optional<absl::Time> WorthWaitingUntil(absl::Time last_change, absl::Time oldest, int64_t elements,
-                                              int64_t limit, const HoldTarget& target,
-                                              const LoadEstimator& load) const;
+  struct Wait {
+    std::optional<absl::Time> hold;     // the hold that serves the known requests soonest
+    std::optional<absl::Time> explore;  // the hold that forms the largest size measured fewer than twice
+    int64_t explore_size = 0;
+  };
+  Wait WorthWaitingUntil(absl::Time last_change, absl::Time oldest, int64_t elements, int64_t limit,
+                         const HoldTarget& target, const LoadEstimator& load) const;
   // With a target: how many requests of `head` meet it when `first` runs now and the rest right after.
   int64_t OnTime(absl::Time now, const HeadBatch& head, const Send& first, const LoadEstimator& load) const;
   // With a target: whether a closed population of P clients (returning ones in the server and out) can meet it at

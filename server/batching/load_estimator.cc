@@ -71,6 +71,9 @@ void LoadEstimator::RecordExecution(int64_t batch_size, absl::Duration busy) {
   // An estimate not updated for kStaleBatches batches of other sizes describes the machine as it was: start over
   // (the running mean restarts; the count of samples, which says whether a size was ever measured, does not).
   if (size.samples > 0 && batches_ - size.last_batch >= kStaleBatches) size.recent = 0;
+  // The first batch of a size pays one-time costs (the first touch of its memory, the first run of its kernels:
+  // about 5x the steady time for the sample ResNet at batch 2 on the CPU server): the second sample replaces it.
+  if (size.samples == 1) size.recent = 0;
   ++size.samples;
   ++size.recent;
   size.last_batch = ++batches_;

@@ -41,11 +41,18 @@ TEST_F(LoadEstimatorTest, ExecutionTimeInterpolatesAndAssumesNoGainOutsideTheMea
   EXPECT_THAT(load.MeasuredExecutionTimes(), ElementsAre(::testing::Key(2), ::testing::Key(6)));
 }
 
-TEST_F(LoadEstimatorTest, RunningMeanForEightBatchesThenOneEighthWeightAndAP99Bound) {
+TEST_F(LoadEstimatorTest, SecondBatchReplacesTheFirstThenRunningMeanForEightThenOneEighthWeightAndAP99Bound) {
   LoadEstimator load(8);
+  // A size's first batch pays one-time costs: it is the estimate only until the second batch replaces it.
+  const double cold = Uniform(50, 200);
+  load.RecordExecution(3, absl::Milliseconds(cold));
+  EXPECT_NEAR(Ms(*load.ExecutionTime(3)), cold, 1e-6);
+  EXPECT_NEAR(Ms(*load.ExecutionTimeP99(3)), 1.1 * cold, 1e-6) << "one sample: no variance, the 10 % floor";
   const double x = Uniform(2, 20);
   load.RecordExecution(3, absl::Milliseconds(x));
-  EXPECT_NEAR(Ms(*load.ExecutionTimeP99(3)), 1.1 * x, 1e-6) << "one sample: no variance, the 10 % floor";
+  EXPECT_NEAR(Ms(*load.ExecutionTime(3)), x, 1e-6) << "the second sample replaces the first";
+  EXPECT_NEAR(Ms(*load.ExecutionTimeP99(3)), 1.1 * x, 1e-6) << "and its variance starts over";
+  EXPECT_EQ(load.ExecutionSamples(3), 2);
   double sum = x;
   for (int i = 1; i < 8; ++i) {
     const double sample = Uniform(2, 20);
