@@ -268,6 +268,43 @@ TEST(AdaptiveBatchingTest, ALatencyTargetCapsTheBatchSize) {
   EXPECT_LE(capped.LatencyQuantile(0.5, last, last + absl::Milliseconds(200)), target);
 }
 
+TEST(AdaptiveBatchingTest, AClosedLoopWithATargetMeetsItAtTheFixedPolicysThroughputOrBetter) {
+  // 16 clients of the sample ResNet on the CPU server (its execution times as the server measured them: 16 runs
+  // about as fast per inference as 8; up to 3 ms of noise per batch), coming back 0.5 to 5.5 ms after each response
+  // (one client process sending for all 16), with a 100 ms target that the closed loop can meet. The policy's
+  // schedule (in this simulation the first returning client alone, then the other 15) keeps the p99 latency under
+  // the target at the fixed policy's throughput or better. (On the real server the same load mixes batches of 8
+  // and 16 and misses both: docs/performance.md.)
+  const std::map<int64_t, double> measured_ms = {{1, 6.4}, {2, 11.85}, {4, 21.9}, {8, 33.9}, {16, 61.5}};
+  const auto execution = [&measured_ms](int64_t b, int64_t index) {
+    auto above = measured_ms.lower_bound(b);
+    auto below = above->first == b ? above : std::prev(above);
+    const double ms = below->second + (above->second - below->second) *
+                                          static_cast<double>(b - below->first) /
+                                          static_cast<double>(std::max<int64_t>(above->first - below->first, 1));
+    return absl::Microseconds(1000 * ms) + absl::Microseconds(3000) * static_cast<double>(index * 7919 % 13) / 13.0;
+  };
+  const absl::Duration target = 100 * kMs;
+  std::map<std::string, SimulationResult> results;
+  for (const auto& [name, policy] : std::map<std::string, BatchingPolicy>{
+           {"adaptive", Adaptive(16, target)}, {"fixed", Fixed(16, 2 * kMs, {4, 8, 16})}}) {
+    SimulationOptions options;
+    options.policy = policy;
+    options.execution_time = execution;
+    options.phases = {ClientPhase{absl::ZeroDuration(), 16, absl::Microseconds(500), absl::Microseconds(5000)}};
+    options.duration = absl::Seconds(12);
+    results[name] = Simulated(options);
+  }
+  const double adaptive = results["adaptive"].Throughput(absl::Seconds(2), absl::Seconds(12));
+  const double fixed = results["fixed"].Throughput(absl::Seconds(2), absl::Seconds(12));
+  SCOPED_TRACE(absl::StrCat("adaptive ", adaptive, " inferences/s, batches ",
+                            absl::StrJoin(Sizes(results["adaptive"].BatchesIn(absl::Seconds(2), absl::Seconds(3))),
+                                          ","),
+                            "; fixed ", fixed));
+  EXPECT_LE(results["adaptive"].LatencyQuantile(0.99, absl::Seconds(2), absl::Seconds(12)), target);
+  EXPECT_GE(adaptive, 0.98 * fixed);
+}
+
 TEST(AdaptiveBatchingTest, OverloadFallsBackToTheLargestBatchAndTheQueuePolicy) {
   // 2500 requests/s against at most 16 / (4 + 8 ms) = 1333/s, with a 20 ms target nobody can meet for long.
   SimulationOptions options;
