@@ -23,7 +23,8 @@ at one concurrency are measured seconds apart, not a whole sweep apart; a point 
 median) is measured again, up to --repeat_noisy more times. The load average of the machine is recorded around every
 run. With both modes of a pair (adaptive and off, adaptive and fixed) measured, a last table gives their throughput
 ratio within each round, its median over the rounds, and the median round ratio of the server's own time per request
-(nv_inference_request_duration_us per request: queue + compute, without the client). All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials). One repository copy per mode
+(nv_inference_request_duration_us per request: queue + compute, without the client). All traffic goes to
+127.0.0.1; every perf_analyzer run is bounded (--max-trials). One repository copy per mode
 is made in a temporary folder; nothing in model_repo/ is changed.
 """
 import argparse
@@ -302,7 +303,8 @@ def measure_point(args, mode, server, c, tmp, tag):
                mean_batch=infers / execs if execs else 0.0, failures=int(failed),
                load=[round(load_before, 2), round(load_after, 2)])
     print(f"{tag} {MODE_LABELS[mode]} c={c}: {row['throughput']:.1f} inf/s p50 {row['p50_ms']:.1f} ms "
-          f"p99 {row['p99_ms']:.1f} ms queue {row['queue_ms']:.1f} ms server {row['server_ms']:.2f} ms mean batch {row['mean_batch']:.2f} "
+          f"p99 {row['p99_ms']:.1f} ms queue {row['queue_ms']:.1f} ms server {row['server_ms']:.2f} ms "
+          f"mean batch {row['mean_batch']:.2f} "
           f"hist {row['batch_histogram']} failures {row['failures']} (stability {row['stability']} %, "
           f"load {load_before:.1f}->{load_after:.1f})", flush=True)
     return row
@@ -451,7 +453,8 @@ def main():
     print_paired(paired, results)
     print(f"\ntotal time {time.monotonic() - started:.0f} s")
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"results": results, "engine": engine, "paired": paired, "args": vars(args)},
+        pathlib.Path(args.json).write_text(json.dumps({"results": results, "engine": engine, "paired": paired,
+                                                       "args": vars(args)},
                                                       indent=1))
 
 

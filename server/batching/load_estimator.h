@@ -24,8 +24,9 @@
 // Instances: the execution time of each batch size (elements, 1..max_batch_size) as measured on the instances: a
 // running mean over the first 8 batches of a size, then exponential with weight 1/8, with an exponentially weighted
 // variance; the second batch of a size replaces the first (which pays one-time costs: first touch of memory, first
-// run of the kernels); a size not measured while 32 batches of other sizes ran starts over from its next sample (the policy
-// re-sends such sizes now and then, adaptive_batch_policy.h, so an old estimate is replaced, not averaged in). A
+// run of the kernels); a size not measured while 32 batches of other sizes ran starts over from its next sample
+// (the policy re-sends such sizes now and then, adaptive_batch_policy.h, so an old estimate is replaced, not
+// averaged in). A
 // size never measured is estimated by linear interpolation between the nearest measured sizes; beyond
 // the measured range it keeps the time per element of the nearest measured size, so no gain from batching is
 // assumed that was not measured. The p99 bound of a size is mean + max(2.33 sigma, 10 % of the mean).
