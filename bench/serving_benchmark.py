@@ -288,16 +288,14 @@ def measure_point(args, mode, server, c, tmp, tag):
     # The share of requests the server answered within the latency target (its histogram has a bucket edge at
     # 100 ms; other targets: the nearest edge below), so "p99 under the target" is read on the server's own time.
     within = None
-    if args.target_latency_ms:
-        edges = sorted(float(k.split(":")[1]) for k in after_s
-                       if k.startswith("convoy_request_duration_seconds_bucket:") and not k.endswith("+Inf"))
-        edge = max((e for e in edges if e <= args.target_latency_ms / 1000 + 1e-12), default=None)
-        if edge is not None:
-            key = next(k for k in after_s if k.startswith("convoy_request_duration_seconds_bucket:")
-                       and not k.endswith("+Inf") and float(k.split(":")[1]) == edge)
-            total = (after_s["convoy_request_duration_seconds_count"]
-                     - before_s.get("convoy_request_duration_seconds_count", 0))
-            within = {"seconds": edge, "share": (after_s[key] - before_s.get(key, 0)) / total if total else None}
+    edges = {float(k.split(":")[1]): k for k in after_s
+             if k.startswith("convoy_request_duration_seconds_bucket:") and not k.endswith("+Inf")}
+    edge = max((e for e in edges if e <= args.target_latency_ms / 1000 + 1e-12), default=None)
+    if args.target_latency_ms and edge is not None:
+        key = edges[edge]
+        total = (after_s["convoy_request_duration_seconds_count"]
+                 - before_s.get("convoy_request_duration_seconds_count", 0))
+        within = {"seconds": edge, "share": (after_s[key] - before_s.get(key, 0)) / total if total else None}
     row.update(mode=mode, concurrency=c, batch_histogram=histogram_delta(before_b, after_b),
                server_ms=server_us / served / 1000 if served else 0.0, server_within_target=within,
                mean_batch=infers / execs if execs else 0.0, failures=int(failed),
@@ -360,10 +358,11 @@ def median_row(all_runs):
     row = dict(middle)
     for key in ("throughput", "p50_ms", "p99_ms", "queue_ms", "compute_ms", "server_ms", "mean_batch"):
         row[key] = statistics.median(r[key] for r in runs)
-    shares = [r["server_within_target"]["share"] for r in runs
+    within = [r["server_within_target"] for r in runs
               if r.get("server_within_target") and r["server_within_target"]["share"] is not None]
-    if shares:
-        row["server_within_target"] = dict(runs[0]["server_within_target"], share=statistics.median(shares),
+    if within:
+        shares = [w["share"] for w in within]
+        row["server_within_target"] = dict(within[0], share=statistics.median(shares),
                                            shares=[round(x, 4) for x in shares])
     row.update(runs=len(runs), throughputs=[round(r["throughput"], 1) for r in runs], spread=spread(runs),
                failures=sum(r["failures"] for r in runs), stability=max(r["stability"] for r in runs),
@@ -480,12 +479,10 @@ def paired_ratios(runs, modes, concurrencies, rounds):
         if a not in modes or b not in modes:
             continue
         for c in concurrencies:
-            ratios = [ra["throughput"] / rb["throughput"]
-                      for ra, rb in zip(runs[(a, c)][:rounds], runs[(b, c)][:rounds])
-                      if "error" not in ra and "error" not in rb]
-            server = [ra["server_ms"] / rb["server_ms"]
-                      for ra, rb in zip(runs[(a, c)][:rounds], runs[(b, c)][:rounds])
-                      if "error" not in ra and "error" not in rb and rb["server_ms"] > 0]
+            both = [(ra, rb) for ra, rb in zip(runs[(a, c)][:rounds], runs[(b, c)][:rounds])
+                    if "error" not in ra and "error" not in rb]
+            ratios = [ra["throughput"] / rb["throughput"] for ra, rb in both]
+            server = [ra["server_ms"] / rb["server_ms"] for ra, rb in both if rb["server_ms"] > 0]
             if ratios:
                 table.append({"pair": f"{a}/{b}", "concurrency": c, "ratios": [round(x, 3) for x in ratios],
                               "median_ratio": statistics.median(ratios),

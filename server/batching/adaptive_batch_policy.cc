@@ -18,6 +18,8 @@ constexpr double kRefreshShare = 0.05;      // ...and once it costs at most this
 constexpr double kRefreshShortestShare = 0.005;  // the same for the first request alone
 constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency bound exceeds 0.9 L cannot meet L
 
+bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
 double Rate(int64_t elements, absl::Duration seconds) {
   return static_cast<double>(elements) / std::max(absl::ToDoubleSeconds(seconds), 1e-9);
 }
@@ -86,7 +88,7 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
   // until the refresh below came round, seconds later.
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
     const int64_t size = it->elements;
-    if (size < 2 || (size & (size - 1)) != 0) continue;
+    if (size < 2 || !IsPowerOfTwo(size)) continue;
     if (load.ExecutionSamples(size) < kExploreSamples) return Send{it->length, it->elements, it->rate};
   }
   // Refresh: sending one size keeps the others from being measured again, so their estimates would never catch up
@@ -165,9 +167,9 @@ AdaptiveBatchPolicy::Wait AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last
     // t(n) can form. Only a size the hold's end sends whole: a power of two (BestPrefix probes it) or one the
     // best-prefix rule keeps; one that rule cuts again is never measured, and holding for it would repeat at every
     // batch.
-    const bool unmeasured = load.ExecutionSamples(first) < kExploreSamples;
-    const bool sent_whole = (first & (first - 1)) == 0 || NotCutByBestPrefix(first, load);
-    if (unmeasured && sent_whole && until - last_change <= kExploreFraction * time_now) {
+    // (The cheap conditions first: NotCutByBestPrefix estimates every smaller size.)
+    if (load.ExecutionSamples(first) < kExploreSamples && until - last_change <= kExploreFraction * time_now &&
+        (IsPowerOfTwo(first) || NotCutByBestPrefix(first, load))) {
       wait.explore = until;
       wait.explore_size = first;
     }
@@ -256,7 +258,7 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   // itself. Otherwise the hold that serves the known requests soonest, else a try of a new size.
   std::optional<absl::Time> hold;
   if (send.elements < elements) {
-    if (wait.explore && (wait.explore_size & (wait.explore_size - 1)) == 0) hold = wait.explore;
+    if (wait.explore && IsPowerOfTwo(wait.explore_size)) hold = wait.explore;
   } else {
     hold = wait.hold ? wait.hold : wait.explore;
   }

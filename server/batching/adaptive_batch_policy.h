@@ -28,11 +28,11 @@
 //  - The largest size measured fewer than twice that the requests due within t(n) / 2 can form is tried, when it
 //    is a power of two or its estimate (the interpolation between measured neighbours) does not already put it
 //    outside the best-prefix rule below (a hold for a size that rule then cuts again would never measure it and
-//    repeat at every batch), so the policy learns
-//    sizes the load alone would not produce; and every power of two the queue can fill is measured twice before
-//    the estimates decide (that prefix goes first, the rest right after; the second sample replaces the first,
-//    which pays one-time costs), so interpolation never spans more than a factor of two and a cold first batch
-//    does not make a size look slow. Both cost a handful of batches in the life of the model.
+//    repeat at every batch), so the policy learns sizes the load alone would not produce; and every power of two
+//    the queue can fill is measured twice before the estimates decide (that prefix goes first, the rest right
+//    after; the second sample replaces the first, which pays one-time costs), so interpolation never spans more
+//    than a factor of two and a cold first batch does not make a size look slow. Both cost a handful of batches in
+//    the life of the model.
 //  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 2 %
 //    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
 //    A size cut away is sent whole again once 32 batches of other sizes ran since it was last measured (more when
