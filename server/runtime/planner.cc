@@ -3,10 +3,12 @@
 #include "server/runtime/planner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
 #include "server/runtime/planner_internal.h"
 
@@ -358,7 +360,25 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanBuilder::Build() {
   }
   plan_->max_batch_size_ = plan_->has_batch_dimension_ ? options_.max_batch_size : 1;
   CONVOY_RETURN_IF_ERROR(AddGraphInputs());
-  for (const Node& node : graph_.nodes()) CONVOY_RETURN_IF_ERROR(PlanNode(node));
+  const std::vector<Node>& nodes = graph_.nodes();
+  const auto start = std::chrono::steady_clock::now();
+  auto last_progress = start;
+  const bool verified = options_.tuning.verification.enabled &&
+                        (options_.device->backend() != Backend::kCpu || options_.tuning.verification.on_cpu);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    CONVOY_RETURN_IF_ERROR(PlanNode(nodes[i]));
+    const auto now = std::chrono::steady_clock::now();
+    if (!options_.log || i + 1 == nodes.size() ||
+        std::chrono::duration<double>(now - last_progress).count() < options_.progress_interval_seconds) {
+      continue;
+    }
+    last_progress = now;
+    options_.log(absl::StrFormat("planning: %d of %d nodes after %.1f s (last '%s'; every conv/GEMM is chosen%s for "
+                                 "batch sizes 1..%d)",
+                                 i + 1, nodes.size(), std::chrono::duration<double>(now - start).count(),
+                                 nodes[i].name, verified ? " and verified" : "",
+                                 plan_->max_batch_size_));
+  }
   CONVOY_RETURN_IF_ERROR(BindGraphOutputs());
   CONVOY_RETURN_IF_ERROR(PlanMemory());
   // Filter packing ran on the device's own stream; executors run on streams of their own, so the plan is handed out

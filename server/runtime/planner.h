@@ -60,8 +60,11 @@ struct PlannerOptions {
   // PreprocessOp step into the graph's [N,] C, H, W input in the plan's compute type and layout (n, dst_dtype and
   // dst_layout of the problem are set by the planner). The plan input is then the UINT8 image.
   std::map<std::string, PreprocessProblem> preprocessing;
-  // Receives one line per tuned layer (choice and time). May be empty.
+  // Receives one line per tuned layer (choice and time), per rejected algorithm, and a progress line ("planning: k of
+  // n nodes after t s") when planning a node ends at least progress_interval_seconds after the last such line (0:
+  // after every node but the last). May be empty.
   std::function<void(const std::string&)> log;
+  double progress_interval_seconds = 10;
 };
 
 absl::StatusOr<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const Graph& graph,

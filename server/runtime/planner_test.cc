@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
@@ -211,6 +212,31 @@ TEST(PlannerTest, TuningTimesLayersLogsThemAndFillsTheCache) {
   EXPECT_EQ(plan->steps()[0]->TunedMilliseconds(2), 0.0);
   EXPECT_EQ(cache.stats().tunings, 2);
   ExpectPlanMatchesReference(graph, plan, 3, {1e-4, 1e-5});
+}
+
+// Long plans (a large model on the emulated GPU verifies every conv at every batch size) say how far they are.
+TEST(PlannerTest, ProgressLinesCountThePlannedNodes) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::ConvChainGraph(3, FreshSeed()));
+  const size_t nodes = graph.nodes().size();
+  ASSERT_GE(nodes, 3u);
+  std::vector<std::string> log;
+  PlannerOptions options = CpuOptions(Precision::kFp32, Layout::kNCHW, 3);
+  options.log = [&log](const std::string& line) { log.push_back(line); };
+  options.progress_interval_seconds = 0;  // a line after every node but the last
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, options));
+  ASSERT_EQ(log.size(), nodes - 1) << ::testing::PrintToString(log);
+  for (size_t i = 0; i < log.size(); ++i) {
+    EXPECT_THAT(log[i], HasSubstr(absl::StrCat("planning: ", i + 1, " of ", nodes, " nodes after ")));
+    EXPECT_THAT(log[i], HasSubstr(absl::StrCat("last '", graph.nodes()[i].name, "'")));
+    // The CPU backend does not verify its choices (VerificationOptions::on_cpu).
+    EXPECT_THAT(log[i], HasSubstr("every conv/GEMM is chosen for batch sizes 1..3)"));
+  }
+  // A plan that takes less than the default interval logs no progress.
+  log.clear();
+  options.progress_interval_seconds = PlannerOptions().progress_interval_seconds;
+  ASSERT_THAT(BuildExecutionPlan(graph, options).status(), IsOk());
+  EXPECT_THAT(log, ::testing::IsEmpty());
+  ExpectPlanMatchesReference(graph, plan, 2, {1e-4, 1e-5});
 }
 
 absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanSingleNode(NodeAttrs attrs, Shape input, Shape other,

@@ -23,6 +23,8 @@ and from models generated here with the onnx helper (fresh random weights each r
   two_inputs    a [2,4,4] + b [2,4,4] -> Add -> GlobalAveragePool -> Flatten -> sum [2] (batch checks across inputs)
   efficientnet_lite0  a copy of model_repo/efficientnet_lite0, the pretrained classifier tools/setup.sh generates
                 (tests needing it FAIL, saying to run tools/setup.sh, when it was not generated)
+  efficientnet_lite0_batch2  the same as efficientnet_lite0 (same name) with max_batch_size 2: the emulated GPU
+                plans and verifies every batch size up to the maximum at load, about 100 s for 1..16, a few for 1..2
 
 Reference outputs come from onnxruntime: the ONNX models directly, simple_cnn through an ONNX graph built here from
 its safetensors weights (so the reference shares no code with Convoy).
@@ -30,6 +32,7 @@ its safetensors weights (so the reference shares no code with Convoy).
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
@@ -267,6 +270,15 @@ dynamic_batching:
 """)
         elif name == "efficientnet_lite0":
             shutil.copytree(pretrained_model_dir(), dest / name, ignore=shutil.ignore_patterns(".generated"))
+        elif name == "efficientnet_lite0_batch2":
+            folder = dest / "efficientnet_lite0"
+            shutil.copytree(pretrained_model_dir(), folder, ignore=shutil.ignore_patterns(".generated"))
+            cfg = (folder / "config.yaml").read_text()
+            small = re.sub(r"(?m)^  preferred_batch_size: .*$", "  preferred_batch_size: [2]",
+                           re.sub(r"(?m)^max_batch_size: \d+$", "max_batch_size: 2", cfg))
+            assert small.count("max_batch_size: 2") == 1 and "preferred_batch_size: [2]" in small, \
+                f"model_repo/efficientnet_lite0/config.yaml changed shape; update make_repository:\n{cfg}"
+            _write(folder / "config.yaml", small)
         elif name == "broken_onnx":
             _write(dest / name / "config.yaml", _tiny_config(name))
             (dest / name / "1").mkdir(parents=True)

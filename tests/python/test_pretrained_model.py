@@ -10,7 +10,8 @@ answer's top classes come from the KServe classification extension.
   espresso or cup as coffee's; the logits of both photos and two fresh random UINT8 images must match PyTorch's
   (Debian's torch on the same wheels, tools/models/export_efficientnet_lite0.py logits).
 - Emulated-GPU server (convoy_server_emulated_gpu, the CUDA kernels on the CPU, slow): one request with both photos
-  asks for the top-5 probabilities and the raw logits; the same top-1 classes and the same match with PyTorch.
+  asks for the top-5 probabilities and the raw logits; the same top-1 classes and the same match with PyTorch. Its
+  model is capped at batch 2 (the request's size): the emulated load verifies every batch size it plans.
 
 Tolerance: relative error max |convoy - torch| / max |torch| per image <= 1e-4 (FP32 plans on both sides; the sums
 run in different orders, measured about 1e-6 on the CPU). Without the generated model these tests FAIL, saying to
@@ -141,8 +142,8 @@ def test_logits_match_pytorch_on_the_cpu(cpu_server, photo_pixels, tmp_path):
 
 def test_emulated_gpu_classifies_both_photos_and_matches_pytorch(tmp_path_factory, photo_pixels, tmp_path):
     pretrained_model_dir()
-    server = started_server(tmp_path_factory, [MODEL], name="pretrained_gpu", binary=emulated_gpu_server_binary(),
-                            device="cuda")
+    server = started_server(tmp_path_factory, [MODEL + "_batch2"], name="pretrained_gpu",
+                            binary=emulated_gpu_server_binary(), device="cuda")
     try:
         tensor = grpcclient.InferInput("images", list(photo_pixels.shape), "UINT8")
         tensor.set_data_from_numpy(photo_pixels)
