@@ -71,7 +71,9 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
     candidates.push_back({i + 1, elements, measured ? Rate(elements, *load.ExecutionTime(elements)) : 0.0});
   }
   // Without measurements nothing is known: everything within the limit goes.
-  if (!measured) return Send{candidates.back().length, candidates.back().elements, std::nullopt};
+  if (!measured) {
+    return Send{candidates.back().length, candidates.back().elements, std::nullopt, SendReason::kUnmeasured};
+  }
   double best = 0;
   for (const Candidate& c : candidates) best = std::max(best, c.rate);
   const Candidate* chosen = &candidates.back();
@@ -89,7 +91,9 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
     const int64_t size = it->elements;
     if (size < 2 || !IsPowerOfTwo(size)) continue;
-    if (load.ExecutionSamples(size) < kExploreSamples) return Send{it->length, it->elements, it->rate};
+    if (load.ExecutionSamples(size) < kExploreSamples) {
+      return Send{it->length, it->elements, it->rate, SendReason::kProbe};
+    }
   }
   // Refresh: sending one size keeps the others from being measured again, so their estimates would never catch up
   // with a change (a noisy neighbour gone or come, a cache now warm or now too small). Every kRefreshBatches batches
@@ -108,13 +112,14 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
   const Candidate& shortest = candidates.front();
   if (refresh_shortest && chosen != &shortest &&
       load.BatchesSinceMeasured(shortest.elements) >= refresh_after(shortest, kRefreshShortestShare)) {
-    return Send{shortest.length, shortest.elements, shortest.rate};
+    return Send{shortest.length, shortest.elements, shortest.rate, SendReason::kRefresh};
   }
   const Candidate& longest = candidates.back();
   if (chosen != &longest && load.BatchesSinceMeasured(longest.elements) >= refresh_after(longest, kRefreshShare)) {
-    return Send{longest.length, longest.elements, longest.rate};
+    return Send{longest.length, longest.elements, longest.rate, SendReason::kRefresh};
   }
-  return Send{chosen->length, chosen->elements, chosen->rate};
+  return Send{chosen->length, chosen->elements, chosen->rate,
+              chosen == &longest ? SendReason::kFull : SendReason::kBestPrefix};
 }
 
 absl::Time AdaptiveBatchPolicy::Makespan(absl::Time start, int64_t elements, const std::vector<absl::Time>& expected,
@@ -247,6 +252,22 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   }
   decision.length = send.length;
   const int64_t limit = cuts ? decision.batch_limit : max_batch;
+  // Why, if it goes now: what BestPrefix chose it for when that is shorter than the queue within the limit, else
+  // why the whole of it goes.
+  const bool whole = send.reason == SendReason::kFull;
+  if (late) {
+    decision.reason = SendReason::kLate;
+  } else if (whole && cuts && send.elements < elements) {
+    decision.reason = SendReason::kLatencyTarget;
+  } else if (!whole) {
+    decision.reason = send.reason;
+  } else if (head.full || elements >= limit) {
+    decision.reason = SendReason::kFull;
+  } else if (head.another_instance_free) {
+    decision.reason = SendReason::kSpareInstance;
+  } else {
+    decision.reason = SendReason::kNoCompany;
+  }
   // Nothing to decide when no one can join, without measurements, or when another instance is free (spare
   // capacity: a lone batch costs nobody anything).
   if (head.full || late || elements >= limit || !send.rate || head.another_instance_free) return decision;
@@ -264,9 +285,26 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   }
   if (hold && *hold > now) {
     decision.length = 0;
+    decision.reason = SendReason::kNone;
     decision.hold_until = *hold;
   }
   return decision;
+}
+
+const char* AdaptiveBatchPolicy::SendReasonName(SendReason reason) {
+  switch (reason) {
+    case SendReason::kNone: return "none";
+    case SendReason::kFull: return "full";
+    case SendReason::kNoCompany: return "no_company";
+    case SendReason::kSpareInstance: return "spare_instance";
+    case SendReason::kUnmeasured: return "unmeasured";
+    case SendReason::kBestPrefix: return "best_prefix";
+    case SendReason::kProbe: return "probe";
+    case SendReason::kRefresh: return "refresh";
+    case SendReason::kLatencyTarget: return "latency_target";
+    case SendReason::kLate: return "late";
+  }
+  return "unknown";
 }
 
 }  // namespace convoy::batching

@@ -92,8 +92,24 @@ class AdaptiveBatchPolicy {
     int64_t returning_in_system = 0;     // queued or running requests from returning clients (load_estimator.h)
   };
 
+  // Why a batch was sent now (the `reason` label of convoy_batcher_batches_total, docs/metrics.md).
+  enum class SendReason {
+    kNone,            // held (length 0)
+    kFull,            // no one can join: the queue fills the batch, or the next request does not fit
+    kNoCompany,       // no request is expected before the batch would be done, or none is worth waiting for
+    kSpareInstance,   // another instance is free
+    kUnmeasured,      // nothing measured yet: everything within the limit goes
+    kBestPrefix,      // more is queued than the most efficient batch: its prefix goes
+    kProbe,           // a power of two measured fewer than twice goes first
+    kRefresh,         // a size not measured lately goes (the first request alone, or the whole queue)
+    kLatencyTarget,   // cut to what the latency target allows
+    kLate,            // even a batch of one misses the target, or a cut would not help: the largest goes
+  };
+  static const char* SendReasonName(SendReason reason);
+
   struct Decision {
     size_t length = 0;                               // requests to send now, from the front; 0: hold
+    SendReason reason = SendReason::kNone;
     absl::Time hold_until = absl::InfiniteFuture();  // with length 0: decide again then at the latest
     int64_t batch_limit = 0;                         // the largest batch the latency target allows now
     bool overload = false;                           // even a batch of one misses the target
@@ -111,6 +127,7 @@ class AdaptiveBatchPolicy {
     size_t length = 0;
     int64_t elements = 0;
     std::optional<double> rate;  // elements per second of instance time; unknown before any measurement
+    SendReason reason = SendReason::kFull;  // kFull: the whole queue within the limit; else why it is shorter
   };
   // The largest b whose p99 execution fits the oldest request's remaining target; 0 when not even 1 fits.
   int64_t BatchLimit(absl::Time now, absl::Time oldest, const LoadEstimator& load) const;

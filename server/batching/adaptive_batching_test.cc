@@ -109,6 +109,46 @@ int64_t MedianSize(std::vector<SimulatedBatch> batches) {
   return sizes.empty() ? 0 : sizes[sizes.size() / 2];
 }
 
+// The batches the policy sent by why they went (convoy_batcher_batches_total), checked to count every batch once.
+std::map<std::string, int64_t> Reasons(const SimulationResult& result) {
+  int64_t total = 0;
+  for (const auto& [reason, count] : result.estimates.batches_by_reason) total += count;
+  EXPECT_EQ(total, static_cast<int64_t>(result.batches.size()))
+      << ::testing::PrintToString(result.estimates.batches_by_reason);
+  return result.estimates.batches_by_reason;
+}
+
+int64_t Count(const std::map<std::string, int64_t>& reasons, const std::string& reason) {
+  auto it = reasons.find(reason);
+  return it == reasons.end() ? 0 : it->second;
+}
+
+TEST(AdaptiveBatchingTest, EveryBatchSaysWhyItWentWhenItDid) {
+  // A lone client: the first batch goes before anything was measured, every later one because nobody can join.
+  SimulationOptions options;
+  options.policy = Adaptive(16);
+  options.execution_time = Execution(4 * kMs, absl::Microseconds(500), absl::ZeroDuration(), absl::Microseconds(260));
+  options.phases = {Clients(absl::ZeroDuration(), 1)};
+  options.duration = absl::Seconds(1);
+  const SimulationResult lone = Simulated(options);
+  ASSERT_GT(lone.batches.size(), 100u);
+  EXPECT_EQ(Reasons(lone), (std::map<std::string, int64_t>{
+                               {"unmeasured", 1}, {"no_company", static_cast<int64_t>(lone.batches.size()) - 1}}));
+  // 16 clients: holds fill the batch, the powers of two are probed, batches of one are refreshed now and then.
+  options.phases = {Clients(absl::ZeroDuration(), 16)};
+  options.duration = absl::Seconds(4);
+  const std::map<std::string, int64_t> loop = Reasons(Simulated(options));
+  EXPECT_GT(Count(loop, "full"), Count(loop, "no_company")) << ::testing::PrintToString(loop);
+  EXPECT_GE(Count(loop, "probe"), 1) << ::testing::PrintToString(loop);
+  EXPECT_GE(Count(loop, "refresh"), 1) << ::testing::PrintToString(loop);
+  EXPECT_EQ(Count(loop, "late") + Count(loop, "latency_target"), 0) << "no target";
+  // Two instances: a batch goes at once while the other is free.
+  options.instances = 2;
+  options.phases = {Clients(absl::ZeroDuration(), 2)};
+  options.duration = absl::Seconds(1);
+  EXPECT_GE(Count(Reasons(Simulated(options)), "spare_instance"), 1);
+}
+
 TEST(AdaptiveBatchingTest, ALoneClientNeverWaitsEvenAfterBatchesPaidOff) {
   SimulationOptions options;
   options.policy = Adaptive(16);
@@ -237,6 +277,12 @@ TEST(AdaptiveBatchingTest, ABurstRunsBackToBackWithoutHolds) {
   // is expected back (burst requests never came back once).
   EXPECT_EQ(burst[1].dispatch, burst[0].done);
   EXPECT_EQ(burst[2].dispatch, burst[1].done);
+  // Four clients never filled a batch of 8: the burst's two 8s go first as probes of that size; the four clients'
+  // batches and the burst's last one went because nobody could join them.
+  const std::map<std::string, int64_t> reasons = Reasons(result);
+  EXPECT_GE(Count(reasons, "probe"), 2) << ::testing::PrintToString(reasons);
+  EXPECT_EQ(Count(reasons, "full"), 0) << ::testing::PrintToString(reasons);
+  EXPECT_GT(Count(reasons, "no_company"), Count(reasons, "probe")) << ::testing::PrintToString(reasons);
 }
 
 TEST(AdaptiveBatchingTest, ALatencyTargetCapsTheBatchSize) {
@@ -280,6 +326,8 @@ TEST(AdaptiveBatchingTest, ALatencyTargetCapsTheBatchSize) {
   const absl::Duration last = absl::Milliseconds(1600);
   EXPECT_GT(free.LatencyQuantile(0.0, last, last + absl::Milliseconds(200)), target);
   EXPECT_LE(capped.LatencyQuantile(0.5, last, last + absl::Milliseconds(200)), target);
+  EXPECT_GE(Count(Reasons(capped), "latency_target"), 1);
+  EXPECT_EQ(Count(Reasons(free), "latency_target"), 0);
 }
 
 TEST(AdaptiveBatchingTest, AClosedLoopWithATargetMeetsItAtTheFixedPolicysThroughputOrBetter) {
@@ -330,6 +378,10 @@ TEST(AdaptiveBatchingTest, OverloadFallsBackToTheLargestBatchAndTheQueuePolicy) 
     EXPECT_EQ(request.status.code(), absl::StatusCode::kUnavailable) << request.status;
   }
   EXPECT_GT(rejected, 3000);  // about (2500 - 1333) / 2500 of 10000
+  // The queue always holds a full batch: that is why nearly every batch goes.
+  const std::map<std::string, int64_t> reasons = Reasons(full_queue);
+  EXPECT_GT(Count(reasons, "full"), static_cast<int64_t>(full_queue.batches.size()) * 9 / 10)
+      << ::testing::PrintToString(reasons);
 
   // With a queue timeout instead of a bound, requests that waited too long fail and nobody ran after waiting longer.
   options.policy.default_queue_policy.max_queue_size = 0;

@@ -23,6 +23,7 @@ void BatchMetricsObserver::OnEstimatesChanged(const BatcherEstimates& estimates)
   values.wait = estimates.last_wait;
   values.batch_limit = estimates.batch_limit;
   values.execution_time = estimates.execution_time;
+  values.batches_by_reason = estimates.batches_by_reason;
   reporter_->SetBatcherEstimates(values);
 }
 }  // namespace convoy::batching

@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -50,6 +51,8 @@ struct BatcherEstimates {
   absl::Duration last_wait = absl::ZeroDuration();  // how long the policy held the latest batch for company
   int64_t batch_limit = 0;         // the largest batch the latency target allows (max_batch_size without one)
   std::map<int64_t, absl::Duration> execution_time;  // measured batch sizes -> estimated execution time
+  // Adaptive policy: batches sent so far by why they went when they did (AdaptiveBatchPolicy::SendReasonName).
+  std::map<std::string, int64_t> batches_by_reason;
 };
 
 class BatchQueue {
@@ -152,6 +155,8 @@ class BatchQueue {
   std::optional<absl::Time> hold_start_;         // the first hold since the latest batch left
   absl::Duration last_wait_ = absl::ZeroDuration();
   int64_t batch_limit_ = 0;
+  AdaptiveBatchPolicy::SendReason last_reason_ = AdaptiveBatchPolicy::SendReason::kNone;
+  std::map<std::string, int64_t> batches_by_reason_;
 };
 
 }  // namespace convoy::batching

@@ -79,6 +79,8 @@ void MetricsRegistry::RegisterFamilies() {
                                            r);
   families_.batcher_execution = Register(BuildGauge(), "convoy_batcher_execution_seconds",
                                          "Estimated execution time of a batch, by measured batch size, seconds", r);
+  families_.batcher_batches = Register(BuildCounter(), "convoy_batcher_batches_total",
+                                       "Batches the adaptive policy sent, by why they went when they did", r);
 }
 
 absl::StatusOr<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(const Options& options) {

@@ -80,6 +80,7 @@ ModelMetricsReporter::ModelMetricsReporter(const ModelMetricFamilies& families, 
           families.load_duration->Add({{"model", model_}, {"version", version_}}, LoadTimeBucketsSeconds())),
       batcher_policy_family_(families.batcher_policy),
       batcher_execution_family_(families.batcher_execution),
+      batcher_batches_family_(families.batcher_batches),
       batcher_target_latency_(families.batcher_target_latency->Add({{"model", model_}, {"version", version_}})),
       batcher_wait_(families.batcher_wait->Add({{"model", model_}, {"version", version_}})),
       batcher_arrivals_(families.batcher_arrivals->Add({{"model", model_}, {"version", version_}})),
@@ -149,6 +150,16 @@ void ModelMetricsReporter::SetBatcherEstimates(const BatcherEstimateValues& esti
           {{"model", model_}, {"version", version_}, {"batch_size", std::to_string(batch_size)}});
     }
     gauge->Set(Seconds(time));
+  }
+  // Cumulative counts from the batcher become counter increments (a batcher that started over counts from zero).
+  for (const auto& [reason, count] : estimates.batches_by_reason) {
+    ReasonCounter& entry = batcher_batches_[reason];
+    if (entry.counter == nullptr) {
+      entry.counter = &batcher_batches_family_->Add({{"model", model_}, {"version", version_}, {"reason", reason}});
+    }
+    if (count < entry.reported) entry.reported = 0;
+    entry.counter->Increment(static_cast<double>(count - entry.reported));
+    entry.reported = count;
   }
 }
 

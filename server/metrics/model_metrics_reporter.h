@@ -61,6 +61,7 @@ struct BatcherEstimateValues {
   absl::Duration wait = absl::ZeroDuration();         // how long the policy held the latest batch for company
   int64_t batch_limit = 0;                            // the largest batch the latency target allows now
   std::map<int64_t, absl::Duration> execution_time;   // by measured batch size
+  std::map<std::string, int64_t> batches_by_reason;   // adaptive policy: batches sent so far, by reason
 };
 
 // The metric families a reporter writes into; owned by MetricsRegistry.
@@ -88,6 +89,7 @@ struct ModelMetricFamilies {
   prometheus::Family<prometheus::Gauge>* batcher_return_time;
   prometheus::Family<prometheus::Gauge>* batcher_batch_limit;
   prometheus::Family<prometheus::Gauge>* batcher_execution;
+  prometheus::Family<prometheus::Counter>* batcher_batches;
 };
 
 class ModelMetricsReporter {
@@ -138,6 +140,7 @@ class ModelMetricsReporter {
   prometheus::Histogram& load_duration_;
   prometheus::Family<prometheus::Gauge>* const batcher_policy_family_;
   prometheus::Family<prometheus::Gauge>* const batcher_execution_family_;
+  prometheus::Family<prometheus::Counter>* const batcher_batches_family_;
   prometheus::Gauge& batcher_target_latency_;
   prometheus::Gauge& batcher_wait_;
   prometheus::Gauge& batcher_arrivals_;
@@ -146,6 +149,11 @@ class ModelMetricsReporter {
   prometheus::Gauge& batcher_batch_limit_;
   convoy::Mutex execution_mu_;
   std::map<int64_t, prometheus::Gauge*> batcher_execution_ ABSL_GUARDED_BY(execution_mu_);  // by batch size
+  struct ReasonCounter {
+    prometheus::Counter* counter = nullptr;
+    int64_t reported = 0;  // the batcher's count when last added
+  };
+  std::map<std::string, ReasonCounter> batcher_batches_ ABSL_GUARDED_BY(execution_mu_);  // by reason
 };
 
 }  // namespace convoy::metrics

@@ -74,3 +74,14 @@ def test_policies_and_estimates_are_exported(server):
     assert ("convoy_batcher_clients", frozenset(adaptive.items())) in samples
     assert 1 <= metric(samples, "convoy_batcher_batch_limit", **adaptive) <= 8
     assert metric(samples, "convoy_batcher_batch_limit", **fixed) == 8
+    # Why each batch went: every lone request was its own batch, sent because nobody could join it (the model's
+    # first batch ever: before anything was measured). The fixed policy exports no reasons.
+    def by_reason(scraped, labels):
+        return {dict(ls)["reason"]: v for (n, ls), v in scraped.items()
+                if n == "convoy_batcher_batches_total" and set(labels.items()) <= set(ls)}
+    now, earlier = by_reason(samples, adaptive), by_reason(before, adaptive)
+    sent = {reason: now[reason] - earlier.get(reason, 0.0) for reason in now}
+    assert sum(sent.values()) == requests, f"{requests} lone requests, batches by reason {sent}"
+    assert {r for r, v in sent.items() if v > 0} <= {"no_company", "unmeasured"}, sent
+    assert now.get("unmeasured", 0.0) <= 1, now
+    assert by_reason(samples, fixed) == {}
