@@ -153,6 +153,7 @@ AdaptiveBatchPolicy::Wait AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last
   // instance free, and holding for it buys a merge with idle time.
   const std::vector<absl::Time> expected = load.ExpectedArrivals(last_change, wanted, last_change + time_now);
   if (expected.empty()) return wait;
+  wait.expected = true;
   const absl::Duration send_now = Makespan(last_change, elements, expected, limit, load) - last_change;
   absl::Duration best = send_now / kWaitGain;
   // Holding until the j-th expected arrival, for a spread of j (every one when few are expected) and the last.
@@ -287,6 +288,8 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
     decision.length = 0;
     decision.reason = SendReason::kNone;
     decision.hold_until = *hold;
+  } else if (decision.reason == SendReason::kNoCompany && wait.expected) {
+    decision.reason = SendReason::kNotWorthWaiting;
   }
   return decision;
 }
@@ -296,6 +299,7 @@ const char* AdaptiveBatchPolicy::SendReasonName(SendReason reason) {
     case SendReason::kNone: return "none";
     case SendReason::kFull: return "full";
     case SendReason::kNoCompany: return "no_company";
+    case SendReason::kNotWorthWaiting: return "not_worth_waiting";
     case SendReason::kSpareInstance: return "spare_instance";
     case SendReason::kUnmeasured: return "unmeasured";
     case SendReason::kBestPrefix: return "best_prefix";

@@ -96,7 +96,8 @@ class AdaptiveBatchPolicy {
   enum class SendReason {
     kNone,            // held (length 0)
     kFull,            // no one can join: the queue fills the batch, or the next request does not fit
-    kNoCompany,       // no request is expected before the batch would be done, or none is worth waiting for
+    kNoCompany,       // no request is expected before the batch would be done
+    kNotWorthWaiting, // requests are expected in time, but no hold would serve the known requests sooner
     kSpareInstance,   // another instance is free
     kUnmeasured,      // nothing measured yet: everything within the limit goes
     kBestPrefix,      // more is queued than the most efficient batch: its prefix goes
@@ -147,6 +148,7 @@ class AdaptiveBatchPolicy {
     std::optional<absl::Time> hold;     // the hold that serves the known requests soonest
     std::optional<absl::Time> explore;  // the hold that forms the largest size measured fewer than twice
     int64_t explore_size = 0;
+    bool expected = false;              // some request is expected before the batch sent now would be done
   };
   Wait WorthWaitingUntil(absl::Time last_change, absl::Time oldest, int64_t elements, int64_t limit,
                          const HoldTarget& target, const LoadEstimator& load) const;

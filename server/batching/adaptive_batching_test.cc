@@ -124,7 +124,8 @@ int64_t Count(const std::map<std::string, int64_t>& reasons, const std::string& 
 }
 
 TEST(AdaptiveBatchingTest, EveryBatchSaysWhyItWentWhenItDid) {
-  // A lone client: the first batch goes before anything was measured, every later one because nobody can join.
+  // A lone client: the first batch goes before anything was measured, every later one because nobody can join
+  // (no one else is ever expected).
   SimulationOptions options;
   options.policy = Adaptive(16);
   options.execution_time = Execution(4 * kMs, absl::Microseconds(500), absl::ZeroDuration(), absl::Microseconds(260));
@@ -142,6 +143,14 @@ TEST(AdaptiveBatchingTest, EveryBatchSaysWhyItWentWhenItDid) {
   EXPECT_GE(Count(loop, "probe"), 1) << ::testing::PrintToString(loop);
   EXPECT_GE(Count(loop, "refresh"), 1) << ::testing::PrintToString(loop);
   EXPECT_EQ(Count(loop, "late") + Count(loop, "latency_target"), 0) << "no target";
+  // Two clients where batching does not pay (5 ms per element, nothing fixed): the other client is due back before
+  // the batch sent now is done, but a hold for it would finish nobody sooner.
+  options.execution_time = Execution(absl::ZeroDuration(), 5 * kMs);
+  options.phases = {Clients(absl::ZeroDuration(), 2)};
+  options.duration = absl::Seconds(2);
+  const SimulationResult pair = Simulated(options);
+  EXPECT_GT(Count(Reasons(pair), "not_worth_waiting"), static_cast<int64_t>(pair.batches.size()) / 2)
+      << ::testing::PrintToString(Reasons(pair));
   // Two instances: a batch goes at once while the other is free.
   options.instances = 2;
   options.phases = {Clients(absl::ZeroDuration(), 2)};
