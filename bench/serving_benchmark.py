@@ -296,14 +296,20 @@ def measure_point(args, mode, server, c, tmp, tag):
         total = (after_s["convoy_request_duration_seconds_count"]
                  - before_s.get("convoy_request_duration_seconds_count", 0))
         within = {"seconds": edge, "share": (after_s[key] - before_s.get(key, 0)) / total if total else None}
+    # Why the adaptive policy sent each batch of this run (convoy_batcher_batches_total, docs/metrics.md).
+    prefix = "convoy_batcher_batches_total:"
+    reasons = {k[len(prefix):]: int(after_s[k] - before_s.get(k, 0)) for k in after_s if k.startswith(prefix)}
     row.update(mode=mode, concurrency=c, batch_histogram=histogram_delta(before_b, after_b),
+               batch_reasons={r: n for r, n in sorted(reasons.items()) if n > 0},
                server_ms=server_us / served / 1000 if served else 0.0, server_within_target=within,
                mean_batch=infers / execs if execs else 0.0, failures=int(failed),
                load=[round(load_before, 2), round(load_after, 2)])
     print(f"{tag} {MODE_LABELS[mode]} c={c}: {row['throughput']:.1f} inf/s p50 {row['p50_ms']:.1f} ms "
           f"p99 {row['p99_ms']:.1f} ms queue {row['queue_ms']:.1f} ms server {row['server_ms']:.2f} ms "
           f"mean batch {row['mean_batch']:.2f} "
-          f"hist {row['batch_histogram']} failures {row['failures']} (stability {row['stability']} %, "
+          f"hist {row['batch_histogram']} "
+          + (f"reasons {row['batch_reasons']} " if row["batch_reasons"] else "") +
+          f"failures {row['failures']} (stability {row['stability']} %, "
           f"load {load_before:.1f}->{load_after:.1f})", flush=True)
     return row
 
