@@ -217,7 +217,7 @@ size_t BatchQueue::AdaptiveDecision(const std::vector<Position>& members, bool f
   }
   const AdaptiveBatchPolicy::Decision decision = adaptive_->Decide(now, last_change_, head, load_);
   batch_limit_ = decision.batch_limit;
-  last_reason_ = decision.reason;
+  if (decision.length > 0) ++batches_by_reason_[AdaptiveBatchPolicy::SendReasonName(decision.reason)];
   *next_check = decision.hold_until;
   return decision.length;
 }
@@ -233,7 +233,6 @@ BatchQueue::Decision BatchQueue::TakeBatch(absl::Time now, bool flush) {
     length = adaptive_ ? members.size() : ChooseBatchLength(members);
   } else if (adaptive_) {
     length = AdaptiveDecision(members, full, now, &next_check);
-    if (length > 0) ++batches_by_reason_[AdaptiveBatchPolicy::SendReasonName(last_reason_)];
   } else {
     length = FixedDecision(members, full, now, &next_check);
   }

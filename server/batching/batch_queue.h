@@ -139,7 +139,7 @@ class BatchQueue {
   // The fixed formation: how many of `members` run now (0: hold; then *next_check says until when).
   size_t FixedDecision(const std::vector<Position>& members, bool full, absl::Time now,
                        absl::Time* next_check) const;
-  // The adaptive formation's answer for the same question.
+  // The adaptive formation's answer for the same question; a batch it sends is counted by its reason.
   size_t AdaptiveDecision(const std::vector<Position>& members, bool full, absl::Time now, absl::Time* next_check);
 
   const BatchingPolicy policy_;
@@ -155,7 +155,6 @@ class BatchQueue {
   std::optional<absl::Time> hold_start_;         // the first hold since the latest batch left
   absl::Duration last_wait_ = absl::ZeroDuration();
   int64_t batch_limit_ = 0;
-  AdaptiveBatchPolicy::SendReason last_reason_ = AdaptiveBatchPolicy::SendReason::kNone;
   std::map<std::string, int64_t> batches_by_reason_;
 };
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/registry/verification.h"
 #include "server/runtime/planner_internal.h"
 
 namespace convoy::runtime {
@@ -363,8 +364,7 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanBuilder::Build() {
   const std::vector<Node>& nodes = graph_.nodes();
   const auto start = std::chrono::steady_clock::now();
   auto last_progress = start;
-  const bool verified = options_.tuning.verification.enabled &&
-                        (options_.device->backend() != Backend::kCpu || options_.tuning.verification.on_cpu);
+  const bool verified = VerificationApplies<Conv2dOp>(*options_.device, options_.tuning.verification);
   for (size_t i = 0; i < nodes.size(); ++i) {
     CONVOY_RETURN_IF_ERROR(PlanNode(nodes[i]));
     const auto now = std::chrono::steady_clock::now();
