@@ -98,6 +98,9 @@ def scrape(port):
         elif name == "convoy_request_duration_seconds_bucket":  # cumulative: requests served within `le` seconds
             le = re.search(r'le="([^"]+)"', line).group(1)
             series[f"{name}:{le}"] = value
+        elif "batch_size=" in line:  # convoy_batcher_execution_seconds, by measured batch size
+            size = re.search(r'batch_size="([^"]+)"', line).group(1)
+            series[f"{name}:{size}"] = value
         elif "reason=" not in line:
             series[name] = value
         else:
@@ -299,8 +302,15 @@ def measure_point(args, mode, server, c, tmp, tag):
     # Why the adaptive policy sent each batch of this run (convoy_batcher_batches_total, docs/metrics.md).
     prefix = "convoy_batcher_batches_total:"
     reasons = {k[len(prefix):]: int(after_s[k] - before_s.get(k, 0)) for k in after_s if k.startswith(prefix)}
+    # What the policy believed once the run's clients stopped: the return time, the closed-loop split (read after
+    # the load is gone, so it may already reflect the clients leaving) and the execution time of the powers of two.
+    prefix = "convoy_batcher_execution_seconds:"
+    execution = {int(k[len(prefix):]): round(v * 1000, 2) for k, v in after_s.items() if k.startswith(prefix)}
+    estimates = {"return_ms": round(after_s.get("convoy_batcher_return_seconds", 0) * 1000, 2),
+                 "closed_loop_batch_size": int(after_s.get("convoy_batcher_closed_loop_batch_size", 0)),
+                 "execution_ms": {b: execution[b] for b in sorted(execution) if b & (b - 1) == 0}}
     row.update(mode=mode, concurrency=c, batch_histogram=histogram_delta(before_b, after_b),
-               batch_reasons={r: n for r, n in sorted(reasons.items()) if n > 0},
+               batch_reasons={r: n for r, n in sorted(reasons.items()) if n > 0}, estimates=estimates,
                server_ms=server_us / served / 1000 if served else 0.0, server_within_target=within,
                mean_batch=infers / execs if execs else 0.0, failures=int(failed),
                load=[round(load_before, 2), round(load_after, 2)])
@@ -308,7 +318,7 @@ def measure_point(args, mode, server, c, tmp, tag):
           f"p99 {row['p99_ms']:.1f} ms queue {row['queue_ms']:.1f} ms server {row['server_ms']:.2f} ms "
           f"mean batch {row['mean_batch']:.2f} "
           f"hist {row['batch_histogram']} "
-          + (f"reasons {row['batch_reasons']} " if row["batch_reasons"] else "") +
+          + (f"reasons {row['batch_reasons']} estimates {estimates} " if row["batch_reasons"] else "") +
           f"failures {row['failures']} (stability {row['stability']} %, "
           f"load {load_before:.1f}->{load_after:.1f})", flush=True)
     return row

@@ -17,6 +17,8 @@ constexpr int64_t kRefreshBatches = 32;    // a size cut away is sent again afte
 constexpr double kRefreshShare = 0.05;      // ...and once it costs at most this share of the time since
 constexpr double kRefreshShortestShare = 0.005;  // the same for the first request alone
 constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency bound exceeds 0.9 L cannot meet L
+constexpr double kClosedLoopTolerance = 0.98;  // split a closed loop only for a schedule more than 2 % faster
+constexpr int64_t kClosedLoopRefreshBatches = 128;  // a split loop is left to merge once per this many batches
 
 bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -120,6 +122,52 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
   }
   return Send{chosen->length, chosen->elements, chosen->rate,
               chosen == &longest ? SendReason::kFull : SendReason::kBestPrefix};
+}
+
+std::optional<int64_t> AdaptiveBatchPolicy::ClosedLoopBatchSize(int64_t elements, const LoadEstimator& load) const {
+  // A loop larger than one batch already runs in turns; one client is no loop to split.
+  if (elements < 2 || elements > options_.max_batch_size || !load.return_time() || !load.ExecutionTime(1)) {
+    return std::nullopt;
+  }
+  // The estimates it compares must rest on two samples of every power of two up to the loop (the policy probes
+  // them, BestPrefix): a cold first batch must not decide how the loop is split.
+  for (int64_t b = 2; b <= elements; b *= 2) {
+    if (load.ExecutionSamples(b) < kExploreSamples) return std::nullopt;
+  }
+  const double back = absl::ToDoubleSeconds(load.return_time_late_bound());
+  const double instances = static_cast<double>(std::max<int64_t>(options_.instances, 1));
+  const auto seconds = [&](int64_t b) { return b > 0 ? absl::ToDoubleSeconds(*load.ExecutionTime(b)) : 0.0; };
+  // Elements per second of the loop run as `batches` balanced batches (of `size` and of size - 1) in turn.
+  const auto rate = [&](int64_t batches, int64_t size) {
+    const int64_t larger = elements - batches * (size - 1);
+    const double work = static_cast<double>(larger) * seconds(size) +
+                        static_cast<double>(batches - larger) * seconds(size - 1);
+    // A batch's clients cannot be back before its end plus their return time, so a cycle lasts at least that.
+    const double cycle = std::max(work / instances, seconds(size) + back);
+    return static_cast<double>(elements) / std::max(cycle, 1e-9);
+  };
+  // The splits compared: halves, quarters, ... (sizes that were measured, for a loop of a power of two), and of
+  // those the fewest batches within kClosedLoopTolerance of the fastest.
+  int64_t split = 0;
+  double split_rate = 0;
+  double best = 0;
+  std::vector<std::pair<int64_t, double>> splits;
+  for (int64_t batches = 2; batches <= elements; batches *= 2) {
+    const int64_t size = (elements + batches - 1) / batches;
+    splits.emplace_back(size, rate(batches, size));
+    best = std::max(best, splits.back().second);
+  }
+  for (const auto& [size, r] : splits) {
+    if (r >= kClosedLoopTolerance * best) {
+      split = size;
+      split_rate = r;
+      break;
+    }
+  }
+  // One batch for all only when it is clearly faster: it is measured while no other request is handled, the
+  // split while the other batches' clients come and go, so on a shared core a tie favours the split.
+  if (rate(1, elements) * kClosedLoopTolerance > split_rate) return std::nullopt;
+  return split;
 }
 
 absl::Time AdaptiveBatchPolicy::Makespan(absl::Time start, int64_t elements, const std::vector<absl::Time>& expected,
@@ -235,8 +283,27 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   // concurrency every latency rises with it. There the target only keeps holds from forming a batch that alone
   // would run past it.
   const bool cuts = target > absl::ZeroDuration() && population == 0;
+  // A closed loop (and no open stream to speak of) is split into the batches whose steady schedule serves it
+  // fastest; every kClosedLoopRefreshBatches batches one decision is left uncapped, so the merged size is measured
+  // again and the split follows the machine.
+  int64_t largest = max_batch;
+  const double per_request = std::max(load.mean_request_size(), 1.0);
+  if (population > 0 && measured &&
+      load.new_arrival_rate(last_change) * absl::ToDoubleSeconds(*load.ExecutionTime(max_batch)) < 1.0) {
+    // Every request in the server belongs to the loop: one from a client late enough to be presumed gone came back
+    // as a new arrival, and the loop is no smaller for it.
+    const int64_t loop = std::llround(
+        static_cast<double>(std::max(head.in_system, head.returning_in_system) + load.ClientsExpected(last_change)) *
+        per_request);
+    const std::optional<int64_t> split = ClosedLoopBatchSize(loop, load);
+    const int64_t since = load.BatchesSinceMeasured(std::min(loop, max_batch));
+    if (split && !(since >= kClosedLoopRefreshBatches && since % kClosedLoopRefreshBatches == 0)) {
+      largest = *split;
+      decision.closed_loop_size = *split;
+    }
+  }
   // (No refresh of batches of one where the target cuts batches: there the target decides the sizes.)
-  Send send = BestPrefix(head.sizes, cuts ? std::max<int64_t>(decision.batch_limit, 1) : max_batch, load,
+  Send send = BestPrefix(head.sizes, cuts ? std::max<int64_t>(decision.batch_limit, 1) : largest, load,
                          /*refresh_shortest=*/!cuts && !decision.overload);
   // Late: not even a batch of one meets the target for the oldest request, or cutting at the limit would not bring
   // more of the queued requests in on time than the largest batch. Throughput first, at once; the queue policy
@@ -249,10 +316,10 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   if (late) {
     decision.overload = true;
     decision.batch_limit = max_batch;
-    send = BestPrefix(head.sizes, max_batch, load, /*refresh_shortest=*/false);
+    send = BestPrefix(head.sizes, largest, load, /*refresh_shortest=*/false);
   }
   decision.length = send.length;
-  const int64_t limit = cuts ? decision.batch_limit : max_batch;
+  const int64_t limit = cuts ? decision.batch_limit : largest;
   // Why, if it goes now: what BestPrefix chose it for when that is shorter than the queue within the limit, else
   // why the whole of it goes.
   const bool whole = send.reason == SendReason::kFull;
@@ -263,7 +330,7 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   } else if (!whole) {
     decision.reason = send.reason;
   } else if (head.full || elements >= limit) {
-    decision.reason = SendReason::kFull;
+    decision.reason = limit < max_batch && !cuts ? SendReason::kClosedLoop : SendReason::kFull;
   } else if (head.another_instance_free) {
     decision.reason = SendReason::kSpareInstance;
   } else {
@@ -298,6 +365,7 @@ const char* AdaptiveBatchPolicy::SendReasonName(SendReason reason) {
   switch (reason) {
     case SendReason::kNone: return "none";
     case SendReason::kFull: return "full";
+    case SendReason::kClosedLoop: return "closed_loop";
     case SendReason::kNoCompany: return "no_company";
     case SendReason::kNotWorthWaiting: return "not_worth_waiting";
     case SendReason::kSpareInstance: return "spare_instance";

@@ -13,6 +13,21 @@
 // X = C / (R + Z) (Little's law, R the time in the server): at a given concurrency the higher throughput IS the
 // lower mean latency, so the policy weighs throughput, and counts the latency a hold adds as instance time lost.
 //
+// The closed loop's batch size. Where returning clients are present (and fewer than one open-stream request arrives
+// per largest batch), the loop is every request in the server plus the returning clients out: P elements, at most
+// max_batch_size (a larger loop already runs in turns). It could run as g balanced batches one after another (g =
+// 2, 4, 8, ...: halves, quarters; for a loop of a power of two, sizes the policy measured); a batch's clients are
+// back one return time Z (its late bound) after it ends, so one cycle lasts max(sum of the g batches' times / I,
+// t(P / g) + Z) and serves P. One batch for all leaves the instance idle for Z every cycle; batches that take turns
+// run while the others' clients are on their way back. Of the splits, the fewest batches within 2 % of the fastest;
+// one batch for all only when it is more than 2 % faster than that: it is measured while no other request is
+// handled, the split while the other batches' clients come and go, so where the server shares its core with the
+// request handling a tie favours the split. The split's size (Decision::closed_loop_size) stands in for
+// max_batch_size in every rule below: holds form batches up to it, the queue is cut at it (reason kClosedLoop). It is
+// decided only once every power of two up to the loop was measured twice (a cold sample must not split the loop),
+// and every 128 batches one decision is left unsplit, so the merged size is measured again and the split follows the
+// machine.
+//
 // The decision, for a partial batch of n elements whose state last changed at t0 (an arrival, a response, a batch
 // leaving; deciding from t0 makes the answer the same until the next change, so a hold never renews itself):
 //  - The requests worth waiting for are those expected before t0 + t(n), i.e. the ones that would otherwise queue
@@ -23,8 +38,8 @@
 //    all of them (the makespan): sending now and then running each next batch as soon as it is free and someone
 //    arrived, against holding until the j-th expected arrival (a spread of j up to 32 values) and doing the same
 //    from there. It holds until the a_j with the earliest makespan when that beats sending now by more than 0.2 %.
-//    In a saturated closed loop this is what merges the clients coming back into one batch instead of alternating
-//    two half batches; with clients that think longer than a batch takes it never holds.
+//    In a saturated closed loop that is not split this is what merges the clients coming back into one batch instead
+//    of alternating two half batches; with clients that think longer than a batch takes it never holds.
 //  - The largest size measured fewer than twice that the requests due within t(n) / 2 can form is tried, when it
 //    is a power of two or its estimate (the interpolation between measured neighbours) does not already put it
 //    outside the best-prefix rule below (a hold for a size that rule then cuts again would never measure it and
@@ -81,6 +96,7 @@ class AdaptiveBatchPolicy {
     int64_t max_batch_size = 1;
     absl::Duration target_latency = absl::ZeroDuration();   // p99 queue + compute; zero: none
     absl::Duration max_hold = absl::InfiniteDuration();     // longest hold from the oldest arrival; infinite: none
+    int64_t instances = 1;                                  // instances serving the queue
   };
 
   // The partial batch an instance could take now, as BatchQueue gathered it.
@@ -90,12 +106,14 @@ class AdaptiveBatchPolicy {
     bool full = false;                 // the next request of the same shape does not fit: no one can join
     bool another_instance_free = false;  // besides the one asking
     int64_t returning_in_system = 0;     // queued or running requests from returning clients (load_estimator.h)
+    int64_t in_system = 0;               // queued or running requests, all of them
   };
 
   // Why a batch was sent now (the `reason` label of convoy_batcher_batches_total, docs/metrics.md).
   enum class SendReason {
     kNone,            // held (length 0)
     kFull,            // no one can join: the queue fills the batch, or the next request does not fit
+    kClosedLoop,      // the queue fills the batch size that serves the closed loop best; the rest goes next
     kNoCompany,       // no request is expected before the batch would be done
     kNotWorthWaiting, // requests are expected in time, but no hold would serve the known requests sooner
     kSpareInstance,   // another instance is free
@@ -113,6 +131,7 @@ class AdaptiveBatchPolicy {
     SendReason reason = SendReason::kNone;
     absl::Time hold_until = absl::InfiniteFuture();  // with length 0: decide again then at the latest
     int64_t batch_limit = 0;                         // the largest batch the latency target allows now
+    int64_t closed_loop_size = 0;                    // the batch size that serves the closed loop best; 0: none
     bool overload = false;                           // even a batch of one misses the target
   };
 
@@ -157,6 +176,10 @@ class AdaptiveBatchPolicy {
   // With a target: whether a closed population of P clients (returning ones in the server and out) can meet it at
   // all: at the best throughput X* of batches of at most P elements they see a mean latency of at least P / X* - Z.
   bool TargetFeasible(int64_t population, const LoadEstimator& load) const;
+  // In a closed loop of `elements` (the returning clients' requests) that come back the return time's late bound
+  // after their response: the batch size whose steady schedule serves them fastest (the model above); nullopt when
+  // there is no closed loop to speak of or the sizes it compares were not measured twice yet.
+  std::optional<int64_t> ClosedLoopBatchSize(int64_t elements, const LoadEstimator& load) const;
   // When one instance would be done with `elements` queued plus the `expected` arrivals, starting the first batch
   // at `start` with everything arrived by then, and each next batch as soon as it is free and someone arrived.
   absl::Time Makespan(absl::Time start, int64_t elements, const std::vector<absl::Time>& expected, int64_t limit,

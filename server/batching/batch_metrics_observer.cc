@@ -22,6 +22,7 @@ void BatchMetricsObserver::OnEstimatesChanged(const BatcherEstimates& estimates)
   values.return_time = estimates.return_time;
   values.wait = estimates.last_wait;
   values.batch_limit = estimates.batch_limit;
+  values.closed_loop_batch_size = estimates.closed_loop_batch_size;
   values.execution_time = estimates.execution_time;
   values.batches_by_reason = estimates.batches_by_reason;
   reporter_->SetBatcherEstimates(values);

@@ -148,6 +148,7 @@ TEST(BatchMetricsObserverTest, AdaptiveEstimatesAppearAsBatcherGauges) {
   // is the largest b whose bound fits the 50 ms target for a request that has not waited.
   const int64_t limit = static_cast<int64_t>(0.05 / (1.1 * absl::ToDoubleSeconds(per_batch)));
   EXPECT_EQ(SampleValue(page, "convoy_batcher_batch_limit", model), static_cast<double>(limit));
+  EXPECT_EQ(SampleValue(page, "convoy_batcher_closed_loop_batch_size", model), 0) << "one client is not split";
   batcher.reset();
 }
 

@@ -29,6 +29,7 @@ BatchQueue::BatchQueue(BatchingPolicy policy, int instances)
     options.max_batch_size = std::max<int64_t>(policy_.max_batch_size, 1);
     options.target_latency = policy_.target_latency;
     options.max_hold = policy_.max_queue_delay;
+    options.instances = instances;
     adaptive_.emplace(options);
   }
 }
@@ -211,12 +212,14 @@ size_t BatchQueue::AdaptiveDecision(const std::vector<Position>& members, bool f
   head.full = full;
   head.another_instance_free = instances_ - running_batches_ > 1;
   head.returning_in_system = returning_in_system_;
+  head.in_system = size_ + running_requests_;
   for (const Position& position : members) {
     head.sizes.push_back((*position.it)->batch_size());
     head.enqueued.push_back((*position.it)->enqueue_time_);
   }
   const AdaptiveBatchPolicy::Decision decision = adaptive_->Decide(now, last_change_, head, load_);
   batch_limit_ = decision.batch_limit;
+  closed_loop_batch_size_ = decision.closed_loop_size;
   if (decision.length > 0) ++batches_by_reason_[AdaptiveBatchPolicy::SendReasonName(decision.reason)];
   *next_check = decision.hold_until;
   return decision.length;
@@ -287,6 +290,7 @@ BatcherEstimates BatchQueue::Estimates() const {
   estimates.return_time = load_.return_time();
   estimates.last_wait = last_wait_;
   estimates.batch_limit = batch_limit_;
+  estimates.closed_loop_batch_size = closed_loop_batch_size_;
   estimates.execution_time = load_.MeasuredExecutionTimes();
   estimates.batches_by_reason = batches_by_reason_;
   return estimates;

@@ -50,6 +50,7 @@ struct BatcherEstimates {
   std::optional<absl::Duration> return_time;  // mean time from a response to that client's next request
   absl::Duration last_wait = absl::ZeroDuration();  // how long the policy held the latest batch for company
   int64_t batch_limit = 0;         // the largest batch the latency target allows (max_batch_size without one)
+  int64_t closed_loop_batch_size = 0;  // adaptive policy: the batch size a closed loop is split into; 0: not split
   std::map<int64_t, absl::Duration> execution_time;  // measured batch sizes -> estimated execution time
   // Adaptive policy: batches sent so far by why they went when they did (AdaptiveBatchPolicy::SendReasonName).
   std::map<std::string, int64_t> batches_by_reason;
@@ -155,6 +156,7 @@ class BatchQueue {
   std::optional<absl::Time> hold_start_;         // the first hold since the latest batch left
   absl::Duration last_wait_ = absl::ZeroDuration();
   int64_t batch_limit_ = 0;
+  int64_t closed_loop_batch_size_ = 0;
   std::map<std::string, int64_t> batches_by_reason_;
 };
 

@@ -106,9 +106,11 @@ absl::Duration LoadEstimator::ExpiryAfterResponse() const {
   return std::max(absl::Seconds(2 * return_mean_s_ + 6 * return_dev_s_), kMinimumExpiry);
 }
 
-absl::Time LoadEstimator::LateBound(absl::Time completed) const {
-  return completed + absl::Seconds(return_mean_s_ + std::max(3 * return_dev_s_, 0.2 * return_mean_s_));
+absl::Duration LoadEstimator::return_time_late_bound() const {
+  return absl::Seconds(return_mean_s_ + std::max(3 * return_dev_s_, 0.2 * return_mean_s_));
 }
+
+absl::Time LoadEstimator::LateBound(absl::Time completed) const { return completed + return_time_late_bound(); }
 
 void LoadEstimator::ForgetGoneClients(absl::Time now) {
   const absl::Duration expiry = ExpiryAfterResponse();

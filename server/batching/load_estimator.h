@@ -65,6 +65,9 @@ class LoadEstimator {
   // Return time Z: mean and mean deviation of the matched samples; nullopt before the first match.
   std::optional<absl::Duration> return_time() const;
   absl::Duration return_time_deviation() const { return absl::Seconds(return_dev_s_); }
+  // How long after its response a returning client is late: Z_mean + max(3 Z_dev, Z_mean / 5); zero before the
+  // first match.
+  absl::Duration return_time_late_bound() const;
   // Returning clients out at `at` that are still expected back (their late bound is at or after `at`).
   int64_t ClientsExpected(absl::Time at) const;
   // Clients out that are remembered (not presumed gone), expected, late or new.

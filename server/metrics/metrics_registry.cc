@@ -77,6 +77,9 @@ void MetricsRegistry::RegisterFamilies() {
   families_.batcher_batch_limit = Register(BuildGauge(), "convoy_batcher_batch_limit",
                                            "Largest batch the latency target allows now (max_batch_size without one)",
                                            r);
+  families_.batcher_closed_loop_batch_size =
+      Register(BuildGauge(), "convoy_batcher_closed_loop_batch_size",
+               "Batch size the adaptive policy splits a closed loop of clients into (0: not split)", r);
   families_.batcher_execution = Register(BuildGauge(), "convoy_batcher_execution_seconds",
                                          "Estimated execution time of a batch, by measured batch size, seconds", r);
   families_.batcher_batches = Register(BuildCounter(), "convoy_batcher_batches_total",

@@ -86,7 +86,9 @@ ModelMetricsReporter::ModelMetricsReporter(const ModelMetricFamilies& families, 
       batcher_arrivals_(families.batcher_arrivals->Add({{"model", model_}, {"version", version_}})),
       batcher_clients_(families.batcher_clients->Add({{"model", model_}, {"version", version_}})),
       batcher_return_time_(families.batcher_return_time->Add({{"model", model_}, {"version", version_}})),
-      batcher_batch_limit_(families.batcher_batch_limit->Add({{"model", model_}, {"version", version_}})) {}
+      batcher_batch_limit_(families.batcher_batch_limit->Add({{"model", model_}, {"version", version_}})),
+      batcher_closed_loop_batch_size_(
+          families.batcher_closed_loop_batch_size->Add({{"model", model_}, {"version", version_}})) {}
 
 ModelMetricsReporter::~ModelMetricsReporter() { pending_requests_.Set(0); }
 
@@ -142,6 +144,7 @@ void ModelMetricsReporter::SetBatcherEstimates(const BatcherEstimateValues& esti
   batcher_return_time_.Set(estimates.return_time ? Seconds(*estimates.return_time) : 0.0);
   batcher_wait_.Set(Seconds(estimates.wait));
   batcher_batch_limit_.Set(static_cast<double>(estimates.batch_limit));
+  batcher_closed_loop_batch_size_.Set(static_cast<double>(estimates.closed_loop_batch_size));
   convoy::MutexLock lock(&execution_mu_);
   for (const auto& [batch_size, time] : estimates.execution_time) {
     prometheus::Gauge*& gauge = batcher_execution_[batch_size];

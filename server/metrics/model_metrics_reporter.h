@@ -60,6 +60,7 @@ struct BatcherEstimateValues {
   std::optional<absl::Duration> return_time;          // response to that client's next request; unknown at first
   absl::Duration wait = absl::ZeroDuration();         // how long the policy held the latest batch for company
   int64_t batch_limit = 0;                            // the largest batch the latency target allows now
+  int64_t closed_loop_batch_size = 0;                 // the batch size a closed loop is split into; 0: not split
   std::map<int64_t, absl::Duration> execution_time;   // by measured batch size
   std::map<std::string, int64_t> batches_by_reason;   // adaptive policy: batches sent so far, by reason
 };
@@ -88,6 +89,7 @@ struct ModelMetricFamilies {
   prometheus::Family<prometheus::Gauge>* batcher_clients;
   prometheus::Family<prometheus::Gauge>* batcher_return_time;
   prometheus::Family<prometheus::Gauge>* batcher_batch_limit;
+  prometheus::Family<prometheus::Gauge>* batcher_closed_loop_batch_size;
   prometheus::Family<prometheus::Gauge>* batcher_execution;
   prometheus::Family<prometheus::Counter>* batcher_batches;
 };
@@ -147,6 +149,7 @@ class ModelMetricsReporter {
   prometheus::Gauge& batcher_clients_;
   prometheus::Gauge& batcher_return_time_;
   prometheus::Gauge& batcher_batch_limit_;
+  prometheus::Gauge& batcher_closed_loop_batch_size_;
   convoy::Mutex execution_mu_;
   std::map<int64_t, prometheus::Gauge*> batcher_execution_ ABSL_GUARDED_BY(execution_mu_);  // by batch size
   struct ReasonCounter {

@@ -74,6 +74,9 @@ def test_policies_and_estimates_are_exported(server):
     assert ("convoy_batcher_clients", frozenset(adaptive.items())) in samples
     assert 1 <= metric(samples, "convoy_batcher_batch_limit", **adaptive) <= 8
     assert metric(samples, "convoy_batcher_batch_limit", **fixed) == 8
+    # One client is no loop to split (adaptive_batch_policy.h); the fixed policy never splits one.
+    assert metric(samples, "convoy_batcher_closed_loop_batch_size", **adaptive) == 0
+    assert metric(samples, "convoy_batcher_closed_loop_batch_size", **fixed) == 0
     # Why each batch went: every lone request was its own batch, sent because nobody could join it (the model's
     # first batch ever: before anything was measured). The fixed policy exports no reasons.
     def by_reason(scraped, labels):
