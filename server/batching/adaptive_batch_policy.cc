@@ -284,9 +284,10 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   // would run past it.
   const bool cuts = target > absl::ZeroDuration() && population == 0;
   // A closed loop (and no open stream to speak of) is split into the batches whose steady schedule serves it
-  // fastest; every kClosedLoopRefreshBatches batches one decision is left uncapped, so the merged size is measured
-  // again and the split follows the machine.
+  // fastest; every kClosedLoopRefreshBatches batches the loop is merged once instead (a hold until its clients are
+  // back, below), so the merged size is measured again and the split follows the machine.
   int64_t largest = max_batch;
+  int64_t merge_refresh = 0;  // the merged loop's size, when this decision is that refresh
   const double per_request = std::max(load.mean_request_size(), 1.0);
   if (population > 0 && measured &&
       load.new_arrival_rate(last_change) * absl::ToDoubleSeconds(*load.ExecutionTime(max_batch)) < 1.0) {
@@ -297,7 +298,9 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
         per_request);
     const std::optional<int64_t> split = ClosedLoopBatchSize(loop, load);
     const int64_t since = load.BatchesSinceMeasured(std::min(loop, max_batch));
-    if (split && !(since >= kClosedLoopRefreshBatches && since % kClosedLoopRefreshBatches == 0)) {
+    if (split && since >= kClosedLoopRefreshBatches && since % kClosedLoopRefreshBatches == 0) {
+      merge_refresh = std::min(loop, max_batch);
+    } else if (split) {
       largest = *split;
       decision.closed_loop_size = *split;
     }
@@ -329,6 +332,8 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
     decision.reason = SendReason::kLatencyTarget;
   } else if (!whole) {
     decision.reason = send.reason;
+  } else if (merge_refresh > 0 && elements >= merge_refresh) {
+    decision.reason = SendReason::kRefresh;
   } else if (head.full || elements >= limit) {
     decision.reason = limit < max_batch && !cuts ? SendReason::kClosedLoop : SendReason::kFull;
   } else if (head.another_instance_free) {
@@ -350,6 +355,16 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
     if (wait.explore && IsPowerOfTwo(wait.explore_size)) hold = wait.explore;
   } else {
     hold = wait.hold ? wait.hold : wait.explore;
+  }
+  // The merge refresh of a split loop: hold until the clients expected back complete it (never past the hold cap,
+  // nor for a batch whose execution alone would miss the target); those that do not come in time are not waited for.
+  if (merge_refresh > elements && send.elements == elements &&
+      (target <= absl::ZeroDuration() || *load.ExecutionTimeP99(merge_refresh) <= target)) {
+    const int64_t wanted =
+        static_cast<int64_t>(std::ceil(static_cast<double>(merge_refresh - elements) / per_request));
+    const std::vector<absl::Time> back =
+        load.ExpectedArrivals(last_change, wanted, last_change + *load.ExecutionTime(merge_refresh));
+    if (static_cast<int64_t>(back.size()) == wanted && back.back() - oldest <= options_.max_hold) hold = back.back();
   }
   if (hold && *hold > now) {
     decision.length = 0;

@@ -25,8 +25,8 @@
 // request handling a tie favours the split. The split's size (Decision::closed_loop_size) stands in for
 // max_batch_size in every rule below: holds form batches up to it, the queue is cut at it (reason kClosedLoop). It is
 // decided only once every power of two up to the loop was measured twice (a cold sample must not split the loop),
-// and every 128 batches one decision is left unsplit, so the merged size is measured again and the split follows the
-// machine.
+// and every 128 batches the loop is merged once (a hold until the clients expected back complete it, reason
+// kRefresh), so the merged size is measured again and the split follows the machine.
 //
 // The decision, for a partial batch of n elements whose state last changed at t0 (an arrival, a response, a batch
 // leaving; deciding from t0 makes the answer the same until the next change, so a hold never renews itself):
