@@ -54,6 +54,15 @@ absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> MakeDescriptor(const
       return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no convolution for ",
                                                    p.ToString()));
     }
+    // On CPUs with AVX-512 (seen on AMD Zen 5), Debian's oneDNN 2.6 picks its brgconv kernels for NHWC problems,
+    // and they compute wrong results with these post-ops (MobileNetV2 and RegNet, 1x1 and grouped layers; test:
+    // conv2d_onednn_test.cc). The next implementation oneDNN offers is taken instead.
+    while (d->pd && absl::StrContains(d->pd.impl_info_str(), "brgconv")) {
+      if (!d->pd.next_impl()) {
+        return absl::UnimplementedError(
+            absl::StrCat("oneDNN ", onednn::Version(), " has no convolution but brgconv for ", p.ToString()));
+      }
+    }
     d->impl = d->pd.impl_info_str();
   } catch (const dnnl::error& error) {
     return onednn::FromError(error, p.ToString());

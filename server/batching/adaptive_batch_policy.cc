@@ -17,8 +17,8 @@ constexpr int64_t kRefreshBatches = 32;    // a size cut away is sent again afte
 constexpr double kRefreshShare = 0.05;      // ...and once it costs at most this share of the time since
 constexpr double kRefreshShortestShare = 0.005;  // the same for the first request alone
 constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency bound exceeds 0.9 L cannot meet L
-constexpr double kClosedLoopTolerance = 0.98;  // split a closed loop only for a schedule more than 2 % faster
-constexpr int64_t kClosedLoopRefreshBatches = 128;  // a split loop is left to merge once per this many batches
+constexpr double kClosedLoopTolerance = 0.98;  // closed-loop schedules within 2 % tie: the split, fewer batches win
+constexpr int64_t kClosedLoopRefreshBatches = 128;  // a split loop is merged once per this many batches
 
 bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
