@@ -2,6 +2,7 @@
 // both layouts, every epilogue, FP16/BF16, tile boundaries, and one and several threads.
 #include "kernels/cpu/conv2d_im2col_gemm.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/conv2d_test_harness.h"
@@ -10,6 +11,7 @@ namespace convoy::cpu {
 namespace {
 
 using ::convoy::cpu::testing::CheckConv2dAgainstReference;
+using ::convoy::cpu::testing::CheckEveryEpilogue;
 using ::convoy::cpu::testing::Conv;
 using ::convoy::cpu::testing::EpiloguesToTest;
 using ::convoy::testing::IsOk;
@@ -38,14 +40,7 @@ std::vector<Conv2dProblem> Shapes(Layout layout) {
 
 template <typename AlgorithmT>
 void CheckAllShapes(Layout layout) {
-  const AlgorithmT algorithm;
-  uint32_t seed = 100;
-  for (Conv2dProblem p : Shapes(layout)) {
-    for (const Epilogue& e : EpiloguesToTest()) {
-      p.epilogue = e;
-      EXPECT_THAT(CheckConv2dAgainstReference(algorithm, p, kFp32, seed++), IsOk());
-    }
-  }
+  EXPECT_THAT(CheckEveryEpilogue(AlgorithmT(), Shapes(layout), kFp32, /*seed=*/100), ::testing::Each(IsOk()));
 }
 
 TEST(Conv2dIm2colGemmTest, NchwMatchesReference) { CheckAllShapes<Conv2dIm2colGemmNchw>(Layout::kNCHW); }

@@ -4,6 +4,7 @@
 // tests/python/test_whole_models.py do.)
 #include "kernels/cpu/conv2d_onednn.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/conv2d_test_harness.h"
@@ -11,9 +12,8 @@
 namespace convoy::cpu {
 namespace {
 
-using ::convoy::cpu::testing::CheckConv2dAgainstReference;
+using ::convoy::cpu::testing::CheckEveryEpilogue;
 using ::convoy::cpu::testing::Conv;
-using ::convoy::cpu::testing::EpiloguesToTest;
 using ::convoy::testing::IsOk;
 using ::convoy::testing::Tolerance;
 
@@ -34,14 +34,7 @@ std::vector<Conv2dProblem> Shapes(Layout layout) {
 
 template <typename AlgorithmT>
 void CheckAllShapes(Layout layout) {
-  const AlgorithmT algorithm;
-  uint32_t seed = 900;
-  for (Conv2dProblem p : Shapes(layout)) {
-    for (const Epilogue& e : EpiloguesToTest()) {
-      p.epilogue = e;
-      EXPECT_THAT(CheckConv2dAgainstReference(algorithm, p, kFp32, seed++), IsOk());
-    }
-  }
+  EXPECT_THAT(CheckEveryEpilogue(AlgorithmT(), Shapes(layout), kFp32, /*seed=*/900), ::testing::Each(IsOk()));
 }
 
 TEST(Conv2dOnednnTest, NchwMatchesReference) { CheckAllShapes<Conv2dOnednnNchw>(Layout::kNCHW); }

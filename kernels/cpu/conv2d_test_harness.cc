@@ -126,4 +126,16 @@ std::vector<Epilogue> EpiloguesToTest() {
   return out;
 }
 
+std::vector<absl::Status> CheckEveryEpilogue(const Conv2dAlgorithm& algorithm, std::vector<Conv2dProblem> problems,
+                                             const convoy::testing::Tolerance& tolerance, uint32_t seed) {
+  std::vector<absl::Status> statuses;
+  for (Conv2dProblem& p : problems) {
+    for (const Epilogue& e : EpiloguesToTest()) {
+      p.epilogue = e;
+      statuses.push_back(CheckConv2dAgainstReference(algorithm, p, tolerance, seed++));
+    }
+  }
+  return statuses;
+}
+
 }  // namespace convoy::cpu::testing

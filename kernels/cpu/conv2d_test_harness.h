@@ -6,6 +6,7 @@
 #define CONVOY_KERNELS_CPU_CONV2D_TEST_HARNESS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "kernels/common/problems.h"
@@ -28,6 +29,11 @@ Conv2dProblem Conv(int n, int c, int h, int w, int k, int r, int s, int stride, 
 // The epilogues every algorithm test runs each shape with: none, bias+relu, scale+bias+residual-before-relu,
 // bias+relu6+residual-after, scale+silu.
 std::vector<Epilogue> EpiloguesToTest();
+
+// CheckConv2dAgainstReference on every problem with every EpiloguesToTest() epilogue, seeds counting up from `seed`:
+// one status per check, in order, so a test reports every failing case (EXPECT_THAT(..., Each(IsOk()))).
+std::vector<absl::Status> CheckEveryEpilogue(const Conv2dAlgorithm& algorithm, std::vector<Conv2dProblem> problems,
+                                             const convoy::testing::Tolerance& tolerance, uint32_t seed);
 
 }  // namespace convoy::cpu::testing
 
