@@ -57,7 +57,7 @@ absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> MakeDescriptor(const
     // On CPUs with AVX-512 (seen on AMD Zen 5), Debian's oneDNN 2.6 picks its brgconv kernels for NHWC problems,
     // and they compute wrong results with these post-ops (MobileNetV2 and RegNet, 1x1 and grouped layers; test:
     // conv2d_onednn_test.cc). The next implementation oneDNN offers is taken instead.
-    while (d->pd && absl::StrContains(d->pd.impl_info_str(), "brgconv")) {
+    while (absl::StrContains(d->pd.impl_info_str(), "brgconv")) {  // pd is non-empty here (checked above)
       if (!d->pd.next_impl()) {
         return absl::UnimplementedError(
             absl::StrCat("oneDNN ", onednn::Version(), " has no convolution but brgconv for ", p.ToString()));

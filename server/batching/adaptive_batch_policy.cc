@@ -147,27 +147,20 @@ std::optional<int64_t> AdaptiveBatchPolicy::ClosedLoopBatchSize(int64_t elements
     return static_cast<double>(elements) / std::max(cycle, 1e-9);
   };
   // The splits compared: halves, quarters, ... (sizes that were measured, for a loop of a power of two), and of
-  // those the fewest batches within kClosedLoopTolerance of the fastest.
-  int64_t split = 0;
-  double split_rate = 0;
+  // those the fewest batches within kClosedLoopTolerance of the fastest (the list holds at least the halves).
+  std::vector<std::pair<int64_t, double>> splits;  // (batch size, rate), fewest batches first
   double best = 0;
-  std::vector<std::pair<int64_t, double>> splits;
   for (int64_t batches = 2; batches <= elements; batches *= 2) {
     const int64_t size = (elements + batches - 1) / batches;
     splits.emplace_back(size, rate(batches, size));
     best = std::max(best, splits.back().second);
   }
-  for (const auto& [size, r] : splits) {
-    if (r >= kClosedLoopTolerance * best) {
-      split = size;
-      split_rate = r;
-      break;
-    }
-  }
+  const auto split = *std::find_if(splits.begin(), splits.end(),
+                                   [&](const auto& s) { return s.second >= kClosedLoopTolerance * best; });
   // One batch for all only when it is clearly faster: it is measured while no other request is handled, the
   // split while the other batches' clients come and go, so on a shared core a tie favours the split.
-  if (rate(1, elements) * kClosedLoopTolerance > split_rate) return std::nullopt;
-  return split;
+  if (rate(1, elements) * kClosedLoopTolerance > split.second) return std::nullopt;
+  return split.first;
 }
 
 absl::Time AdaptiveBatchPolicy::Makespan(absl::Time start, int64_t elements, const std::vector<absl::Time>& expected,
