@@ -132,7 +132,9 @@ for step in "${selected[@]}"; do
     record_failure "$step" "tools/test.sh has no step '$step' (steps: ${STEPS[*]})"
     continue
   fi
+  step_start=$SECONDS
   "step_$step"
+  echo "[test] step $step took $(( SECONDS - step_start )) s"
 done
 
 say "results in $results"
