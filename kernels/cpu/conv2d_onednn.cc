@@ -55,8 +55,9 @@ absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> MakeDescriptor(const
                                                    p.ToString()));
     }
     // On CPUs with AVX-512 (seen on AMD Zen 5), Debian's oneDNN 2.6 picks its brgconv kernels for NHWC problems,
-    // and they compute wrong results with these post-ops (MobileNetV2 and RegNet, 1x1 and grouped layers; test:
-    // conv2d_onednn_test.cc). The next implementation oneDNN offers is taken instead.
+    // and they compute wrong results with these post-ops (MobileNetV2 and RegNet, 1x1 and grouped layers; caught by
+    // tests/python/test_whole_models.py, NHWC; the shapes of conv2d_onednn_test.cc pass even with brgconv). The next
+    // implementation oneDNN offers is taken instead.
     while (absl::StrContains(d->pd.impl_info_str(), "brgconv")) {  // pd is non-empty here (checked above)
       if (!d->pd.next_impl()) {
         return absl::UnimplementedError(
