@@ -11,8 +11,8 @@
 //   bazel build //server/batching:batcher_overhead_benchmark
 //   taskset -c 0 bazel-bin/server/batching/batcher_overhead_benchmark --concurrency=1,16 --rounds=8
 //   # clients that take 1.5 ms between a response and their next request, long enough runs for the steady state:
-//   taskset -c 0 bazel-bin/server/batching/batcher_overhead_benchmark --concurrency=16 --return_us=1500 \
-//       --requests=2400
+//   taskset -c 0 bazel-bin/server/batching/batcher_overhead_benchmark --concurrency=16 --return_us=1500
+//       --requests=2400   (one command line)
 //
 // Prints, per concurrency and policy: throughput (median over the rounds), its median round ratio to batching off,
 // the time a request spends outside the executor (latency minus its batch's execution; queueing included) and the
