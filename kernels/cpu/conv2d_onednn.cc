@@ -1,10 +1,13 @@
 // CPU conv2d on oneDNN's convolution primitive; see conv2d_onednn.h.
 #include "kernels/cpu/conv2d_onednn.h"
 
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/registry/registry.h"
 
@@ -54,14 +57,30 @@ absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> MakeDescriptor(const
       return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no convolution for ",
                                                    p.ToString()));
     }
-    // On CPUs with AVX-512 (seen on AMD Zen 5), Debian's oneDNN 2.6 picks its brgconv kernels for NHWC problems,
-    // and they compute wrong results with these post-ops (MobileNetV2 and RegNet, 1x1 and grouped layers; caught by
-    // tests/python/test_whole_models.py, NHWC; the shapes of conv2d_onednn_test.cc pass even with brgconv). The next
-    // implementation oneDNN offers is taken instead.
-    while (absl::StrContains(d->pd.impl_info_str(), "brgconv")) {  // pd is non-empty here (checked above)
+    // Two kinds of implementation are walked past, to the next one oneDNN offers (pd.next_impl()):
+    //  - brgconv: on CPUs with AVX-512 (seen on AMD Zen 5), Debian's oneDNN 2.6 picks its brgconv kernels for NHWC
+    //    problems, and they compute wrong results with these post-ops (MobileNetV2 and RegNet, 1x1 and grouped
+    //    layers; caught by tests/python/test_whole_models.py, NHWC; the shapes of conv2d_onednn_test.cc pass even
+    //    with brgconv).
+    //  - one whose primitive cannot be created: on AVX-512 BF16 CPUs (seen on an Intel Xeon with AMX)
+    //    jit_bf16:avx512_core_bf16 is offered for grouped BF16 NHWC / NCHW8c convolutions with a scale + SiLU
+    //    epilogue, and creating it fails ("could not create a primitive"). Creating it here, once per problem, keeps
+    //    CanImplement truthful: Prepare would otherwise fail with INTERNAL after the algorithm was chosen (oneDNN's
+    //    primitive cache makes Prepare's creation of the same primitive cheap).
+    std::vector<std::string> skipped;
+    while (true) {  // pd is non-empty here (checked above)
+      const std::string impl = d->pd.impl_info_str();
+      if (absl::StrContains(impl, "brgconv")) {
+        skipped.push_back(absl::StrCat(impl, " (wrong results with our post-ops)"));
+      } else if (const absl::Status created = onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->pd);
+                 !created.ok()) {
+        skipped.push_back(absl::StrCat(impl, " (", created.message(), ")"));
+      } else {
+        break;
+      }
       if (!d->pd.next_impl()) {
-        return absl::UnimplementedError(
-            absl::StrCat("oneDNN ", onednn::Version(), " has no convolution but brgconv for ", p.ToString()));
+        return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no usable convolution for ",
+                                                     p.ToString(), "; skipped ", absl::StrJoin(skipped, ", ")));
       }
     }
     d->impl = d->pd.impl_info_str();

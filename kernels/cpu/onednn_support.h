@@ -118,6 +118,18 @@ absl::StatusOr<std::unique_ptr<AlgorithmState>> MakePrimitiveState(const Primiti
   }
 }
 
+// Whether the primitive of `pd` can be created at all (its JIT code generated): oneDNN offers some implementations
+// whose creation then fails. OK, or the error as FromError words it. For CanImplement; the primitive is dropped.
+template <typename PrimitiveT, typename PrimitiveDesc>
+absl::Status CheckPrimitiveCreates(const PrimitiveDesc& pd) {
+  try {
+    const PrimitiveT primitive(pd);
+  } catch (const dnnl::error& error) {
+    return FromError(error, pd.impl_info_str());
+  }
+  return absl::OkStatus();
+}
+
 // Copies `src` (described by src_desc) into `dst` (dst_desc) with a oneDNN reorder made for this one call (plan
 // time: filter packing; never per request).
 absl::Status Reorder(const dnnl::memory::desc& src_desc, const void* src, const dnnl::memory::desc& dst_desc,
