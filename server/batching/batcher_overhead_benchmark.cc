@@ -45,7 +45,7 @@
 
 ABSL_FLAG(std::string, concurrency, "1,16", "Comma-separated numbers of closed-loop clients.");
 ABSL_FLAG(int, rounds, 8, "Rounds; every round runs every policy once per concurrency, in rotating order.");
-ABSL_FLAG(int, requests, 400, "Requests per client and run.");
+ABSL_FLAG(int, requests, 400, "Requests per run with one client; with C > 1 clients each sends 2 x requests / C.");
 ABSL_FLAG(int, base_us, 4000, "Executor time per batch, fixed part (microseconds).");
 ABSL_FLAG(int, per_element_us, 500, "Executor time per batch element (microseconds).");
 ABSL_FLAG(int, max_batch_size, 32, "max_batch_size of the model.");
@@ -234,7 +234,7 @@ int Main() {
   const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
   const std::vector<Mode> modes = {Mode::kOff, Mode::kFixed, Mode::kAdaptive};
   std::printf("executor t(b) = %d us + %d us * b, max_batch_size %d, fixed policy: delay %d us, preferred %s; "
-              "adaptive target %d ms; clients return after %d us; %d requests per client; %d rounds\n",
+              "adaptive target %d ms; clients return after %d us; --requests=%d; %d rounds\n",
               absl::GetFlag(FLAGS_base_us), absl::GetFlag(FLAGS_per_element_us), absl::GetFlag(FLAGS_max_batch_size),
               absl::GetFlag(FLAGS_fixed_delay_us), absl::GetFlag(FLAGS_fixed_preferred).c_str(),
               absl::GetFlag(FLAGS_target_latency_ms), absl::GetFlag(FLAGS_return_us), absl::GetFlag(FLAGS_requests),
