@@ -16,6 +16,9 @@ constexpr int64_t kExploreSamples = 2;     // sizes measured fewer times than th
 constexpr int64_t kRefreshBatches = 32;    // a size cut away is sent again after this many batches of others
 constexpr double kRefreshShare = 0.05;      // ...and once it costs at most this share of the time since
 constexpr double kRefreshShortestShare = 0.005;  // the same for the first request alone
+// ...and in a closed loop, where the lone request's client then comes back apart from the others and the loop holds
+// for it or runs split until it merges again: about twice its own time, and more than that on a shared core.
+constexpr double kRefreshShortestShareClosedLoop = 0.001;
 constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency bound exceeds 0.9 L cannot meet L
 constexpr double kClosedLoopTolerance = 0.98;  // closed-loop schedules within 2 % tie: the split, fewer batches win
 constexpr int64_t kClosedLoopRefreshBatches = 128;  // a split loop is merged once per this many batches
@@ -58,7 +61,7 @@ int64_t AdaptiveBatchPolicy::BatchLimit(absl::Time now, absl::Time oldest, const
 }
 
 AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int64_t>& sizes, int64_t limit,
-                                                          const LoadEstimator& load, bool refresh_shortest) const {
+                                                          const LoadEstimator& load, double shortest_share) const {
   struct Candidate {
     size_t length;
     int64_t elements;
@@ -112,8 +115,8 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
     return std::max<int64_t>(kRefreshBatches, std::llround(time_ratio / share));
   };
   const Candidate& shortest = candidates.front();
-  if (refresh_shortest && chosen != &shortest &&
-      load.BatchesSinceMeasured(shortest.elements) >= refresh_after(shortest, kRefreshShortestShare)) {
+  if (shortest_share > 0 && chosen != &shortest &&
+      load.BatchesSinceMeasured(shortest.elements) >= refresh_after(shortest, shortest_share)) {
     return Send{shortest.length, shortest.elements, shortest.rate, SendReason::kRefresh};
   }
   const Candidate& longest = candidates.back();
@@ -134,15 +137,19 @@ std::optional<int64_t> AdaptiveBatchPolicy::ClosedLoopBatchSize(int64_t elements
   for (int64_t b = 2; b <= elements; b *= 2) {
     if (load.ExecutionSamples(b) < kExploreSamples) return std::nullopt;
   }
-  const double back = absl::ToDoubleSeconds(load.return_time_late_bound());
   const double instances = static_cast<double>(std::max<int64_t>(options_.instances, 1));
+  const double per_request = std::max(load.mean_request_size(), 1.0);
   const auto seconds = [&](int64_t b) { return b > 0 ? absl::ToDoubleSeconds(*load.ExecutionTime(b)) : 0.0; };
   // Elements per second of the loop run as `batches` balanced batches (of `size` and of size - 1) in turn.
   const auto rate = [&](int64_t batches, int64_t size) {
     const int64_t larger = elements - batches * (size - 1);
     const double work = static_cast<double>(larger) * seconds(size) +
                         static_cast<double>(batches - larger) * seconds(size - 1);
-    // A batch's clients cannot be back before its end plus their return time, so a cycle lasts at least that.
+    // A batch's clients cannot be back before its end plus the time until the last of them returns, so a cycle
+    // lasts at least that (the last of 16 clients comes later than the last of 8: the likely time of the last,
+    // not the late bound of each, which would make every batch size wait the same).
+    const int64_t clients = std::llround(std::ceil(static_cast<double>(size) / per_request));
+    const double back = absl::ToDoubleSeconds(load.ReturnTimeOfLast(clients));
     const double cycle = std::max(work / instances, seconds(size) + back);
     return static_cast<double>(elements) / std::max(cycle, 1e-9);
   };
@@ -163,22 +170,27 @@ std::optional<int64_t> AdaptiveBatchPolicy::ClosedLoopBatchSize(int64_t elements
   return split.first;
 }
 
-absl::Time AdaptiveBatchPolicy::Makespan(absl::Time start, int64_t elements, const std::vector<absl::Time>& expected,
-                                         int64_t limit, const LoadEstimator& load) const {
+absl::Time AdaptiveBatchPolicy::Makespan(absl::Time start, int64_t elements,
+                                         const std::vector<LoadEstimator::ExpectedArrival>& expected, int64_t limit,
+                                         bool held, const LoadEstimator& load) const {
   const double per_request = std::max(load.mean_request_size(), 1.0);
   size_t next = 0;
   double batch = static_cast<double>(elements);
   absl::Time begin = start;
   absl::Time free_at = start;
+  // A batch sent now goes with what is queued: an arrival already due (overdue, likely "now") comes after it.
+  bool joinable = held;
   while (true) {
-    while (next < expected.size() && expected[next] <= begin && batch + per_request <= limit + 1e-9) {
+    while (joinable && next < expected.size() && expected[next].likely <= begin &&
+           batch + per_request <= limit + 1e-9) {
       batch += per_request;
       ++next;
     }
     free_at = begin + *load.ExecutionTime(std::clamp<int64_t>(std::llround(batch), 1, limit));
     if (next == expected.size()) return free_at;
-    begin = std::max(free_at, expected[next]);
+    begin = std::max(free_at, expected[next].likely);
     batch = 0;
+    joinable = true;
   }
 }
 
@@ -192,18 +204,26 @@ AdaptiveBatchPolicy::Wait AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last
   const absl::Duration time_now = *load.ExecutionTime(elements);
   // Only requests that would queue behind the batch sent now are worth waiting for: one that comes later finds the
   // instance free, and holding for it buys a merge with idle time.
-  const std::vector<absl::Time> expected = load.ExpectedArrivals(last_change, wanted, last_change + time_now);
+  const std::vector<LoadEstimator::ExpectedArrival> expected =
+      load.ExpectedArrivals(last_change, wanted, last_change + time_now);
   if (expected.empty()) return wait;
   wait.expected = true;
-  const absl::Duration send_now = Makespan(last_change, elements, expected, limit, load) - last_change;
+  const absl::Duration send_now = Makespan(last_change, elements, expected, limit, /*held=*/false, load) - last_change;
   absl::Duration best = send_now / kWaitGain;
-  // Holding until the j-th expected arrival, for a spread of j (every one when few are expected) and the last.
+  // Holding until the j-th expected arrival, for a spread of j (every one when few are expected) and the last. A
+  // hold is weighed at the arrivals' likely times; it lasts until the latest of their late bounds (it ends sooner
+  // when they come: every arrival is a change, decided anew), within the hold cap.
   const size_t step = std::max<size_t>(1, expected.size() / kHoldCandidates);
   std::vector<size_t> candidates;
   for (size_t j = 1; j < expected.size(); j += step) candidates.push_back(j);
   candidates.push_back(expected.size());
+  std::vector<absl::Time> hold_end(expected.size());  // the latest late bound of the first j, at j - 1
+  for (size_t j = 0; j < expected.size(); ++j) {
+    hold_end[j] = std::max(expected[j].late, j > 0 ? hold_end[j - 1] : absl::InfinitePast());
+  }
   for (size_t j : candidates) {
-    const absl::Time until = expected[j - 1];
+    const absl::Time until = expected[j - 1].likely;
+    const absl::Time end = std::min(hold_end[j - 1], oldest + options_.max_hold);
     const int64_t first = std::min<int64_t>(elements + std::llround(static_cast<double>(j) * per_request), limit);
     if (until - oldest > options_.max_hold) break;
     const absl::Duration waited = target.count_queue_time ? until - oldest : absl::ZeroDuration();
@@ -217,13 +237,13 @@ AdaptiveBatchPolicy::Wait AdaptiveBatchPolicy::WorthWaitingUntil(absl::Time last
     // (The cheap conditions first: NotCutByBestPrefix estimates every smaller size.)
     if (load.ExecutionSamples(first) < kExploreSamples && until - last_change <= kExploreFraction * time_now &&
         (IsPowerOfTwo(first) || NotCutByBestPrefix(first, load))) {
-      wait.explore = until;
+      wait.explore = end;
       wait.explore_size = first;
     }
-    const absl::Duration done = Makespan(until, elements, expected, limit, load) - last_change;
+    const absl::Duration done = Makespan(until, elements, expected, limit, /*held=*/true, load) - last_change;
     if (done < best) {
       best = done;
-      wait.hold = until;
+      wait.hold = end;
     }
   }
   return wait;
@@ -300,19 +320,21 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
   }
   // (No refresh of batches of one where the target cuts batches: there the target decides the sizes.)
   Send send = BestPrefix(head.sizes, cuts ? std::max<int64_t>(decision.batch_limit, 1) : largest, load,
-                         /*refresh_shortest=*/!cuts && !decision.overload);
+                         cuts || decision.overload ? 0.0
+                         : population > 0          ? kRefreshShortestShareClosedLoop
+                                                   : kRefreshShortestShare);
   // Late: not even a batch of one meets the target for the oldest request, or cutting at the limit would not bring
   // more of the queued requests in on time than the largest batch. Throughput first, at once; the queue policy
   // bounds the rest.
   bool late = target > absl::ZeroDuration() && decision.batch_limit == 0;
   if (cuts && !late) {
-    const Send largest = BestPrefix(head.sizes, max_batch, load, /*refresh_shortest=*/false);
+    const Send largest = BestPrefix(head.sizes, max_batch, load, /*shortest_share=*/0);
     late = send.elements < largest.elements && OnTime(now, head, send, load) <= OnTime(now, head, largest, load);
   }
   if (late) {
     decision.overload = true;
     decision.batch_limit = max_batch;
-    send = BestPrefix(head.sizes, largest, load, /*refresh_shortest=*/false);
+    send = BestPrefix(head.sizes, largest, load, /*shortest_share=*/0);
   }
   decision.length = send.length;
   const int64_t limit = cuts ? decision.batch_limit : largest;
@@ -355,9 +377,13 @@ AdaptiveBatchPolicy::Decision AdaptiveBatchPolicy::Decide(absl::Time now, absl::
       (target <= absl::ZeroDuration() || *load.ExecutionTimeP99(merge_refresh) <= target)) {
     const int64_t wanted =
         static_cast<int64_t>(std::ceil(static_cast<double>(merge_refresh - elements) / per_request));
-    const std::vector<absl::Time> back =
+    const std::vector<LoadEstimator::ExpectedArrival> back =
         load.ExpectedArrivals(last_change, wanted, last_change + *load.ExecutionTime(merge_refresh));
-    if (static_cast<int64_t>(back.size()) == wanted && back.back() - oldest <= options_.max_hold) hold = back.back();
+    if (static_cast<int64_t>(back.size()) == wanted && back.back().likely - oldest <= options_.max_hold) {
+      absl::Time end = absl::InfinitePast();
+      for (const LoadEstimator::ExpectedArrival& arrival : back) end = std::max(end, arrival.late);
+      hold = std::min(end, oldest + options_.max_hold);
+    }
   }
   if (hold && *hold > now) {
     decision.length = 0;

@@ -9,7 +9,8 @@
 // Clients form a closed population (each sends its next request a return time Z after its response) plus an open
 // stream; load_estimator.h says how both are inferred from arrivals and responses alone. A client whose request is
 // queued or running cannot send another one, so the requests that can still join are the returning clients out
-// and the open stream, each expected by its late bound. In a closed loop of C clients the throughput is
+// and the open stream, each weighed at its likely time and counted on until its late bound (a client answered
+// with 15 others is likely back at the return time's 16 / 17 quantile: load_estimator.h). In a closed loop of C clients the throughput is
 // X = C / (R + Z) (Little's law, R the time in the server): at a given concurrency the higher throughput IS the
 // lower mean latency, so the policy weighs throughput, and counts the latency a hold adds as instance time lost.
 //
@@ -17,8 +18,8 @@
 // per largest batch), the loop is every request in the server plus the returning clients out: P elements, at most
 // max_batch_size (a larger loop already runs in turns). It could run as g balanced batches one after another (g =
 // 2, 4, 8, ...: halves, quarters; for a loop of a power of two, sizes the policy measured); a batch's clients are
-// back one return time Z (its late bound) after it ends, so one cycle lasts max(sum of the g batches' times / I,
-// t(P / g) + Z) and serves P. One batch for all leaves the instance idle for Z every cycle; batches that take turns
+// all back Z(P / g) after it ends (the likely return of the last of P / g clients), so one cycle lasts max(sum of
+// the g batches' times / I, t(P / g) + Z(P / g)) and serves P. One batch for all leaves the instance idle for Z every cycle; batches that take turns
 // run while the others' clients are on their way back. Of the splits, the fewest batches within 2 % of the fastest;
 // one batch for all only when it is more than 2 % faster than that: it is measured while no other request is
 // handled, the split while the other batches' clients come and go, so where the server shares its core with the
@@ -37,7 +38,9 @@
 //  - Otherwise it compares, for the n queued and those k expected requests, when one instance would be done with
 //    all of them (the makespan): sending now and then running each next batch as soon as it is free and someone
 //    arrived, against holding until the j-th expected arrival (a spread of j up to 32 values) and doing the same
-//    from there. It holds until the a_j with the earliest makespan when that beats sending now by more than 0.2 %.
+//    from there, the arrivals at their likely times. It holds for the a_j with the earliest makespan when that
+//    beats sending now by more than 0.2 %, until the latest late bound among a_1..a_j (every arrival ends a hold
+//    early: it is a change, decided anew).
 //    In a saturated closed loop that is not split this is what merges the clients coming back into one batch instead
 //    of alternating two half batches; with clients that think longer than a batch takes it never holds.
 //  - The largest size measured fewer than twice that the requests due within t(n) / 2 can form is tried, when it
@@ -52,8 +55,10 @@
 //    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
 //    A size cut away is sent whole again once 32 batches of other sizes ran since it was last measured (more when
 //    it is much slower than the chosen size: a refresh costs at most 5 % of the instance time), and the first
-//    request alone once batches of one were not measured for 32 batches and 0.5 % of the time (not while a latency
-//    target cuts batches, nor in overload), so the estimates follow the machine (a noisy neighbour leaving or
+//    request alone once batches of one were not measured for 32 batches and 0.5 % of the time (0.1 % in a closed
+//    loop, where the lone request's client then comes back apart from the others and the loop holds for it or runs
+//    split until it merges again; not while a latency target cuts batches, nor in overload), so the estimates
+//    follow the machine (a noisy neighbour leaving or
 //    coming, batching no longer paying) instead of freezing at an old or unlucky value; the estimator restarts such
 //    a stale estimate from its new sample.
 //  - With another instance free there is spare capacity and the batch runs at once.
@@ -152,9 +157,10 @@ class AdaptiveBatchPolicy {
   // The largest b whose p99 execution fits the oldest request's remaining target; 0 when not even 1 fits.
   int64_t BatchLimit(absl::Time now, absl::Time oldest, const LoadEstimator& load) const;
   // The prefix of `sizes` within `limit` that runs most efficiently (the longest within 2 % of the best), or a
-  // probe or refresh of another size (refresh_shortest: the first request alone may be that refresh).
+  // probe or refresh of another size (the first request alone may be that refresh, at most `shortest_share` of the
+  // instance time; 0: never).
   Send BestPrefix(const std::vector<int64_t>& sizes, int64_t limit, const LoadEstimator& load,
-                  bool refresh_shortest = true) const;
+                  double shortest_share) const;
   // When to send if waiting is worth it: the expected arrival whose hold serves the known requests soonest, or
   // the one that lets a size measured fewer than twice be tried; neither: send now.
   // What a hold must respect: the latency target (zero: none), counting the time the oldest request already
@@ -176,14 +182,15 @@ class AdaptiveBatchPolicy {
   // With a target: whether a closed population of P clients (returning ones in the server and out) can meet it at
   // all: at the best throughput X* of batches of at most P elements they see a mean latency of at least P / X* - Z.
   bool TargetFeasible(int64_t population, const LoadEstimator& load) const;
-  // In a closed loop of `elements` (the returning clients' requests) that come back the return time's late bound
-  // after their response: the batch size whose steady schedule serves them fastest (the model above); nullopt when
+  // In a closed loop of `elements` (the returning clients' requests), each batch's clients all back the likely
+  // return time of the last of them after its end: the batch size whose steady schedule serves them fastest (the model above); nullopt when
   // there is no closed loop to speak of or the sizes it compares were not measured twice yet.
   std::optional<int64_t> ClosedLoopBatchSize(int64_t elements, const LoadEstimator& load) const;
-  // When one instance would be done with `elements` queued plus the `expected` arrivals, starting the first batch
-  // at `start` with everything arrived by then, and each next batch as soon as it is free and someone arrived.
-  absl::Time Makespan(absl::Time start, int64_t elements, const std::vector<absl::Time>& expected, int64_t limit,
-                      const LoadEstimator& load) const;
+  // When one instance would be done with `elements` queued plus the `expected` arrivals (at their likely times),
+  // starting the first batch at `start` (`held`: with every arrival likely by then; else with the queued ones
+  // alone), and each next batch as soon as it is free and someone arrived.
+  absl::Time Makespan(absl::Time start, int64_t elements, const std::vector<LoadEstimator::ExpectedArrival>& expected,
+                      int64_t limit, bool held, const LoadEstimator& load) const;
 
   const Options options_;
 };

@@ -28,7 +28,9 @@
 namespace convoy::batching {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::Each;
+using ::testing::ElementsAre;
 using ::testing::Le;
 
 const absl::Duration kMs = absl::Milliseconds(1);
@@ -137,9 +139,10 @@ TEST(AdaptiveBatchingTest, EveryBatchSaysWhyItWentWhenItDid) {
   ASSERT_GT(lone.batches.size(), 100u);
   EXPECT_EQ(Reasons(lone), (std::map<std::string, int64_t>{
                                {"unmeasured", 1}, {"no_company", static_cast<int64_t>(lone.batches.size()) - 1}}));
-  // 16 clients: holds fill the batch, the powers of two are probed, batches of one are refreshed now and then.
+  // 16 clients: holds fill the batch, the powers of two are probed, batches of one are refreshed now and then (in a
+  // closed loop at most 0.1 % of the time: once per ~375 batches here).
   options.phases = {Clients(absl::ZeroDuration(), 16)};
-  options.duration = absl::Seconds(4);
+  options.duration = absl::Seconds(8);
   const std::map<std::string, int64_t> loop = Reasons(Simulated(options));
   EXPECT_GT(Count(loop, "full"), Count(loop, "no_company")) << ::testing::PrintToString(loop);
   EXPECT_GE(Count(loop, "probe"), 1) << ::testing::PrintToString(loop);
@@ -265,7 +268,9 @@ TEST(AdaptiveBatchingTest, AClosedLoopIsSplitWhereOneMergedBatchWouldLeaveTheIns
   const std::map<std::string, int64_t> reasons = Reasons(adaptive);
   EXPECT_GT(Count(reasons, "closed_loop"), static_cast<int64_t>(adaptive.batches.size()) * 3 / 4)
       << ::testing::PrintToString(reasons);
-  EXPECT_EQ(adaptive.estimates.closed_loop_batch_size, 8);  // convoy_batcher_closed_loop_batch_size
+  // convoy_batcher_closed_loop_batch_size, as the run ends (its clients leaving): the split of what is left.
+  EXPECT_GT(adaptive.estimates.closed_loop_batch_size, 0);
+  EXPECT_LE(adaptive.estimates.closed_loop_batch_size, 8);
   const double served = adaptive.Throughput(absl::Seconds(1), absl::Seconds(8));
   EXPECT_GE(served, 0.98 / 0.00413);  // 4 ms per element plus the mean noise (0.13 ms per batch of 8 elements)
   EXPECT_GT(served, 1.01 * 16 / (0.064 + 0.0015));  // faster than any schedule of one merged batch
@@ -280,6 +285,49 @@ TEST(AdaptiveBatchingTest, AClosedLoopIsSplitWhereOneMergedBatchWouldLeaveTheIns
   const SimulationResult merged = Simulated(options);
   EXPECT_EQ(MedianSize(merged.BatchesIn(absl::Seconds(1), absl::Seconds(8))), 16);
   EXPECT_EQ(Count(Reasons(merged), "closed_loop"), 0);
+}
+
+TEST(AdaptiveBatchingTest, AJitteryLoopStaysMergedWhereOneBatchServesItBest) {
+  // 16 clients back 1.5 to 3.5 ms after each response (uniform), a batch costs 4 ms + 0.5 ms per element: one
+  // batch of 16 (12 ms) and the wait for the last of its clients (~3.4 ms) serve the loop in ~15.4 ms; two halves
+  // of 8 need 16 ms whatever the return time. Weighing the return at each client's late bound (mean + 3 deviations,
+  // ~4 ms for every batch size) made the two schedules tie and the loop run in halves, 6 % slower than the fixed
+  // policy's batches of 16; the likely return of the last of 16 (the return time's 16 / 17 quantile) does not.
+  SimulationOptions options;
+  options.policy = Adaptive(32, 100 * kMs);
+  options.execution_time = Execution(4 * kMs, absl::Microseconds(500), absl::ZeroDuration(), absl::Microseconds(300));
+  options.phases = {ClientPhase{absl::ZeroDuration(), 16, absl::Microseconds(1500), absl::Microseconds(2000)}};
+  options.duration = absl::Seconds(6);
+  const SimulationResult adaptive = Simulated(options);
+  const std::vector<SimulatedBatch> settled = adaptive.BatchesIn(absl::Seconds(1), absl::Seconds(6));
+  EXPECT_EQ(MedianSize(settled), 16) << absl::StrJoin(Sizes(settled), ",");
+  EXPECT_EQ(adaptive.estimates.closed_loop_batch_size, 0) << "not split";
+  options.policy = Fixed(32, 2 * kMs, {4, 8, 16});
+  const double fixed = Simulated(options).Throughput(absl::Seconds(1), absl::Seconds(6));
+  // 1 %: what the policy's own measurements (probes, refreshes) may cost in these 5 s.
+  EXPECT_GE(adaptive.Throughput(absl::Seconds(1), absl::Seconds(6)), 0.99 * fixed);
+}
+
+TEST(AdaptiveBatchingTest, ASteadyClosedLoopRarelySendsTheFirstRequestAlone) {
+  // 16 clients back 1.5 to 2 ms after each response, 4 ms + 0.5 ms per element: the loop runs merged in batches of
+  // 16. Sending the first request alone now and then keeps the estimate of batches of one fresh; in a closed loop it
+  // also sends its client back apart from the others, so it goes at most 0.1 % of the time (t(1) / t(16) = 0.375:
+  // once per ~375 batches, ~5 s), not 0.5 % (every ~75 batches, 5 times in these 5 s).
+  SimulationOptions options;
+  options.policy = Adaptive(32, 100 * kMs);
+  options.execution_time = Execution(4 * kMs, absl::Microseconds(500), absl::ZeroDuration(), absl::Microseconds(300));
+  options.phases = {ClientPhase{absl::ZeroDuration(), 16, absl::Microseconds(1500), absl::Microseconds(500)}};
+  options.duration = absl::Seconds(6);
+  const SimulationResult adaptive = Simulated(options);
+  const std::vector<SimulatedBatch> settled = adaptive.BatchesIn(absl::Seconds(1), absl::Seconds(6));
+  const int64_t alone = std::count_if(settled.begin(), settled.end(),
+                                      [](const SimulatedBatch& batch) { return batch.elements == 1; });
+  EXPECT_LE(alone, 1) << absl::StrJoin(Sizes(settled), ",");
+  EXPECT_GE(Count(Reasons(adaptive), "refresh"), 1) << "batches of one are still measured again";
+  options.policy = Fixed(32, 2 * kMs, {4, 8, 16});
+  const double fixed = Simulated(options).Throughput(absl::Seconds(1), absl::Seconds(6));
+  // 0.3 %: the one refresh, its client's separate return, and the hold that merges it again.
+  EXPECT_GE(adaptive.Throughput(absl::Seconds(1), absl::Seconds(6)), 0.997 * fixed);
 }
 
 TEST(AdaptiveBatchingTest, ASplitLoopIsMergedAgainWhenBatchingStartsToPay) {
@@ -398,14 +446,17 @@ TEST(AdaptiveBatchingTest, ALatencyTargetCapsTheBatchSize) {
     // Batches grow with the burst, up to what the target allows.
     EXPECT_EQ(with_target[0].elements, std::min<int64_t>(bursts[i], cap));
     EXPECT_THAT(Sizes(with_target), Each(Le(cap)));
-    EXPECT_EQ(without[0].elements, bursts[i]);
+    // Without the target the burst goes whole, or its first request alone before it: the refresh of batches of
+    // one, which the closed loop before measured at most 0.1 % of the time.
+    EXPECT_THAT(Sizes(without), AnyOf(ElementsAre(bursts[i]), ElementsAre(1, bursts[i] - 1)));
     if (bursts[i] <= cap) {  // feasible: every request of the burst meets the target
       EXPECT_LE(capped.LatencyQuantile(1.0, from, to), target);
     }
   }
-  // The burst of 32 cannot all make 12 ms; without the target none of it did, with it the first batch did.
+  // The burst of 32 cannot all make 12 ms; without the target none of it did (but a refreshed lone request), with
+  // it the first batch did.
   const absl::Duration last = absl::Milliseconds(1600);
-  EXPECT_GT(free.LatencyQuantile(0.0, last, last + absl::Milliseconds(200)), target);
+  EXPECT_GT(free.LatencyQuantile(0.05, last, last + absl::Milliseconds(200)), target);
   EXPECT_LE(capped.LatencyQuantile(0.5, last, last + absl::Milliseconds(200)), target);
   EXPECT_GE(Count(Reasons(capped), "latency_target"), 1);
   EXPECT_EQ(Count(Reasons(free), "latency_target"), 0);

@@ -13,6 +13,7 @@ constexpr size_t kMaxClientsOut = 4096;     // memory bound; far above any real 
 constexpr double kExecutionWeight = 1.0 / 8;  // after the first 8 batches of a size
 constexpr int64_t kStaleBatches = 32;              // a size not measured for this many batches starts over
 constexpr double kReturnWeight = 1.0 / 16;    // after the first 16 matched returns
+constexpr size_t kReturnWindow = 128;         // return times kept for their quantiles
 constexpr double kRequestSizeWeight = 1.0 / 32;
 constexpr double kP99Sigmas = 2.33;           // p99 of a normal distribution
 constexpr double kP99MinimumMargin = 0.10;    // of the mean: a size measured once has no variance yet
@@ -43,6 +44,7 @@ bool LoadEstimator::RecordArrival(absl::Time now, int64_t batch_size) {
   }
   const double sample = std::max(0.0, Seconds(now - out_.front().responded));
   out_.pop_front();
+  recent_returns_.Add(sample);
   ++return_samples_;
   if (return_samples_ == 1) {
     return_mean_s_ = sample;
@@ -57,13 +59,39 @@ bool LoadEstimator::RecordArrival(absl::Time now, int64_t batch_size) {
 }
 
 void LoadEstimator::RecordResponses(absl::Time done, int64_t returning, int64_t new_clients) {
-  for (int64_t i = 0; i < returning + new_clients; ++i) {
-    // Completions are reported in about time order; keep the list sorted so the oldest is matched first.
+  const int64_t answered = returning + new_clients;
+  for (int64_t i = 0; i < answered; ++i) {
+    // Completions are reported in about time order; keep the list sorted so the oldest is matched first (and of
+    // the clients answered together, the first to come back takes the first rank).
     auto at = out_.end();
     while (at != out_.begin() && (at - 1)->responded > done) --at;
-    out_.insert(at, ClientOut{done, i < returning});
+    out_.insert(at, ClientOut{done, i < returning,
+                              static_cast<double>(i + 1) / static_cast<double>(answered + 1)});
   }
   while (out_.size() > kMaxClientsOut) out_.pop_front();
+}
+
+void LoadEstimator::ReturnWindow::Add(double seconds) {
+  recent_s_.push_back(seconds);
+  sorted_s_.insert(std::upper_bound(sorted_s_.begin(), sorted_s_.end(), seconds), seconds);
+  if (recent_s_.size() > kReturnWindow) {
+    sorted_s_.erase(std::lower_bound(sorted_s_.begin(), sorted_s_.end(), recent_s_.front()));
+    recent_s_.pop_front();
+  }
+}
+
+double LoadEstimator::ReturnWindow::Quantile(double q) const {
+  if (sorted_s_.empty()) return 0;
+  const double position = std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted_s_.size() - 1);
+  const size_t below = static_cast<size_t>(position);
+  const size_t above = std::min(below + 1, sorted_s_.size() - 1);
+  const double share = position - static_cast<double>(below);
+  return sorted_s_[below] + share * (sorted_s_[above] - sorted_s_[below]);
+}
+
+absl::Duration LoadEstimator::ReturnTimeOfLast(int64_t clients) const {
+  const double k = static_cast<double>(std::max<int64_t>(clients, 1));
+  return absl::Seconds(recent_returns_.Quantile(k / (k + 1)));
 }
 
 void LoadEstimator::RecordExecution(int64_t batch_size, absl::Duration busy) {
@@ -124,17 +152,22 @@ int64_t LoadEstimator::ClientsExpected(absl::Time at) const {
   return expected;
 }
 
-std::vector<absl::Time> LoadEstimator::ExpectedArrivals(absl::Time at, int64_t count, absl::Time until) const {
-  std::vector<absl::Time> returns;
+std::vector<LoadEstimator::ExpectedArrival> LoadEstimator::ExpectedArrivals(absl::Time at, int64_t count,
+                                                                           absl::Time until) const {
+  std::vector<ExpectedArrival> returns;
   if (return_samples_ > 0) {
     for (const ClientOut& client : out_) {
       const absl::Time late = LateBound(client.responded);
-      if (client.returning && late >= at && late <= until) returns.push_back(late);
+      if (!client.returning || late < at) continue;
+      const absl::Time likely = std::clamp(
+          client.responded + absl::Seconds(recent_returns_.Quantile(client.rank_quantile)), at, late);
+      if (likely <= until) returns.push_back(ExpectedArrival{likely, late});
     }
   }
-  std::sort(returns.begin(), returns.end());
+  std::sort(returns.begin(), returns.end(),
+            [](const ExpectedArrival& a, const ExpectedArrival& b) { return a.likely < b.likely; });
   const double open_rate = new_arrival_rate(at);
-  std::vector<absl::Time> expected;
+  std::vector<ExpectedArrival> expected;
   size_t next_return = 0;
   int64_t next_open = 1;
   while (static_cast<int64_t>(expected.size()) < count) {
@@ -143,10 +176,10 @@ std::vector<absl::Time> LoadEstimator::ExpectedArrivals(absl::Time at, int64_t c
                                     : absl::InfiniteFuture();
     if (open > until) open = absl::InfiniteFuture();
     if (!have_return && open == absl::InfiniteFuture()) break;
-    if (have_return && returns[next_return] <= open) {
+    if (have_return && returns[next_return].likely <= open) {
       expected.push_back(returns[next_return++]);
     } else {
-      expected.push_back(open);
+      expected.push_back(ExpectedArrival{open, open});
       ++next_open;
     }
   }

@@ -20,6 +20,13 @@
 //  - So at any time the estimator can say which further requests may still arrive and by when: the returning
 //    clients out whose late bound has not passed, and the open stream at its rate. A client whose request is queued
 //    or running cannot send another one: that is what keeps a lone client from ever waiting.
+//  - And when each one most likely comes: the clients answered together (one batch's responses) come back in some
+//    order, the r-th of k about the r / (k + 1) quantile of the return time after their response (the last of 16
+//    near the 94th percentile, not at the mean, nor at the late bound). The quantiles are read from the last 128
+//    return times. The late bound says until when a client is counted on; the likely time is what a decision
+//    weighs: holding for 16 clients answered together costs the wait for the last of them, which the late bound
+//    overstates (and a policy weighing late bounds leaves a loop split in two groups that would merge: a client
+//    late once, or a noisy core, and the groups never met again).
 //
 // Instances: the execution time of each batch size (elements, 1..max_batch_size) as measured on the instances: a
 // running mean over the first 8 batches of a size, then exponential with weight 1/8, with an exponentially weighted
@@ -73,10 +80,22 @@ class LoadEstimator {
   // Clients out that are remembered (not presumed gone), expected, late or new.
   int64_t clients_out() const { return static_cast<int64_t>(out_.size()); }
 
-  // Absolute times of the next `count` arrivals expected in [at, until], earliest first: the late bounds of the
-  // returning clients out still expected, merged with the open stream at its rate (at + m / rate). Fewer when
-  // fewer can come.
-  std::vector<absl::Time> ExpectedArrivals(absl::Time at, int64_t count, absl::Time until) const;
+  // The likely time from a response until the last of `clients` answered together is back: the return time's
+  // clients / (clients + 1) quantile over the recent samples; zero before the first match.
+  absl::Duration ReturnTimeOfLast(int64_t clients) const;
+
+  // An arrival still expected: when it most likely comes (for a returning client, its rank among the clients
+  // answered with it on the recent return times, never before the question's time nor after its late bound) and
+  // until when it is counted on (its late bound; for the open stream both are its due time).
+  struct ExpectedArrival {
+    absl::Time likely;
+    absl::Time late;
+    bool operator==(const ExpectedArrival& other) const { return likely == other.likely && late == other.late; }
+  };
+  // The next `count` arrivals expected, most likely first: the returning clients out still expected at `at` (late
+  // bound at or after it) and likely by `until`, merged with the open stream at its rate (due at + m / rate, up to
+  // `until`). Fewer when fewer can come.
+  std::vector<ExpectedArrival> ExpectedArrivals(absl::Time at, int64_t count, absl::Time until) const;
 
   // Estimated execution time of `batch_size` elements and its p99 bound; nullopt before any batch was measured.
   std::optional<absl::Duration> ExecutionTime(int64_t batch_size) const;
@@ -91,7 +110,8 @@ class LoadEstimator {
  private:
   struct ClientOut {
     absl::Time responded;
-    bool returning;  // came back once already: expected again
+    bool returning;        // came back once already: expected again
+    double rank_quantile;  // r / (k + 1): the r-th of the k clients answered at `responded`
   };
   struct SizeStats {
     int64_t samples = 0;
@@ -106,6 +126,17 @@ class LoadEstimator {
   absl::Duration ExpiryAfterResponse() const;
   absl::Time LateBound(absl::Time completed) const;
   void ForgetGoneClients(absl::Time now);
+  // The last kReturnWindow return times, for their quantiles.
+  class ReturnWindow {
+   public:
+    void Add(double seconds);
+    // The q-quantile (0..1), interpolated; 0 when empty.
+    double Quantile(double q) const;
+
+   private:
+    std::deque<double> recent_s_;   // oldest first
+    std::vector<double> sorted_s_;  // the same, sorted
+  };
 
   const int64_t max_batch_size_;
   std::vector<SizeStats> sizes_;  // index: batch size
@@ -116,6 +147,7 @@ class LoadEstimator {
   int64_t return_samples_ = 0;
   double return_mean_s_ = 0;
   double return_dev_s_ = 0;
+  ReturnWindow recent_returns_;
   double mean_request_size_ = 1;
   int64_t request_samples_ = 0;
 };

@@ -3,8 +3,10 @@
 // left, new arrivals never awaited) and the open stream's rate.
 #include "server/batching/load_estimator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -86,14 +88,85 @@ TEST_F(LoadEstimatorTest, ReturningClientsAreMatchedExpectedAndForgottenWhenThey
   load.RecordResponses(answered, 2, 0);
   EXPECT_EQ(load.ClientsExpected(answered), 2);
   const absl::Time late = answered + absl::Microseconds(1200);
-  // Within 5 ms: the three new arrivals of round 1 also make an open stream of one per 10 ms, due later.
-  EXPECT_THAT(load.ExpectedArrivals(answered, 5, answered + absl::Milliseconds(5)), ElementsAre(late, late));
-  EXPECT_THAT(load.ExpectedArrivals(answered, 1, answered + absl::Milliseconds(5)), ElementsAre(late));
-  EXPECT_TRUE(load.ExpectedArrivals(answered, 5, late - absl::Nanoseconds(1)).empty()) << "beyond the horizon";
+  // Likely back after every return time seen so far (1 ms), counted on until the late bound. Within 5 ms: the
+  // three new arrivals of round 1 also make an open stream of one per 10 ms, due later.
+  const LoadEstimator::ExpectedArrival back{answered + absl::Milliseconds(1), late};
+  EXPECT_THAT(load.ExpectedArrivals(answered, 5, answered + absl::Milliseconds(5)), ElementsAre(back, back));
+  EXPECT_THAT(load.ExpectedArrivals(answered, 1, answered + absl::Milliseconds(5)), ElementsAre(back));
+  EXPECT_TRUE(load.ExpectedArrivals(answered, 5, back.likely - absl::Nanoseconds(1)).empty())
+      << "beyond the horizon";
+  // Overdue but not yet late: likely any moment now.
+  const absl::Time overdue = answered + absl::Microseconds(1100);
+  EXPECT_THAT(load.ExpectedArrivals(overdue, 5, overdue + absl::Milliseconds(5)),
+              ElementsAre(LoadEstimator::ExpectedArrival{overdue, late}, LoadEstimator::ExpectedArrival{overdue, late}));
   EXPECT_EQ(load.ClientsExpected(late + absl::Nanoseconds(1)), 0) << "late: no longer counted on";
   // Nobody returns; the next arrival, well past 2 Z_mean + 6 Z_dev, finds them forgotten and is new.
   EXPECT_FALSE(load.RecordArrival(answered + absl::Milliseconds(50), 1));
   EXPECT_EQ(load.clients_out(), 0);
+}
+
+// The q-quantile of `samples`, interpolated between ranks (as the estimator should read it).
+double Quantile(std::vector<double> samples, double q) {
+  std::sort(samples.begin(), samples.end());
+  const double position = q * static_cast<double>(samples.size() - 1);
+  const size_t below = static_cast<size_t>(std::floor(position));
+  const size_t above = std::min(below + 1, samples.size() - 1);
+  return samples[below] + (position - static_cast<double>(below)) * (samples[above] - samples[below]);
+}
+
+TEST_F(LoadEstimatorTest, ClientsAnsweredTogetherAreLikelyBackInRankOrderOnTheRecentReturnTimes) {
+  LoadEstimator load(32);
+  EXPECT_EQ(load.ReturnTimeOfLast(16), absl::ZeroDuration()) << "no return time seen yet";
+  // One client at a time, answered and back after a random return time: 216 samples, of which the last 128 count.
+  std::vector<double> returns_ms;
+  absl::Time now = kStart;
+  const auto round_trips = [&](int count, double lo_ms, double hi_ms) {
+    for (int i = 0; i < count; ++i) {
+      load.RecordResponses(now, 1, 0);
+      const double z = Uniform(lo_ms, hi_ms);
+      now += absl::Milliseconds(z);
+      EXPECT_TRUE(load.RecordArrival(now, 1));
+      returns_ms.push_back(z);
+      now += absl::Milliseconds(5);
+    }
+  };
+  round_trips(16, 4, 4);  // a steady start: no sample is taken for a client gone
+  round_trips(200, 0.5, 4);
+  std::vector<double> window(returns_ms.end() - 128, returns_ms.end());
+  // Tolerance 1e-5 ms: the times are exact to a quarter-nanosecond.
+  for (int k : {1, 2, 8, 16, 31}) {
+    EXPECT_NEAR(Ms(load.ReturnTimeOfLast(k)), Quantile(window, k / (k + 1.0)), 1e-5) << k << " clients";
+  }
+  // Four clients answered together: the r-th likely back at the r / 5 quantile, all counted on until the late bound.
+  load.RecordResponses(now, 4, 0);
+  const std::vector<LoadEstimator::ExpectedArrival> expected = load.ExpectedArrivals(now, 8, now + absl::Seconds(1));
+  ASSERT_EQ(expected.size(), 4u);
+  for (int r = 1; r <= 4; ++r) {
+    const double likely_ms = std::min(Quantile(window, r / 5.0), Ms(load.return_time_late_bound()));
+    EXPECT_NEAR(Ms(expected[r - 1].likely - now), likely_ms, 1e-5) << "rank " << r;
+    EXPECT_EQ(expected[r - 1].late, now + load.return_time_late_bound());
+  }
+  // Two of them come back: the other two keep the last ranks (3 and 4 of 4), not the first of two.
+  const absl::Time first_back = now + absl::Milliseconds(Quantile(window, 0.2));
+  load.RecordArrival(first_back, 1);
+  load.RecordArrival(first_back, 1);
+  window.erase(window.begin(), window.begin() + 2);
+  const absl::Duration z1 = first_back - now;
+  window.push_back(Ms(z1));
+  window.push_back(Ms(z1));
+  const std::vector<LoadEstimator::ExpectedArrival> rest = load.ExpectedArrivals(first_back, 8, now + absl::Seconds(1));
+  ASSERT_EQ(rest.size(), 2u);
+  for (int r = 3; r <= 4; ++r) {
+    const double likely_ms = std::clamp(Quantile(window, r / 5.0), Ms(z1), Ms(load.return_time_late_bound()));
+    EXPECT_NEAR(Ms(rest[r - 3].likely - now), likely_ms, 1e-5) << "rank " << r;
+  }
+  // The window moves on: 128 slower returns (the two clients still out are presumed gone) replace every sample
+  // before them.
+  now += absl::Seconds(1);
+  returns_ms.clear();
+  round_trips(128, 4.5, 6);
+  EXPECT_NEAR(Ms(load.ReturnTimeOfLast(16)), Quantile(returns_ms, 16 / 17.0), 1e-5);
+  EXPECT_GE(Ms(load.ReturnTimeOfLast(1)), 4.5);
 }
 
 TEST_F(LoadEstimatorTest, NewArrivalsFormAnOpenStreamWhoseRateDecaysWhenItStops) {
@@ -104,9 +177,12 @@ TEST_F(LoadEstimatorTest, NewArrivalsFormAnOpenStreamWhoseRateDecaysWhenItStops)
   // 1e-6 relative: the times are exact to a quarter-nanosecond.
   EXPECT_NEAR(load.new_arrival_rate(last), 1000 / gap_ms, 1e-6 * 1000 / gap_ms);
   EXPECT_NEAR(load.arrival_rate(), 1000 / gap_ms, 1e-6 * 1000 / gap_ms);
-  const std::vector<absl::Time> expected = load.ExpectedArrivals(last, 3, last + absl::Seconds(1));
+  const std::vector<LoadEstimator::ExpectedArrival> expected = load.ExpectedArrivals(last, 3, last + absl::Seconds(1));
   ASSERT_EQ(expected.size(), 3u);
-  for (int m = 1; m <= 3; ++m) EXPECT_NEAR(Ms(expected[m - 1] - last), m * gap_ms, 1e-5);
+  for (int m = 1; m <= 3; ++m) {
+    EXPECT_NEAR(Ms(expected[m - 1].likely - last), m * gap_ms, 1e-5);
+    EXPECT_EQ(expected[m - 1].late, expected[m - 1].likely) << "the open stream is due, not late";
+  }
   // A second later the stream looks 31 arrivals in 1 s + 31 gaps slow.
   EXPECT_NEAR(load.new_arrival_rate(last + absl::Seconds(1)), 31 / (1 + 31 * gap_ms / 1000), 1e-6 * 31);
   EXPECT_DOUBLE_EQ(load.mean_request_size(), 1.0);
