@@ -8,26 +8,26 @@
 // The queueing model. One model, I instances; an instance runs a batch of b elements in t(b) (t measured per size).
 // Clients form a closed population (each sends its next request a return time Z after its response) plus an open
 // stream; load_estimator.h says how both are inferred from arrivals and responses alone. A client whose request is
-// queued or running cannot send another one, so the requests that can still join are the returning clients out
-// and the open stream, each weighed at its likely time and counted on until its late bound (a client answered
-// with 15 others is likely back at the return time's 16 / 17 quantile: load_estimator.h). In a closed loop of C clients the throughput is
-// X = C / (R + Z) (Little's law, R the time in the server): at a given concurrency the higher throughput IS the
-// lower mean latency, so the policy weighs throughput, and counts the latency a hold adds as instance time lost.
+// queued or running cannot send another one, so the requests that can still join are the returning clients out and the
+// open stream, each weighed at its likely time and counted on until its late bound (a client answered with 15 others is
+// likely back at the return time's 16 / 17 quantile: load_estimator.h). In a closed loop of C clients the throughput is
+// X = C / (R + Z) (Little's law, R the time in the server): at a given concurrency the higher throughput IS the lower
+// mean latency, so the policy weighs throughput, and counts the latency a hold adds as instance time lost.
 //
-// The closed loop's batch size. Where returning clients are present (and fewer than one open-stream request arrives
-// per largest batch), the loop is every request in the server plus the returning clients out: P elements, at most
-// max_batch_size (a larger loop already runs in turns). It could run as g balanced batches one after another (g =
-// 2, 4, 8, ...: halves, quarters; for a loop of a power of two, sizes the policy measured); a batch's clients are
-// all back Z(P / g) after it ends (the likely return of the last of P / g clients), so one cycle lasts max(sum of
-// the g batches' times / I, t(P / g) + Z(P / g)) and serves P. One batch for all leaves the instance idle for Z every cycle; batches that take turns
-// run while the others' clients are on their way back. Of the splits, the fewest batches within 2 % of the fastest;
-// one batch for all only when it is more than 2 % faster than that: it is measured while no other request is
-// handled, the split while the other batches' clients come and go, so where the server shares its core with the
-// request handling a tie favours the split. The split's size (Decision::closed_loop_size) stands in for
-// max_batch_size in every rule below: holds form batches up to it, the queue is cut at it (reason kClosedLoop). It is
-// decided only once every power of two up to the loop was measured twice (a cold sample must not split the loop),
-// and every 128 batches the loop is merged once (a hold until the clients expected back complete it, reason
-// kRefresh), so the merged size is measured again and the split follows the machine.
+// The closed loop's batch size. Where returning clients are present (and fewer than one open-stream request arrives per
+// largest batch), the loop is every request in the server plus the returning clients out: P elements, at most
+// max_batch_size (a larger loop already runs in turns). It could run as g balanced batches one after another (g = 2, 4,
+// 8, ...: halves, quarters; for a loop of a power of two, sizes the policy measured); a batch's clients are all back
+// Z(P / g) after it ends (the likely return of the last of P / g clients), so one cycle lasts max(sum of the g batches'
+// times / I, t(P / g) + Z(P / g)) and serves P. One batch for all leaves the instance idle for Z every cycle; batches
+// that take turns run while the others' clients are on their way back. Of the splits, the fewest batches within 2 % of
+// the fastest; one batch for all only when it is more than 2 % faster than that: it is measured while no other request
+// is handled, the split while the other batches' clients come and go, so where the server shares its core with the
+// request handling a tie favours the split. The split's size (Decision::closed_loop_size) stands in for max_batch_size
+// in every rule below: holds form batches up to it, the queue is cut at it (reason kClosedLoop). It is decided only
+// once every power of two up to the loop was measured twice (a cold sample must not split the loop), and every 128
+// batches the loop is merged once (a hold until the clients expected back complete it, reason kRefresh), so the merged
+// size is measured again and the split follows the machine.
 //
 // The decision, for a partial batch of n elements whose state last changed at t0 (an arrival, a response, a batch
 // leaving; deciding from t0 makes the answer the same until the next change, so a hold never renews itself):
@@ -182,9 +182,9 @@ class AdaptiveBatchPolicy {
   // With a target: whether a closed population of P clients (returning ones in the server and out) can meet it at
   // all: at the best throughput X* of batches of at most P elements they see a mean latency of at least P / X* - Z.
   bool TargetFeasible(int64_t population, const LoadEstimator& load) const;
-  // In a closed loop of `elements` (the returning clients' requests), each batch's clients all back the likely
-  // return time of the last of them after its end: the batch size whose steady schedule serves them fastest (the model above); nullopt when
-  // there is no closed loop to speak of or the sizes it compares were not measured twice yet.
+  // In a closed loop of `elements` (the returning clients' requests), each batch's clients all back the likely return
+  // time of the last of them after its end: the batch size whose steady schedule serves them fastest (the model above);
+  // nullopt when there is no closed loop to speak of or the sizes it compares were not measured twice yet.
   std::optional<int64_t> ClosedLoopBatchSize(int64_t elements, const LoadEstimator& load) const;
   // When one instance would be done with `elements` queued plus the `expected` arrivals (at their likely times),
   // starting the first batch at `start` (`held`: with every arrival likely by then; else with the queued ones

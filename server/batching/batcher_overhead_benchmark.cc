@@ -217,8 +217,15 @@ RunResult RunOnce(Mode mode, int concurrency, int requests_per_client) {
   result.outside_us = 1e-3 * static_cast<double>(outside_ns.load()) / total;
   result.cpu_outside_us = 1e6 * (cpu - executor.busy_cpu_seconds()) / total;
   (*batcher)->Shutdown(absl::Now() + absl::Seconds(10)).IgnoreError();
-  for (const auto& [size, count] : (*batcher)->stats().batches_by_size) {
+  const BatcherStats stats = (*batcher)->stats();
+  for (const auto& [size, count] : stats.batches_by_size) {
     absl::StrAppend(&result.batches, result.batches.empty() ? "" : " ", size, ":", count);
+  }
+  if (mode == Mode::kAdaptive) {  // why the adaptive policy's batches went (convoy_batcher_batches_total)
+    absl::StrAppend(&result.batches, "; reasons");
+    for (const auto& [reason, count] : stats.estimates.batches_by_reason) {
+      absl::StrAppend(&result.batches, " ", reason, ":", count);
+    }
   }
   return result;
 }

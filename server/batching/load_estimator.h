@@ -25,8 +25,8 @@
 //    near the 94th percentile, not at the mean, nor at the late bound). The quantiles are read from the last 128
 //    return times. The late bound says until when a client is counted on; the likely time is what a decision
 //    weighs: holding for 16 clients answered together costs the wait for the last of them, which the late bound
-//    overstates (and a policy weighing late bounds leaves a loop split in two groups that would merge: a client
-//    late once, or a noisy core, and the groups never met again).
+//    overstates (a policy weighing late bounds split a loop whose clients come back with some spread into halves
+//    that serve it slower than one batch, and merged a loop split by late clients again only slowly).
 //
 // Instances: the execution time of each batch size (elements, 1..max_batch_size) as measured on the instances: a
 // running mean over the first 8 batches of a size, then exponential with weight 1/8, with an exponentially weighted

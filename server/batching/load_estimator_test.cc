@@ -97,8 +97,8 @@ TEST_F(LoadEstimatorTest, ReturningClientsAreMatchedExpectedAndForgottenWhenThey
       << "beyond the horizon";
   // Overdue but not yet late: likely any moment now.
   const absl::Time overdue = answered + absl::Microseconds(1100);
-  EXPECT_THAT(load.ExpectedArrivals(overdue, 5, overdue + absl::Milliseconds(5)),
-              ElementsAre(LoadEstimator::ExpectedArrival{overdue, late}, LoadEstimator::ExpectedArrival{overdue, late}));
+  const LoadEstimator::ExpectedArrival any_moment{overdue, late};
+  EXPECT_THAT(load.ExpectedArrivals(overdue, 5, overdue + absl::Milliseconds(5)), ElementsAre(any_moment, any_moment));
   EXPECT_EQ(load.ClientsExpected(late + absl::Nanoseconds(1)), 0) << "late: no longer counted on";
   // Nobody returns; the next arrival, well past 2 Z_mean + 6 Z_dev, finds them forgotten and is new.
   EXPECT_FALSE(load.RecordArrival(answered + absl::Milliseconds(50), 1));
