@@ -71,19 +71,6 @@ std::function<absl::Duration(int64_t, int64_t)> Execution(absl::Duration fixed, 
   };
 }
 
-// Execution times measured at some batch sizes (ms), linear between them, plus up to `noise` that varies from batch
-// to batch.
-std::function<absl::Duration(int64_t, int64_t)> Measured(std::map<int64_t, double> measured_ms,
-                                                         absl::Duration noise) {
-  return [measured_ms = std::move(measured_ms), noise](int64_t b, int64_t index) {
-    auto above = measured_ms.lower_bound(b);
-    auto below = above->first == b ? above : std::prev(above);
-    const double ms = below->second + (above->second - below->second) * static_cast<double>(b - below->first) /
-                                          static_cast<double>(std::max<int64_t>(above->first - below->first, 1));
-    return absl::Microseconds(1000 * ms) + noise * static_cast<double>(index * 7919 % 13) / 13.0;
-  };
-}
-
 // Clients that come back 0.5 to 2.5 ms after each response (perf_analyzer on a loaded machine).
 ClientPhase Clients(absl::Duration start, int clients) {
   return ClientPhase{start, clients, absl::Microseconds(500), absl::Microseconds(2000)};
@@ -476,7 +463,7 @@ TEST(AdaptiveBatchingTest, AClosedLoopWithATargetMeetsItAtTheFixedPolicysThrough
   // schedule (in this simulation the first returning client alone, then the other 15) keeps the p99 latency under
   // the target at the fixed policy's throughput or better. (On the real server the same load mixes batches of 8
   // and 16 and misses both: docs/performance.md.)
-  const auto execution = Measured({{1, 6.4}, {2, 11.85}, {4, 21.9}, {8, 33.9}, {16, 61.5}}, absl::Microseconds(3000));
+  const auto execution = InterpolatedExecutionTime({{1, 6.4}, {2, 11.85}, {4, 21.9}, {8, 33.9}, {16, 61.5}}, absl::Microseconds(3000));
   const absl::Duration target = 100 * kMs;
   std::map<std::string, SimulationResult> results;
   for (const auto& [name, policy] : std::map<std::string, BatchingPolicy>{
@@ -598,7 +585,7 @@ TEST(AdaptiveBatchingTest, PrefersTheMostEfficientSizeWhenALargerOneIsSlowerPerI
   // Execution times of the sample ResNet as the CPU server measured them under load (convoy_batcher_execution_seconds
   // at concurrency 16, server on one core): batch 8 runs 4.3 ms per inference, batch 16 4.9 ms (12 % more), batch 1
   // 9.4 ms; linear between the measured sizes, plus up to 1.3 ms of noise per batch.
-  const auto execution = Measured({{1, 9.4}, {2, 14.7}, {4, 23.6}, {8, 34.7}, {16, 78.0}}, absl::Microseconds(1300));
+  const auto execution = InterpolatedExecutionTime({{1, 9.4}, {2, 14.7}, {4, 23.6}, {8, 34.7}, {16, 78.0}}, absl::Microseconds(1300));
   std::map<std::string, BatchingPolicy> policies = {{"adaptive", Adaptive(16)},
                                                     {"fixed", Fixed(16, 2 * kMs, {4, 8, 16})}};
   for (int clients : {16, 32}) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <queue>
 #include <random>
@@ -191,6 +192,19 @@ class Simulation {
 };
 
 }  // namespace
+
+std::function<absl::Duration(int64_t, int64_t)> InterpolatedExecutionTime(std::map<int64_t, double> measured_ms,
+                                                                          absl::Duration noise, uint32_t seed) {
+  return [measured_ms = std::move(measured_ms), noise, seed](int64_t b, int64_t index) {
+    auto above = measured_ms.lower_bound(b);
+    if (above == measured_ms.end()) --above;
+    const auto below = above->first == b || above == measured_ms.begin() ? above : std::prev(above);
+    const double ms = below->second + (above->second - below->second) * static_cast<double>(b - below->first) /
+                                          static_cast<double>(std::max<int64_t>(above->first - below->first, 1));
+    const double share = static_cast<double>((index * 7919 + static_cast<int64_t>(seed) * 31) % 13) / 13.0;
+    return absl::Microseconds(1000 * ms) + noise * share;
+  };
+}
 
 absl::StatusOr<SimulationResult> Simulate(const SimulationOptions& options) {
   absl::StatusOr<std::unique_ptr<BatchQueue>> queue =

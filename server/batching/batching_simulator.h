@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -83,6 +84,11 @@ struct SimulationResult {
   // the batches dispatched in it.
   std::vector<SimulatedBatch> BatchesIn(absl::Duration from, absl::Duration to) const;
 };
+
+// An execution_time from times measured at some batch sizes (milliseconds), linear between them (and beyond them,
+// along the nearest two), plus up to `noise` that varies from batch to batch (and with `seed`).
+std::function<absl::Duration(int64_t batch_size, int64_t index)> InterpolatedExecutionTime(
+    std::map<int64_t, double> measured_ms, absl::Duration noise, uint32_t seed = 0);
 
 // InvalidArgument when the policy does not validate or no execution_time is given.
 absl::StatusOr<SimulationResult> Simulate(const SimulationOptions& options);

@@ -13,6 +13,7 @@
 //   bazel-bin/server/batching/closed_loop_simulation --return_us=500 --jitter_us=5000 --resnet
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -41,19 +42,16 @@ ABSL_FLAG(int, seeds, 4, "Runs per policy, seeds 1..N of the return times.");
 namespace convoy::batching {
 namespace {
 
-absl::Duration ExecutionTime(int64_t batch_size, int64_t index, uint32_t seed) {
-  double ms = 1e-3 * (absl::GetFlag(FLAGS_base_us) + absl::GetFlag(FLAGS_per_element_us) * batch_size);
+// Busy time of the instance for a batch: --resnet's table, or --base_us + --per_element_us per element; plus up to
+// --noise_us.
+std::function<absl::Duration(int64_t, int64_t)> ExecutionTime(uint32_t seed) {
+  const absl::Duration noise = absl::Microseconds(absl::GetFlag(FLAGS_noise_us));
   if (absl::GetFlag(FLAGS_resnet)) {
-    static const std::map<int64_t, double> kMeasuredMs = {{1, 6.4},  {2, 11.85}, {4, 21.9},
-                                                          {8, 33.9}, {16, 61.5}, {32, 123.0}};
-    auto above = kMeasuredMs.lower_bound(batch_size);
-    if (above == kMeasuredMs.end()) --above;
-    const auto below = above->first == batch_size || above == kMeasuredMs.begin() ? above : std::prev(above);
-    const double span = static_cast<double>(std::max<int64_t>(above->first - below->first, 1));
-    ms = below->second + (above->second - below->second) * static_cast<double>(batch_size - below->first) / span;
+    return InterpolatedExecutionTime({{1, 6.4}, {2, 11.85}, {4, 21.9}, {8, 33.9}, {16, 61.5}, {32, 123.0}}, noise, seed);
   }
-  const double noise = static_cast<double>((index * 7919 + seed * 31) % 13) / 13.0;
-  return absl::Microseconds(1000 * ms + absl::GetFlag(FLAGS_noise_us) * noise);
+  const double base_ms = 1e-3 * absl::GetFlag(FLAGS_base_us);
+  const double per_element_ms = 1e-3 * absl::GetFlag(FLAGS_per_element_us);
+  return InterpolatedExecutionTime({{1, base_ms + per_element_ms}, {2, base_ms + 2 * per_element_ms}}, noise, seed);
 }
 
 BatchingPolicy Policy(bool adaptive) {
@@ -82,7 +80,7 @@ int Run() {
       SimulationOptions options;
       options.policy = Policy(adaptive);
       options.seed = seed;
-      options.execution_time = [seed](int64_t b, int64_t index) { return ExecutionTime(b, index, seed); };
+      options.execution_time = ExecutionTime(seed);
       options.phases = {ClientPhase{absl::ZeroDuration(), absl::GetFlag(FLAGS_clients),
                                     absl::Microseconds(absl::GetFlag(FLAGS_return_us)),
                                     absl::Microseconds(absl::GetFlag(FLAGS_jitter_us)), absl::GetFlag(FLAGS_late_every),
