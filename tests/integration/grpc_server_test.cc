@@ -8,12 +8,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/registry/forwarding_device.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "proto/health.grpc.pb.h"
 #include "server/grpc/grpc_server.h"
@@ -32,11 +35,11 @@ using grpc::health::v1::HealthCheckResponse;
 
 class ServerHarness {
  public:
-  ServerHarness(const TestRepository& repo, repository::ModelControlMode mode) {
+  ServerHarness(const TestRepository& repo, repository::ModelControlMode mode, Device* device = &CpuDevice::Default()) {
     repository::ModelManager::Options options;
     options.repository_path = repo.path();
     options.control_mode = mode;
-    options.device = &CpuDevice::Default();
+    options.device = device;
     options.start_poll_thread = false;
     manager = std::move(repository::ModelManager::Create(options)).value();
     grpc_server::GrpcServer::Options server_options;
@@ -64,6 +67,48 @@ class ServerHarness {
   std::unique_ptr<grpc_server::GrpcServer> server;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
+};
+
+// The CPU device, except that once armed, every batch an executor runs waits at its end (the executor's wait for its
+// queue, executor.cc) until the test opens the gate: the test decides how long a batch runs, not the machine's speed (a sanitizer build on a loaded
+// machine). The gate also opens after a minute, so a failing test ends instead of hanging.
+class GatedCpuDevice : public ForwardingDevice {
+ public:
+  GatedCpuDevice() : ForwardingDevice(&CpuDevice::Default()) {}
+  void Arm() { armed_ = true; }
+  void Open() {
+    if (!open_.HasBeenNotified()) open_.Notify();
+  }
+  int64_t batches_held() const { return batches_held_; }
+
+  absl::StatusOr<std::unique_ptr<DeviceQueue>> CreateQueue() override {
+    CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<DeviceQueue> queue, inner().CreateQueue());
+    return std::unique_ptr<DeviceQueue>(new Queue(std::move(queue), this));
+  }
+
+ private:
+  class Queue : public DeviceQueue {
+   public:
+    Queue(std::unique_ptr<DeviceQueue> inner, GatedCpuDevice* device) : inner_(std::move(inner)), device_(device) {}
+    ExecutionContext context() const override { return inner_->context(); }
+    absl::Status CopyToDevice(void* d, const void* h, size_t n) override { return inner_->CopyToDevice(d, h, n); }
+    absl::Status CopyToHost(void* h, const void* d, size_t n) override { return inner_->CopyToHost(h, d, n); }
+    absl::Status Synchronize() override {
+      if (device_->armed_ && !device_->open_.HasBeenNotified()) {
+        ++device_->batches_held_;
+        device_->open_.WaitForNotificationWithTimeout(absl::Minutes(1));
+      }
+      return inner_->Synchronize();
+    }
+
+   private:
+    std::unique_ptr<DeviceQueue> inner_;
+    GatedCpuDevice* device_;
+  };
+
+  std::atomic<bool> armed_{false};
+  std::atomic<int64_t> batches_held_{0};
+  absl::Notification open_;
 };
 
 // A request for an image model: `batch` images of [3, side, side] FP32 as raw bytes.
@@ -358,53 +403,63 @@ bool WaitForBatcher(ServerHarness& h, const std::string& model,
   return false;
 }
 
-// resnet_classifier takes hundreds of milliseconds for a batch of 16 on the CPU: long enough to keep its one
-// instance busy while later requests wait in the queue. The test waits on the batcher's counters (the batch of 16
-// is running; the short-deadline request is queued), never on a guessed sleep.
+// A batch of 16 held at the gated device's gate keeps resnet_classifier's one instance busy while later requests
+// wait in the queue, however fast or slow the machine. The test waits on the batcher's counters and the clients'
+// answers, never on a guessed sleep.
 TEST(GrpcServerTest, DeadlineExpiredInQueueNeverRunsAndFullQueueRejectsFast) {
   TestRepository repo;
   repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"
                                                   "  default_queue_policy:\n    max_queue_size: 2\n"));
-  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  GatedCpuDevice device;
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &device);
+  absl::Cleanup open_gate = [&] { device.Open(); };  // before the harness shuts down, whatever fails
+  device.Arm();
+  auto batcher_stats = [&] { return h.manager->GetServedModel("resnet", "").value()->batcher_stats(); };
   std::atomic<bool> busy_done{false};
   std::thread busy([&] {
     inference::ModelInferResponse response;
-    grpc::Status status = h.Infer(ImageRequest("resnet", 16, 224), &response);
+    grpc::Status status = h.Infer(ImageRequest("resnet", 16, 224), &response, absl::Minutes(2));
     EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
     busy_done = true;
   });
-  ASSERT_TRUE(WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) { return s.running_batches == 1; }))
-      << "the batch of 16 never started";
+  // The batch of 16 runs until the gate opens: the only instance is busy, so nothing leaves the queue.
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [&](const batching::BatcherStats& s) {
+    return s.running_batches == 1 && device.batches_held() == 1;
+  })) << "the batch of 16 never reached the gate";
   inference::ModelInferResponse response;
   grpc::Status expired = h.Infer(ImageRequest("resnet", 1, 224), &response, absl::Milliseconds(20));
   EXPECT_EQ(expired.error_code(), grpc::DEADLINE_EXCEEDED);
-  ASSERT_EQ(h.manager->GetServedModel("resnet", "").value()->batcher_stats().running_batches, 1)
-      << "the batch of 16 finished before the test could queue behind it";
-  // The queue holds two requests; the rest are refused at once: their answers come back while the batch of 16 still
-  // runs (a causal check: a wall-clock bound fails on a loaded machine), and the admitted ones complete after it.
+  // The expired request holds one of the two queue slots until the instance next sweeps the queue (after the batch
+  // of 16), so of six more requests one is admitted and five are refused at once: refused while the batch of 16
+  // still runs, which is what "at once" means whatever the machine's speed.
   std::atomic<int> ok{0}, unavailable{0};
   std::vector<std::thread> clients;
   for (int i = 0; i < 6; ++i) {
     clients.emplace_back([&] {
       inference::ModelInferResponse r;
-      grpc::Status status = h.Infer(ImageRequest("resnet", 1, 224), &r);
+      grpc::Status status = h.Infer(ImageRequest("resnet", 1, 224), &r, absl::Minutes(2));
       if (status.ok()) ++ok;
       if (status.error_code() == grpc::UNAVAILABLE) {
-        ++unavailable;
         EXPECT_FALSE(busy_done) << "a refusal waited for the running batch";
-        EXPECT_THAT(status.error_message(), HasSubstr("queue"));
+        EXPECT_THAT(status.error_message(), HasSubstr("queue is full (2 of 2 requests queued)"));
+        ++unavailable;
       }
     });
   }
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (unavailable.load() < 5 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(unavailable.load(), 5) << "the refusals did not come back while the batch of 16 was held";
+  EXPECT_EQ(batcher_stats().running_batches, 1);
+  EXPECT_EQ(batcher_stats().pending_requests, 2);  // the expired request and the admitted one
+  EXPECT_FALSE(busy_done);
+  device.Open();
   for (std::thread& client : clients) client.join();
   busy.join();
-  // The expired request may still hold a queue slot until the instance next sweeps the queue, so one or two of
-  // the six are admitted.
-  EXPECT_GE(ok.load(), 1);
-  EXPECT_GE(unavailable.load(), 3);
-  EXPECT_EQ(ok.load() + unavailable.load(), 6);
+  EXPECT_EQ(ok.load(), 1);
+  EXPECT_EQ(unavailable.load(), 5);
   const repository::ModelStats stats = h.manager->GetServedModel("resnet", "").value()->stats();
-  EXPECT_EQ(stats.inference_count, 16u + static_cast<uint64_t>(ok.load()));  // the expired request never ran
+  EXPECT_EQ(stats.inference_count, 17u);  // the batch of 16 and the admitted request; the expired one never ran
+  EXPECT_EQ(device.batches_held(), 1);
 }
 
 TEST(GrpcServerTest, GracefulShutdownFinishesEveryAcceptedRequest) {
