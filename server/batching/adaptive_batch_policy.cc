@@ -22,6 +22,11 @@ constexpr double kRefreshShortestShareClosedLoop = 0.001;
 constexpr double kFeasibleShare = 0.9;     // a closed loop whose mean latency bound exceeds 0.9 L cannot meet L
 constexpr double kClosedLoopTolerance = 0.98;  // closed-loop schedules within 2 % tie: the split, fewer batches win
 constexpr int64_t kClosedLoopRefreshBatches = 128;  // a split loop is merged once per this many batches
+// Two estimated rates also tie when they differ by less than this many standard errors of their difference
+// (LoadEstimator::ExecutionTimeRelativeError): a difference the estimates' own noise explains decides nothing...
+constexpr double kNoiseSigmas = 2.0;
+// ...up to this tolerance: a size more than a third faster wins however noisy the estimates.
+constexpr double kMaxNoiseTolerance = 0.25;
 
 bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -29,12 +34,23 @@ double Rate(int64_t elements, absl::Duration seconds) {
   return static_cast<double>(elements) / std::max(absl::ToDoubleSeconds(seconds), 1e-9);
 }
 
-// Whether a batch of `elements` is estimated to run within kPrefixTolerance of the best rate of any smaller batch,
+// The factor within which the rate of batches of `a` elements ties with that of `b`: `tolerance` (0.98: within 2 %),
+// or less where the estimates of the two sizes are noisier than that (kNoiseSigmas standard errors of the
+// difference, at most kMaxNoiseTolerance). On a core shared with the request handling one batch's time varies by
+// 20-40 %, and the sizes' estimates by several %: without this the policy cut, split and merged batches after
+// whichever size had been lucky lately.
+double TieFactor(int64_t a, int64_t b, double tolerance, const LoadEstimator& load) {
+  const double error_a = load.ExecutionTimeRelativeError(a), error_b = load.ExecutionTimeRelativeError(b);
+  const double noise = kNoiseSigmas * std::sqrt(error_a * error_a + error_b * error_b);
+  return std::min(tolerance, 1.0 - std::min(noise, kMaxNoiseTolerance));
+}
+
+// Whether a batch of `elements` is estimated to run within the tie factor of the best rate of any smaller batch,
 // i.e. whether BestPrefix would send that many together rather than cut them.
 bool NotCutByBestPrefix(int64_t elements, const LoadEstimator& load) {
   const double rate = Rate(elements, *load.ExecutionTime(elements));
   for (int64_t b = 1; b < elements; ++b) {
-    if (rate < kPrefixTolerance * Rate(b, *load.ExecutionTime(b))) return false;
+    if (rate < TieFactor(elements, b, kPrefixTolerance, load) * Rate(b, *load.ExecutionTime(b))) return false;
   }
   return true;
 }
@@ -79,11 +95,11 @@ AdaptiveBatchPolicy::Send AdaptiveBatchPolicy::BestPrefix(const std::vector<int6
   if (!measured) {
     return Send{candidates.back().length, candidates.back().elements, std::nullopt, SendReason::kUnmeasured};
   }
-  double best = 0;
-  for (const Candidate& c : candidates) best = std::max(best, c.rate);
+  const Candidate* best = &candidates.front();
+  for (const Candidate& c : candidates) best = c.rate > best->rate ? &c : best;
   const Candidate* chosen = &candidates.back();
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
-    if (it->rate >= kPrefixTolerance * best) {
+    if (it->rate >= TieFactor(it->elements, best->elements, kPrefixTolerance, load) * best->rate) {
       chosen = &*it;
       break;
     }
@@ -156,17 +172,20 @@ std::optional<int64_t> AdaptiveBatchPolicy::ClosedLoopBatchSize(int64_t elements
   // The splits compared: halves, quarters, ... (sizes that were measured, for a loop of a power of two), and of
   // those the fewest batches within kClosedLoopTolerance of the fastest (the list holds at least the halves).
   std::vector<std::pair<int64_t, double>> splits;  // (batch size, rate), fewest batches first
-  double best = 0;
+  std::pair<int64_t, double> best{0, 0.0};
   for (int64_t batches = 2; batches <= elements; batches *= 2) {
     const int64_t size = (elements + batches - 1) / batches;
     splits.emplace_back(size, rate(batches, size));
-    best = std::max(best, splits.back().second);
+    if (splits.back().second > best.second) best = splits.back();
   }
-  const auto split = *std::find_if(splits.begin(), splits.end(),
-                                   [&](const auto& s) { return s.second >= kClosedLoopTolerance * best; });
+  const auto split = *std::find_if(splits.begin(), splits.end(), [&](const auto& s) {
+    return s.second >= TieFactor(s.first, best.first, kClosedLoopTolerance, load) * best.second;
+  });
   // One batch for all only when it is clearly faster: it is measured while no other request is handled, the
   // split while the other batches' clients come and go, so on a shared core a tie favours the split.
-  if (rate(1, elements) * kClosedLoopTolerance > split.second) return std::nullopt;
+  if (rate(1, elements) * TieFactor(elements, split.first, kClosedLoopTolerance, load) > split.second) {
+    return std::nullopt;
+  }
   return split.first;
 }
 

@@ -20,8 +20,8 @@
 // 8, ...: halves, quarters; for a loop of a power of two, sizes the policy measured); a batch's clients are all back
 // Z(P / g) after it ends (the likely return of the last of P / g clients), so one cycle lasts max(sum of the g batches'
 // times / I, t(P / g) + Z(P / g)) and serves P. One batch for all leaves the instance idle for Z every cycle; batches
-// that take turns run while the others' clients are on their way back. Of the splits, the fewest batches within 2 % of
-// the fastest; one batch for all only when it is more than 2 % faster than that: it is measured while no other request
+// that take turns run while the others' clients are on their way back. Of the splits, the fewest batches that tie with
+// the fastest; one batch for all only when it is faster than that beyond a tie: it is measured while no other request
 // is handled, the split while the other batches' clients come and go, so where the server shares its core with the
 // request handling a tie favours the split. The split's size (Decision::closed_loop_size) stands in for max_batch_size
 // in every rule below: holds form batches up to it, the queue is cut at it (reason kClosedLoop). It is decided only
@@ -51,8 +51,8 @@
 //    after; the second sample replaces the first, which pays one-time costs), so interpolation never spans more
 //    than a factor of two and a cold first batch does not make a size look slow. Both cost a handful of batches in
 //    the life of the model.
-//  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest within 2 %
-//    of the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
+//  - When more is queued than one batch, the policy sends the prefix with the best n / t(n) (the longest that ties
+//    with the best, not to chase noise), so batches settle at the most efficient size when the load provides more.
 //    A size cut away is sent whole again once 32 batches of other sizes ran since it was last measured (more when
 //    it is much slower than the chosen size: a refresh costs at most 5 % of the instance time), and the first
 //    request alone once batches of one were not measured for 32 batches and 0.5 % of the time (0.1 % in a closed
@@ -62,6 +62,13 @@
 //    coming, batching no longer paying) instead of freezing at an old or unlucky value; the estimator restarts such
 //    a stale estimate from its new sample.
 //  - With another instance free there is spare capacity and the batch runs at once.
+//
+// Ties. Two sizes' rates tie when they differ by less than 2 % or by less than the noise of their estimates: two
+// standard errors of the difference (LoadEstimator::ExecutionTimeRelativeError: one batch's spread, from the
+// differences between successive batches of a size, over the square root of the samples its mean holds), up to 25 %.
+// On a core shared with the request handling one batch of the sample ResNet varies by 20-40 %, the estimates by
+// several %; a policy that compared them bare ran batches of 1, 4 and 16 by turns after whichever size had been lucky
+// lately. A tie keeps the longer batch, the fewer batches, the split over the merged loop.
 //
 // With a latency target L (target_latency), for requests that do not come from a closed loop (bursts, an open
 // stream): a request is sent or held in a batch only if its queue time plus the p99 bound of that batch's execution
@@ -156,7 +163,7 @@ class AdaptiveBatchPolicy {
   };
   // The largest b whose p99 execution fits the oldest request's remaining target; 0 when not even 1 fits.
   int64_t BatchLimit(absl::Time now, absl::Time oldest, const LoadEstimator& load) const;
-  // The prefix of `sizes` within `limit` that runs most efficiently (the longest within 2 % of the best), or a
+  // The prefix of `sizes` within `limit` that runs most efficiently (the longest that ties with the best), or a
   // probe or refresh of another size (the first request alone may be that refresh, at most `shortest_share` of the
   // instance time; 0: never).
   Send BestPrefix(const std::vector<int64_t>& sizes, int64_t limit, const LoadEstimator& load,

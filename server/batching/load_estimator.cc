@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace convoy::batching {
 namespace {
@@ -17,6 +18,13 @@ constexpr size_t kReturnWindow = 128;         // return times kept for their qua
 constexpr double kRequestSizeWeight = 1.0 / 32;
 constexpr double kP99Sigmas = 2.33;           // p99 of a normal distribution
 constexpr double kP99MinimumMargin = 0.10;    // of the mean: a size measured once has no variance yet
+constexpr int64_t kOwnSpreadSamples = 4;      // a size's own spread counts from this many recent samples
+constexpr double kMeanStepPerSigma = 1.128;   // mean |x - y| of two normal samples, in sigmas: 2 / sqrt(pi)
+constexpr double kStepClip = 4;               // a difference counts at most this many mean differences...
+constexpr double kStepClipFloor = 0.02;       // ...or this share of the mean, whichever is more
+// Samples the exponential mean holds, in effect: its variance is sigma^2 * w / (2 - w) for weight w, i.e. the variance of
+// a plain mean of (2 - w) / w samples.
+constexpr double kEffectiveSamples = (2 - kExecutionWeight) / kExecutionWeight;
 const absl::Duration kExpiryBeforeAnyReturn = absl::Seconds(1);
 const absl::Duration kMinimumExpiry = absl::Microseconds(200);
 
@@ -109,6 +117,37 @@ void LoadEstimator::RecordExecution(int64_t batch_size, absl::Duration busy) {
   const double deviation = Seconds(busy) - size.mean_s;
   size.mean_s += weight * deviation;
   size.variance_s2 = (1 - weight) * (size.variance_s2 + weight * deviation * deviation);
+  // The spread of one batch from the differences between its successive samples: their mean absolute value, over
+  // 1.128 (for normal noise, the mean absolute difference of two samples is 2 / sqrt(pi) sigma), exponential with the
+  // mean's weight. Unlike the deviation from the mean, which stays large while the mean catches up with a change of
+  // the machine, a change makes one large difference, and that one counts at most kStepClip times the spread so far.
+  if (size.recent == 1) {
+    size.steps = 0;
+    size.mean_step_s = 0;
+  } else {
+    double step = std::abs(Seconds(busy) - size.last_s);
+    if (size.steps >= kOwnSpreadSamples - 1) {
+      step = std::min(step, std::max(kStepClip * size.mean_step_s, kStepClipFloor * size.mean_s));
+    }
+    ++size.steps;
+    size.mean_step_s += Weight(size.steps, kExecutionWeight) * (step - size.mean_step_s);
+  }
+  size.last_s = Seconds(busy);
+  size.spread = size.steps >= kOwnSpreadSamples - 1 && size.mean_s > 0
+                    ? size.mean_step_s / kMeanStepPerSigma / size.mean_s
+                    : 0.0;
+  // The typical relative spread of one batch: the median over the sizes measured often enough to have their own,
+  // and lately (a stale size's spread, like its mean, describes the machine as it was).
+  std::vector<double> spreads;
+  for (const SizeStats& other : sizes_) {
+    if (other.recent < kOwnSpreadSamples || batches_ - other.last_batch >= kStaleBatches) continue;
+    spreads.push_back(other.spread);
+  }
+  typical_spread_ = 0;
+  if (!spreads.empty()) {
+    std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2, spreads.end());
+    typical_spread_ = spreads[spreads.size() / 2];
+  }
 }
 
 double LoadEstimator::arrival_rate() const {
@@ -191,6 +230,28 @@ std::optional<double> LoadEstimator::MeasuredSeconds(int64_t batch_size, bool p9
   if (size.samples == 0) return std::nullopt;
   if (!p99) return size.mean_s;
   return size.mean_s + std::max(kP99Sigmas * std::sqrt(size.variance_s2), kP99MinimumMargin * size.mean_s);
+}
+
+double LoadEstimator::MeasuredRelativeError(int64_t batch_size) const {
+  const SizeStats& size = sizes_[batch_size];
+  if (size.recent == 0 || size.mean_s <= 0) return 0;
+  const double own = size.recent >= kOwnSpreadSamples ? size.spread : 0.0;
+  const double held = std::min(static_cast<double>(size.recent), kEffectiveSamples);
+  return std::max(own, typical_spread_) / std::sqrt(held);
+}
+
+double LoadEstimator::ExecutionTimeRelativeError(int64_t batch_size) const {
+  if (batch_size < 1) return 0;
+  const int64_t b = std::min(batch_size, max_batch_size_);
+  if (sizes_[b].samples > 0) return MeasuredRelativeError(b);
+  // Estimated from the measured neighbours: as uncertain as the less certain of them.
+  double error = 0;
+  int64_t below = b - 1, above = b + 1;
+  while (below >= 1 && sizes_[below].samples == 0) --below;
+  while (above <= max_batch_size_ && sizes_[above].samples == 0) ++above;
+  if (below >= 1) error = std::max(error, MeasuredRelativeError(below));
+  if (above <= max_batch_size_) error = std::max(error, MeasuredRelativeError(above));
+  return error;
 }
 
 std::optional<double> LoadEstimator::EstimateSeconds(int64_t batch_size, bool p99) const {

@@ -72,6 +72,40 @@ TEST_F(LoadEstimatorTest, SecondBatchReplacesTheFirstThenRunningMeanForEightThen
   EXPECT_NEAR(Ms(*alternating.ExecutionTimeP99(2)), 15 + 2.33 * 5, 1.2);
 }
 
+TEST_F(LoadEstimatorTest, TheRelativeErrorOfAnEstimateFollowsTheSpreadOfItsBatchesNotAChangeOfTheMachine) {
+  LoadEstimator load(16);
+  EXPECT_EQ(load.ExecutionTimeRelativeError(8), 0);  // nothing measured
+  // Batches of 8 that vary: normal, sigma 20 % of 40 ms (fresh random samples; clipped far out so none is negative).
+  std::normal_distribution<double> noisy(40.0, 8.0);
+  for (int i = 0; i < 400; ++i) load.RecordExecution(8, absl::Milliseconds(std::clamp(noisy(rng_), 4.0, 76.0)));
+  // Its mean holds 15 samples in effect (weight 1/8): the error is sigma / mean / sqrt(15) = 0.052. The spread comes
+  // from an exponential mean of successive differences, itself uncertain: over 100000 seeds its median was 0.98 x
+  // sigma and 99.99 % of the runs fell within 0.38-2.19 x, so the stated tolerance is 0.3 to 2.5 x.
+  const double expected = 0.2 / std::sqrt(15.0);
+  EXPECT_GT(load.ExecutionTimeRelativeError(8), 0.3 * expected);
+  EXPECT_LT(load.ExecutionTimeRelativeError(8), 2.5 * expected);
+  // A size measured once has no spread of its own: it takes the typical one (that of 8), undivided.
+  load.RecordExecution(1, absl::Milliseconds(6));
+  EXPECT_GT(load.ExecutionTimeRelativeError(1), 0.3 * 0.2);
+  EXPECT_LT(load.ExecutionTimeRelativeError(1), 2.5 * 0.2);
+  // A size never measured: the larger error of its measured neighbours.
+  EXPECT_DOUBLE_EQ(load.ExecutionTimeRelativeError(4),
+                   std::max(load.ExecutionTimeRelativeError(1), load.ExecutionTimeRelativeError(8)));
+
+  // Exact batches have no error, and a change of the machine (every batch of 16 now 60 % slower, exactly) is one
+  // jump, not noise: the mean follows it over about twenty batches while the error stays below 0.001 (the jump counts
+  // as a difference of at most 2 % of the mean, weighted 1/8: 0.002 / sqrt(15)); a deviation from the mean would
+  // have made it 0.05 and more.
+  LoadEstimator exact(16);
+  for (int i = 0; i < 40; ++i) exact.RecordExecution(16, absl::Milliseconds(50));
+  EXPECT_EQ(exact.ExecutionTimeRelativeError(16), 0);
+  for (int i = 0; i < 5; ++i) {
+    exact.RecordExecution(16, absl::Milliseconds(80));
+    EXPECT_LT(exact.ExecutionTimeRelativeError(16), 0.001) << "after " << i + 1 << " slower batches";
+  }
+  EXPECT_LT(Ms(*exact.ExecutionTime(16)), 79.0);  // the mean still catching up
+}
+
 TEST_F(LoadEstimatorTest, ReturningClientsAreMatchedExpectedAndForgottenWhenTheyLeave) {
   LoadEstimator load(8);
   // Round 1: three new clients; their answers leave clients out that are matched but not awaited.
