@@ -19,7 +19,10 @@ easily slowed by others' work, never sped up).
 With --rounds=N the modes alternate round by round (every mode sweeps every concurrency once per round, on a fresh
 server) and each row is the median of its N runs; with --interleave every round starts one fresh server per mode and
 runs the modes back to back at each concurrency (order rotated), so on a machine whose load drifts the modes compared
-at one concurrency are measured seconds apart, not a whole sweep apart; a point whose runs spread by more than --noise (relative to their
+at one concurrency are measured seconds apart, not a whole sweep apart; with --one_server as well, one fresh server
+process per round serves every mode as its own model (resnet_classifier_off, _on, _adaptive), so the speed of the
+process itself (a fresh one can be 20 % faster or slower than the next for its whole life) hits the modes alike and
+a paired ratio compares the policies alone; a point whose runs spread by more than --noise (relative to their
 median) is measured again, up to --repeat_noisy more times. The load average of the machine is recorded around every
 run. With both modes of a pair (adaptive and off, adaptive and fixed) measured, a last table gives their throughput
 ratio within each round, its median over the rounds, and the median round ratio of the server's own time per request
@@ -57,16 +60,24 @@ MODE_LABELS = {"on": "fixed delay (config as shipped)", "off": "batching off", "
 MODE_COLORS = {"on": "tab:blue", "off": "tab:orange", "adaptive": "tab:green"}
 
 
-def make_repositories(tmp, modes, target_latency_ms, keep_queue_timeout=True):
+def model_name(args, mode):
+    """The model a mode is served as: the sample's own name, or with --one_server one name per mode."""
+    return f"{MODEL}_{mode}" if args.one_server else MODEL
+
+
+def make_repositories(tmp, modes, target_latency_ms, keep_queue_timeout=True, one_server=False):
     """One copy of the sample ResNet entry per mode: "on" (config as shipped: the fixed policy), "off"
     (dynamic_batching removed) and "adaptive" (policy: adaptive with the latency target, without the fixed policy's
-    preferred sizes and delay; the queue policy and priorities stay)."""
+    preferred sizes and delay; the queue policy and priorities stay). Each in a repository of its own, or with
+    `one_server` all in one repository, as models named resnet_classifier_<mode>."""
     src = REPO_ROOT / "model_repo" / MODEL
     repos = {}
     for mode in modes:
-        repo = pathlib.Path(tmp) / f"batching_{mode}"
-        shutil.copytree(src, repo / MODEL)
+        repo = pathlib.Path(tmp) / ("batching_all" if one_server else f"batching_{mode}")
+        name = f"{MODEL}_{mode}" if one_server else MODEL
+        shutil.copytree(src, repo / name)
         config = (src / "config.yaml").read_text()
+        config = re.sub(r"^name: .*$", f"name: {name}", config, count=1, flags=re.M)
         if not keep_queue_timeout:  # every mode alike: an overloaded machine then measures latency, not rejections
             config = re.sub(r"^    default_timeout_microseconds:.*\n", "", config, flags=re.M)
         if mode == "off":
@@ -78,17 +89,17 @@ def make_repositories(tmp, modes, target_latency_ms, keep_queue_timeout=True):
             target = f"  target_latency_microseconds: {int(target_latency_ms * 1000)}\n" if target_latency_ms else ""
             config = config.replace("dynamic_batching:\n", "dynamic_batching:\n  policy: adaptive\n" + target)
             assert "policy: adaptive" in config and "preferred_batch_size" not in config
-        (repo / MODEL / "config.yaml").write_text(config)
+        (repo / name / "config.yaml").write_text(config)
         repos[mode] = repo
     return repos
 
 
-def scrape(port):
+def scrape(port, model=MODEL):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
         text = r.read().decode()
     buckets, series = {}, {}
     for line in text.splitlines():
-        if line.startswith("#") or f'model="{MODEL}"' not in line:
+        if line.startswith("#") or f'model="{model}"' not in line:
             continue
         name = line.split("{")[0]
         value = float(line.rsplit(" ", 1)[1])
@@ -115,7 +126,7 @@ def pinned(cmd, core):
 
 
 class Server:
-    def __init__(self, binary, repo, log, core=None, threads=None):
+    def __init__(self, binary, repo, log, models=(MODEL,), core=None, threads=None):
         self.grpc_port, self.metrics_port = free_port(), free_port()
         self.log = open(log, "ab")
         env = dict(os.environ, **({"CONVOY_CPU_THREADS": str(threads)} if threads else {}))
@@ -130,7 +141,7 @@ class Server:
                 scrape(self.metrics_port)
                 import tritonclient.grpc as grpcclient
                 with grpcclient.InferenceServerClient(f"127.0.0.1:{self.grpc_port}") as c:
-                    if c.is_model_ready(MODEL):
+                    if all(c.is_model_ready(model) for model in models):
                         return
             except Exception:  # noqa: BLE001 - not up yet
                 pass
@@ -145,13 +156,13 @@ class Server:
             raise RuntimeError(f"convoy_server exited {rc} after SIGTERM")
 
 
-def perf_analyzer(args, port, concurrency, out_csv):
+def perf_analyzer(args, port, concurrency, out_csv, model=MODEL):
     # The perf_analyzer wheel's bundled CUDA runtime lives in its virtualenv's site-packages.
     venv = pathlib.Path(args.perf_analyzer).absolute().parent.parent
     site = next((venv / "lib").glob("python3*/site-packages"))
     env = dict(os.environ, LD_LIBRARY_PATH=f"{site / 'nvidia' / 'cuda_runtime' / 'lib'}:"
                                           f"{os.environ.get('LD_LIBRARY_PATH', '')}")
-    cmd = pinned([args.perf_analyzer, "-m", MODEL, "-i", "grpc", "-u", f"127.0.0.1:{port}", "--concurrency-range",
+    cmd = pinned([args.perf_analyzer, "-m", model, "-i", "grpc", "-u", f"127.0.0.1:{port}", "--concurrency-range",
                   f"{concurrency}:{concurrency}", "--measurement-interval", str(args.measurement_ms), "--max-trials",
                   str(args.max_trials), "-f", str(out_csv)], args.client_core)
     # On a shared machine the windows can miss the stability bound: retry once with the bound at 100 % (any three
@@ -271,10 +282,12 @@ def plot(results, engine, out_dir, prefix="serving", target_ms=None):
 
 def measure_point(args, mode, server, c, tmp, tag):
     """One perf_analyzer run of `mode` at concurrency `c` against a running server: its result row."""
-    before_b, before_s = scrape(server.metrics_port)
+    model = model_name(args, mode)
+    before_b, before_s = scrape(server.metrics_port, model)
     load_before = os.getloadavg()[0]
     try:
-        row = perf_analyzer(args, server.grpc_port, c, pathlib.Path(tmp) / f"pa_{mode}_{c}_{tag.replace(' ', '_')}.csv")
+        row = perf_analyzer(args, server.grpc_port, c, pathlib.Path(tmp) / f"pa_{mode}_{c}_{tag.replace(' ', '_')}.csv",
+                            model)
     except RuntimeError as error:  # e.g. the server's queue timeouts failed perf_analyzer's requests
         reason = next((line.strip() for line in str(error).splitlines() if "had error" in line),
                       str(error).splitlines()[0])
@@ -282,7 +295,7 @@ def measure_point(args, mode, server, c, tmp, tag):
         return {"mode": mode, "concurrency": c, "error": reason,
                 "load": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
     load_after = os.getloadavg()[0]
-    after_b, after_s = scrape(server.metrics_port)
+    after_b, after_s = scrape(server.metrics_port, model)
     execs = after_s["nv_inference_exec_count"] - before_s["nv_inference_exec_count"]
     infers = after_s["nv_inference_count"] - before_s["nv_inference_count"]
     failed = sum(after_s[k] - before_s.get(k, 0) for k in after_s if k.startswith("nv_inference_request_failure"))
@@ -324,9 +337,9 @@ def measure_point(args, mode, server, c, tmp, tag):
     return row
 
 
-def start_server(args, mode, repo, tmp):
-    return Server(args.server, repo, pathlib.Path(tmp) / f"server_{mode}.log", core=args.server_core,
-                  threads=args.server_threads)
+def start_server(args, mode, repo, tmp, models=None):
+    return Server(args.server, repo, pathlib.Path(tmp) / f"server_{mode}.log",
+                  models=models or (model_name(args, mode),), core=args.server_core, threads=args.server_threads)
 
 
 def measure(args, mode, repo, concurrencies, tmp, tag):
@@ -344,15 +357,19 @@ def measure_interleaved(args, modes, repos, concurrencies, tmp, tag, shift):
     within seconds of each other and a drift of the machine's load hits them alike."""
     servers = {}
     try:
+        if args.one_server:  # every mode a model of one server process: the process's own speed cancels out
+            shared = start_server(args, "all", repos[modes[0]], tmp, models=[model_name(args, m) for m in modes])
+            servers = {mode: shared for mode in modes}
         for mode in modes:
-            servers[mode] = start_server(args, mode, repos[mode], tmp)
+            if mode not in servers:
+                servers[mode] = start_server(args, mode, repos[mode], tmp)
         rows = []
         for i, c in enumerate(concurrencies):
             order = modes[(shift + i) % len(modes):] + modes[:(shift + i) % len(modes)]
             rows += [measure_point(args, mode, servers[mode], c, tmp, tag) for mode in order]
         return rows
     finally:
-        for server in servers.values():
+        for server in {id(server): server for server in servers.values()}.values():
             server.stop()
 
 
@@ -401,6 +418,10 @@ def main():
     p.add_argument("--interleave", action="store_true",
                    help="all modes' servers up at once; at each concurrency the modes run back to back (order "
                         "rotated per concurrency and round), so a drifting load hits them alike")
+    p.add_argument("--one_server", action="store_true",
+                   help="with --interleave: one server process serves every mode, as models named "
+                        "resnet_classifier_<mode> (a fresh process can be 20 %% faster or slower than the next for "
+                        "its whole life; within one process that spread hits every mode alike)")
     p.add_argument("--repeat_noisy", type=int, default=0, help="extra runs, at most, of a point whose runs spread")
     p.add_argument("--noise", type=float, default=0.10, help="spread (max - min) / median that counts as noisy")
     p.add_argument("--no_queue_timeout", action="store_true",
@@ -416,6 +437,8 @@ def main():
     p.add_argument("--image_prefix", default="serving")
     p.add_argument("--json", default="")
     args = p.parse_args()
+    if args.one_server and not args.interleave:
+        sys.exit("--one_server needs --interleave (the modes measured back to back on the one server)")
     for path in (args.server, args.cli, args.perf_analyzer):
         if not os.access(path, os.X_OK):
             sys.exit(f"missing {path}: bazel build //server:convoy_server //server/tools:convoy; tools/setup.sh")
@@ -429,7 +452,8 @@ def main():
     started = time.monotonic()
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
-        repos = make_repositories(tmp, modes, args.target_latency_ms, keep_queue_timeout=not args.no_queue_timeout)
+        repos = make_repositories(tmp, modes, args.target_latency_ms, keep_queue_timeout=not args.no_queue_timeout,
+                                  one_server=args.one_server)
         for round_index in range(args.rounds):
             shift = round_index % len(modes)  # alternate which mode goes first
             tag = f"round {round_index + 1}"
@@ -455,7 +479,8 @@ def main():
         batches = sorted({1} | {nearest_power_of_two(r["mean_batch"], 16) for r in measured})
         engine_env = {"CONVOY_CPU_THREADS": str(args.server_threads)} if args.server_threads else {}
         os.environ.update(engine_env)
-        engine = [engine_throughput(pinned_cli(args), repos[modes[0]] / MODEL, b, args.engine_reps) for b in batches]
+        engine = [engine_throughput(pinned_cli(args), repos[modes[0]] / model_name(args, modes[0]), b, args.engine_reps)
+                  for b in batches]
     by_batch = {e["batch"]: e for e in engine}
     for r in measured:
         b = nearest_power_of_two(r["mean_batch"], 16) if r["mean_batch"] else 1

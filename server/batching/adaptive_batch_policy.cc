@@ -200,8 +200,10 @@ absl::Time AdaptiveBatchPolicy::Makespan(absl::Time start, int64_t elements,
   // A batch sent now goes with what is queued: an arrival already due (overdue, likely "now") comes after it.
   bool joinable = held;
   while (true) {
+    // A batch takes at least one request, however large (requests of several elements, a limit cut below their
+    // mean size): otherwise no batch would take the next arrival and this never ended.
     while (joinable && next < expected.size() && expected[next].likely <= begin &&
-           batch + per_request <= limit + 1e-9) {
+           (batch == 0 || batch + per_request <= limit + 1e-9)) {
       batch += per_request;
       ++next;
     }

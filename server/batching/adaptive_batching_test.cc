@@ -23,7 +23,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
+#include "server/batching/adaptive_batch_policy.h"
 #include "server/batching/batching_simulator.h"
+#include "server/batching/load_estimator.h"
 
 namespace convoy::batching {
 namespace {
@@ -634,6 +636,34 @@ TEST(AdaptiveBatchingTest, ANoisyCoreDoesNotMakeTheLoopChaseLuckySizes) {
     EXPECT_GE(most, 0.8 * static_cast<double>(batches));
     EXPECT_GE(throughput["adaptive"], 0.98 * throughput["fixed"]);
   }
+}
+
+TEST(AdaptiveBatchingTest, RequestsLargerThanTheLimitStillFormBatchesInTheSchedule) {
+  // Requests of 4 elements on average while the batch limit is 2 (a latency target, a closed-loop split or
+  // max_batch_size below the mean request size): the schedule a hold is weighed with must still give each expected
+  // request a batch. It gave none, and Decide never returned, with the batcher's lock held (found by
+  // dynamic_batcher_stress_test, which mixes requests of 1 to 4 elements).
+  const absl::Time t0 = absl::FromUnixSeconds(1'000'000);
+  LoadEstimator load(2);
+  for (int64_t b : {1, 1, 2, 2}) load.RecordExecution(b, absl::Milliseconds(2 * b));
+  load.RecordArrival(t0, 4);
+  load.RecordResponses(t0 + absl::Milliseconds(5), /*returning=*/0, /*new_clients=*/1);
+  ASSERT_TRUE(load.RecordArrival(t0 + absl::Milliseconds(6), 4));  // the client came back: a returning client
+  load.RecordResponses(t0 + absl::Milliseconds(11), /*returning=*/1, /*new_clients=*/0);
+  ASSERT_GT(load.mean_request_size(), 2.0);
+  AdaptiveBatchPolicy::Options options;
+  options.max_batch_size = 2;
+  AdaptiveBatchPolicy policy(options);
+  AdaptiveBatchPolicy::HeadBatch head;
+  head.sizes = {1};
+  const absl::Time now = t0 + absl::Milliseconds(11) + absl::Microseconds(100);
+  head.enqueued = {now};
+  head.in_system = 1;
+  ASSERT_EQ(load.ExpectedArrivals(now, 1, now + absl::Seconds(1)).size(), 1u) << "the returning client is expected";
+  const AdaptiveBatchPolicy::Decision decision = policy.Decide(now, now, head, load);
+  // Sent at once or held until its client is likely back, never for longer than a batch takes.
+  EXPECT_TRUE(decision.length == 1 || decision.hold_until <= now + absl::Milliseconds(10))
+      << decision.length << " " << AdaptiveBatchPolicy::SendReasonName(decision.reason);
 }
 
 TEST(AdaptiveBatchingTest, PrefersTheMostEfficientSizeWhenALargerOneIsSlowerPerInference) {
