@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace convoy::batching {
@@ -22,8 +23,8 @@ constexpr int64_t kOwnSpreadSamples = 4;      // a size's own spread counts from
 constexpr double kMeanStepPerSigma = 1.128;   // mean |x - y| of two normal samples, in sigmas: 2 / sqrt(pi)
 constexpr double kStepClip = 4;               // a difference counts at most this many mean differences...
 constexpr double kStepClipFloor = 0.02;       // ...or this share of the mean, whichever is more
-// Samples the exponential mean holds, in effect: its variance is sigma^2 * w / (2 - w) for weight w, i.e. the variance of
-// a plain mean of (2 - w) / w samples.
+// Samples the exponential mean holds, in effect: its variance is sigma^2 * w / (2 - w) for weight w, i.e. the
+// variance of a plain mean of (2 - w) / w samples.
 constexpr double kEffectiveSamples = (2 - kExecutionWeight) / kExecutionWeight;
 const absl::Duration kExpiryBeforeAnyReturn = absl::Seconds(1);
 const absl::Duration kMinimumExpiry = absl::Microseconds(200);
@@ -121,33 +122,35 @@ void LoadEstimator::RecordExecution(int64_t batch_size, absl::Duration busy) {
   // 1.128 (for normal noise, the mean absolute difference of two samples is 2 / sqrt(pi) sigma), exponential with the
   // mean's weight. Unlike the deviation from the mean, which stays large while the mean catches up with a change of
   // the machine, a change makes one large difference, and that one counts at most kStepClip times the spread so far.
+  // The differences since the estimate last started over number recent - 1.
   if (size.recent == 1) {
-    size.steps = 0;
     size.mean_step_s = 0;
   } else {
     double step = std::abs(Seconds(busy) - size.last_s);
-    if (size.steps >= kOwnSpreadSamples - 1) {
+    if (size.recent > kOwnSpreadSamples) {
       step = std::min(step, std::max(kStepClip * size.mean_step_s, kStepClipFloor * size.mean_s));
     }
-    ++size.steps;
-    size.mean_step_s += Weight(size.steps, kExecutionWeight) * (step - size.mean_step_s);
+    size.mean_step_s += Weight(size.recent - 1, kExecutionWeight) * (step - size.mean_step_s);
   }
   size.last_s = Seconds(busy);
-  size.spread = size.steps >= kOwnSpreadSamples - 1 && size.mean_s > 0
-                    ? size.mean_step_s / kMeanStepPerSigma / size.mean_s
-                    : 0.0;
   // The typical relative spread of one batch: the median over the sizes measured often enough to have their own,
   // and lately (a stale size's spread, like its mean, describes the machine as it was).
-  std::vector<double> spreads;
+  spread_scratch_.clear();
   for (const SizeStats& other : sizes_) {
     if (other.recent < kOwnSpreadSamples || batches_ - other.last_batch >= kStaleBatches) continue;
-    spreads.push_back(other.spread);
+    spread_scratch_.push_back(OwnSpread(other));
   }
   typical_spread_ = 0;
-  if (!spreads.empty()) {
-    std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2, spreads.end());
-    typical_spread_ = spreads[spreads.size() / 2];
+  if (!spread_scratch_.empty()) {
+    const auto middle = spread_scratch_.begin() + spread_scratch_.size() / 2;
+    std::nth_element(spread_scratch_.begin(), middle, spread_scratch_.end());
+    typical_spread_ = *middle;
   }
+}
+
+double LoadEstimator::OwnSpread(const SizeStats& size) {
+  if (size.recent < kOwnSpreadSamples || size.mean_s <= 0) return 0;
+  return size.mean_step_s / kMeanStepPerSigma / size.mean_s;
 }
 
 double LoadEstimator::arrival_rate() const {
@@ -235,9 +238,8 @@ std::optional<double> LoadEstimator::MeasuredSeconds(int64_t batch_size, bool p9
 double LoadEstimator::MeasuredRelativeError(int64_t batch_size) const {
   const SizeStats& size = sizes_[batch_size];
   if (size.recent == 0 || size.mean_s <= 0) return 0;
-  const double own = size.recent >= kOwnSpreadSamples ? size.spread : 0.0;
   const double held = std::min(static_cast<double>(size.recent), kEffectiveSamples);
-  return std::max(own, typical_spread_) / std::sqrt(held);
+  return std::max(OwnSpread(size), typical_spread_) / std::sqrt(held);
 }
 
 double LoadEstimator::ExecutionTimeRelativeError(int64_t batch_size) const {
@@ -245,22 +247,25 @@ double LoadEstimator::ExecutionTimeRelativeError(int64_t batch_size) const {
   const int64_t b = std::min(batch_size, max_batch_size_);
   if (sizes_[b].samples > 0) return MeasuredRelativeError(b);
   // Estimated from the measured neighbours: as uncertain as the less certain of them.
+  const auto [below, above] = MeasuredNeighbours(b);
   double error = 0;
-  int64_t below = b - 1, above = b + 1;
-  while (below >= 1 && sizes_[below].samples == 0) --below;
-  while (above <= max_batch_size_ && sizes_[above].samples == 0) ++above;
   if (below >= 1) error = std::max(error, MeasuredRelativeError(below));
   if (above <= max_batch_size_) error = std::max(error, MeasuredRelativeError(above));
   return error;
+}
+
+std::pair<int64_t, int64_t> LoadEstimator::MeasuredNeighbours(int64_t batch_size) const {
+  int64_t below = batch_size - 1, above = batch_size + 1;
+  while (below >= 1 && sizes_[below].samples == 0) --below;
+  while (above <= max_batch_size_ && sizes_[above].samples == 0) ++above;
+  return {below, above};
 }
 
 std::optional<double> LoadEstimator::EstimateSeconds(int64_t batch_size, bool p99) const {
   if (batch_size < 1) return 0.0;
   const int64_t b = std::min(batch_size, max_batch_size_);
   if (auto measured = MeasuredSeconds(b, p99)) return *measured;
-  int64_t below = b - 1, above = b + 1;
-  while (below >= 1 && sizes_[below].samples == 0) --below;
-  while (above <= max_batch_size_ && sizes_[above].samples == 0) ++above;
+  const auto [below, above] = MeasuredNeighbours(b);
   const bool have_below = below >= 1, have_above = above <= max_batch_size_;
   if (have_below && have_above) {
     const double lo = *MeasuredSeconds(below, p99), hi = *MeasuredSeconds(above, p99);

@@ -44,6 +44,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -102,8 +103,9 @@ class LoadEstimator {
   std::optional<absl::Duration> ExecutionTimeP99(int64_t batch_size) const;
   // How far the estimate of `batch_size` may be off, relative to it: the standard error of its mean, i.e. the spread
   // of one batch (from the mean difference between its own successive recent samples, in which a change of the
-  // machine is one clipped difference, not a deviation as long as the mean takes to follow it; and at least the typical one over the sizes measured 4
-  // times or more since their estimates last started over: one or two samples say nothing of a spread) over the
+  // machine is one clipped difference, not a deviation as long as the mean takes to follow it; and at least the
+  // typical one over the sizes measured 4 times or more since their estimates last started over: one or two
+  // samples say nothing of a spread) over the
   // square root of the samples the mean holds (its recent samples, at most 15 in effect for the exponential weight
   // 1/8). A size never measured: the larger error of its measured neighbours. 0 when nothing varies or before any
   // batch. The policy counts two sizes whose rates differ by less than this noise as a tie.
@@ -128,15 +130,17 @@ class LoadEstimator {
     double mean_s = 0;
     double variance_s2 = 0;
     double last_s = 0;       // the last sample
-    int64_t steps = 0;       // differences between successive samples since the estimate last started over
-    double mean_step_s = 0;  // their mean absolute value (exponential, clipped)
-    double spread = 0;       // one batch's standard deviation over the mean, from mean_step_s; 0 before 4 samples
+    double mean_step_s = 0;  // mean |difference| of successive recent samples (exponential, clipped)
   };
   // The mean (or p99 bound) of one size as measured; nullopt when that size never ran.
   std::optional<double> MeasuredSeconds(int64_t batch_size, bool p99) const;
   std::optional<double> EstimateSeconds(int64_t batch_size, bool p99) const;
   // ExecutionTimeRelativeError of a size that was measured.
   double MeasuredRelativeError(int64_t batch_size) const;
+  // One batch's standard deviation over the mean, from its successive differences; 0 before 4 recent samples.
+  static double OwnSpread(const SizeStats& size);
+  // The nearest measured sizes below and above `batch_size` (0 / max_batch_size + 1 where there is none).
+  std::pair<int64_t, int64_t> MeasuredNeighbours(int64_t batch_size) const;
   absl::Duration ExpiryAfterResponse() const;
   absl::Time LateBound(absl::Time completed) const;
   void ForgetGoneClients(absl::Time now);
@@ -156,6 +160,7 @@ class LoadEstimator {
   std::vector<SizeStats> sizes_;  // index: batch size
   int64_t batches_ = 0;           // batches measured, every size
   double typical_spread_ = 0;     // standard deviation over mean of one batch: the median over well-measured sizes
+  std::vector<double> spread_scratch_;  // RecordExecution's, kept to spare an allocation per batch
   std::deque<ClientOut> out_;     // clients out, oldest response first
   std::deque<absl::Time> arrivals_;      // last 64 arrival times
   std::deque<absl::Time> new_arrivals_;  // last 32 unmatched arrival times
