@@ -1,5 +1,5 @@
 // The launch-shape table of the CUDA conv heuristic for the ResNet-50 conv layers at batch 1, 8 and 32 (FP16 NHWC,
-// bias + ReLU), before and after the split-K / wave-aware work of issue 17, computed by the launch-cost model on the
+// bias + ReLU), before and after the split-K and wave-aware launch shapes, computed by the launch-cost model on the
 // emulated H200 (132 SMs, sm_90 limits; the same numbers the heuristic uses on a real H200, where the occupancy comes
 // from cudaOccupancyMaxActiveBlocksPerMultiprocessor instead):
 //

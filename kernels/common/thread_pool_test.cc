@@ -30,14 +30,14 @@ TEST(ThreadPoolTest, UsesMoreThanOneThread) {
   ThreadPool pool(2);
   convoy::Mutex mu;
   std::set<std::thread::id> ids;
-  // Enough work per chunk that the worker gets a chance to pick some up.
-  for (int attempt = 0; attempt < 50 && ids.size() < 2; ++attempt) {
-    pool.ParallelFor(64, [&](int64_t, int64_t) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-      convoy::MutexLock lock(&mu);
-      ids.insert(std::this_thread::get_id());
-    });
-  }
+  // Every chunk waits until a second thread has entered one: a pool that ran every chunk on one thread would stall
+  // here (and fail after the wait's bound), however fast or busy the machine is.
+  const auto two_threads = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return ids.size() >= 2; };
+  pool.ParallelFor(64, [&](int64_t, int64_t) {
+    convoy::MutexLock lock(&mu);
+    ids.insert(std::this_thread::get_id());
+    mu.AwaitWithTimeout(absl::Condition(&two_threads), absl::Seconds(60));
+  });
   EXPECT_EQ(ids.size(), 2u);
 }
 

@@ -7,6 +7,10 @@ void BatchMetricsObserver::OnPendingCountChanged(int64_t pending_requests) {
   reporter_->SetPendingRequests(pending_requests);
 }
 
+void BatchMetricsObserver::OnRunningCountChanged(int64_t running_requests) {
+  reporter_->SetRunningRequests(running_requests);
+}
+
 void BatchMetricsObserver::OnEnqueueRejected(const BatchRequest& request, const absl::Status& status) {
   reporter_->RecordFailure(metrics::FailureReasonFromStatus(status));
 }

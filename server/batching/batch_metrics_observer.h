@@ -20,6 +20,7 @@ class BatchMetricsObserver final : public BatchObserver {
   explicit BatchMetricsObserver(metrics::ModelMetricsReporter* reporter) : reporter_(reporter) {}
 
   void OnPendingCountChanged(int64_t pending_requests) override;
+  void OnRunningCountChanged(int64_t running_requests) override;
   void OnEnqueueRejected(const BatchRequest& request, const absl::Status& status) override;
   void OnRequestCompleted(const BatchRequest& request, const absl::Status& status) override;
   void OnEstimatesChanged(const BatcherEstimates& estimates) override;

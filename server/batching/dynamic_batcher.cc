@@ -110,6 +110,12 @@ void DynamicBatcher::PublishPendingCount() {
   if (observer_ != nullptr) observer_->OnPendingCountChanged(stats_.pending_requests);
 }
 
+void DynamicBatcher::FinishRunning(int64_t batches, int64_t requests) {
+  stats_.running_batches -= batches;
+  stats_.running_requests -= requests;
+  if (observer_ != nullptr) observer_->OnRunningCountChanged(stats_.running_requests);
+}
+
 void DynamicBatcher::RunInstance(int instance) {
   std::optional<BatchQueue::FinishedBatch> finished;
   while (true) {
@@ -161,12 +167,16 @@ DynamicBatcher::Work DynamicBatcher::NextWork() {
         stats_.total_queue_time += request->dispatch_time() - request->enqueue_time();
       }
       stats_.dispatched_requests += static_cast<int64_t>(decision.batch.size());
+      stats_.running_requests += static_cast<int64_t>(decision.batch.size());
       ++stats_.batches_by_size[batch_size];
       work.dispatched.batch = std::move(decision.batch);
     }
     if (!work.removed.empty() || !work.dispatched.batch.empty()) {
       ++generation_;  // the queue changed: idle instances recompute when to look again
       PublishPendingCount();
+      if (!work.dispatched.batch.empty() && observer_ != nullptr) {
+        observer_->OnRunningCountChanged(stats_.running_requests);
+      }
       return work;
     }
     if (stopping_) {
@@ -190,9 +200,10 @@ void DynamicBatcher::Execute(Dispatched& dispatched, int instance) {
 
 void DynamicBatcher::Deliver(Dispatched dispatched) {
   if (!preserve_ordering_) {
+    const int64_t requests = static_cast<int64_t>(dispatched.batch.size());
     CompleteBatch(dispatched);
     convoy::MutexLock lock(&mu_);
-    --stats_.running_batches;
+    FinishRunning(1, requests);
     return;
   }
   // Whichever thread finds the next ticket in order delivers every consecutive executed batch; the others leave
@@ -213,10 +224,12 @@ void DynamicBatcher::Deliver(Dispatched dispatched) {
       ++next_ticket_to_deliver_;
     }
     if (ready.empty()) break;
+    int64_t requests = 0;
+    for (const Dispatched& batch : ready) requests += static_cast<int64_t>(batch.batch.size());
     mu_.Unlock();
     for (Dispatched& batch : ready) CompleteBatch(batch);
     mu_.Lock();
-    stats_.running_batches -= static_cast<int64_t>(ready.size());
+    FinishRunning(static_cast<int64_t>(ready.size()), requests);
   }
   delivering_ = false;
   mu_.Unlock();

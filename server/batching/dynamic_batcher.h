@@ -65,6 +65,9 @@ class BatchObserver {
   // The number of queued requests changed. Called under the batcher's lock so values arrive in order: must be
   // cheap and must not call the batcher.
   virtual void OnPendingCountChanged(int64_t pending_requests) {}
+  // The number of requests in batches taken from the queue and not yet completed changed. Called under the batcher's
+  // lock, like OnPendingCountChanged.
+  virtual void OnRunningCountChanged(int64_t running_requests) {}
   // Enqueue refused a request (queue full, bad batch size or priority, shutting down).
   virtual void OnEnqueueRejected(const BatchRequest& request, const absl::Status& status) {}
   // A batch leaves the queue for `instance`; each request's queue time is dispatch_time() - enqueue_time().
@@ -81,6 +84,7 @@ class BatchObserver {
 struct BatcherStats {
   int64_t pending_requests = 0;    // queued now
   int64_t running_batches = 0;     // taken from the queue, not yet completed
+  int64_t running_requests = 0;    // the requests of those batches
   int64_t dispatched_batches = 0;  // handed to an instance
   int64_t dispatched_requests = 0;
   std::map<int64_t, int64_t> batches_by_size;  // batch size (sum of request batch sizes) -> batches dispatched
@@ -153,6 +157,8 @@ class DynamicBatcher {
   void CompleteRemoved(std::vector<BatchQueue::Removed>& removed);
   void Complete(BatchRequest& request, absl::Status status);
   void PublishPendingCount() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `batches` batches of `requests` requests in all were completed: the running counts go down and are published.
+  void FinishRunning(int64_t batches, int64_t requests) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Drained() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   BatchExecutor* const executor_;

@@ -6,6 +6,7 @@
 // never by sleeping. The adaptive policy's decisions themselves are tested in simulation (adaptive_batching_test).
 #include "server/batching/dynamic_batcher.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -513,6 +514,10 @@ TEST_F(DynamicBatcherTest, AdaptivePolicyKnowsAClientThatSendsFromItsResponseIsB
 class CountingObserver : public BatchObserver {
  public:
   void OnPendingCountChanged(int64_t pending) override { last_pending = pending; }
+  void OnRunningCountChanged(int64_t running) override {
+    last_running = running;
+    max_running = std::max<int64_t>(max_running, running);
+  }
   void OnEnqueueRejected(const BatchRequest&, const absl::Status&) override { ++rejected; }
   void OnBatchStarted(const Batch& batch, int) override {
     for (const auto& request : batch) queue_time_us += absl::ToInt64Microseconds(request->dispatch_time() -
@@ -523,9 +528,10 @@ class CountingObserver : public BatchObserver {
     ++(status.ok() ? succeeded : failed);
   }
   std::atomic<int64_t> last_pending{-1}, rejected{0}, batches{0}, queue_time_us{0}, succeeded{0}, failed{0};
+  std::atomic<int64_t> last_running{-1}, max_running{0};
 };
 
-TEST_F(DynamicBatcherTest, ObserverSeesPendingCountsBatchesQueueTimesAndOutcomes) {
+TEST_F(DynamicBatcherTest, ObserverSeesPendingAndRunningCountsBatchesQueueTimesAndOutcomes) {
   CountingObserver observer;
   DynamicBatcher::Options options;
   // The batcher must go before the observer it reports to.
@@ -548,7 +554,11 @@ TEST_F(DynamicBatcherTest, ObserverSeesPendingCountsBatchesQueueTimesAndOutcomes
   const int waited_us = Uniform(100, 300);
   clock_.Advance(absl::Microseconds(waited_us));
   completions_.Await(3);
+  clock_.BlockUntilSettled(1);  // the instance is back waiting for work: its batch is done
   EXPECT_EQ(observer.last_pending, 0);
+  EXPECT_EQ(observer.max_running, 3);  // the three requests ran as one batch
+  EXPECT_EQ(observer.last_running, 0);
+  EXPECT_EQ(batcher_->stats().running_requests, 0);
   EXPECT_EQ(observer.batches, 1);
   EXPECT_EQ(observer.queue_time_us, 3 * waited_us);
   EXPECT_EQ(observer.succeeded, 3);

@@ -51,6 +51,8 @@ void MetricsRegistry::RegisterFamilies() {
                                                   "Cumulative compute output duration in microseconds", r);
   families_.pending_requests = Register(BuildGauge(), "nv_inference_pending_request_count",
                                         "Instantaneous number of requests waiting in the batcher queue", r);
+  families_.running_requests = Register(BuildGauge(), "convoy_batcher_running_requests",
+                                        "Requests in the batches the model's instances are executing now", r);
   families_.request_latency = Register(BuildHistogram(), "convoy_request_duration_seconds",
                                        "Successful request latency from arrival to response, seconds", r);
   families_.queue_latency = Register(BuildHistogram(), "convoy_queue_duration_seconds",

@@ -84,6 +84,8 @@ TEST_F(MetricsRegistryTest, ScrapeShowsTritonCountersForRecordedRequests) {
   }
   const int pending = Uniform(0, 1000);
   reporter->SetPendingRequests(pending);
+  const int running = Uniform(0, 1000);
+  reporter->SetRunningRequests(running);
 
   CONVOY_ASSERT_OK_AND_ASSIGN(const std::string page, HttpGet(metrics->port(), "/metrics"));
   const Labels model = {{"model", "resnet50"}, {"version", "3"}};
@@ -95,6 +97,7 @@ TEST_F(MetricsRegistryTest, ScrapeShowsTritonCountersForRecordedRequests) {
   ExpectNear(SampleValue(page, "nv_inference_compute_infer_duration_us", model), infer_us, "infer us");
   ExpectNear(SampleValue(page, "nv_inference_compute_output_duration_us", model), output_us, "output us");
   ExpectNear(SampleValue(page, "nv_inference_pending_request_count", model), pending, "pending");
+  ExpectNear(SampleValue(page, "convoy_batcher_running_requests", model), running, "running");
   for (const char* reason : {"REJECTED", "CANCELED", "BACKEND", "OTHER"}) {
     Labels labels = model;
     labels["reason"] = reason;
@@ -105,6 +108,7 @@ TEST_F(MetricsRegistryTest, ScrapeShowsTritonCountersForRecordedRequests) {
   ExpectNear(SampleValue(page, "convoy_queue_duration_seconds_sum", model), queue_us / 1e6, "queue sum");
   EXPECT_EQ(FamilyType(page, "nv_inference_request_success"), "counter");
   EXPECT_EQ(FamilyType(page, "nv_inference_pending_request_count"), "gauge");
+  EXPECT_EQ(FamilyType(page, "convoy_batcher_running_requests"), "gauge");
   EXPECT_EQ(FamilyType(page, "convoy_request_duration_seconds"), "histogram");
 }
 

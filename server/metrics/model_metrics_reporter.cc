@@ -69,6 +69,7 @@ ModelMetricsReporter::ModelMetricsReporter(const ModelMetricFamilies& families, 
       compute_output_duration_us_(
           families.compute_output_duration_us->Add({{"model", model_}, {"version", version_}})),
       pending_requests_(families.pending_requests->Add({{"model", model_}, {"version", version_}})),
+      running_requests_(families.running_requests->Add({{"model", model_}, {"version", version_}})),
       request_latency_(
           families.request_latency->Add({{"model", model_}, {"version", version_}}, LatencyBucketsSeconds())),
       queue_latency_(
@@ -90,7 +91,10 @@ ModelMetricsReporter::ModelMetricsReporter(const ModelMetricFamilies& families, 
       batcher_closed_loop_batch_size_(
           families.batcher_closed_loop_batch_size->Add({{"model", model_}, {"version", version_}})) {}
 
-ModelMetricsReporter::~ModelMetricsReporter() { pending_requests_.Set(0); }
+ModelMetricsReporter::~ModelMetricsReporter() {
+  pending_requests_.Set(0);
+  running_requests_.Set(0);
+}
 
 void ModelMetricsReporter::RecordSuccess(const RequestTimings& timings) {
   request_success_.Increment();
@@ -129,6 +133,10 @@ void ModelMetricsReporter::RecordBatchExecution(int64_t batch_size, absl::Durati
 
 void ModelMetricsReporter::SetPendingRequests(int64_t pending) {
   pending_requests_.Set(static_cast<double>(pending));
+}
+
+void ModelMetricsReporter::SetRunningRequests(int64_t running) {
+  running_requests_.Set(static_cast<double>(running));
 }
 
 void ModelMetricsReporter::RecordModelLoad(absl::Duration load_time) { load_duration_.Observe(Seconds(load_time)); }

@@ -77,6 +77,7 @@ struct ModelMetricFamilies {
   prometheus::Family<prometheus::Counter>* compute_infer_duration_us;
   prometheus::Family<prometheus::Counter>* compute_output_duration_us;
   prometheus::Family<prometheus::Gauge>* pending_requests;
+  prometheus::Family<prometheus::Gauge>* running_requests;
   prometheus::Family<prometheus::Histogram>* request_latency;
   prometheus::Family<prometheus::Histogram>* queue_latency;
   prometheus::Family<prometheus::Histogram>* compute_latency;
@@ -98,7 +99,7 @@ class ModelMetricsReporter {
  public:
   // Creates (or finds) every series of `model`/`version` in `families`, so they show as zero before any traffic.
   ModelMetricsReporter(const ModelMetricFamilies& families, std::string model, std::string version);
-  // Sets the pending gauge to zero: an unloaded model has nothing queued.
+  // Sets the pending and running gauges to zero: an unloaded model has nothing queued or running.
   ~ModelMetricsReporter();
   ModelMetricsReporter(const ModelMetricsReporter&) = delete;
   ModelMetricsReporter& operator=(const ModelMetricsReporter&) = delete;
@@ -112,6 +113,8 @@ class ModelMetricsReporter {
   // One model execution of `batch_size` inferences taking `compute` (input + infer + output).
   void RecordBatchExecution(int64_t batch_size, absl::Duration compute);
   void SetPendingRequests(int64_t pending);
+  // Requests in the batches the model's instances are executing now (taken from the queue, not yet answered).
+  void SetRunningRequests(int64_t running);
   void RecordModelLoad(absl::Duration load_time);
   // The batching policy of this version ("fixed", "adaptive", or "none" without dynamic batching) and its latency
   // target (zero: none): convoy_batcher_policy{policy=...} is 1 for it.
@@ -135,6 +138,7 @@ class ModelMetricsReporter {
   prometheus::Counter& compute_infer_duration_us_;
   prometheus::Counter& compute_output_duration_us_;
   prometheus::Gauge& pending_requests_;
+  prometheus::Gauge& running_requests_;
   prometheus::Histogram& request_latency_;
   prometheus::Histogram& queue_latency_;
   prometheus::Histogram& compute_latency_;

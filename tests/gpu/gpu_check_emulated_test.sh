@@ -17,7 +17,7 @@ grep -q "cuDNN: SKIPPED" "$out"
 grep -q "^PASS cuda.pool2d" "$out"                      # every op, not only conv2d and GEMM
 grep -q "^PASS cuda.conv2d.* \[graph\] " "$out"          # recorded into a CUDA graph and replayed
 grep -q "^PASS cuda.preprocess.* \[graph\] " "$out"
-# Issue 17's kernels are in the op list (the registry's): split-K (conv, 1x1, GEMM) and the 8-warp tiles.
+# The split-K and 8-warp-tile kernels are in the op list (the registry's): split-K (conv, 1x1, GEMM) and the 8-warp tiles.
 for name in conv2d.implicit_gemm_64x64_splitk16 conv2d.gemm_1x1_64x64_splitk2 gemm.tensor_core_64x64_splitk8 \
             conv2d.implicit_gemm_128x256 conv2d.gemm_1x1_256x128; do
   grep -q "^PASS cuda.${name} " "$out"

@@ -8,8 +8,8 @@
 #   out/loader/            this machine's glibc dynamic loader and core libraries, used only when the GPU machine's
 #                          glibc is older than the one the binary was built against (run_gpu_check.sh decides)
 #   out/manifest.txt       what was built from which commit
-# lib/ and loader/ are then packed into out/libraries.tar.gz (run_gpu_check.sh unpacks it): the device tool carries
-# 64 MiB at most, and oneDNN alone is 38 MB unpacked.
+# lib/ and loader/ are then packed into out/libraries.tar.gz (run_gpu_check.sh unpacks it): a bundle sent to a GPU machine
+# with the working tree is kept under 64 MiB, and oneDNN alone is 38 MB unpacked.
 # Checks that the binary starts (--probe) with only out/lib on the library path, and that without a GPU it says so
 # cleanly. Usage: tests/gpu/prepare.sh   (then carry tests/gpu/out; on the GPU machine run tests/gpu/run_gpu_check.sh)
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
@@ -68,7 +68,7 @@ if ! nvidia-smi > /dev/null 2>&1; then
   fi
   rm -f "$out/no_gpu.txt"
 fi
-# The device tool carries 64 MiB at most with the working tree: lib/ and loader/ travel packed (run_gpu_check.sh
+# The bundle travels to the GPU machine with the working tree, under 64 MiB: lib/ and loader/ travel packed (run_gpu_check.sh
 # unpacks them), 68 MB unpacked -> about 16 MB.
 tar -czf "$out/libraries.tar.gz" -C "$out" lib loader
 rm -rf "$out/lib" "$out/loader"

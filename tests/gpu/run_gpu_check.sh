@@ -70,7 +70,7 @@ if [[ ! -x "$binary" ]]; then
   echo "run_gpu_check: 0 passed, 1 failed, 0 skipped" | tee -a "$report"
   exit 1
 fi
-# prepare.sh packs lib/ and loader/ into libraries.tar.gz (the device tool carries 64 MiB at most; oneDNN alone is 38 MB
+# prepare.sh packs lib/ and loader/ into libraries.tar.gz (the bundle stays under 64 MiB; oneDNN alone is 38 MB
 # unpacked): unpacked here into the work folder.
 bundle="$here/out"
 if [[ -f "$here/out/libraries.tar.gz" && ! -d "$here/out/lib" ]]; then

@@ -426,9 +426,21 @@ TEST(GrpcServerTest, DeadlineExpiredInQueueNeverRunsAndFullQueueRejectsFast) {
   ASSERT_TRUE(WaitForBatcher(h, "resnet", [&](const batching::BatcherStats& s) {
     return s.running_batches == 1 && device.batches_held() == 1;
   })) << "the batch of 16 never reached the gate";
-  inference::ModelInferResponse response;
-  grpc::Status expired = h.Infer(ImageRequest("resnet", 1, 224), &response, absl::Milliseconds(20));
-  EXPECT_EQ(expired.error_code(), grpc::DEADLINE_EXCEEDED);
+  // A request whose deadline passes while it waits in the queue. Its deadline is long enough for any machine to
+  // receive and queue it first (a deadline already past on arrival is refused at the door and never queued, which is
+  // another path); the test waits for it to be queued, then for the client to see the deadline pass. The gate holds
+  // the instance for as long as that takes.
+  grpc::Status expired;
+  std::thread expiring([&] {
+    inference::ModelInferResponse response;
+    expired = h.Infer(ImageRequest("resnet", 1, 224), &response, absl::Seconds(2));
+  });
+  const bool queued =
+      WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) { return s.pending_requests == 1; });
+  expiring.join();
+  ASSERT_TRUE(queued) << "the expiring request was never queued";
+  EXPECT_EQ(expired.error_code(), grpc::DEADLINE_EXCEEDED) << expired.error_message();
+  ASSERT_EQ(batcher_stats().pending_requests, 1) << "the expired request must still hold its queue slot";
   // The expired request holds one of the two queue slots until the instance next sweeps the queue (after the batch
   // of 16), so of six more requests one is admitted and five are refused at once: refused while the batch of 16
   // still runs, which is what "at once" means whatever the machine's speed.
@@ -462,16 +474,21 @@ TEST(GrpcServerTest, DeadlineExpiredInQueueNeverRunsAndFullQueueRejectsFast) {
   EXPECT_EQ(device.batches_held(), 1);
 }
 
+// The first batch is held at the gated device's gate until the shutdown has begun, so every request is in the
+// server (one batch running, the rest queued) when it starts, however fast or slow the machine.
 TEST(GrpcServerTest, GracefulShutdownFinishesEveryAcceptedRequest) {
   TestRepository repo;
   repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"));
-  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  GatedCpuDevice device;
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &device);
+  absl::Cleanup open_gate = [&] { device.Open(); };  // before the harness shuts down, whatever fails
+  device.Arm();
   std::atomic<int> ok{0}, refused{0}, failed{0};
   std::vector<std::thread> clients;
   for (int i = 0; i < 6; ++i) {
     clients.emplace_back([&] {
       inference::ModelInferResponse r;
-      grpc::Status status = h.Infer(ImageRequest("resnet", 4, 224), &r);
+      grpc::Status status = h.Infer(ImageRequest("resnet", 4, 224), &r, absl::Minutes(2));
       if (status.ok()) {
         ++ok;
       } else if (status.error_code() == grpc::UNAVAILABLE && absl::StrContains(status.error_message(), "shutting")) {
@@ -482,11 +499,19 @@ TEST(GrpcServerTest, GracefulShutdownFinishesEveryAcceptedRequest) {
       }
     });
   }
-  // Shut down once every request is in the server and some are still queued (their batches take hundreds of ms).
-  ASSERT_TRUE(WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) {
-    return s.pending_requests + s.dispatched_requests == 6 && s.pending_requests > 0;
-  })) << "the six requests never were all queued at once";
-  ASSERT_TRUE(h.manager->Shutdown(absl::Now() + absl::Seconds(20)).ok());
+  // Shut down once every request is in the server: the first batch held at the gate, the rest queued behind it.
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [&](const batching::BatcherStats& s) {
+    return s.pending_requests + s.dispatched_requests == 6 && s.pending_requests > 0 && device.batches_held() == 1;
+  })) << "the six requests never were all in the server at once";
+  absl::Status drained;
+  std::thread shutdown([&] { drained = h.manager->Shutdown(absl::Now() + absl::Seconds(60)); });
+  // The gate opens only once the shutdown has begun: the queued requests are then drained, not refused.
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (!h.manager->shutting_down() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_TRUE(h.manager->shutting_down());
+  device.Open();
+  shutdown.join();
+  ASSERT_TRUE(drained.ok()) << drained;
   h.server->Shutdown(absl::Now() + absl::Seconds(20));
   for (std::thread& client : clients) client.join();
   // All six were accepted before the shutdown began: every one must succeed, none may be refused.

@@ -191,17 +191,17 @@ TEST(ModelManagerTest, NewVersionTakesOverWithoutAGap) {
     EXPECT_THAT(manager->LoadModel("cnn"), IsOk());
     done = true;
   });
-  int lookups = 0, failures = 0;
-  while (!done) {
+  // How many lookups fall within the load depends on the scheduler (on one busy core the load may even finish before
+  // the first): every one of them, however many, must find a version serving.
+  int failures = 0;
+  do {
     absl::StatusOr<std::shared_ptr<ServedModel>> served = manager->GetServedModel("cnn", "");
-    ++lookups;
     if (!served.ok()) {
       ++failures;
       ADD_FAILURE() << served.status();
     }
-  }
+  } while (!done);
   load.join();
-  EXPECT_GT(lookups, 10);
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(manager->GetServedModel("cnn", "").value()->version(), 2);
   EXPECT_THAT(manager->GetServedModel("cnn", "1"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("version '1'")));

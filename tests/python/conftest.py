@@ -15,8 +15,11 @@ and from models generated here with the onnx helper (fresh random weights each r
   tiny_graphs   tiny_onnx with cuda_graphs on and warm-up at batch 1 and 2 (for the emulated-GPU server)
   tiny_nobatch  tiny_onnx without a dynamic_batching section (requests must never be merged)
   tiny_adaptive tiny_onnx with the adaptive batching policy and a 50 ms latency target
-  slow_queue    the sample ResNet classifier with max_queue_size 2 (overload)
-  resnet_drain  the sample ResNet classifier, batch 1, unbounded queue, no queue timeout (shutdown under load)
+  slow_queue    the sample ResNet's interface on the slow-by-construction CNN (_slow_classifier_onnx), batches of 4,
+                max_queue_size 2 (overload: a burst of requests outpaces it on any CPU)
+  resnet_drain  the sample ResNet's interface on the slow-by-construction CNN (_slow_classifier_onnx), batch 1,
+                unbounded queue, no queue timeout (shutdown and unload under load: tens of queued requests take
+                seconds to drain on any CPU, far longer than the client takes to act during the drain)
   resnet_slow   the sample ResNet's interface on a slow-by-construction CNN (_slow_classifier_onnx), batches of 8,
                 unbounded queue, no queue timeout (cancellation)
   broken_onnx   a config whose model.onnx is not an ONNX file (must be UNAVAILABLE with a reason)
@@ -240,8 +243,10 @@ def make_repository(dest, models):
             _write(dest / name / "config.yaml", cfg)
         elif name == "slow_queue":
             _resnet_variant(dest, name, "    max_queue_size: 2\n")
+            _slow_classifier_onnx(dest / name / "1" / "model.onnx")
         elif name == "resnet_drain":
             _resnet_variant(dest, name, "    max_queue_size: 0\n", max_batch_size=1)
+            _slow_classifier_onnx(dest / name / "1" / "model.onnx")
         elif name == "resnet_slow":
             _resnet_variant(dest, name, "    max_queue_size: 0\n", max_batch_size=8)
             _slow_classifier_onnx(dest / name / "1" / "model.onnx")
@@ -406,7 +411,7 @@ class ConvoyServer:
             return grpc.secure_channel(self.url, creds)
         return grpc.insecure_channel(self.url)
 
-    def health_status(self, service, timeout=2.0):
+    def health_status(self, service, timeout=30.0):
         with self.channel() as ch:
             reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=service),
                                                          timeout=timeout)

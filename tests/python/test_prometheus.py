@@ -63,6 +63,7 @@ scrape_configs:
     static_configs:
       - targets: ["{target}"]
 """)
+        self.evaluate_at = None  # Unix time the queries are evaluated at; None: now
         self.log = open(folder / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
             [binary, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
@@ -77,7 +78,12 @@ scrape_configs:
         return reply["data"]
 
     def query(self, promql):
-        data = self.api("query", query=promql)
+        # Once the traffic's last sample is in, every query is evaluated at that moment: rate() and increase() over
+        # [1m] then cover the traffic however long the tests after it take on a busy machine.
+        params = {"query": promql}
+        if self.evaluate_at is not None:
+            params["time"] = f"{self.evaluate_at:.3f}"
+        data = self.api("query", **params)
         assert data["resultType"] == "vector", f"{promql}: result type {data['resultType']}"
         return [(s["metric"], float(s["value"][1])) for s in data["result"]]
 
@@ -155,6 +161,7 @@ def traffic(tmp_path_factory):
         sent["cache"] = lookups
         prom.wait_for("sample with the reload's cache lookups", lambda: [v for _, v in prom.query(
             "convoy_algorithm_cache_misses_total")] == [metric(cache_after, "convoy_algorithm_cache_misses_total")])
+        prom.evaluate_at = time.time()  # every sample of the traffic is in by now
         yield prom, sent
     finally:
         prom.stop()

@@ -77,14 +77,19 @@ def test_policies_and_estimates_are_exported(server):
     # One client is no loop to split (adaptive_batch_policy.h); the fixed policy never splits one.
     assert metric(samples, "convoy_batcher_closed_loop_batch_size", **adaptive) == 0
     assert metric(samples, "convoy_batcher_closed_loop_batch_size", **fixed) == 0
-    # Why each batch went: every lone request was its own batch, sent because nobody could join it (the model's
-    # first batch ever: before anything was measured). The fixed policy exports no reasons.
+    # Why each batch went: every lone request was its own batch, sent at once for a reason that needs no other
+    # request: nobody was expected to join it (no_company), nothing was measured yet (unmeasured: the model's first
+    # batch ever), or the 50 ms target allowed no batch larger than this one request (full) or not even it (late).
+    # Which of these a request gets depends on how fast the machine was at that moment: on a loaded machine one slow
+    # batch of 1 raises the estimated p99 of a batch of 2 above what is left of the target, and the limit becomes 1
+    # (adaptive_batch_policy.h, BatchLimit). No reason that weighs company (a hold, a probe, a best prefix, a split,
+    # a refresh, a spare instance) may appear. The fixed policy exports no reasons.
     def by_reason(scraped, labels):
         return {dict(ls)["reason"]: v for (n, ls), v in scraped.items()
                 if n == "convoy_batcher_batches_total" and set(labels.items()) <= set(ls)}
     now, earlier = by_reason(samples, adaptive), by_reason(before, adaptive)
     sent = {reason: now[reason] - earlier.get(reason, 0.0) for reason in now}
     assert sum(sent.values()) == requests, f"{requests} lone requests, batches by reason {sent}"
-    assert {r for r, v in sent.items() if v > 0} <= {"no_company", "unmeasured"}, sent
+    assert {r for r, v in sent.items() if v > 0} <= {"no_company", "unmeasured", "full", "late"}, sent
     assert now.get("unmeasured", 0.0) <= 1, now
     assert by_reason(samples, fixed) == {}

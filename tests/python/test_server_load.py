@@ -41,9 +41,9 @@ def test_overload_rejects_fast_and_serves_the_admitted(tmp_path_factory):
         assert ok, "no request was admitted"
         reject_times = sorted(t for _, t, _ in rejected)
         ok_times = sorted(t for _, t in ok)
-        # Refusals come back without waiting for the queue: faster than the slowest admitted request.
+        # Refusals come back without waiting for the queue: faster than the slowest admitted request (which waited
+        # for at least one batch of the slow model to run before its own).
         assert reject_times[len(reject_times) // 2] < ok_times[-1], (reject_times, ok_times)
-        assert reject_times[len(reject_times) // 2] < 2.0
         messages = {e.message() for _, _, e in rejected}
         assert any("queue" in m.lower() for m in messages), messages
         for i, r, e, _ in results:
@@ -61,16 +61,18 @@ def test_overload_rejects_fast_and_serves_the_admitted(tmp_path_factory):
 
 
 def test_graceful_shutdown_under_load(tmp_path_factory):
-    """resnet_drain runs one image per execution on one CPU thread (about 10-20 ms each), so 100 queued requests
-    take over a second to drain: SIGTERM lands while most are queued."""
+    """resnet_drain runs one image of a slow-by-construction CNN per execution on one CPU thread (7.4 GFLOP, about
+    0.1-0.3 s each), so 40 queued requests take several seconds to drain: SIGTERM lands while most are queued, and the
+    client's requests during the drain arrive while it still runs, however slow the client is at that moment. The
+    drain may take longer than the default exit timeout on a loaded machine: this server gets 300 s."""
     base = tmp_path_factory.mktemp("drain")
     server = ConvoyServer(make_repository(base / "repo", ["resnet_drain"]), base / "server.log",
-                          env={"CONVOY_CPU_THREADS": "1"})
+                          flags=["--exit_timeout_seconds=300"], env={"CONVOY_CPU_THREADS": "1"})
     server.start()
     client = server.client()
     labels = {"model": "resnet_drain", "version": "1"}
     done = queue.Queue()
-    before = 100
+    before = 40
     x = resnet_input()
     for i in range(before):
         client.async_infer("resnet_drain", [x], request_id=f"before-{i}",
