@@ -229,8 +229,24 @@ def test_setup_build_only_leaves_out_the_test_toolchain():
                       "docker.io"]:
         assert test_only not in listed, f"setup.sh --build-only installs {test_only}"
     text = (REPO_ROOT / "tools" / "setup.sh").read_text()
-    assert text.index('if [ "$build_only" = 1 ]; then  # build-only') < text.index("\ninstall_python_tools\n"), \
+    venv_call = re.search(r"^\s*install_python_tools\s*$", text, re.M)
+    assert venv_call, "setup.sh no longer calls install_python_tools"
+    assert text.index('if [ "$build_only" = 1 ]; then  # build-only') < venv_call.start(), \
         "setup.sh --build-only must stop before the virtualenv"
+
+
+def test_setup_serve_installs_what_serving_needs_and_no_test_tools():
+    """tools/run_server.sh runs `tools/setup.sh --serve`: the build's packages and what exports the sample model
+    (Debian's PyTorch, a virtualenv for its wheels), none of the test-only packages."""
+    listed = subprocess.run(["bash", "-c", 'source <(sed -n "1,/^# ---- end of build-only mode/p" tools/setup.sh '
+                             '| sed "s/^set -euo pipefail//") --serve; printf "%s\\n" "${debian_packages[@]}"'],
+                            cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for needed in ["bazel-bootstrap", "libgrpc++-dev", "libdnnl-dev", "python3-torch", "python3-torchvision",
+                   "python3-venv"]:
+        assert needed in listed, f"setup.sh --serve leaves out {needed}: {listed}"
+    for test_only in ["libgtest-dev", "libbenchmark-dev", "prometheus", "docker.io", "clang-14"]:
+        assert test_only not in listed, f"setup.sh --serve installs {test_only}"
+    assert "bash tools/setup.sh --serve" in (REPO_ROOT / "tools" / "run_server.sh").read_text()
 
 
 def test_dockerfile_targets_share_one_runtime_stage():
