@@ -666,11 +666,14 @@ absl::Status OnnxImporter::ConcatOp(const onnx::NodeProto& n, const OnnxAttribut
 absl::Status OnnxImporter::SplitOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   if (opset_ < 13) {
     CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis", "split"}));
-    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
   } else {
+    if (a.Has("split")) {
+      return a.Error(absl::StrCat("attribute 'split' is not part of Split at opset ", opset_,
+                                  " (from opset 13 the sizes are input 1)"));
+    }
     CONVOY_RETURN_IF_ERROR(opset_ < 18 ? a.CheckKnown({"axis"}) : a.CheckKnown({"axis", "num_outputs"}));
-    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 2));
   }
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 2));
   CONVOY_ASSIGN_OR_RETURN(int64_t axis, a.Int("axis", 0));
   CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, a.Ints("split", {}));
   const bool split_input = n.input_size() == 2 && !n.input(1).empty();

@@ -396,6 +396,15 @@ TEST(OnnxImporterTest, SplitNumOutputsBeforeOpset18AndMismatchFailNamingTheNode)
   model.mutable_opset_import(0)->set_version(18);
   EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kInvalidArgument,
                                       HasSubstr("node 'split' (Split): num_outputs 3 but the node has 2 outputs")));
+  // The `split` attribute became input 1 at opset 13.
+  split->clear_attribute();
+  SetInt(split, "axis", 1);
+  SetInts(split, "split", {2, 4});
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("node 'split' (Split): attribute 'split' is not part of Split at "
+                                                "opset 18 (from opset 13 the sizes are input 1)")));
+  model.mutable_opset_import(0)->set_version(11);
+  EXPECT_THAT(Import(model), IsOk());
 }
 
 TEST(OnnxImporterTest, PadAxesInputAtOpset18PadsOnlyTheListedAxes) {
