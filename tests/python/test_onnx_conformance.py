@@ -330,12 +330,12 @@ def test_summary(record_property):
     ran, excluded = summary()
     passed = sum(1 for r in RESULTS.values() if r == "passed")
     lines = [f"ONNX node conformance (onnx {onnx.__version__}): {len(PARAMS)} cases, {ran} run, "
-             f"{passed} passed in this session, {sum(excluded.values())} excluded; of those run, "
+             f"{passed} passed in this run, {sum(excluded.values())} excluded; of those run, "
              f"{ran - len(KERNEL_REFUSALS)} also on the CPU kernels, {len(KERNEL_REFUSALS)} refused there"]
     lines += [f"  {count:4d} excluded: {reason}" for reason, count in excluded.most_common()]
     text = "\n".join(lines)
     print(text)
     record_property("onnx_conformance", text)
     assert ran + sum(excluded.values()) == len(PARAMS)
-    # Every case that ran in this session passed (test_summary runs after the cases; alone it checks the counts).
+    # Every case that ran in this pytest run passed (test_summary runs after the cases; alone it checks the counts).
     assert all(r == "passed" for r in RESULTS.values()), sorted(n for n, r in RESULTS.items() if r != "passed")
