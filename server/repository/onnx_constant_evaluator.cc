@@ -521,7 +521,9 @@ absl::StatusOr<Outputs> ConcatOp(const EvalCall& c) {
 }
 
 absl::StatusOr<Outputs> SplitOp(const EvalCall& c) {
-  CONVOY_RETURN_IF_ERROR(c.attrs().CheckKnown({"axis", "split"}));
+  // `split` is an attribute before opset 13 and input 1 after; opset 18 adds `num_outputs` (parts of
+  // ceil(extent / num_outputs), the last one smaller).
+  CONVOY_RETURN_IF_ERROR(c.attrs().CheckKnown({"axis", "split", "num_outputs"}));
   CONVOY_RETURN_IF_ERROR(c.ExpectInputs(1, 2));
   const KnownValue& data = c.in(0);
   const int64_t rank = static_cast<int64_t>(data.shape.size());
@@ -532,6 +534,22 @@ absl::StatusOr<Outputs> SplitOp(const EvalCall& c) {
     CONVOY_ASSIGN_OR_RETURN(sizes, c.Ints(1));
   }
   const int64_t parts = c.num_outputs(), extent = data.shape[axis];
+  if (c.attrs().Has("num_outputs")) {
+    if (c.opset() < 18) {
+      return c.Error(absl::StrCat("attribute 'num_outputs' is not part of Split at opset ", c.opset()));
+    }
+    CONVOY_ASSIGN_OR_RETURN(int64_t num_outputs, c.attrs().Int("num_outputs", 0));
+    if (c.has(1)) return c.Error("has both the 'split' input and the 'num_outputs' attribute");
+    if (num_outputs != parts) {
+      return c.Error(absl::StrCat("num_outputs ", num_outputs, " but the node has ", parts, " outputs"));
+    }
+    const int64_t chunk = (extent + parts - 1) / parts;
+    if (chunk * (parts - 1) >= extent) {
+      return c.Error(absl::StrCat("cannot split extent ", extent, " into ", parts, " parts of ", chunk));
+    }
+    sizes.assign(parts - 1, chunk);
+    sizes.push_back(extent - chunk * (parts - 1));
+  }
   if (sizes.empty()) {
     if (extent % parts != 0) return c.Error(absl::StrCat("cannot split extent ", extent, " into ", parts, " parts"));
     sizes.assign(parts, extent / parts);

@@ -458,6 +458,27 @@ TEST(ConstantEvaluatorTest, SplitOutputsAndSizes) {
   EXPECT_THAT((*halves)[1].floats, ElementsAre(2, 4));
 }
 
+// Opset 18: Split's num_outputs cuts parts of ceil(extent / n), the last one smaller; Reduce* take axes as input 1.
+TEST(ConstantEvaluatorTest, Opset18SplitNumOutputsAndReduceAxesInput) {
+  auto out = NodeUnderTest("Split", 3).Input(I64({7}, {1, 2, 3, 4, 5, 6, 7})).Int("num_outputs", 3).Run(18);
+  ASSERT_THAT(out, IsOk());
+  EXPECT_THAT((*out)[0].ints, ElementsAre(1, 2, 3));
+  EXPECT_THAT((*out)[1].ints, ElementsAre(4, 5, 6));
+  EXPECT_THAT((*out)[2].ints, ElementsAre(7));
+  EXPECT_THAT(NodeUnderTest("Split", 2).Input(I64({4}, {1, 2, 3, 4})).Int("num_outputs", 3).Run(18),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'n' (Split): num_outputs 3 but the node has 2 outputs")));
+  EXPECT_THAT(NodeUnderTest("Split", 2).Input(I64({4}, {1, 2, 3, 4})).Int("num_outputs", 2).Run(17),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'n' (Split): attribute 'num_outputs' is not part of Split at opset 17")));
+  KnownValue x = I64({2, 3}, {1, 5, 3, 4, 2, 6});
+  EXPECT_THAT(NodeUnderTest("ReduceMax").Input(x).Input(I64({1}, {-1})).Int("keepdims", 0).Value(18).ints,
+              ElementsAre(5, 6));
+  EXPECT_THAT(NodeUnderTest("ReduceMin").Input(x).Input(I64({1}, {0})).Value(20).ints, ElementsAre(1, 2, 3));
+  EXPECT_THAT(NodeUnderTest("ReduceProd").Input(x).Input(I64({0}, {})).Int("noop_with_empty_axes", 1).Value(18).ints,
+              ElementsAre(1, 5, 3, 4, 2, 6));
+}
+
 TEST(ConstantEvaluatorTest, DynamicBatchStandInMovesButNeverComputes) {
   KnownValue shape = I64({4}, {kSymbolicBatchValue, 3, 8, 8});
   // Gather and Concat only move the stand-in: Reshape(x, [N, -1]) stays expressible.

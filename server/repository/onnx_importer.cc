@@ -26,7 +26,7 @@ using runtime::Graph;
 using runtime::Shape;
 
 constexpr int64_t kMinOpset = 7;
-constexpr int64_t kMaxOpset = 17;
+constexpr int64_t kMaxOpset = 21;
 
 class OnnxImporter {
  public:
@@ -63,7 +63,14 @@ class OnnxImporter {
   absl::Status Conv(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status Pool(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status GlobalPool(const onnx::NodeProto& n, const OnnxAttributes& a);
-  absl::Status ReduceMean(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status SpatialReduce(const onnx::NodeProto& n, const OnnxAttributes& a);
+  // Reduce* axes: the `axes` attribute, or input 1 (a constant) from the opset where the op takes it as an input
+  // (ReduceSum 13, the others 18). `noop` reports noop_with_empty_axes.
+  absl::StatusOr<std::vector<int64_t>> ReduceAxes(const onnx::NodeProto& n, const OnnxAttributes& a, bool& noop);
+  // A constant int64 input that replaced an attribute at some opset (axes of Reduce*, Squeeze, Unsqueeze, Pad):
+  // a tensor computed at run time fails naming the node, op, opset and input.
+  absl::StatusOr<std::vector<int64_t>> ConstantAxesInput(const OnnxAttributes& a, const onnx::NodeProto& n, int input,
+                                                         const char* what);
   absl::Status BatchNorm(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status ActivationOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status Clip(const onnx::NodeProto& n, const OnnxAttributes& a);
@@ -110,7 +117,8 @@ const std::map<std::string, OnnxImporter::Handler>& OnnxImporter::Handlers() {
       {"AveragePool", &OnnxImporter::Pool},
       {"GlobalAveragePool", &OnnxImporter::GlobalPool},
       {"GlobalMaxPool", &OnnxImporter::GlobalPool},
-      {"ReduceMean", &OnnxImporter::ReduceMean},
+      {"ReduceMean", &OnnxImporter::SpatialReduce},
+      {"ReduceMax", &OnnxImporter::SpatialReduce},
       {"BatchNormalization", &OnnxImporter::BatchNorm},
       {"Relu", &OnnxImporter::ActivationOp},
       {"Sigmoid", &OnnxImporter::ActivationOp},
@@ -464,8 +472,13 @@ absl::Status OnnxImporter::Pool(const onnx::NodeProto& n, const OnnxAttributes& 
     CONVOY_ASSIGN_OR_RETURN(int64_t storage_order, a.Int("storage_order", 0));
     if (storage_order != 0) return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'storage_order' 1"));
   } else {
-    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"kernel_shape", "strides", "pads", "ceil_mode", "auto_pad",
-                                         "count_include_pad"}));
+    if (opset_ >= 19) {  // AveragePool takes dilations from opset 19
+      CONVOY_RETURN_IF_ERROR(a.CheckKnown({"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad",
+                                           "count_include_pad"}));
+    } else {
+      CONVOY_RETURN_IF_ERROR(a.CheckKnown({"kernel_shape", "strides", "pads", "ceil_mode", "auto_pad",
+                                           "count_include_pad"}));
+    }
   }
   CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
   CONVOY_RETURN_IF_ERROR(OnlyFirstOutput(a, n));
@@ -474,7 +487,7 @@ absl::Status OnnxImporter::Pool(const onnx::NodeProto& n, const OnnxAttributes& 
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
   runtime::Pool2dAttrs pool;
   pool.kind = is_max ? runtime::PoolKind::kMax : runtime::PoolKind::kAverage;
-  CONVOY_ASSIGN_OR_RETURN(pool.window, ResolveWindow(a, x, kernel[0], kernel[1], is_max));
+  CONVOY_ASSIGN_OR_RETURN(pool.window, ResolveWindow(a, x, kernel[0], kernel[1], true));
   CONVOY_ASSIGN_OR_RETURN(int64_t ceil_mode, a.Int("ceil_mode", 0));
   CONVOY_ASSIGN_OR_RETURN(int64_t include_pad, a.Int("count_include_pad", 0));
   pool.ceil_mode = ceil_mode != 0;
@@ -493,22 +506,75 @@ absl::Status OnnxImporter::GlobalPool(const onnx::NodeProto& n, const OnnxAttrib
   return Emit(n.name().empty() ? "global_pool" : n.name(), pool, {n.input(0)}, {n.output(0)});
 }
 
-// ReduceMean over the two spatial axes is a global average pool (followed by a flatten when keepdims is 0).
-absl::Status OnnxImporter::ReduceMean(const onnx::NodeProto& n, const OnnxAttributes& a) {
-  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axes", "keepdims"}));
-  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+absl::StatusOr<std::vector<int64_t>> OnnxImporter::ConstantAxesInput(const OnnxAttributes& a,
+                                                                     const onnx::NodeProto& n, int input,
+                                                                     const char* what) {
+  const KnownValue* v = Known(n.input(input));
+  if (!v) {
+    return absl::UnimplementedError(absl::StrCat(
+        a.label(), ": input ", input, " ('", n.input(input), "', the ", what, ") is computed at run time; at opset ",
+        opset_, " ", n.op_type(), " takes its ", what, " as an input, which Convoy needs as a constant (an initializer "
+        "or a Constant node)"));
+  }
+  if (!v->is_int()) {
+    return a.Error(absl::StrCat("input ", input, " ('", n.input(input), "', the ", what,
+                                ") must be an integer tensor, got ", v->Describe()));
+  }
+  return v->ints;
+}
+
+absl::StatusOr<std::vector<int64_t>> OnnxImporter::ReduceAxes(const onnx::NodeProto& n, const OnnxAttributes& a,
+                                                              bool& noop) {
+  const int64_t axes_input_since = n.op_type() == "ReduceSum" ? 13 : 18;
+  std::vector<int64_t> axes;
+  if (opset_ < axes_input_since) {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axes", "keepdims"}));
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+    CONVOY_ASSIGN_OR_RETURN(axes, a.Ints("axes", {}));
+    noop = false;
+    return axes;
+  }
+  if (a.Has("axes")) {
+    return a.Error(absl::StrCat("attribute 'axes' is not part of ", n.op_type(), " at opset ", opset_,
+                                " (from opset ", axes_input_since, " the axes are input 1)"));
+  }
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"keepdims", "noop_with_empty_axes"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 2));
+  if (n.input_size() == 2 && !n.input(1).empty()) {
+    CONVOY_ASSIGN_OR_RETURN(axes, ConstantAxesInput(a, n, 1, "axes"));
+  }
+  CONVOY_ASSIGN_OR_RETURN(int64_t noop_with_empty_axes, a.Int("noop_with_empty_axes", 0));
+  noop = noop_with_empty_axes != 0;
+  return axes;
+}
+
+// ReduceMean (ReduceMax) over the two spatial axes is a global average (max) pool, followed by a flatten when
+// keepdims is 0.
+absl::Status OnnxImporter::SpatialReduce(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  const bool is_max = n.op_type() == "ReduceMax";
+  bool noop = false;
+  CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ReduceAxes(n, a, noop));
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
-  CONVOY_ASSIGN_OR_RETURN(auto axes, a.Ints("axes", {}));
   CONVOY_ASSIGN_OR_RETURN(int64_t keepdims, a.Int("keepdims", 1));
-  for (int64_t& axis : axes) axis = axis < 0 ? axis + static_cast<int64_t>(x.size()) : axis;
+  std::string name = n.name().empty() ? (is_max ? "reduce_max" : "reduce_mean") : n.name();
+  if (axes.empty() && noop) return Emit(name, runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (axes.empty()) {  // every axis
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  for (int64_t& axis : axes) {
+    if (axis < -rank || axis >= rank) return a.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+    axis = axis < 0 ? axis + rank : axis;
+  }
   std::sort(axes.begin(), axes.end());
-  if (x.size() != 4 || axes != std::vector<int64_t>{2, 3}) {
-    return absl::UnimplementedError(absl::StrCat(a.label(), ": only a mean over axes [2,3] of [N,C,H,W] is supported"));
+  if (rank != 4 || axes != std::vector<int64_t>{2, 3}) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": only a ", is_max ? "max" : "mean",
+                                                 " over axes [2,3] of [N,C,H,W] is supported, got axes [",
+                                                 absl::StrJoin(axes, ","), "] of ", runtime::ShapeToString(x)));
   }
   runtime::Pool2dAttrs pool;
   pool.global = true;
-  pool.kind = runtime::PoolKind::kAverage;
-  std::string name = n.name().empty() ? "reduce_mean" : n.name();
+  pool.kind = is_max ? runtime::PoolKind::kMax : runtime::PoolKind::kAverage;
   if (keepdims) return Emit(name, pool, {n.input(0)}, {n.output(0)});
   std::string pooled = graph_.UniqueName(n.output(0) + "_keepdims");
   CONVOY_RETURN_IF_ERROR(Emit(name, pool, {n.input(0)}, {pooled}));
@@ -594,19 +660,45 @@ absl::Status OnnxImporter::ConcatOp(const onnx::NodeProto& n, const OnnxAttribut
   return Emit(n.name().empty() ? "concat" : n.name(), runtime::ConcatAttrs{axis}, inputs, {n.output(0)});
 }
 
+// Split sizes: the `split` attribute before opset 13, input 1 (a constant) from 13, or from opset 18 the
+// `num_outputs` attribute (equal parts of ceil(extent / num_outputs), the last one smaller); with none of them, equal
+// parts, one per output.
 absl::Status OnnxImporter::SplitOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
-  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis", "split"}));
+  if (opset_ < 13) {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis", "split"}));
+  } else {
+    if (a.Has("split")) {
+      return a.Error(absl::StrCat("attribute 'split' is not part of Split at opset ", opset_,
+                                  " (from opset 13 the sizes are input 1)"));
+    }
+    CONVOY_RETURN_IF_ERROR(opset_ < 18 ? a.CheckKnown({"axis"}) : a.CheckKnown({"axis", "num_outputs"}));
+  }
   CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 2));
   CONVOY_ASSIGN_OR_RETURN(int64_t axis, a.Int("axis", 0));
   CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, a.Ints("split", {}));
-  if (n.input_size() == 2 && !n.input(1).empty()) {
-    CONVOY_ASSIGN_OR_RETURN(sizes, KnownInts(a, n, 1));
+  const bool split_input = n.input_size() == 2 && !n.input(1).empty();
+  if (split_input) {
+    CONVOY_ASSIGN_OR_RETURN(sizes, ConstantAxesInput(a, n, 1, "split sizes"));
   }
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
   int64_t rank = static_cast<int64_t>(x.size());
   if (axis < -rank || axis >= rank) return a.Error(absl::StrCat("axis ", axis, " out of range for rank ", rank));
   if (axis < 0) axis += rank;
   const int64_t parts = n.output_size();
+  if (a.Has("num_outputs")) {
+    CONVOY_ASSIGN_OR_RETURN(int64_t num_outputs, a.Int("num_outputs", 0));
+    if (split_input) return a.Error("has both the 'split' input and the 'num_outputs' attribute");
+    if (num_outputs != parts) {
+      return a.Error(absl::StrCat("num_outputs ", num_outputs, " but the node has ", parts, " outputs"));
+    }
+    if (x[axis] < 0) return a.Error(absl::StrCat("cannot split the dynamic batch axis ", axis));
+    const int64_t chunk = (x[axis] + parts - 1) / parts;
+    if (chunk * (parts - 1) >= x[axis]) {
+      return a.Error(absl::StrCat("cannot split extent ", x[axis], " into ", parts, " parts of ", chunk));
+    }
+    sizes.assign(parts - 1, chunk);
+    sizes.push_back(x[axis] - chunk * (parts - 1));
+  }
   if (sizes.empty()) {
     if (x[axis] < 0 || x[axis] % parts != 0) {
       return a.Error(absl::StrCat("cannot split extent ", x[axis], " into ", parts, " equal parts"));
@@ -627,13 +719,17 @@ absl::Status OnnxImporter::FlattenOp(const onnx::NodeProto& n, const OnnxAttribu
 absl::Status OnnxImporter::ReshapeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"allowzero", "shape"}));
   CONVOY_ASSIGN_OR_RETURN(int64_t allow_zero, a.Int("allowzero", 0));
-  if (allow_zero != 0) return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'allowzero' 1"));
   std::vector<int64_t> target;
   if (opset_ < 5 || n.input_size() == 1) {
     CONVOY_ASSIGN_OR_RETURN(target, a.Ints("shape", {}));
   } else {
     CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
     CONVOY_ASSIGN_OR_RETURN(target, KnownInts(a, n, 1));
+  }
+  // allowzero 1 makes a 0 in the shape an empty dimension instead of a copy; without a 0 it changes nothing.
+  if (allow_zero != 0 && std::count(target.begin(), target.end(), 0) > 0) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'allowzero' 1 with a 0 in shape [",
+                                                 absl::StrJoin(target, ","), "] (an empty tensor)"));
   }
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
   for (size_t i = 0; i < target.size(); ++i) {
@@ -717,6 +813,26 @@ absl::Status OnnxImporter::IdentityOp(const onnx::NodeProto& n, const OnnxAttrib
   return Emit(n.name().empty() ? "identity" : n.name(), runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
 }
 
+// Pad's `axes` input (opset 18): pads [b_0..b_k, e_0..e_k] for the listed axes only, spread over every axis.
+absl::StatusOr<std::vector<int64_t>> PadsOverAllAxes(const OnnxAttributes& a, const std::vector<int64_t>& pads,
+                                                     const std::vector<int64_t>& axes, int64_t rank) {
+  const int64_t k = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads.size()) != 2 * k) {
+    return a.Error(absl::StrCat("pads has ", pads.size(), " entries for ", k, " axes (expected ", 2 * k, ")"));
+  }
+  std::vector<int64_t> all(2 * rank, 0);
+  std::set<int64_t> seen;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t axis = axes[i];
+    if (axis < -rank || axis >= rank) return a.Error(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+    if (axis < 0) axis += rank;
+    if (!seen.insert(axis).second) return a.Error(absl::StrCat("axis ", axis, " is listed twice"));
+    all[axis] = pads[i];
+    all[axis + rank] = pads[i + k];
+  }
+  return all;
+}
+
 absl::Status OnnxImporter::PadOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"mode", "pads", "value"}));
   runtime::PadAttrs pad;
@@ -727,6 +843,9 @@ absl::Status OnnxImporter::PadOp(const onnx::NodeProto& n, const OnnxAttributes&
     pad.mode = runtime::PadMode::kReflect;
   } else if (mode == "edge") {
     pad.mode = runtime::PadMode::kEdge;
+  } else if (mode == "wrap") {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'mode' value 'wrap' (opset ", opset_,
+                                                 ") is not supported (constant, reflect and edge are)"));
   } else {
     return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'mode' value '", mode, "'"));
   }
@@ -735,12 +854,17 @@ absl::Status OnnxImporter::PadOp(const onnx::NodeProto& n, const OnnxAttributes&
     CONVOY_ASSIGN_OR_RETURN(pad.pads, a.Ints("pads", {}));
     CONVOY_ASSIGN_OR_RETURN(pad.value, a.Float("value", 0.0f));
   } else {
-    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 3));
-    CONVOY_ASSIGN_OR_RETURN(pad.pads, KnownInts(a, n, 1));
-    if (n.input_size() == 3 && !n.input(2).empty()) {
+    CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, opset_ < 18 ? 3 : 4));
+    CONVOY_ASSIGN_OR_RETURN(pad.pads, ConstantAxesInput(a, n, 1, "pads"));
+    if (n.input_size() >= 3 && !n.input(2).empty()) {
       CONVOY_ASSIGN_OR_RETURN(const KnownValue* v, RequireKnown(a, n, 2, false));
       if (v->size() != 1) return a.Error("constant_value must be a scalar");
       pad.value = v->is_int() ? static_cast<float>(v->ints[0]) : v->floats[0];
+    }
+    if (n.input_size() == 4 && !n.input(3).empty()) {
+      CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ConstantAxesInput(a, n, 3, "axes"));
+      CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+      CONVOY_ASSIGN_OR_RETURN(pad.pads, PadsOverAllAxes(a, pad.pads, axes, static_cast<int64_t>(x.size())));
     }
   }
   // Negative pads crop; the kernels take them as they are.
@@ -772,7 +896,9 @@ absl::Status OnnxImporter::UnsqueezeOp(const onnx::NodeProto& n, const OnnxAttri
     CONVOY_ASSIGN_OR_RETURN(axes, a.Ints("axes", {}));
   } else {
     CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
-    CONVOY_ASSIGN_OR_RETURN(axes, KnownInts(a, n, 1));
+    if (a.Has("axes")) return a.Error(absl::StrCat("attribute 'axes' is not part of Unsqueeze at opset ", opset_,
+                                                   " (from opset 13 the axes are input 1)"));
+    CONVOY_ASSIGN_OR_RETURN(axes, ConstantAxesInput(a, n, 1, "axes"));
   }
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
   int64_t out_rank = static_cast<int64_t>(x.size() + axes.size());
@@ -801,8 +927,12 @@ absl::Status OnnxImporter::SqueezeOp(const onnx::NodeProto& n, const OnnxAttribu
   std::vector<int64_t> axes;
   if (opset_ < 13) {
     CONVOY_ASSIGN_OR_RETURN(axes, a.Ints("axes", {}));
-  } else if (n.input_size() == 2 && !n.input(1).empty()) {
-    CONVOY_ASSIGN_OR_RETURN(axes, KnownInts(a, n, 1));
+  } else {
+    if (a.Has("axes")) return a.Error(absl::StrCat("attribute 'axes' is not part of Squeeze at opset ", opset_,
+                                                   " (from opset 13 the axes are input 1)"));
+    if (n.input_size() == 2 && !n.input(1).empty()) {
+      CONVOY_ASSIGN_OR_RETURN(axes, ConstantAxesInput(a, n, 1, "axes"));
+    }
   }
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
   int64_t rank = static_cast<int64_t>(x.size());

@@ -1,10 +1,15 @@
-// Imports an ONNX model (opsets 7 to 17, tested with 11 to 17) into Convoy's graph IR.
+// Imports an ONNX model (opsets 7 to 21) into Convoy's graph IR; docs/model_formats.md has the table of ops with
+// their opset ranges and restrictions.
 //
 // Runtime ops: Conv, BatchNormalization, Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Add, Sub,
-// Mul, Div, Concat, Split, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean (over H,W), Flatten,
-// Reshape, Transpose, Gemm, MatMul (2-D, constant B), Softmax, Identity, Dropout, Pad (constant/reflect/edge;
-// negative pads crop), Slice (step 1: of channels a Split, of H and W a cropping Pad), Squeeze, Unsqueeze, Cast (to
-// float), and Shape of a runtime tensor (its static dims).
+// Mul, Div, Concat, Split, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax (over
+// H,W), Flatten, Reshape, Transpose, Gemm, MatMul (2-D, constant B), Softmax, Identity, Dropout, Pad
+// (constant/reflect/edge; negative pads crop), Slice (step 1: of channels a Split, of H and W a cropping Pad),
+// Squeeze, Unsqueeze, Cast (to float), and Shape of a runtime tensor (its static dims).
+// Each op follows its definition at the model's opset: inputs that replaced attributes (Reduce* axes from opset 18,
+// ReduceSum's from 13, Squeeze/Unsqueeze axes and Split sizes from 13, Pad's pads from 11 and axes from 18) must be
+// constants, and one computed at run time fails naming the node, op, opset and input; attributes added later
+// (Split's num_outputs at 18, AveragePool's dilations at 19) are read from their opset on.
 // Every node whose inputs are all constants is evaluated at load time whatever its element type, by the evaluator
 // in onnx_constant_evaluator.h (Shape, Gather, Slice with any steps, Concat, Reshape, Transpose, Cast,
 // ConstantOfShape, Range, Expand, Where, arithmetic, comparisons, ...): the integer subgraphs exporters write for

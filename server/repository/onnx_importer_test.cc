@@ -5,6 +5,7 @@
 #include "server/repository/onnx_importer.h"
 
 #include <limits>
+#include <random>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -79,7 +80,10 @@ TEST(OnnxImporterTest, SymbolicNonBatchDimensionNeedsConfigDims) {
 }
 
 TEST(OnnxImporterTest, RejectsUnsupportedOpset) {
-  EXPECT_THAT(Import(ReluModel(19)), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("opset 19")));
+  EXPECT_THAT(Import(ReluModel(22)), StatusIs(absl::StatusCode::kUnimplemented,
+                                           HasSubstr("ONNX opset 22 is not supported (7 to 21)")));
+  EXPECT_THAT(Import(ReluModel(6)), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("opset 6")));
+  for (int64_t opset = 7; opset <= 21; ++opset) EXPECT_THAT(Import(ReluModel(opset)), IsOk()) << opset;
 }
 
 TEST(OnnxImporterTest, RejectsInitializerWithWrongByteCount) {
@@ -245,6 +249,244 @@ TEST(OnnxImporterTest, PadsComputedFromTheBatchSizeFailNamingTheNode) {
   EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
                                       HasSubstr("node 'times_zero' (Mul): input 0 ('batch') holds the dynamic batch "
                                                 "size")));
+}
+
+// ---- Opsets 18 to 21: inputs that replaced attributes, attributes added later --------------------------------------
+
+// A model of opset `opset` with one float input x [N,dims...] and the graph output `output`.
+onnx::ModelProto ModelWithInput(int64_t opset, std::vector<int64_t> dims) {
+  onnx::ModelProto model = ReluModel(opset);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->clear_node();
+  g->clear_output();
+  auto* shape = g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->clear_dim();
+  shape->add_dim()->set_dim_param("N");
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  return model;
+}
+
+runtime::Tensor RandomTensor(runtime::Shape shape) {
+  static std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  runtime::Tensor t = runtime::Tensor::Zeros(std::move(shape));
+  for (float& v : t.data) v = uniform(rng);
+  return t;
+}
+
+void SetString(onnx::NodeProto* n, const char* name, const std::string& value) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(value);
+}
+
+// Runs `graph` on x with the reference interpreter.
+std::map<std::string, runtime::Tensor> RunOn(const runtime::Graph& graph, const runtime::Tensor& x) {
+  auto outputs = runtime::RunReference(graph, {{"x", x}});
+  EXPECT_THAT(outputs.status(), IsOk());
+  return outputs.ok() ? *outputs : std::map<std::string, runtime::Tensor>{};
+}
+
+class ReduceAxesInputTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(ReduceAxesInputTest, ReduceMeanAndReduceMaxTakeConstantAxesInput) {
+  const int64_t opset = GetParam();
+  onnx::ModelProto model = ModelWithInput(opset, {3, 4, 5});
+  onnx::GraphProto* g = model.mutable_graph();
+  AddInt64Initializer(g, "hw", {2}, {-1, 2});
+  SetInt(AddNode(g, "ReduceMean", {"x", "hw"}, {"mean"}, "mean"), "keepdims", 0);
+  AddNode(g, "ReduceMax", {"x", "hw"}, {"max"}, "max");
+  g->add_output()->set_name("mean");
+  g->add_output()->set_name("max");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  EXPECT_EQ(*graph.ShapeOf("mean"), (runtime::Shape{runtime::kBatch, 3}));
+  EXPECT_EQ(*graph.ShapeOf("max"), (runtime::Shape{runtime::kBatch, 3, 1, 1}));
+  const runtime::Tensor x = RandomTensor({2, 3, 4, 5});
+  auto out = RunOn(graph, x);
+  ASSERT_EQ(out.count("mean"), 1u);
+  for (int64_t nc = 0; nc < 6; ++nc) {
+    double sum = 0.0;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < 20; ++i) {
+      sum += x.data[nc * 20 + i];
+      max = std::max(max, x.data[nc * 20 + i]);
+    }
+    EXPECT_NEAR(out.at("mean").data[nc], sum / 20, 1e-6) << nc;
+    EXPECT_EQ(out.at("max").data[nc], max) << nc;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Opsets18To21, ReduceAxesInputTest, ::testing::Values(18, 19, 20, 21));
+
+TEST(OnnxImporterTest, ReduceMeanAxesComputedAtRunTimeFailNamingNodeOpOpsetAndInput) {
+  onnx::ModelProto model = ModelWithInput(18, {3, 4, 5});
+  onnx::GraphProto* g = model.mutable_graph();
+  auto* axes = g->add_input();
+  axes->set_name("runtime_axes");
+  axes->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  axes->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(2);
+  AddNode(g, "ReduceMean", {"x", "runtime_axes"}, {"y"}, "gap");
+  g->add_output()->set_name("y");
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'gap' (ReduceMean): input 1 ('runtime_axes', the axes) is "
+                                                "computed at run time; at opset 18 ReduceMean takes its axes as an "
+                                                "input")));
+}
+
+TEST(OnnxImporterTest, ReduceMeanAxesAttributeAtOpset18FailsNamingTheOpset) {
+  onnx::ModelProto model = ModelWithInput(18, {3, 4, 5});
+  onnx::GraphProto* g = model.mutable_graph();
+  SetInts(AddNode(g, "ReduceMean", {"x"}, {"y"}, "gap"), "axes", {2, 3});
+  g->add_output()->set_name("y");
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("node 'gap' (ReduceMean): attribute 'axes' is not part of ReduceMean "
+                                                "at opset 18 (from opset 18 the axes are input 1)")));
+  // Before 18 the attribute is the form.
+  model.mutable_opset_import(0)->set_version(17);
+  EXPECT_THAT(Import(model), IsOk());
+}
+
+TEST(OnnxImporterTest, ReduceMeanNoopWithEmptyAxesIsAnIdentity) {
+  onnx::ModelProto model = ModelWithInput(18, {3, 4, 5});
+  onnx::GraphProto* g = model.mutable_graph();
+  SetInt(AddNode(g, "ReduceMean", {"x"}, {"y"}, "gap"), "noop_with_empty_axes", 1);
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 3, 4, 5}));
+  // Without the attribute, empty axes reduce every axis, the batch included: refused, naming the axes.
+  g->mutable_node(0)->clear_attribute();
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'gap' (ReduceMean): only a mean over axes [2,3] of [N,C,H,W] is "
+                                                "supported, got axes [0,1,2,3] of [N,3,4,5]")));
+}
+
+TEST(OnnxImporterTest, SplitNumOutputsAtOpset18CutsCeilSizedParts) {
+  for (int64_t opset : {18, 21}) {
+    onnx::ModelProto model = ModelWithInput(opset, {7, 2, 2});
+    onnx::GraphProto* g = model.mutable_graph();
+    auto* split = AddNode(g, "Split", {"x"}, {"a", "b", "c"}, "split");
+    SetInt(split, "axis", 1);
+    SetInt(split, "num_outputs", 3);
+    for (const char* out : {"a", "b", "c"}) g->add_output()->set_name(out);
+    CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+    EXPECT_EQ(*graph.ShapeOf("a"), (runtime::Shape{runtime::kBatch, 3, 2, 2}));
+    EXPECT_EQ(*graph.ShapeOf("c"), (runtime::Shape{runtime::kBatch, 1, 2, 2}));
+    const runtime::Tensor x = RandomTensor({2, 7, 2, 2});
+    auto out = RunOn(graph, x);
+    ASSERT_EQ(out.count("c"), 1u);
+    for (int64_t n = 0; n < 2; ++n) {
+      for (int64_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(out.at("c").data[n * 4 + i], x.data[(n * 7 + 6) * 4 + i]);
+        EXPECT_EQ(out.at("b").data[(n * 3 + 2) * 4 + i], x.data[(n * 7 + 5) * 4 + i]);
+      }
+    }
+  }
+}
+
+TEST(OnnxImporterTest, SplitNumOutputsBeforeOpset18AndMismatchFailNamingTheNode) {
+  onnx::ModelProto model = ModelWithInput(17, {6, 2, 2});
+  onnx::GraphProto* g = model.mutable_graph();
+  auto* split = AddNode(g, "Split", {"x"}, {"a", "b"}, "split");
+  SetInt(split, "axis", 1);
+  SetInt(split, "num_outputs", 3);
+  g->add_output()->set_name("a");
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'split' (Split): attribute 'num_outputs' is not supported")));
+  model.mutable_opset_import(0)->set_version(18);
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("node 'split' (Split): num_outputs 3 but the node has 2 outputs")));
+  // The `split` attribute became input 1 at opset 13.
+  split->clear_attribute();
+  SetInt(split, "axis", 1);
+  SetInts(split, "split", {2, 4});
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("node 'split' (Split): attribute 'split' is not part of Split at "
+                                                "opset 18 (from opset 13 the sizes are input 1)")));
+  model.mutable_opset_import(0)->set_version(11);
+  EXPECT_THAT(Import(model), IsOk());
+}
+
+TEST(OnnxImporterTest, PadAxesInputAtOpset18PadsOnlyTheListedAxes) {
+  onnx::ModelProto model = ModelWithInput(18, {2, 3, 4});
+  onnx::GraphProto* g = model.mutable_graph();
+  AddInt64Initializer(g, "pads", {4}, {1, 2, 0, 3});  // H: 1 before, 0 after; W: 2 before, 3 after
+  AddInt64Initializer(g, "axes", {2}, {-2, 3});
+  AddNode(g, "Pad", {"x", "pads", "", "axes"}, {"y"}, "pad");
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  ASSERT_EQ(graph.nodes().size(), 1u);
+  EXPECT_EQ(graph.nodes()[0].As<runtime::PadAttrs>().pads, (std::vector<int64_t>{0, 0, 1, 2, 0, 0, 0, 3}));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 2, 4, 9}));
+  // pads must have two entries per listed axis.
+  AddInt64Initializer(g, "short_pads", {2}, {1, 1});
+  g->mutable_node(0)->set_input(1, "short_pads");
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("node 'pad' (Pad): pads has 2 entries for 2 axes (expected 4)")));
+}
+
+TEST(OnnxImporterTest, PadWrapModeAtOpset19FailsNamingModeAndOpset) {
+  onnx::ModelProto model = ModelWithInput(19, {2, 3, 4});
+  onnx::GraphProto* g = model.mutable_graph();
+  AddInt64Initializer(g, "pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  SetString(AddNode(g, "Pad", {"x", "pads"}, {"y"}, "pad"), "mode", "wrap");
+  g->add_output()->set_name("y");
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'pad' (Pad): attribute 'mode' value 'wrap' (opset 19) is not "
+                                                "supported")));
+}
+
+TEST(OnnxImporterTest, AveragePoolDilationsFromOpset19) {
+  onnx::ModelProto model = ModelWithInput(19, {2, 7, 7});
+  onnx::GraphProto* g = model.mutable_graph();
+  auto* pool = AddNode(g, "AveragePool", {"x"}, {"y"}, "pool");
+  SetInts(pool, "kernel_shape", {2, 2});
+  SetInts(pool, "dilations", {2, 2});
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 2, 5, 5}));
+  const runtime::Tensor x = RandomTensor({1, 2, 7, 7});
+  auto out = RunOn(graph, x);
+  ASSERT_EQ(out.count("y"), 1u);
+  // y[0,1,3,4] averages x[0,1,{3,5},{4,6}].
+  const float* plane = x.data.data() + 49;
+  EXPECT_NEAR(out.at("y").data[25 + 3 * 5 + 4], (plane[3 * 7 + 4] + plane[3 * 7 + 6] + plane[5 * 7 + 4] +
+                                                 plane[5 * 7 + 6]) / 4, 1e-6);
+  model.mutable_opset_import(0)->set_version(18);
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'pool' (AveragePool): attribute 'dilations' is not supported")));
+}
+
+TEST(OnnxImporterTest, SqueezeAndUnsqueezeAxesInputsAtOpset21) {
+  onnx::ModelProto model = ModelWithInput(21, {3, 1, 5});
+  onnx::GraphProto* g = model.mutable_graph();
+  AddInt64Initializer(g, "two", {1}, {2});
+  AddInt64Initializer(g, "last", {1}, {-1});
+  AddNode(g, "Squeeze", {"x", "two"}, {"s"}, "squeeze");
+  AddNode(g, "Unsqueeze", {"s", "last"}, {"y"}, "unsqueeze");
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 3, 5, 1}));
+  // Axes as an attribute at opset 13 and later are refused naming the opset.
+  SetInts(g->mutable_node(0), "axes", {2});
+  g->mutable_node(0)->mutable_input()->RemoveLast();
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("node 'squeeze' (Squeeze): attribute 'axes' is not part of Squeeze at "
+                                                "opset 21")));
+}
+
+TEST(OnnxImporterTest, ReshapeAllowzeroWithoutZerosIsAPlainReshape) {
+  onnx::ModelProto model = ModelWithInput(21, {3, 4});
+  onnx::GraphProto* g = model.mutable_graph();
+  AddInt64Initializer(g, "shape", {3}, {-1, 2, 6});
+  SetInt(AddNode(g, "Reshape", {"x", "shape"}, {"y"}, "reshape"), "allowzero", 1);
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  AddInt64Initializer(g, "zero_shape", {3}, {0, 2, 6});
+  g->mutable_node(0)->set_input(1, "zero_shape");
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'reshape' (Reshape): attribute 'allowzero' 1 with a 0 in shape "
+                                                "[0,2,6]")));
 }
 
 }  // namespace

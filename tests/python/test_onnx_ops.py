@@ -332,3 +332,134 @@ def test_unsupported_fails_naming_node_op_attribute(tmp_path, nodes, message):
     onnx.save(make_model(nodes, x, ["y"]), str(path))
     rc, text = inspect_model(path)
     assert rc != 0 and message in text, text
+
+
+# ---- Opsets 18 to 21: what current exporters write --------------------------------------------------------------
+
+I64 = lambda *v: np.array(v, np.int64)
+
+
+@pytest.mark.parametrize("opset", [18, 19, 20, 21])
+def test_reduce_axes_as_input_from_opset_18(tmp_path, opset):
+    nodes = [helper.make_node("ReduceMean", ["x", "hw"], ["mean"], keepdims=1),
+             helper.make_node("ReduceMean", ["x", "hw_neg"], ["mean_flat"], keepdims=0),
+             helper.make_node("ReduceMax", ["x", "hw"], ["max"], keepdims=1)]
+    x = {"x": rand(2, 5, 4, 6)}
+    model = make_model(nodes, x, ["mean", "mean_flat", "max"], [("hw", I64(2, 3)), ("hw_neg", I64(-1, -2))],
+                       opset=opset)
+    check(tmp_path, model, x)
+
+
+@pytest.mark.parametrize("opset", [18, 21])
+def test_reduce_axes_from_a_constant_node(tmp_path, opset):
+    nodes = [helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(I64(2, 3))),
+             helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=0)]
+    x = {"x": rand(3, 4, 5, 5)}
+    check(tmp_path, make_model(nodes, x, ["y"], opset=opset), x)
+
+
+@pytest.mark.parametrize("opset,extent,parts", [(18, 6, 3), (18, 7, 3), (21, 8, 3), (18, 5, 2)])
+def test_split_num_outputs_from_opset_18(tmp_path, opset, extent, parts):
+    outputs = [f"y{i}" for i in range(parts)]
+    nodes = [helper.make_node("Split", ["x"], outputs, axis=1, num_outputs=parts)]
+    x = {"x": rand(2, extent, 3, 3)}
+    check(tmp_path, make_model(nodes, x, outputs, opset=opset), x)
+
+
+@pytest.mark.parametrize("opset", [13, 18, 21])
+def test_split_sizes_input(tmp_path, opset):
+    nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b", "c"], axis=-3)]
+    x = {"x": rand(2, 7, 3, 3)}
+    check(tmp_path, make_model(nodes, x, ["a", "b", "c"], [("sizes", I64(1, 4, 2))], opset=opset), x)
+
+
+@pytest.mark.parametrize("opset", [18, 19, 21])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+def test_pad_axes_input_from_opset_18(tmp_path, opset, mode):
+    nodes = [helper.make_node("Pad", ["x", "pads", "v", "axes"], ["y"], mode=mode)]
+    inits = [("pads", I64(1, 2, 2, 1)), ("v", np.array(0.5, np.float32)), ("axes", I64(-1, 2))]
+    x = {"x": rand(2, 3, 4, 5)}
+    check(tmp_path, make_model(nodes, x, ["y"], inits, opset=opset), x)
+
+
+@pytest.mark.parametrize("opset", [19, 21])
+def test_average_pool_dilations_from_opset_19(tmp_path, opset):
+    x = {"x": rand(2, 3, 9, 11)}
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 3], dilations=[2, 2],
+                            pads=[1, 1, 1, 1], strides=[1, 2])
+    check(tmp_path, make_model([node], x, ["y"], opset=opset), x, kernel_refusal=DILATED_POOL_REFUSAL)
+
+
+@pytest.mark.parametrize("opset", [19, 21])
+def test_average_pool_undilated_at_opset_19_runs_on_the_kernels(tmp_path, opset):
+    x = {"x": rand(2, 3, 9, 11)}
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], dilations=[1, 1], strides=[2, 2],
+                            pads=[1, 1, 1, 1], count_include_pad=1)
+    check(tmp_path, make_model([node], x, ["y"], opset=opset), x)
+
+
+@pytest.mark.parametrize("opset", [18, 21])
+def test_exporter_classifier_head_at_new_opsets(tmp_path, opset):
+    # What torch.onnx writes at opset 18+: Conv, Clip with constant bounds, ReduceMean with an axes input,
+    # Squeeze/Unsqueeze with axes inputs, Reshape, Gemm, Softmax.
+    inits = [("w", rand(8, 3, 3, 3)), ("b", rand(8)), ("lo", np.array(0.0, np.float32)),
+             ("hi", np.array(6.0, np.float32)), ("hw", I64(2, 3)), ("sq", I64(3)), ("usq", I64(3)),
+             ("flat", I64(-1, 8)), ("fc", rand(5, 8)), ("fcb", rand(5))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["r"]),
+             helper.make_node("ReduceMean", ["r", "hw"], ["gap"], keepdims=1),
+             helper.make_node("Squeeze", ["gap", "sq"], ["s"]),
+             helper.make_node("Unsqueeze", ["s", "usq"], ["u"]),
+             helper.make_node("Reshape", ["u", "flat"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc", "fcb"], ["g"], transB=1),
+             helper.make_node("Softmax", ["g"], ["y"])]
+    x = {"x": rand(2, 3, 8, 8)}
+    model = make_model(nodes, x, ["y"], inits, opset=opset)
+    check(tmp_path, model, x)
+    check_runtime(tmp_path, model, x)
+
+
+def refusal_text(tmp_path, nodes, inputs, inits, opset, extra_inputs=()):
+    model = make_model(nodes, inputs, ["y"], inits, opset=opset)
+    for name, shape in extra_inputs:
+        model.graph.input.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    rc, text = inspect_model(path)
+    assert rc != 0, text
+    return text
+
+
+@pytest.mark.parametrize("nodes,inits,opset,message", [
+    ([helper.make_node("ReduceMean", ["x"], ["y"], name="gap", axes=[2, 3])], [], 18,
+     "node 'gap' (ReduceMean): attribute 'axes' is not part of ReduceMean at opset 18 (from opset 18 the axes are "
+     "input 1)"),
+    ([helper.make_node("ReduceMean", ["x", "hw"], ["y"], name="gap")], [("hw", I64(1, 2))], 18,
+     "node 'gap' (ReduceMean): only a mean over axes [2,3] of [N,C,H,W] is supported, got axes [1,2] of [N,3,4,4]"),
+    ([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="wrap")], [("pads", I64(0, 0, 1, 1, 0, 0, 1, 1))],
+     19, "node 'pad' (Pad): attribute 'mode' value 'wrap' (opset 19) is not supported"),
+    ([helper.make_node("Split", ["x"], ["y", "z"], name="split", axis=1, num_outputs=2)], [], 17,
+     "node 'split' (Split): attribute 'num_outputs' is not supported"),
+    ([helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], dilations=[2, 2])], [], 18,
+     "node 'pool' (AveragePool): attribute 'dilations' is not supported"),
+    ([helper.make_node("Unsqueeze", ["x"], ["y"], name="unsq", axes=[0])], [], 21,
+     "node 'unsq' (Unsqueeze): expected 2-2 inputs, got 1"),
+])
+def test_opset_forms_refused_naming_node_op_opset(tmp_path, nodes, inits, opset, message):
+    assert message in refusal_text(tmp_path, nodes, {"x": rand(1, 3, 4, 4)}, inits, opset)
+
+
+@pytest.mark.parametrize("op,opset,extra", [("ReduceMean", 18, []), ("ReduceMax", 20, []), ("Squeeze", 13, []),
+                                             ("Unsqueeze", 21, []), ("Pad", 18, ["pads"])])
+def test_axes_computed_at_run_time_fail_naming_node_op_opset_and_input(tmp_path, op, opset, extra):
+    # The axes come from a graph input: a tensor only known at run time.
+    if op == "Pad":
+        node = helper.make_node("Pad", ["x", "p", "", "runtime_axes"], ["y"], name="n")
+        inits = [("p", I64(1, 1, 1, 1))]
+    else:
+        node = helper.make_node(op, ["x", "runtime_axes"], ["y"], name="n")
+        inits = []
+    text = refusal_text(tmp_path, [node], {"x": rand(1, 3, 4, 4)}, inits, opset, [("runtime_axes", [2])])
+    input_index = 3 if op == "Pad" else 1
+    assert (f"node 'n' ({op}): input {input_index} ('runtime_axes', the axes) is computed at run time; at opset "
+            f"{opset} {op} takes its axes as an input") in text, text

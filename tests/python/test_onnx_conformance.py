@@ -1,0 +1,343 @@
+"""ONNX's own node conformance cases (onnx/backend/test/data/node/<case>/: model.onnx and test_data_set_0/*.pb, as
+onnx.backend.test.loader.load_model_tests(kind="node") lists them) run through Convoy and compared with the outputs
+each case ships, at the tolerance stated below.
+
+Every case of the installed onnx package (1.16.2: opsets up to 21) runs as a parameter of test_case, or is excluded
+with its reason (not a test of its own; test_summary lists the exclusions by reason). Reasons come from two places,
+both in this file:
+  - rules that read the case's model: an op Convoy does not support yet, a graph input or output that is not FLOAT
+    (a CNN server takes and returns floating-point tensors);
+  - EXCLUDED, the cases of supported ops that Convoy refuses or cannot take in this form, each with its reason.
+An excluded case is never counted as passing. test_summary records how many cases ran, passed and were excluded by
+reason (printed, and as a junit property `onnx_conformance`); docs/model_formats.md quotes the numbers.
+
+How a case becomes a Convoy model: the first graph input stays the model's input; the case's other inputs
+(weights, axes, pads, shapes) become initializers with the values of test_data_set_0, since a CNN server takes one
+image tensor and keeps its weights in the model. The model then runs on Convoy's reference path (import, the
+optimization passes, the FP32 reference interpreter: `convoy run --engine=reference`), the path the importer's
+semantics are judged on. Each case that runs also runs on the CPU kernel runtime (`convoy run --device=cpu
+--precision=fp32`, the default blocked layout) at the same tolerance, except KERNEL_REFUSALS: cases the kernel
+library has no kernel for (1-D and 3-D tensors, broadcasts outside its forms), which must fail the load with the
+listed message naming the node; when a kernel appears the case fails until it leaves that list.
+"""
+import collections
+import pathlib
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, numpy_helper
+from onnx.backend.test.loader import load_model_tests
+
+from reference_engine import cli_path, run_model, run_on
+
+# Outputs must match the case's expected values within |actual - expected| <= ATOL + RTOL * |expected| (onnx's own
+# backend runner allows rtol 1e-3, atol 1e-7; Convoy computes in FP32 with a different summation order at most).
+RTOL = 1e-5
+ATOL = 1e-6
+
+# Ops the importer takes (onnx_importer.cc's handlers and the load-time evaluator's ops).
+SUPPORTED_OPS = {
+    "Abs", "Add", "And", "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Clip", "Concat",
+    "Constant", "ConstantOfShape", "Conv", "Div", "Dropout", "Equal", "Expand", "Flatten", "Floor", "Gather", "Gemm",
+    "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity",
+    "LeakyRelu", "Less", "LessOrEqual", "MatMul", "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pad",
+    "Pow", "Range", "Reciprocal", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "Relu",
+    "Reshape", "Round", "Shape", "Sigmoid", "Sign", "Size", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub",
+    "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where", "Xor",
+}
+
+FLOAT_TYPES = {TensorProto.FLOAT}
+
+# Ops that compute on runtime tensors (onnx_importer.cc's handlers); the other supported ops run only at load time,
+# on constants (shape arithmetic, padding computations), and a case where they compute on the graph input is
+# excluded by rule.
+RUNTIME_OPS = {
+    "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Conv", "Dropout", "Flatten", "Gemm",
+    "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul", "MaxPool",
+    "Pad", "ReduceMax", "ReduceMean", "Relu", "Reshape", "Shape", "Sigmoid", "Slice", "Softmax", "Split", "Squeeze",
+    "Tanh", "Transpose", "Unsqueeze", "Add", "Sub", "Mul", "Div",
+}
+
+MIN_OPSET, MAX_OPSET = 7, 21
+
+POOL_1D_3D = "1-D or 3-D pooling (Convoy pools 2-D [N,C,H,W])"
+TRAINING = "training mode (BatchNormalization's running statistics, Dropout with training_mode true)"
+SLICE_AXIS0 = "Slice of runtime data on axis 0, the batch axis of a served model"
+SLICE_STEP = "Slice of runtime data with a step other than 1"
+REDUCE_AXES = "ReduceMean/ReduceMax of runtime data over axes other than H and W of [N,C,H,W]"
+MATMUL_ND = "MatMul of more than 2-D runtime tensors"
+ZERO_SIZE = "a zero-size tensor (an empty dimension or slice), which Convoy's runtime does not represent"
+
+# Cases of supported ops that Convoy refuses in this form, each with its reason (the importer's message names the
+# node, op and attribute or input; a case leaves this list when Convoy learns the form).
+EXCLUDED = {
+    "test_matmul_3d": MATMUL_ND,
+    "test_matmul_4d": MATMUL_ND,
+    "test_averagepool_1d_default": POOL_1D_3D,
+    "test_averagepool_3d_default": POOL_1D_3D,
+    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False": POOL_1D_3D,
+    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True": POOL_1D_3D,
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False": POOL_1D_3D,
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True": POOL_1D_3D,
+    "test_averagepool_3d_dilations_small": POOL_1D_3D,
+    "test_maxpool_1d_default": POOL_1D_3D,
+    "test_maxpool_3d_default": POOL_1D_3D,
+    "test_maxpool_3d_dilations": POOL_1D_3D,
+    "test_maxpool_3d_dilations_use_ref_impl": POOL_1D_3D,
+    "test_maxpool_3d_dilations_use_ref_impl_large": POOL_1D_3D,
+    "test_group_normalization_epsilon_expanded": REDUCE_AXES,
+    "test_group_normalization_example_expanded": REDUCE_AXES,
+    "test_layer_normalization_2d_axis0_expanded": REDUCE_AXES,
+    "test_layer_normalization_2d_axis0_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_2d_axis1_expanded": REDUCE_AXES,
+    "test_layer_normalization_2d_axis1_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_2d_axis_negative_1_expanded": REDUCE_AXES,
+    "test_layer_normalization_2d_axis_negative_1_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_2d_axis_negative_2_expanded": REDUCE_AXES,
+    "test_layer_normalization_2d_axis_negative_2_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_3d_axis0_epsilon_expanded": REDUCE_AXES,
+    "test_layer_normalization_3d_axis0_epsilon_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_3d_axis1_epsilon_expanded": REDUCE_AXES,
+    "test_layer_normalization_3d_axis1_epsilon_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_3d_axis2_epsilon_expanded": REDUCE_AXES,
+    "test_layer_normalization_3d_axis2_epsilon_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_3d_axis_negative_1_epsilon_expanded": REDUCE_AXES,
+    "test_layer_normalization_3d_axis_negative_1_epsilon_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_3d_axis_negative_2_epsilon_expanded": REDUCE_AXES,
+    "test_layer_normalization_3d_axis_negative_2_epsilon_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_3d_axis_negative_3_epsilon_expanded": REDUCE_AXES,
+    "test_layer_normalization_3d_axis_negative_3_epsilon_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_4d_axis0_expanded": REDUCE_AXES,
+    "test_layer_normalization_4d_axis0_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_4d_axis1_expanded": REDUCE_AXES,
+    "test_layer_normalization_4d_axis1_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_4d_axis2_expanded": REDUCE_AXES,
+    "test_layer_normalization_4d_axis2_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_4d_axis3_expanded": REDUCE_AXES,
+    "test_layer_normalization_4d_axis3_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_4d_axis_negative_1_expanded": REDUCE_AXES,
+    "test_layer_normalization_4d_axis_negative_1_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_4d_axis_negative_2_expanded": REDUCE_AXES,
+    "test_layer_normalization_4d_axis_negative_2_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_4d_axis_negative_3_expanded": REDUCE_AXES,
+    "test_layer_normalization_4d_axis_negative_3_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_4d_axis_negative_4_expanded": REDUCE_AXES,
+    "test_layer_normalization_4d_axis_negative_4_expanded_ver18": REDUCE_AXES,
+    "test_layer_normalization_default_axis_expanded": REDUCE_AXES,
+    "test_layer_normalization_default_axis_expanded_ver18": REDUCE_AXES,
+    "test_mvn_expanded": REDUCE_AXES,
+    "test_mvn_expanded_ver18": REDUCE_AXES,
+    "test_reduce_max_default_axes_keepdim_example": REDUCE_AXES,
+    "test_reduce_max_default_axes_keepdims_random": REDUCE_AXES,
+    "test_reduce_max_do_not_keepdims_example": REDUCE_AXES,
+    "test_reduce_max_do_not_keepdims_random": REDUCE_AXES,
+    "test_reduce_max_keepdims_example": REDUCE_AXES,
+    "test_reduce_max_keepdims_random": REDUCE_AXES,
+    "test_reduce_max_negative_axes_keepdims_example": REDUCE_AXES,
+    "test_reduce_max_negative_axes_keepdims_random": REDUCE_AXES,
+    "test_reduce_mean_default_axes_keepdims_example": REDUCE_AXES,
+    "test_reduce_mean_default_axes_keepdims_random": REDUCE_AXES,
+    "test_reduce_mean_do_not_keepdims_example": REDUCE_AXES,
+    "test_reduce_mean_do_not_keepdims_random": REDUCE_AXES,
+    "test_reduce_mean_keepdims_example": REDUCE_AXES,
+    "test_reduce_mean_keepdims_random": REDUCE_AXES,
+    "test_reduce_mean_negative_axes_keepdims_example": REDUCE_AXES,
+    "test_reduce_mean_negative_axes_keepdims_random": REDUCE_AXES,
+    "test_center_crop_pad_crop_and_pad_expanded": SLICE_AXIS0,
+    "test_center_crop_pad_crop_axes_hwc_expanded": SLICE_AXIS0,
+    "test_center_crop_pad_crop_expanded": SLICE_AXIS0,
+    "test_center_crop_pad_crop_negative_axes_hwc_expanded": SLICE_AXIS0,
+    "test_center_crop_pad_pad_expanded": SLICE_AXIS0,
+    "test_slice": SLICE_AXIS0,
+    "test_slice_default_axes": SLICE_AXIS0,
+    "test_slice_default_steps": SLICE_AXIS0,
+    "test_slice_negative_axes": SLICE_AXIS0,
+    "test_slice_neg_steps": SLICE_STEP,
+    "test_batchnorm_epsilon_training_mode": TRAINING,
+    "test_batchnorm_example_training_mode": TRAINING,
+    "test_training_dropout": TRAINING,
+    "test_training_dropout_default": TRAINING,
+    "test_training_dropout_zero_ratio": TRAINING,
+    "test_reduce_l1_empty_set_expanded": ZERO_SIZE,
+    "test_reduce_l2_empty_set_expanded": ZERO_SIZE,
+    "test_reduce_min_empty_set": ZERO_SIZE,
+    "test_reduce_prod_empty_set": ZERO_SIZE,
+    "test_reduce_sum_empty_set": ZERO_SIZE,
+    "test_reduce_sum_empty_set_non_reduced_axis_zero": ZERO_SIZE,
+    "test_reduce_sum_square_empty_set_expanded": ZERO_SIZE,
+    "test_reshape_allowzero_reordered": ZERO_SIZE,
+    "test_slice_start_out_of_bounds": ZERO_SIZE,
+    "test_split_zero_size_splits_opset13": ZERO_SIZE,
+    "test_split_zero_size_splits_opset18": ZERO_SIZE,
+}
+
+# Cases that run on the reference path but that the CPU kernel runtime refuses at load, with the start of its
+# message (the kernel library's gaps, for its owners; docs/model_formats.md counts them).
+KERNEL_REFUSALS = {
+    "test_add_bcast": "node 'Add' (Binary): cannot broadcast [5] onto [3,4,5]",
+    "test_averagepool_2d_dilations": "node 'pool' (Pool2d): dilated pooling",
+    "test_center_crop_pad_crop_axes_chw_expanded": "node 'pad' (Pad): input 'x' must be",
+    "test_concat_1d_axis_0": "node 'concat' (Concat): input 'value0' must be",
+    "test_concat_1d_axis_negative_1": "node 'concat' (Concat): input 'value0' must be",
+    "test_concat_2d_axis_0": "node 'concat' (Concat): tensor 'value1' has no computed value",
+    "test_concat_2d_axis_1": "node 'concat' (Concat): tensor 'value1' has no computed value",
+    "test_concat_2d_axis_negative_1": "node 'concat' (Concat): tensor 'value1' has no computed value",
+    "test_concat_2d_axis_negative_2": "node 'concat' (Concat): tensor 'value1' has no computed value",
+    "test_concat_3d_axis_0": "node 'concat' (Concat): input 'value0' must be",
+    "test_concat_3d_axis_1": "node 'concat' (Concat): input 'value0' must be",
+    "test_concat_3d_axis_2": "node 'concat' (Concat): input 'value0' must be",
+    "test_concat_3d_axis_negative_1": "node 'concat' (Concat): input 'value0' must be",
+    "test_concat_3d_axis_negative_2": "node 'concat' (Concat): input 'value0' must be",
+    "test_concat_3d_axis_negative_3": "node 'concat' (Concat): input 'value0' must be",
+    "test_div_bcast": "node 'Div' (Binary): cannot broadcast [5] onto [3,4,5]",
+    "test_gemm_all_attributes": "node 'gemm' (Gemm): transpose_a is not supported",
+    "test_gemm_default_matrix_bias": "node 'gemm' (Gemm): bias [3,4] must be",
+    "test_gemm_transposeA": "node 'gemm' (Gemm): transpose_a is not supported",
+    "test_maxpool_2d_dilations": "node 'pool' (Pool2d): dilated pooling",
+    "test_mul_bcast": "node 'Mul' (Binary): cannot broadcast [5] onto [3,4,5]",
+    "test_slice_end_out_of_bounds": "node 'slice' (Split): input 'x' must be",
+    "test_slice_neg": "node 'slice' (Split): input 'x' must be",
+    "test_split_1d_uneven_split_opset18": "node 'split' (Split): input 'input' must be",
+    "test_split_equal_parts_1d_opset13": "node 'split' (Split): input 'input' must be",
+    "test_split_equal_parts_1d_opset18": "node 'split' (Split): input 'input' must be",
+    "test_split_equal_parts_default_axis_opset13": "node 'split' (Split): input 'input' must be",
+    "test_split_equal_parts_default_axis_opset18": "node 'split' (Split): input 'input' must be",
+    "test_split_variable_parts_1d_opset13": "node 'split' (Split): input 'input' must be",
+    "test_split_variable_parts_1d_opset18": "node 'split' (Split): input 'input' must be",
+    "test_split_variable_parts_default_axis_opset13": "node 'split' (Split): input 'input' must be",
+    "test_split_variable_parts_default_axis_opset18": "node 'split' (Split): input 'input' must be",
+    "test_sub_bcast": "node 'Sub' (Binary): cannot broadcast [5] onto [3,4,5]",
+}
+
+NODE_CASES = sorted((c for c in load_model_tests(kind="node") if c.model_dir), key=lambda c: c.name)
+
+
+def load_tensors(folder, prefix):
+    paths = sorted(pathlib.Path(folder).glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.split("_")[1]))
+    tensors = []
+    for path in paths:
+        t = TensorProto()
+        t.ParseFromString(path.read_bytes())
+        tensors.append(numpy_helper.to_array(t))
+    return tensors
+
+
+def rule_exclusion(model):
+    """The reason a case is excluded by rule, or None."""
+    nodes = model.graph.node
+    missing = sorted({n.op_type for n in nodes if n.domain not in ("", "ai.onnx")} |
+                     ({n.op_type for n in nodes} - SUPPORTED_OPS))
+    if missing:
+        return "op not supported yet: " + ", ".join(missing)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        return f"opset {opset} (Convoy reads opsets {MIN_OPSET} to {MAX_OPSET})"
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in initializers]
+    if not inputs:
+        return "no graph input (a constant model)"
+    for value, what in [(inputs[0], "graph input"), *[(o, "graph output") for o in model.graph.output]]:
+        if not value.type.HasField("tensor_type"):
+            return f"{what} of a non-tensor type (sequence, map or optional)"
+        elem = value.type.tensor_type.elem_type
+        if elem not in FLOAT_TYPES:
+            return f"{what} of type {TensorProto.DataType.Name(elem)} (Convoy's graph inputs and outputs are FLOAT)"
+    # Tensors computed from the graph input at run time; a load-time-only op on one of them is refused.
+    runtime = {inputs[0].name}
+    for n in nodes:
+        if any(i in runtime for i in n.input):
+            if n.op_type not in RUNTIME_OPS:
+                return "a load-time op (Convoy evaluates it on constants only) computing on the graph input"
+            if n.op_type != "Shape":  # a runtime tensor's shape is known at load time
+                runtime.update(n.output)
+    return None
+
+
+def exclusion(case):
+    if case.name in EXCLUDED:
+        return EXCLUDED[case.name]
+    return rule_exclusion(onnx.load(str(pathlib.Path(case.model_dir, "model.onnx"))))
+
+
+def case_params():
+    """(the cases that run, as pytest params; {excluded case name: reason}). An excluded case is not a test of its
+    own (a thousand skips would bury the skips that matter): test_summary lists the exclusions by reason."""
+    params, excluded = [], {}
+    for case in NODE_CASES:
+        reason = exclusion(case)
+        if reason:
+            excluded[case.name] = reason
+        else:
+            params.append(pytest.param(case, id=case.name))
+    return params, excluded
+
+
+PARAMS, EXCLUSIONS = case_params()
+RESULTS = {}  # case name -> "passed" / "failed", filled by test_case
+
+
+def convoy_model(case, folder):
+    """(path of the Convoy form of the case's model, {input name: value}, expected outputs)."""
+    model = onnx.load(str(pathlib.Path(case.model_dir, "model.onnx")))
+    data = pathlib.Path(case.model_dir, "test_data_set_0")
+    values = load_tensors(data, "input")
+    expected = load_tensors(data, "output")
+    initializers = {i.name for i in model.graph.initializer}
+    graph_inputs = [i for i in model.graph.input if i.name not in initializers]
+    assert len(graph_inputs) == len(values), (case.name, len(graph_inputs), len(values))
+    first = graph_inputs[0]
+    for value_info, value in zip(graph_inputs[1:], values[1:]):
+        model.graph.initializer.append(numpy_helper.from_array(value, value_info.name))
+        model.graph.input.remove(value_info)
+    path = pathlib.Path(folder, "model.onnx")
+    onnx.save(model, str(path))
+    return path, {first.name: values[0]}, expected
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_case(tmp_path, case):
+    RESULTS[case.name] = "failed"
+    path, inputs, expected = convoy_model(case, tmp_path)
+    compare("reference", run_model(path, inputs, optimize=True), expected)
+    kernel_flags = ("--device=cpu", "--precision=fp32")
+    if case.name in KERNEL_REFUSALS:
+        with pytest.raises(RuntimeError) as err:
+            run_on(cli_path(), path, inputs, *kernel_flags)
+        assert KERNEL_REFUSALS[case.name] in str(err.value), str(err.value)
+    else:
+        compare("cpu kernels", run_on(cli_path(), path, inputs, *kernel_flags), expected)
+    RESULTS[case.name] = "passed"
+
+
+def compare(what, actual, expected):
+    assert len(actual) == len(expected), (what, len(actual), len(expected))
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        assert a.shape == e.shape, f"{what}: output {i}: shape {a.shape}, expected {e.shape}"
+        np.testing.assert_allclose(a, e.astype(np.float32), rtol=RTOL, atol=ATOL, err_msg=f"{what}: output {i}")
+
+
+def summary():
+    excluded = collections.Counter()
+    for reason in EXCLUSIONS.values():
+        if reason.startswith("op not supported yet"):
+            reason = "op not supported yet"
+        elif reason.startswith("graph input of type") or reason.startswith("graph output of type"):
+            reason = "a graph input or output of a type other than FLOAT (Convoy's are FLOAT)"
+        excluded[reason] += 1
+    return len(PARAMS), excluded
+
+
+def test_summary(record_property):
+    ran, excluded = summary()
+    passed = sum(1 for r in RESULTS.values() if r == "passed")
+    lines = [f"ONNX node conformance (onnx {onnx.__version__}): {len(NODE_CASES)} cases, {ran} run, "
+             f"{passed} passed in this run, {sum(excluded.values())} excluded; of those run, "
+             f"{ran - len(KERNEL_REFUSALS)} also on the CPU kernels, {len(KERNEL_REFUSALS)} refused there"]
+    lines += [f"  {count:4d} excluded: {reason}" for reason, count in excluded.most_common()]
+    text = "\n".join(lines)
+    print(text)
+    record_property("onnx_conformance", text)
+    assert ran + sum(excluded.values()) == len(NODE_CASES)
+    # Every case that ran in this pytest run passed (test_summary runs after the cases; alone it checks the counts).
+    assert all(r == "passed" for r in RESULTS.values()), sorted(n for n, r in RESULTS.items() if r != "passed")
