@@ -9,7 +9,7 @@ both in this file:
     (a CNN server takes and returns floating-point tensors);
   - EXCLUDED, the cases of supported ops that Convoy refuses or cannot take in this form, each with its reason.
 An excluded case is never counted as passing. test_summary records how many cases ran, passed and were excluded by
-reason (printed, and as a junit property `onnx_conformance`); docs/model_formats.md quotes the numbers.
+reason (printed, and as the JUnit test-suite property `onnx_conformance`); docs/model_formats.md quotes the numbers.
 
 How a case becomes a Convoy model: the first graph input stays the model's input; the case's other inputs
 (weights, axes, pads, shapes) become initializers with the values of test_data_set_0, since a CNN server takes one
@@ -328,7 +328,7 @@ def summary():
     return len(PARAMS), excluded
 
 
-def test_summary(record_property):
+def test_summary(record_testsuite_property):
     ran, excluded = summary()
     passed = sum(1 for r in RESULTS.values() if r == "passed")
     lines = [f"ONNX node conformance (onnx {onnx.__version__}): {len(NODE_CASES)} cases, {ran} run, "
@@ -337,7 +337,7 @@ def test_summary(record_property):
     lines += [f"  {count:4d} excluded: {reason}" for reason, count in excluded.most_common()]
     text = "\n".join(lines)
     print(text)
-    record_property("onnx_conformance", text)
+    record_testsuite_property("onnx_conformance", text)
     assert ran + sum(excluded.values()) == len(NODE_CASES)
     # Every case that ran in this pytest run passed (test_summary runs after the cases; alone it checks the counts).
     assert all(r == "passed" for r in RESULTS.values()), sorted(n for n, r in RESULTS.items() if r != "passed")
