@@ -127,7 +127,7 @@ std::vector<PhaseSpec> PhaseList(const Options& o) {
   std::vector<PhaseSpec> phases = {{"device", 30, /*required=*/true}};
   for (const std::string& name : OpsPhaseNames(o.quick)) phases.push_back({name, name == "ops.conv2d" ? 60.0 : 30.0});
   phases.push_back({"plans", 40});
-  if (!o.model_dir.empty()) phases.push_back({"model", 60});
+  if (!o.model_dir.empty()) phases.push_back({"model", 80});
   if (o.bench) phases.push_back({"bench", 120});
   if (o.phases.empty()) return phases;
   std::vector<PhaseSpec> chosen;

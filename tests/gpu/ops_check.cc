@@ -2,6 +2,7 @@
 #include "tests/gpu/ops_check.h"
 
 #include <map>
+#include <optional>
 
 #include "kernels/cuda/conv2d_gemm_test_problems.h"
 #include "kernels/registry/registry.h"
@@ -26,12 +27,17 @@ void CheckOp(const std::vector<typename Op::Problem>& problems, cuda::CudaDevice
     const auto& problem = problems[i];
     const testing::Tolerance tolerance = testing::OpCaseTraits<typename Op::Problem>::TolerancePerOutput(problem);
     const uint32_t seed = 20240601 + 64 * static_cast<uint32_t>(i);
+    // The CPU reference is made once per problem, on the first case that runs (a process resuming after a fault
+    // skips the cases before its resume point): a full-size layer's reference costs about a second on one core.
+    std::optional<absl::StatusOr<testing::cross_backend_internal::ReferenceCase>> reference;
     for (const auto* algorithm : algorithms) {
       if (!algorithm->CanImplement(problem).ok()) continue;
       ++ran[std::string(algorithm->name())];
       cases.Run(absl::StrCat(algorithm->name(), how, " ", problem.ToString(), " (seed ", seed, ")"), [&] {
-        return testing::cross_backend_internal::RunOneCase<Op>(*algorithm, problem, device, seed, tolerance,
-                                                                recorded);
+        if (!reference.has_value()) reference = testing::cross_backend_internal::MakeReferenceCase<Op>(problem, seed);
+        if (!reference->ok()) return reference->status();
+        return testing::cross_backend_internal::RunAgainstReference<Op>(*algorithm, problem, **reference, device,
+                                                                         tolerance, recorded);
       });
     }
   }

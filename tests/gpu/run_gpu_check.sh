@@ -97,7 +97,7 @@ model_dir="$work/resnet50"
 writer=$!
 
 # ---- 4. correctness, plans, benchmark -------------------------------------------------------------------------------
-check_budget=$(( $(left) - 120 ))  # keeps ~120 s for the model, PyTorch and the sanitizer
+check_budget=$(( $(left) - 140 ))  # keeps ~140 s for the model, PyTorch and the sanitizer
 (( check_budget < $(left) / 2 )) && check_budget=$(( $(left) / 2 ))
 (( check_budget > 200 )) && check_budget=200
 say "gpu_check: correctness, plans, benchmark (budget ${check_budget}s)"
@@ -109,7 +109,7 @@ append "$work/check.txt"
 wait "$writer"; writer_status=$?
 cat "$work/model_write.txt" | tee -a "$report"
 if [[ $writer_status -eq 0 && -f "$model_dir/model.yaml" ]] && (( $(left) > 70 )); then
-  model_budget=$(( $(left) - 70 )); (( model_budget > 60 )) && model_budget=60
+  model_budget=$(( $(left) - 70 )); (( model_budget > 80 )) && model_budget=80
   say "gpu_check --phases=model (budget ${model_budget}s)"
   timeout $((model_budget + 15)) "${run_check[@]}" --phases=model --model_dir="$model_dir" --no_bench \
     --budget_s="$model_budget" --out="$work/model.txt" > /dev/null
