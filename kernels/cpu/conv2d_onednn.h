@@ -32,6 +32,9 @@ class Conv2dOnednn final : public Conv2dAlgorithm {
   absl::Status CanImplement(const Conv2dProblem& problem) const override;
   size_t WorkspaceBytes(const Conv2dProblem& problem) const override;
   size_t PackedFilterBytes(const Conv2dProblem& problem) const override;
+  // The filter in the layout the primitive chose for this problem (format `any`): brgconv's choice changes with the
+  // batch (and the thread count the descriptor was made with), so a plan step packs once per layout, not once.
+  std::string PackedFilterLayout(const Conv2dProblem& problem) const override;
   absl::Status PackFilter(const Conv2dProblem& problem, const void* filter, void* packed,
                           const ExecutionContext& context) const override;
   absl::StatusOr<std::unique_ptr<AlgorithmState>> Prepare(const Conv2dProblem& problem,
