@@ -219,7 +219,7 @@ def whole_models(args, models, batches):
                     if precision == "fp32":
                         sess = ort_session(data)
                         engines["onnxruntime"] = lambda b=batch, s=sess: time_ort_session(s, [b, 3, 224, 224], reps)
-                    if ov is not None:
+                    if ov is not None and not args.skip_openvino:
                         hint = "f32" if precision == "fp32" else "bf16"
                         for label, h in ((f"openvino_{hint}", hint), ("openvino_default", None)):
                             try:
@@ -310,6 +310,7 @@ def main():
                         help="torchvision models timed end to end (resnet50, resnet18, mobilenetv2, efficientnet_b0)")
     parser.add_argument("--extra_models", default="", help="NAME=PATH.onnx,... timed end to end as well")
     parser.add_argument("--precisions", default="fp32,bf16", help="fp32 and/or bf16 whole-model rows")
+    parser.add_argument("--skip_openvino", action="store_true", help="whole models against onnxruntime only")
     args = parser.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
     models = args.models.split(",")
