@@ -40,6 +40,13 @@ except ImportError:  # the comparison still runs without it, with the OpenVINO c
 from onnx import TensorProto, helper, numpy_helper
 
 THREADS = 2
+# How a timed series becomes one number: "median" (the default), or "min", the fastest run, which a busy shared
+# machine disturbs least (a run only gets faster by having the cores to itself).
+STATISTIC = "median"
+
+
+def summarize(times):
+    return min(times) if STATISTIC == "min" else statistics.median(times)
 
 
 def list_layers(bin_dir):
@@ -101,7 +108,7 @@ def time_ort_session(sess, input_shape, reps):
         start = time.perf_counter()
         sess.run(None, {name: x})
         times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return summarize(times)
 
 
 def time_convoy(bin_dir, layers, batch, reps):
@@ -122,8 +129,8 @@ def time_convoy(bin_dir, layers, batch, reps):
 EXPORT_SCRIPT = r"""
 import sys, torch, torchvision
 name, path = sys.argv[1], sys.argv[2]
-model = {"resnet50": torchvision.models.resnet50, "mobilenetv2": torchvision.models.mobilenet_v2,
-         "efficientnet_b0": torchvision.models.efficientnet_b0}[name]()
+model = {"resnet50": torchvision.models.resnet50, "resnet18": torchvision.models.resnet18,
+         "mobilenetv2": torchvision.models.mobilenet_v2, "efficientnet_b0": torchvision.models.efficientnet_b0}[name]()
 model.eval()
 torch.onnx.export(model, torch.randn(1, 3, 224, 224), path, opset_version=13, input_names=["x"], output_names=["y"],
                   dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
@@ -136,7 +143,12 @@ def export_whole_model(name, directory):
     return path
 
 
-def time_convoy_model(convoy, model_path, cache, batch, reps, directory, precision="fp32"):
+def layout_flags(layout):
+    """`convoy run` / `convoy tune` flags for an activation layout ("default": Convoy's own choice)."""
+    return [] if layout == "default" else [f"--layout={layout}"]
+
+
+def time_convoy_model(convoy, model_path, cache, batch, reps, directory, precision="fp32", layout="default"):
     """Median ms of `reps` runs of the whole model at `batch` through `convoy run` (after one warm-up run)."""
     x_path = os.path.join(directory, f"x{batch}.npy")
     if not os.path.exists(x_path):
@@ -145,11 +157,12 @@ def time_convoy_model(convoy, model_path, cache, batch, reps, directory, precisi
     os.makedirs(out_dir, exist_ok=True)
     out = subprocess.run([convoy, "run", f"--model={model_path}", f"--input={x_path}", f"--output_dir={out_dir}",
                           f"--threads={THREADS}", f"--cache={cache}", f"--max_batch_size={batch}", "--quiet",
-                          f"--precision={precision}", f"--repeat={reps}"], check=True, capture_output=True,
+                          f"--precision={precision}", f"--repeat={reps}", *layout_flags(layout)], check=True,
+                         capture_output=True,
                          text=True).stdout
     for line in out.splitlines():
         if line.startswith("timed "):
-            return float(line.split("median ")[1].split(" ms")[0])
+            return float(line.split("min " if STATISTIC == "min" else "median ")[1].split(" ms")[0])
     raise RuntimeError(f"no timing line in convoy run output:\n{out}")
 
 
@@ -175,7 +188,7 @@ def time_ov(compiled, batch, reps):
         start = time.perf_counter()
         request.infer({0: x})
         times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return summarize(times)
 
 
 def load_average():
@@ -186,9 +199,7 @@ def whole_models(args, models, batches):
     """{(model, precision, batch): {engine: median ms}}, each the median over args.model_rounds rounds in which every
     engine runs once, one after the other; also prints each round with the load average."""
     reps = max(5, args.reps // 2)
-    convoy = args.convoy if os.access(args.convoy, os.X_OK) else None
-    if convoy is None:
-        print(f"(no convoy CLI at {args.convoy}: whole-model rows without Convoy)")
+    variants = convoy_variants(args)  # (engine name, CLI path, layout)
     precisions = args.precisions.split(",")
     result = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,20 +211,22 @@ def whole_models(args, models, batches):
             with open(path, "rb") as f:
                 data = f.read()
             for precision in precisions:
-                cache = os.path.join(tmp, f"{model}.{precision}.cache")
-                if convoy is not None:
+                caches = {}
+                for index, (engine, convoy, layout) in enumerate(variants):
+                    caches[engine] = os.path.join(tmp, f"{model}.{precision}.{index}.cache")
                     subprocess.run([convoy, "tune", f"--model={path}", f"--batch_sizes={','.join(map(str, batches))}",
-                                    f"--cache={cache}", f"--threads={THREADS}", f"--max_batch_size={max(batches)}",
-                                    f"--precision={precision}", "--quiet"], check=True, capture_output=True)
+                                    f"--cache={caches[engine]}", f"--threads={THREADS}",
+                                    f"--max_batch_size={max(batches)}", f"--precision={precision}", "--quiet",
+                                    *layout_flags(layout)], check=True, capture_output=True)
                 for batch in batches:
                     engines = {}
-                    if convoy is not None:
-                        engines["convoy"] = lambda b=batch, p=precision, c=cache, m=path: time_convoy_model(
-                            convoy, m, c, b, reps, tmp, p)
+                    for engine, convoy, layout in variants:
+                        engines[engine] = lambda b=batch, p=precision, c=caches[engine], m=path, x=convoy, l=layout: (
+                            time_convoy_model(x, m, c, b, reps, tmp, p, l))
                     if precision == "fp32":
                         sess = ort_session(data)
                         engines["onnxruntime"] = lambda b=batch, s=sess: time_ort_session(s, [b, 3, 224, 224], reps)
-                    if ov is not None:
+                    if ov is not None and not args.skip_openvino:
                         hint = "f32" if precision == "fp32" else "bf16"
                         for label, h in ((f"openvino_{hint}", hint), ("openvino_default", None)):
                             try:
@@ -234,16 +247,58 @@ def whole_models(args, models, batches):
     return result
 
 
+def convoy_variants(args):
+    """The Convoy configurations timed side by side: (engine name, CLI path, layout) for every --convoy binary
+    (PATH, or LABEL=PATH,...) and every --convoy_layouts entry. The engine is "convoy" for one unlabelled binary in
+    Convoy's default layout, else convoy[LABEL]/LAYOUT."""
+    binaries = []
+    for entry in filter(None, args.convoy.split(",")):
+        label, path = entry.split("=", 1) if "=" in entry else ("", entry)
+        if os.access(path, os.X_OK):
+            binaries.append((label, path))
+        else:
+            print(f"(no convoy CLI at {path}: its whole-model rows are left out)")
+    layouts = args.convoy_layouts.split(",")
+    variants = []
+    for label, path in binaries:
+        for layout in layouts:
+            name = "convoy" + (f"[{label}]" if label else "") + ("" if layout == "default" else f"/{layout}")
+            variants.append((name, path, layout))
+    return variants
+
+
 def print_whole_model_table(whole):
     print()
-    print("whole models: median ms of the rounds, and Convoy / peer ratios (lower is better)")
+    print(f"whole models: median over the rounds of each round's {STATISTIC} ms, and Convoy / peer ratios "
+          "(lower is better)")
     for (model, precision, batch), times in sorted(whole.items()):
-        convoy = times.get("convoy")
         cells = []
         for name, ms in times.items():
-            ratio = f" (convoy/{name} {convoy / ms:.2f})" if convoy is not None and name != "convoy" else ""
-            cells.append(f"{name} {ms:.2f}{ratio}")
+            cells.append(f"{name} {ms:.2f}")
+        for name, ms in times.items():
+            if not name.startswith("convoy"):
+                continue
+            for peer, peer_ms in times.items():
+                if not peer.startswith("convoy"):
+                    cells.append(f"{name}/{peer} {ms / peer_ms:.2f}")
         print(f"  {model:16} {precision:5} batch {batch}: " + "; ".join(cells))
+
+
+def cpu_model():
+    """'Intel(R) Xeon(R) Processor (family 6 model 207), avx512f avx512_vnni ...' from /proc/cpuinfo."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if ":" in line:
+                    key, value = (part.strip() for part in line.split(":", 1))
+                    info.setdefault(key, value)
+    except OSError:
+        return "unknown CPU"
+    flags = set(info.get("flags", "").split())
+    isa = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16") if f in flags]
+    return (f"{info.get('model name', '?')} (family {info.get('cpu family', '?')} model {info.get('model', '?')}), "
+            f"{' '.join(isa) or 'no AVX2'}")
 
 
 def main():
@@ -254,16 +309,25 @@ def main():
     parser.add_argument("--models", default="resnet50,mobilenetv2")
     parser.add_argument("--skip_whole_models", action="store_true")
     parser.add_argument("--skip_layers", action="store_true", help="whole models only")
-    parser.add_argument("--convoy", default="bazel-bin/server/tools/convoy", help="the convoy CLI")
+    parser.add_argument("--convoy", default="bazel-bin/server/tools/convoy",
+                        help="the convoy CLI, or LABEL=PATH,... to time several builds side by side")
+    parser.add_argument("--convoy_layouts", default="default",
+                        help="Convoy activation layouts for the whole models: default (Convoy's), nchw, nhwc, nchw8c")
     parser.add_argument("--model_rounds", type=int, default=3)
     parser.add_argument("--whole_models", default="resnet50,mobilenetv2,efficientnet_b0",
-                        help="torchvision models timed end to end")
+                        help="torchvision models timed end to end (resnet50, resnet18, mobilenetv2, efficientnet_b0)")
     parser.add_argument("--extra_models", default="", help="NAME=PATH.onnx,... timed end to end as well")
     parser.add_argument("--precisions", default="fp32,bf16", help="fp32 and/or bf16 whole-model rows")
+    parser.add_argument("--skip_openvino", action="store_true", help="whole models against onnxruntime only")
+    parser.add_argument("--statistic", choices=["median", "min"], default="median",
+                        help="per engine and round: the median of the timed runs, or the fastest (a busy machine)")
     args = parser.parse_args()
+    global STATISTIC
+    STATISTIC = args.statistic
     batches = [int(b) for b in args.batches.split(",")]
     models = args.models.split(",")
     layers = [] if args.skip_layers else [l for l in list_layers(args.bin_dir) if l["model"] in models]
+    print(f"CPU: {cpu_model()}")
     print(f"onnxruntime {ort.__version__}, {THREADS} threads each, FP32 NCHW, times are medians in ms")
     print(f"{'layer':34} {'batch':>5} {'convoy ms':>10} {'ort ms':>10} {'ratio':>6}  convoy algorithm")
     sums = {}

@@ -57,27 +57,23 @@ absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> MakeDescriptor(const
       return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no convolution for ",
                                                    p.ToString()));
     }
-    // Two kinds of implementation are walked past, to the next one oneDNN offers (pd.next_impl()):
-    //  - brgconv: on CPUs with AVX-512 (seen on AMD Zen 5), Debian's oneDNN 2.6 picks its brgconv kernels for NHWC
-    //    problems, and they compute wrong results with these post-ops (MobileNetV2 and RegNet, 1x1 and grouped
-    //    layers; caught by tests/python/test_whole_models.py, NHWC; the shapes of conv2d_onednn_test.cc pass even
-    //    with brgconv).
-    //  - one whose primitive cannot be created: on AVX-512 BF16 CPUs (seen on an Intel Xeon with AMX)
-    //    jit_bf16:avx512_core_bf16 is offered for grouped BF16 NHWC / NCHW8c convolutions with a scale + SiLU
-    //    epilogue, and creating it fails ("could not create a primitive"). Creating it here, once per problem, keeps
-    //    CanImplement truthful: Prepare would otherwise fail with INTERNAL after the algorithm was chosen (oneDNN's
-    //    primitive cache makes Prepare's creation of the same primitive cheap).
+    // An implementation whose primitive cannot be created is walked past, to the next one oneDNN offers
+    // (pd.next_impl()): on AVX-512 BF16 CPUs (seen on an Intel Xeon with AMX) jit_bf16:avx512_core_bf16 is offered
+    // for grouped BF16 NHWC / NCHW8c convolutions with a scale + SiLU epilogue, and creating it fails ("could not
+    // create a primitive"). Creating it here, once per problem, keeps CanImplement truthful: Prepare would otherwise
+    // fail with INTERNAL after the algorithm was chosen (oneDNN's primitive cache makes Prepare's creation of the same
+    // primitive cheap).
+    //
+    // brgconv (oneDNN's BRGEMM-based kernels, picked on AVX-512 CPUs for NHWC problems) is used like any other. It
+    // chooses its filter layout per problem: the same filter can be Acdb32a at batch 1 and Acdb48a at batch 2, which
+    // is why PackedFilterLayout exists (docs/kernels.md, "brgconv"; conv2d_onednn_test.cc,
+    // BrgconvFilterLayoutFollowsTheBatch).
     std::vector<std::string> skipped;
     while (true) {  // pd is non-empty here (checked above)
       const std::string impl = d->pd.impl_info_str();
-      if (absl::StrContains(impl, "brgconv")) {
-        skipped.push_back(absl::StrCat(impl, " (wrong results with our post-ops)"));
-      } else if (const absl::Status created = onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->pd);
-                 !created.ok()) {
-        skipped.push_back(absl::StrCat(impl, " (", created.message(), ")"));
-      } else {
-        break;
-      }
+      const absl::Status created = onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->pd);
+      if (created.ok()) break;
+      skipped.push_back(absl::StrCat(impl, " (", created.message(), ")"));
       if (!d->pd.next_impl()) {
         return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no usable convolution for ",
                                                      p.ToString(), "; skipped ", absl::StrJoin(skipped, ", ")));
@@ -142,6 +138,12 @@ template <Layout kLayout>
 size_t Conv2dOnednn<kLayout>::PackedFilterBytes(const Conv2dProblem& problem) const {
   auto descriptor = Describe(problem);
   return descriptor.ok() ? (*descriptor)->pd.weights_desc().get_size() : 0;
+}
+
+template <Layout kLayout>
+std::string Conv2dOnednn<kLayout>::PackedFilterLayout(const Conv2dProblem& problem) const {
+  auto descriptor = Describe(problem);
+  return descriptor.ok() ? onednn::LayoutString((*descriptor)->pd.weights_desc()) : "";
 }
 
 template <Layout kLayout>

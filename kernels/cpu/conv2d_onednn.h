@@ -4,9 +4,11 @@
 // binary add before or after the activation, every activation of epilogue.h as eltwise post-ops).
 //
 // One algorithm per activation layout: "cpu.conv2d.onednn_nchw", "cpu.conv2d.onednn_nhwc" and
-// "cpu.conv2d.onednn_nchw8c" (the blocked layout its AVX2 kernels prefer). The filter is reordered once into the
-// layout the primitive chose (PackFilter); the primitive itself, with its JIT code, is made once per problem by
-// Prepare and owned by the plan; Run wraps the pointers and executes it with the scratchpad in the workspace.
+// "cpu.conv2d.onednn_nchw8c" (the blocked layout its AVX2 kernels prefer). The filter is reordered at plan time into
+// the layout the primitive chose for the problem (PackFilter; PackedFilterLayout names it, because oneDNN's brgconv
+// kernels on AVX-512 choose a different one for some batch sizes); the primitive itself, with its JIT code, is made
+// once per problem by Prepare and owned by the plan; Run wraps the pointers and executes it with the scratchpad in the
+// workspace.
 // CanImplement declines when oneDNN has only its reference implementation for the problem on this CPU (e.g. BF16
 // without AVX512-BF16/AMX), so the own algorithms stay the candidates there.
 #ifndef CONVOY_KERNELS_CPU_CONV2D_ONEDNN_H_
@@ -32,6 +34,9 @@ class Conv2dOnednn final : public Conv2dAlgorithm {
   absl::Status CanImplement(const Conv2dProblem& problem) const override;
   size_t WorkspaceBytes(const Conv2dProblem& problem) const override;
   size_t PackedFilterBytes(const Conv2dProblem& problem) const override;
+  // The filter in the layout the primitive chose for this problem (format `any`): brgconv's choice changes with the
+  // batch (and the thread count the descriptor was made with), so a plan step packs once per layout, not once.
+  std::string PackedFilterLayout(const Conv2dProblem& problem) const override;
   absl::Status PackFilter(const Conv2dProblem& problem, const void* filter, void* packed,
                           const ExecutionContext& context) const override;
   absl::StatusOr<std::unique_ptr<AlgorithmState>> Prepare(const Conv2dProblem& problem,

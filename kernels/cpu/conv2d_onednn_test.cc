@@ -2,17 +2,27 @@
 // with a residual, depthwise, grouped, strided 3x3, the 3-channel stem), every epilogue, FP32; and the same in BF16,
 // where CanImplement must decline what oneDNN cannot run on this CPU (on AVX2 every BF16 problem; on AVX-512 BF16,
 // grouped NHWC / NCHW8c with scale + SiLU, whose primitive oneDNN 2.6 offers but cannot create) and what it accepts
-// must match. (These shapes do not reproduce the wrong brgconv results conv2d_onednn.cc works around on AVX-512
-// CPUs; the whole-model NHWC tests in tests/python/test_whole_models.py do.)
+// must match.
+//
+// BrgconvFilterLayoutFollowsTheBatch is the reproducer of the wrong brgconv results once seen in whole-model NHWC
+// plans on AVX-512 CPUs (docs/kernels.md, "brgconv"): the filter packed for one batch size read by another's
+// primitive, whose layout differs.
 #include "kernels/cpu/conv2d_onednn.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/common/status_matchers.h"
+#include "kernels/common/thread_pool.h"
 #include "kernels/cpu/conv2d_test_harness.h"
+#include "kernels/cpu/onednn_support.h"
+#include "kernels/cpu/reference/reference_ops.h"
+#include "kernels/testing/test_tensors.h"
 
 namespace convoy::cpu {
 namespace {
@@ -76,6 +86,102 @@ TEST(Conv2dOnednnTest, Bf16NchwDeclinesOrMatchesReference) { CheckAllShapesInBf1
 TEST(Conv2dOnednnTest, Bf16NhwcDeclinesOrMatchesReference) { CheckAllShapesInBf16<Conv2dOnednnNhwc>(Layout::kNHWC); }
 TEST(Conv2dOnednnTest, Bf16Nchw8cDeclinesOrMatchesReference) {
   CheckAllShapesInBf16<Conv2dOnednnNchw8c>(Layout::kNCHW8c);
+}
+
+// ---- the brgconv reproducer ---------------------------------------------------------------------------------------
+
+bool CpuHasAvx512() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & avx512) == avx512;
+}
+
+// Runs `problem` with the given (already packed) filter on fresh random inputs, the output poisoned with NaN, and
+// compares it with the reference run on the raw filter: OK, or the mismatch.
+absl::Status RunWithPackedFilter(const Conv2dAlgorithm& algorithm, const Conv2dProblem& problem, const void* raw_filter,
+                                 const void* packed_filter, const ExecutionContext& context, uint32_t seed) {
+  using ::convoy::testing::RandomBuffer;
+  const int64_t y_count = problem.output_desc().num_elements();
+  CONVOY_ASSIGN_OR_RETURN(HostBuffer x, RandomBuffer(problem.dtype, problem.input_desc().num_elements(), seed));
+  CONVOY_ASSIGN_OR_RETURN(HostBuffer bias, RandomBuffer(DataType::kFloat32, problem.k, seed + 1));
+  CONVOY_ASSIGN_OR_RETURN(HostBuffer y, HostBuffer::Allocate(y_count * sizeof(float)));
+  CONVOY_ASSIGN_OR_RETURN(HostBuffer expected, HostBuffer::Allocate(y_count * sizeof(float)));
+  ::convoy::testing::PoisonWithNaN(y.data(), DataType::kFloat32, y_count);
+  ::convoy::testing::PoisonWithNaN(expected.data(), DataType::kFloat32, y_count);
+  CONVOY_ASSIGN_OR_RETURN(HostBuffer workspace, HostBuffer::Allocate(algorithm.WorkspaceBytes(problem)));
+  CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<AlgorithmState> state, algorithm.Prepare(problem, context));
+  Conv2dArgs args{x.data(), packed_filter, bias.as<float>(), nullptr, nullptr, y.data()};
+  CONVOY_RETURN_IF_ERROR(algorithm.Run(problem, args, {workspace.data(), workspace.size(), state.get()}, context));
+  args.w = raw_filter;
+  args.y = expected.data();
+  CONVOY_RETURN_IF_ERROR(reference::Conv2d(problem, args));
+  return ::convoy::testing::CompareFloats(::convoy::testing::ToFloats(y.data(), DataType::kFloat32, y_count),
+                                          ::convoy::testing::ToFloats(expected.data(), DataType::kFloat32, y_count),
+                                          kFp32);
+}
+
+// MobileNetV2's last projection (1x1, 960 -> 320 channels on 2x2 pixels), NHWC, FP32, conv bias, no activation, on
+// 2 threads, at batch sizes 1..8 as a plan prepares it. On CPUs with AVX-512 oneDNN 2.6 runs it with brgconv_1x1,
+// which picks the filter's output-channel block per problem: on an Intel Xeon (family 6 model 207) at 2 threads,
+// Acdb32a (320 x 960 floats) at batch 1 and Acdb48a (336 x 960, zero-padded) from batch 2 on. Checked here:
+//  1. brgconv is right: every batch size, with the filter packed for its own problem, matches the reference (on
+//     AVX-512 CPUs the test asserts brgconv is what ran; on CPUs without AVX-512 oneDNN 2.6 has no brgconv, and
+//     what it runs instead, jit_1x1:avx2, is checked the same way);
+//  2. the trigger: the filter packed for batch 1, run at every batch size, is right exactly where that batch's
+//     packed layout (PackedFilterLayout) is batch 1's and wrong everywhere else. This is what plans did before a
+//     step's packed filter was keyed by its layout (server/runtime/planner_internal.h). The batch-1 filter sits in a
+//     buffer as large as the largest layout's, its tail NaN, so a wrong layout reads NaN and wrong weights, never
+//     past the allocation.
+// Where every batch size has batch 1's layout (AVX2 CPUs, whose jit kernels pick OIhw8i8o for any batch), part 2
+// checks that sharing the filter is right at every batch.
+TEST(Conv2dOnednnTest, BrgconvFilterLayoutFollowsTheBatch) {
+  ThreadPool pool(2);
+  const ExecutionContext context{Backend::kCpu, &pool};
+  // The descriptors (and with them brgconv's blocking) are made with the calling thread's OpenMP thread count: make
+  // it the pool's, as the planner's Prepare does, before a fresh algorithm describes any problem.
+  onednn::UseContextThreads(context);
+  const Conv2dOnednnNhwc algorithm;
+  const auto problem_at = [](int batch) {
+    Conv2dProblem p = Conv(batch, 960, 2, 2, 320, 1, 1, 1, 0, 1, 1, Layout::kNHWC);
+    p.epilogue.has_bias = true;
+    return p;
+  };
+  const bool avx512 = CpuHasAvx512();
+  std::vector<std::string> layouts;
+  size_t largest_packed = 0;
+  for (int batch = 1; batch <= 8; ++batch) {
+    const Conv2dProblem problem = problem_at(batch);
+    ASSERT_THAT(algorithm.CanImplement(problem), IsOk());
+    CONVOY_ASSERT_OK_AND_ASSIGN(const std::string impl, algorithm.Implementation(problem));
+    layouts.push_back(algorithm.PackedFilterLayout(problem));
+    largest_packed = std::max(largest_packed, algorithm.PackedFilterBytes(problem));
+    std::printf("batch %d: %s, filter %s\n", batch, impl.c_str(), layouts.back().c_str());
+    if (avx512) {
+      EXPECT_THAT(impl, ::testing::HasSubstr("brgconv")) << "batch " << batch;
+    }
+    EXPECT_THAT(testing::CheckConv2dAgainstReference(algorithm, problem, kFp32, /*seed=*/950 + batch), IsOk())
+        << "batch " << batch << " with its own packed filter";
+  }
+
+  const Conv2dProblem first = problem_at(1);
+  CONVOY_ASSERT_OK_AND_ASSIGN(HostBuffer raw, ::convoy::testing::RandomBuffer(DataType::kFloat32,
+                                                                                first.filter_elements(), 960));
+  CONVOY_ASSERT_OK_AND_ASSIGN(HostBuffer packed, HostBuffer::Allocate(largest_packed));
+  ::convoy::testing::PoisonWithNaN(packed.data(), DataType::kFloat32, largest_packed / sizeof(float));
+  ASSERT_THAT(algorithm.PackFilter(first, raw.data(), packed.data(), context), IsOk());
+  int other_layouts = 0;
+  for (int batch = 1; batch <= 8; ++batch) {
+    const absl::Status shared =
+        RunWithPackedFilter(algorithm, problem_at(batch), raw.data(), packed.data(), context, /*seed=*/970 + batch);
+    if (layouts[batch - 1] == layouts[0]) {
+      EXPECT_THAT(shared, IsOk()) << "batch " << batch << " with the batch-1 filter, same layout";
+    } else {
+      ++other_layouts;
+      EXPECT_FALSE(shared.ok()) << "batch " << batch << " read the batch-1 filter (" << layouts[0] << ") as "
+                                << layouts[batch - 1] << " and still matched the reference";
+    }
+  }
+  std::printf("%d of 8 batch sizes pack the filter in another layout than batch 1's\n", other_layouts);
 }
 
 }  // namespace

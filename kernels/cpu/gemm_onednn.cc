@@ -68,6 +68,11 @@ size_t GemmOnednnMatmul::PackedFilterBytes(const GemmProblem& problem) const {
   return d.ok() ? (*d)->pd.weights_desc().get_size() : 0;
 }
 
+std::string GemmOnednnMatmul::PackedFilterLayout(const GemmProblem& problem) const {
+  auto d = Describe(problem);
+  return d.ok() ? onednn::LayoutString((*d)->pd.weights_desc()) : "";
+}
+
 absl::Status GemmOnednnMatmul::PackFilter(const GemmProblem& problem, const void* filter, void* packed,
                                           const ExecutionContext& context) const {
   CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));

@@ -21,6 +21,8 @@ class GemmOnednnMatmul final : public GemmAlgorithm {
   absl::Status CanImplement(const GemmProblem& problem) const override;
   size_t WorkspaceBytes(const GemmProblem& problem) const override;
   size_t PackedFilterBytes(const GemmProblem& problem) const override;
+  // B in the layout the matmul chose for this problem (format `any`): it may differ between batch sizes.
+  std::string PackedFilterLayout(const GemmProblem& problem) const override;
   absl::Status PackFilter(const GemmProblem& problem, const void* filter, void* packed,
                           const ExecutionContext& context) const override;
   absl::StatusOr<std::unique_ptr<AlgorithmState>> Prepare(const GemmProblem& problem,

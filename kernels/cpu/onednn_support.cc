@@ -3,8 +3,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dnnl_debug.h"
 
 #if defined(__SANITIZE_THREAD__)
 // ThreadSanitizer (the tests tagged tsan; docs/building.md, "Sanitizers and locks"): Debian's libdnnl runs its
@@ -53,6 +57,25 @@ memory::format_tag ActivationTag(Layout layout) {
     case Layout::kNCHW8c: return memory::format_tag::nChw8c;
   }
   return memory::format_tag::undef;
+}
+
+std::string LayoutString(const memory::desc& desc) {
+  const dnnl_memory_desc_t& d = desc.data;
+  const auto dims = [&](const dnnl_dims_t values) {
+    return absl::StrJoin(values, values + d.ndims, "x");
+  };
+  std::string out = absl::StrCat(dnnl_dt2str(d.data_type), " ", dims(d.dims));
+  if (!std::equal(d.dims, d.dims + d.ndims, d.padded_dims)) absl::StrAppend(&out, " padded ", dims(d.padded_dims));
+  if (d.offset0 != 0) absl::StrAppend(&out, " offset ", d.offset0);
+  if (d.format_kind != dnnl_blocked) return absl::StrCat(out, " format_kind ", static_cast<int>(d.format_kind));
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  absl::StrAppend(&out, " strides ", absl::StrJoin(b.strides, b.strides + d.ndims, ","));
+  if (b.inner_nblks > 0) {
+    absl::StrAppend(&out, " blocks");
+    for (int i = 0; i < b.inner_nblks; ++i) absl::StrAppend(&out, i ? "," : " ", b.inner_blks[i], "@", b.inner_idxs[i]);
+  }
+  if (d.extra.flags != 0) absl::StrAppend(&out, " extra ", d.extra.flags);
+  return out;
 }
 
 absl::StatusOr<memory::desc> ActivationDesc(DataType dtype, int64_t n, int64_t c, int64_t h, int64_t w,

@@ -45,6 +45,11 @@ absl::StatusOr<dnnl::memory::data_type> DataTypeOf(DataType dtype);
 // The format tag of a 4-D activation in `layout` (nchw, nhwc, nChw8c).
 dnnl::memory::format_tag ActivationTag(Layout layout);
 
+// A memory descriptor's layout as text: data type, dims, padded dims, strides and inner blocks, e.g.
+// "f32 320x960x1x1 padded 336x960x1x1 strides 46080,48,48,48 blocks 48@0". Equal strings mean the same layout: what
+// PackedFilterLayout reports for a packed filter in the layout the primitive chose.
+std::string LayoutString(const dnnl::memory::desc& desc);
+
 // Memory descriptor of a 4-D activation [n, c, h, w] in `dtype` and `layout` (NCHW for a blocked one whose c is not
 // a multiple of the block: StoredLayout).
 absl::StatusOr<dnnl::memory::desc> ActivationDesc(DataType dtype, int64_t n, int64_t c, int64_t h, int64_t w,

@@ -3,6 +3,7 @@
 //   CanImplement(problem)        OK, or UNIMPLEMENTED with the reason (never crashes on any valid problem);
 //   WorkspaceBytes(problem)      scratch it needs per Run (the caller owns and passes it);
 //   PackedFilterBytes / PackFilter   optional one-time weight transform done at plan time (Winograd, tiled layouts);
+//   PackedFilterLayout          which packed layout that is, where it can differ between batch sizes (oneDNN);
 //   Prepare(problem, context)    optional plan-time state (a oneDNN primitive with its JIT code), made once per
 //                                 problem, owned by the caller and handed back to Run in Workspace::state;
 //   Run(problem, args, workspace, context)   runs on the context's stream (CUDA) or thread pool (CPU). It never
@@ -71,6 +72,12 @@ class Algorithm {
                                   const ExecutionContext& context) const {
     return absl::UnimplementedError(std::string(name()) + " has no packed filter");
   }
+  // Which packed layout PackFilter writes for `problem`. Two problems of one filter (a plan step's batch sizes) may
+  // share one packed filter only when the algorithm and this string are the same. "" (the default): the packed filter
+  // depends on the filter's shape alone, not on the batch. oneDNN's algorithms name the weights layout the primitive
+  // chose, which can change with the batch: its brgconv kernels pick their output-channel block from the work per
+  // thread (a 1x1 960->320 convolution on 2x2 pixels, 2 threads: Acdb32a at batch 1, Acdb48a from batch 2 on).
+  virtual std::string PackedFilterLayout(const Problem& problem) const { return ""; }
   // Plan-time state for `problem` on `context` (null: the algorithm needs none, the default). Made once per problem by
   // whoever runs it (the planner per plan step and batch size, the autotuner per candidate) and kept as long as Run
   // may be called; Run gets it back in Workspace::state and fails with FAILED_PRECONDITION when it is missing.

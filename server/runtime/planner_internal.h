@@ -214,8 +214,11 @@ absl::Status PlanBuilder::SelectForBatch(KernelStep<Op>& step, int batch_size, t
   }
   const size_t packed_bytes = v.algorithm->PackedFilterBytes(problem);
   if (packed_bytes > 0) {
-    // The packed filter depends on the filter's shape and the algorithm, not on the batch: one per algorithm.
-    auto [it, inserted] = packed.emplace(std::string(v.algorithm->name()), nullptr);
+    // One packed filter per algorithm and packed layout: the layout usually depends on the filter's shape alone, but
+    // oneDNN's choice can change with the batch (Algorithm::PackedFilterLayout), and a batch size must never read a
+    // filter packed for another layout (it reads wrong weights, and past the end of a smaller one).
+    auto [it, inserted] = packed.emplace(
+        absl::StrCat(v.algorithm->name(), "|", v.algorithm->PackedFilterLayout(problem)), nullptr);
     if (inserted) {
       CONVOY_ASSIGN_OR_RETURN(DeviceAllocation allocation, options_.device->Allocate(packed_bytes));
       CONVOY_RETURN_IF_ERROR(v.algorithm->PackFilter(problem, raw_filter, allocation.data(),

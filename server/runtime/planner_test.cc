@@ -90,6 +90,19 @@ TEST(PlannerTest, NhwcPlanConvertsOnlyAtTheEdgesAndMatchesReference) {
   for (int batch = 1; batch <= 2; ++batch) ExpectPlanMatchesReference(graph, plan, batch, {1e-4, 1e-5});
 }
 
+// One step, every batch size of an 8-batch NHWC plan: a step packs its filter once per packed layout, because oneDNN's
+// brgconv (AVX-512 CPUs) lays this filter out as Acdb32a at batch 1 and Acdb48a from batch 2 on (2 threads); a plan
+// that packed it once, for batch 1, gave wrong results at every larger batch. Elsewhere (AVX2: one layout for all
+// batches) the plan shares one packed filter, and the same check holds.
+TEST(PlannerTest, NhwcPlanMatchesReferenceAtEveryBatchSizeWhereTheFilterLayoutFollowsTheBatch) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::ProjectionGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp32, Layout::kNHWC, 8)));
+  for (int batch = 1; batch <= 8; ++batch) {
+    EXPECT_THAT(plan->ToString(batch), HasSubstr("onednn_nhwc"));
+    ExpectPlanMatchesReference(graph, plan, batch, {1e-4, 1e-4});
+  }
+}
+
 TEST(PlannerTest, Fp16AndBf16PlansMatchReferenceWithinStatedTolerance) {
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::EveryOpGraph(FreshSeed()));
   // FP16 keeps 11 significant bits (relative step 2^-11 ~ 5e-4) and BF16 8 (2^-8 ~ 4e-3); a dozen rounded layers

@@ -136,4 +136,16 @@ absl::StatusOr<Graph> ConvChainGraph(int length, uint32_t seed) {
   return g;
 }
 
+absl::StatusOr<Graph> ProjectionGraph(uint32_t seed) {
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 960, 2, 2}));
+  const std::string w = Constant(g, "w", {320, 960, 1, 1}, seed);
+  const std::string b = Constant(g, "b", {320}, seed + 1);
+  CONVOY_RETURN_IF_ERROR(g.AddNode(
+      MakeNode("project", Conv(1, 0, true, Activation{ActivationKind::kIdentity, 0, 0}), {"x", w, b}, {"y"})));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
 }  // namespace convoy::runtime::testing

@@ -31,6 +31,11 @@ absl::StatusOr<Graph> SqueezeExcitationGraph(uint32_t seed);
 // Input "x" [N,4,6,6] -> `length` 3x3 convs with relu -> output "y": a chain, where buffers must be reused.
 absl::StatusOr<Graph> ConvChainGraph(int length, uint32_t seed);
 
+// Input "x" [N,960,2,2] -> 1x1 conv to 320 channels with bias, no activation -> output "y" [N,320,2,2]: MobileNetV2's
+// last projection, where oneDNN's brgconv (AVX-512 CPUs, NHWC) packs the filter in another layout at batch 1 than
+// from batch 2 on (docs/kernels.md, "brgconv").
+absl::StatusOr<Graph> ProjectionGraph(uint32_t seed);
+
 }  // namespace convoy::runtime::testing
 
 #endif  // CONVOY_SERVER_RUNTIME_PLANNER_TEST_GRAPHS_H_
