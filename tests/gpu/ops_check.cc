@@ -112,15 +112,16 @@ std::vector<Problem> Concatenated(std::vector<Problem> a, const std::vector<Prob
   return a;
 }
 
-// conv2d and GEMM: the extras (quick) or the shared list and the extras, then the Hopper-aimed shapes.
+// conv2d and GEMM: the shared list, the extras and the Hopper-aimed shapes; --quick (the emulated CI run, where
+// //kernels/cuda:hopper_conv2d_gemm_emulated_test runs the Hopper shapes) only the extras.
 template <typename Op>
 std::vector<typename Op::Problem> DirectProblems(bool quick) {
   if constexpr (Op::kKind == OpKind::kConv2d) {
-    return Concatenated(quick ? testing::CudaConvExtraProblems() : testing::CudaConvTestProblems(),
-                        testing::HopperConvExtraProblems());
+    return quick ? testing::CudaConvExtraProblems()
+                 : Concatenated(testing::CudaConvTestProblems(), testing::HopperConvExtraProblems());
   } else if constexpr (Op::kKind == OpKind::kGemm) {
-    return Concatenated(quick ? testing::CudaGemmExtraProblems() : testing::CudaGemmTestProblems(),
-                        testing::HopperGemmExtraProblems());
+    return quick ? testing::CudaGemmExtraProblems()
+                 : Concatenated(testing::CudaGemmTestProblems(), testing::HopperGemmExtraProblems());
   } else {
     return testing::ProblemsFor<typename Op::Problem>();
   }
