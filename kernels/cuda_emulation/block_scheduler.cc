@@ -59,6 +59,12 @@ class StaticLayouts {
 
 size_t AlignUp(size_t value, size_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
+// Where the dynamic part starts after `static_bytes` of static arrays: the next 16-byte boundary (after an ASAN
+// redzone); at 0 when there are none, as on the hardware.
+size_t DynamicOffsetAfter(size_t static_bytes) {
+  return static_bytes == 0 ? 0 : AlignUp(static_bytes + kSharedRedzoneBytes, 16);
+}
+
 std::string Coordinates(uint3 v) { return absl::StrCat("(", v.x, ",", v.y, ",", v.z, ")"); }
 
 bool SameLocation(const SourceLocation& a, const SourceLocation& b) {
@@ -205,7 +211,7 @@ void BlockScheduler::ResetSharedMemory(size_t dynamic_bytes) {
   dynamic_offset_ = kDynamicUnplaced;
   size_t known_static = 0;
   if (launch_.kernel != nullptr && StaticLayouts::Get().Lookup(launch_.kernel, &known_static)) {
-    PlaceDynamicShared(AlignUp(known_static + kSharedRedzoneBytes, 16));
+    PlaceDynamicShared(DynamicOffsetAfter(known_static));
   }
 }
 
@@ -629,7 +635,7 @@ void* BlockScheduler::StaticShared(const void* key, size_t bytes, size_t alignme
 }
 
 void* BlockScheduler::DynamicShared() {
-  if (dynamic_offset_ == kDynamicUnplaced) PlaceDynamicShared(AlignUp(static_cursor_ + kSharedRedzoneBytes, 16));
+  if (dynamic_offset_ == kDynamicUnplaced) PlaceDynamicShared(DynamicOffsetAfter(static_cursor_));
   return shared_arena_ + dynamic_offset_;
 }
 
