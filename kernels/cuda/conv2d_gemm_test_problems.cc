@@ -92,6 +92,45 @@ std::vector<GemmProblem> CudaGemmExtraProblems() {
   return out;
 }
 
+std::vector<Conv2dProblem> HopperConvExtraProblems() {
+  std::vector<Conv2dProblem> out;
+  // 3x3 stride 2, asymmetric padding (top 0, bottom 1, left 1, right 0): M = 2 * 9 * 9 = 162 (one full and one
+  // partial 128-row tile), C = 96 (1.5 FP16 channel blocks, 3 FP32), K = 80 (a 16-wide tail past 64).
+  Conv2dProblem p = Conv(2, 96, 18, 17, 80, 3, 3, 2, 0);
+  p.pad_bottom = 1, p.pad_left = 1;
+  p.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Relu()};
+  AddTensorCoreDtypes(out, p);
+  // 3x3 dilation 2, padding 2: M = 11 * 11 = 121 (under one 128-row tile, two 64-row tiles), C = 72, K = 136 (a
+  // tail past 128), residual before the ReLU.
+  p = Conv(1, 72, 11, 11, 136, 3, 3, 1, 2);
+  p.dilation_h = p.dilation_w = 2;
+  p.epilogue = Epilogue{true, true, ResidualMode::kBeforeActivation, Activation::Relu()};
+  AddTensorCoreDtypes(out, p);
+  // 3x3 stride 2 and dilation 2 with asymmetric padding (top 2, bottom 1, left 1, right 2): M = 2 * 6 * 6 = 72,
+  // C = 40 (under one channel block), K = 24.
+  p = Conv(2, 40, 13, 12, 24, 3, 3, 2, 0);
+  p.pad_top = 2, p.pad_bottom = 1, p.pad_left = 1, p.pad_right = 2;
+  p.dilation_h = p.dilation_w = 2;
+  p.epilogue = Epilogue{false, false, ResidualMode::kNone, Activation::Of(ActivationKind::kSilu)};
+  AddTensorCoreDtypes(out, p);
+  // 1x1 (the tiled path): M = 13 * 11 = 143, C = 200 (3.125 FP16 channel blocks), K = 66.
+  p = Conv(1, 200, 13, 11, 66, 1, 1, 1, 0);
+  p.epilogue = Epilogue{true, true, ResidualMode::kAfterActivation, Activation::Relu6()};
+  AddTensorCoreDtypes(out, p);
+  return out;
+}
+
+std::vector<GemmProblem> HopperGemmExtraProblems() {
+  std::vector<GemmProblem> out;
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32}) {
+    GemmProblem p;  // m = 200 (not a multiple of 64), n = 136 (tail past 128), k = 104 (1.6 FP16 row steps)
+    p.m = 200, p.n = 136, p.k = 104, p.dtype = dtype, p.allow_tf32 = dtype == DataType::kFloat32;
+    p.epilogue = Epilogue{true, false, ResidualMode::kNone, Activation::Relu()};
+    out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<Conv2dProblem> CudaConvTestProblems() {
   std::vector<Conv2dProblem> out = Conv2dProblems();
   for (const Conv2dProblem& p : CudaConvExtraProblems()) out.push_back(p);

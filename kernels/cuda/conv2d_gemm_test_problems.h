@@ -17,6 +17,15 @@ namespace convoy::testing {
 std::vector<Conv2dProblem> CudaConvExtraProblems();
 std::vector<GemmProblem> CudaGemmExtraProblems();
 
+// Shapes aimed at the Hopper (wgmma) tiles, whose reduction step is one 128-byte row (64 FP16/BF16 or 32 FP32
+// channels) and whose tiles are 128 or 64 output pixels by 128 or 64 channels: stride 2 with asymmetric padding,
+// dilation 2 (alone and with stride 2), C not a multiple of 64 (a partial last channel block), M = N*P*Q not a
+// multiple of 128 (nor of 64), K with a tail past the last 64- and 128-wide tile, 1x1 for the tiled path; and GEMMs
+// with m, n and k tails. Every shape is small (each tensor under 128 KiB: the tensor maps of the driver workaround),
+// in FP16, BF16 and FP32-as-TF32.
+std::vector<Conv2dProblem> HopperConvExtraProblems();
+std::vector<GemmProblem> HopperGemmExtraProblems();
+
 // The shared list followed by the extras.
 std::vector<Conv2dProblem> CudaConvTestProblems();
 std::vector<GemmProblem> CudaGemmTestProblems();

@@ -8,6 +8,7 @@
 #ifndef CONVOY_KERNELS_CUDA_CONV2D_HOPPER_ALGORITHM_CUH_
 #define CONVOY_KERNELS_CUDA_CONV2D_HOPPER_ALGORITHM_CUH_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -104,8 +105,8 @@ absl::Status EncodeConvMaps(const ImplicitGemmShape& s, int pad_right, int pad_b
                          "w");
 }
 
-// The limits of the im2col tensor map for a 4D tensor: corners in [-128, 127], filter offsets in [0, 255], traversal
-// strides in [1, 8].
+// The limits of the im2col tensor map for a 4D tensor: corners in [-128, 127], filter offsets in [0, 254] (8 bits,
+// below the all-ones 255, as CUTLASS's sm90 implicit GEMM requires), traversal strides in [1, 8].
 inline absl::Status Im2colLimits(const Conv2dProblem& p) {
   const int upper_w = p.pad_right - (p.s - 1) * p.dilation_w, upper_h = p.pad_bottom - (p.r - 1) * p.dilation_h;
   for (const int corner : {-p.pad_left, -p.pad_top, upper_w, upper_h}) {
@@ -114,8 +115,10 @@ inline absl::Status Im2colLimits(const Conv2dProblem& p) {
                                                    " is outside [-128, 127] (padding or filter extent too large)"));
     }
   }
-  if ((p.s - 1) * p.dilation_w > 255 || (p.r - 1) * p.dilation_h > 255) {
-    return absl::UnimplementedError("the filter extent (size - 1) * dilation exceeds the im2col offset limit 255");
+  if ((p.s - 1) * p.dilation_w >= 255 || (p.r - 1) * p.dilation_h >= 255) {
+    return absl::UnimplementedError(absl::StrCat("the filter extent (size - 1) * dilation = ",
+                                                 std::max((p.s - 1) * p.dilation_w, (p.r - 1) * p.dilation_h),
+                                                 " is not below the im2col offset limit 255"));
   }
   if (p.stride_h > 8 || p.stride_w > 8) return absl::UnimplementedError("strides above 8 exceed the copy's limit");
   return absl::OkStatus();

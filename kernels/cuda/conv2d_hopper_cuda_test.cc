@@ -67,17 +67,36 @@ TEST(HopperConv2dGemmTest, NetworkLayersTf32) {
 }
 
 // Missing mbarrier waits or early stage releases show under other thread orders; the emulation also reports them
-// outright, but the orders shake the producer / consumer interleaving.
-TEST(HopperConv2dGemmTest, PipelineHoldsUnderReverseAndRandomSchedules) {
+// outright, but the orders shake the producer / consumer interleaving. lag:5 and lag:9 hold back the second warp of
+// each consumer warpgroup: a stage released by one consumer thread after its own wgmma.wait_group is refilled while
+// that warp has not waited for the wgmma reading it (reported as the bulk copy overwriting shared memory that the
+// wgmma "still reads"); released by every consumer thread it holds.
+TEST(HopperConv2dGemmTest, PipelineHoldsUnderReverseRandomAndLaggingWarpSchedules) {
   std::unique_ptr<cuda::CudaDevice> device = CreateDevice();
   ASSERT_NE(device, nullptr);
   using cuda_emulation::Schedule;
-  for (const Schedule& schedule : {Schedule::Reverse(), Schedule::SeededRandom(29)}) {
+  for (const Schedule& schedule :
+       {Schedule::Reverse(), Schedule::SeededRandom(29), Schedule::LaggingWarp(5), Schedule::LaggingWarp(9)}) {
     SCOPED_TRACE(schedule.ToString());
     std::cout << "schedule " << schedule.ToString() << "\n";
     cuda_emulation::ScopedSchedule scoped(schedule);
     ExpectAllAlgorithmsMatchReference<Conv2dOp>(Backend::kCuda, *device, CudaConvExtraProblems());
     ExpectAllAlgorithmsMatchReference<GemmOp>(Backend::kCuda, *device, CudaGemmExtraProblems());
+  }
+}
+
+// The Hopper-aimed shapes (stride 2 with asymmetric padding, dilation 2, C not a multiple of 64, M not a multiple of
+// 128, K tails, 1x1, GEMM tails) on every Hopper candidate, in the default order and with the second warp of each
+// consumer warpgroup lagging.
+TEST(HopperConv2dGemmTest, HopperShapesMatchReferenceOnEveryCandidate) {
+  std::unique_ptr<cuda::CudaDevice> device = CreateDevice();
+  ASSERT_NE(device, nullptr);
+  using cuda_emulation::Schedule;
+  for (const Schedule& schedule : {Schedule::Forward(), Schedule::LaggingWarp(5)}) {
+    SCOPED_TRACE(schedule.ToString());
+    cuda_emulation::ScopedSchedule scoped(schedule);
+    ExpectAllAlgorithmsMatchReference<Conv2dOp>(Backend::kCuda, *device, HopperConvExtraProblems());
+    ExpectAllAlgorithmsMatchReference<GemmOp>(Backend::kCuda, *device, HopperGemmExtraProblems());
   }
 }
 
@@ -114,6 +133,29 @@ TEST(HopperConv2dGemmTest, CandidatesOnlyOnComputeCapability90) {
   EXPECT_TRUE(OpRegistry<Conv2dOp>::Global().Candidates(conv, Backend::kCuda).empty());
   unsetenv("CONVOY_CUDA_DISABLE_HOPPER");
   EXPECT_EQ(OpRegistry<Conv2dOp>::Global().Candidates(conv, Backend::kCuda).size(), 3u);
+}
+
+// The im2col filter offsets are 8 bits and must stay below 255 (CUTLASS's sm90 limit): (S - 1) * dilation = 255 is
+// declined, 254 accepted (the corners are kept in range by the padding).
+TEST(HopperConv2dGemmTest, Im2colOffsetLimitIsBelow255) {
+  Conv2dProblem conv;
+  conv.n = 1, conv.h = conv.w = 8, conv.c = 64, conv.k = 64, conv.r = conv.s = 2;
+  conv.pad_top = conv.pad_bottom = conv.pad_left = conv.pad_right = 127;
+  conv.dilation_h = conv.dilation_w = 255;
+  conv.dtype = DataType::kFloat16, conv.layout = Layout::kNHWC;
+  const std::vector<const Conv2dAlgorithm*> all = OpRegistry<Conv2dOp>::Global().All(Backend::kCuda);
+  int im2col = 0;
+  for (const Conv2dAlgorithm* algorithm : all) {
+    if (algorithm->name().find("implicit_gemm") == absl::string_view::npos) continue;
+    ++im2col;
+    const absl::Status refused = algorithm->CanImplement(conv);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kUnimplemented) << algorithm->name();
+    EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("offset limit 255")) << algorithm->name();
+    Conv2dProblem fits = conv;
+    fits.dilation_h = fits.dilation_w = 254;
+    EXPECT_TRUE(algorithm->CanImplement(fits).ok()) << algorithm->name() << ": " << algorithm->CanImplement(fits);
+  }
+  EXPECT_EQ(im2col, 3);
 }
 
 }  // namespace

@@ -14,8 +14,9 @@
 //   - B: the filter as [K][R*S][C] (3D tiled box kBlockK x 1 x kN) or the GEMM's [N, Kred] (2D box).
 // Both land with the 128-byte swizzle, which is also the wgmma descriptors' layout (K-major, 128-byte rows, 8-row
 // groups 1024 bytes apart). Consumers wait for the stage, issue the 4 wgmmas of its 128-byte row (descriptor start
-// +32 bytes each), commit, wait until at most one group is in flight, and release the previous stage. The fused
-// epilogue (scale, bias, residual, activation) is applied to the accumulators and each pair of adjacent output
+// +32 bytes each), commit, wait until at most one group is in flight, and release the previous stage: every consumer
+// thread arrives on its empty barrier (count 128 per consumer warpgroup), as CUTLASS's single-CTA pipelines do. The
+// fused epilogue (scale, bias, residual, activation) is applied to the accumulators and each pair of adjacent output
 // channels is written with one store.
 //
 // The reduction runs over R*S taps x ceil(C / kBlockK) channel blocks: channels past C read as zeros (the copy's
@@ -33,8 +34,34 @@
 
 namespace convoy::cuda {
 
-// Compile-time tile: kM x kN outputs per block (kM = 64 per consumer warpgroup), kStages shared-memory stages.
-template <int kBlockM, int kBlockN, int kPipelineStages>
+// The setmaxnreg split of a warp-specialized block of `threads` threads with `consumers` consumer warpgroups (two:
+// the split is used; one: no setmaxnreg, 0). Each thread enters with the register cap __launch_bounds__(threads, 1)
+// gives (64K registers over the threads, in units of 8 per thread, at most 256: 168 for 384 threads), which is
+// what ptxas compiles a kernel with setmaxnreg to. The producer warpgroup drops to kHopperProducerRegisters (what
+// CUTLASS's warp-specialized kernels use, LoadRegisterRequirement) and the consumers rise to what that frees:
+// (cap * threads - 128 * producer) / (128 * consumers), in units of 8 (232 for 384 threads, CUTLASS's
+// MmaRegisterRequirement). setmaxnreg.inc blocks until the registers are free, so the split must not ask for more
+// than the block holds at entry: static_asserted here against the cap, and against the count ptxas actually
+// compiled by //kernels/cuda:hopper_register_fit_test (kernel_resources.py --check_setmaxnreg), which reads the
+// split from the tile's name.
+inline constexpr int kHopperProducerRegisters = 40;
+constexpr int HopperEntryRegisters(int threads) {
+  const int cap = 65536 / threads / 8 * 8;
+  return cap > 256 ? 256 : cap;
+}
+constexpr int HopperProducerRegisters(int consumers) { return consumers == 2 ? kHopperProducerRegisters : 0; }
+constexpr int HopperConsumerRegisters(int consumers) {
+  if (consumers != 2) return 0;
+  const int threads = 128 * (1 + consumers);
+  const int consumer = (HopperEntryRegisters(threads) * threads - 128 * kHopperProducerRegisters) / (128 * consumers);
+  return consumer / 8 * 8 > 256 ? 256 : consumer / 8 * 8;
+}
+
+// Compile-time tile: kM x kN outputs per block (kM = 64 per consumer warpgroup), kStages shared-memory stages, and
+// the setmaxnreg split (kProducerRegs / kConsumerRegs, 0 when the block does not use setmaxnreg; derived, see
+// above: template arguments so that the compiled kernel's name carries them to the register-fit check).
+template <int kBlockM, int kBlockN, int kPipelineStages, int kProducerRegs = HopperProducerRegisters(kBlockM / 64),
+          int kConsumerRegs = HopperConsumerRegisters(kBlockM / 64)>
 struct HopperTile {
   static constexpr int kM = kBlockM;
   static constexpr int kN = kBlockN;
@@ -44,9 +71,20 @@ struct HopperTile {
   static constexpr int kRowBytes = 128;  // one 128-byte swizzled row of the reduction per stage
   static constexpr int kStageBytes = (kM + kN) * kRowBytes;
   static constexpr int kSharedBytes = kStages * kStageBytes + 1024;  // + alignment of the stages to 1024 bytes
+  static constexpr bool kSetMaxNReg = kConsumers == 2;
+  static constexpr int kProducerRegisters = kProducerRegs;
+  static constexpr int kConsumerRegisters = kConsumerRegs;
   static_assert(kM == 64 || kM == 128, "one or two consumer warpgroups");
   static_assert(kN % 16 == 0 && kN >= 16 && kN <= 256, "wgmma N");
   static_assert(kSharedBytes <= 227 * 1024, "shared memory");
+  static_assert(!kSetMaxNReg || (kProducerRegisters >= 24 && kConsumerRegisters <= 256 &&
+                                 kProducerRegisters % 8 == 0 && kConsumerRegisters % 8 == 0),
+                "setmaxnreg takes 24..256 registers in steps of 8");
+  static_assert(!kSetMaxNReg || (kProducerRegisters <= HopperEntryRegisters(kThreads) &&
+                                 kConsumerRegisters >= HopperEntryRegisters(kThreads) &&
+                                 128 * kProducerRegisters + 128 * kConsumers * kConsumerRegisters <=
+                                     HopperEntryRegisters(kThreads) * kThreads),
+                "the setmaxnreg split asks for more registers than the block holds at entry");
 };
 
 using HopperTile128x128 = HopperTile<128, 128, 5>;
@@ -130,7 +168,10 @@ __device__ __forceinline__ void HopperConsume(const HopperGemmParams<T>& params,
     }
     WgmmaCommitGroup();
     WgmmaWaitGroup<1>();  // the previous iteration's wgmmas retired: its stage can be refilled
-    if (it > 0 && thread == 0) MbarrierArrive(&empty[(it - 1) % Tile::kStages]);
+    // Every consumer thread releases the stage after its own wait (CUTLASS's PipelineTmaAsync with a cluster of
+    // one): a thread's wait covers its warp's part of the wgmma only, so one thread's release could let the
+    // producer refill a stage that a lagging warp still reads.
+    if (it > 0) MbarrierArrive(&empty[(it - 1) % Tile::kStages]);
   }
   WgmmaWaitGroup<0>();
   WgmmaFenceOperands(acc);
@@ -162,17 +203,17 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < Tile::kStages; ++s) {
       MbarrierInit(&full[s], 1);
-      MbarrierInit(&empty[s], Tile::kConsumers);
+      MbarrierInit(&empty[s], 128 * Tile::kConsumers);  // every consumer thread arrives
     }
     FenceMbarrierInit();
   }
   __syncthreads();
   const int warpgroup = tid / 128;
   if (warpgroup == 0) {
-    if constexpr (Tile::kConsumers == 2) SetMaxNRegDecrease<40>();
+    if constexpr (Tile::kSetMaxNReg) SetMaxNRegDecrease<Tile::kProducerRegisters>();
     if (tid == 0) HopperProduce<T, Tile, kIm2col>(params, stages, full, empty);
   } else {
-    if constexpr (Tile::kConsumers == 2) SetMaxNRegIncrease<232>();
+    if constexpr (Tile::kSetMaxNReg) SetMaxNRegIncrease<Tile::kConsumerRegisters>();
     HopperConsume<T, Tile>(params, stages, full, empty, warpgroup - 1, tid % 128);
   }
 }

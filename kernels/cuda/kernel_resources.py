@@ -10,10 +10,15 @@ found (the toolkit's, $CUOBJDUMP, or the nvidia-cuda-cuobjdump + nvidia-cuda-nvd
 the running Python's environment), SASS instruction
 counts by class (tensor-core mma, async copies, ldmatrix, shared/global/local memory, barriers).
 
-  kernel_resources.py [--markdown] [--fail_on_hot_spills] FILES...
+  kernel_resources.py [--markdown] [--fail_on_hot_spills] [--check_setmaxnreg] FILES...
 
 --fail_on_hot_spills exits 1 when a hot kernel (every kernel but the SIMT fallbacks, see COLD_KERNELS) spills
-registers on sm_90; a stack frame without spills (a local array) is listed, not failed. New kernels need nothing here unless they use dynamic shared memory: add a
+registers on sm_90; a stack frame without spills (a local array) is listed, not failed.
+--check_setmaxnreg exits 1 when a kernel that uses setmaxnreg (SETMAXNREG_RULES: the split read from its name) does
+not fit its split with the register count ptxas compiled: the producer warpgroup's setmaxnreg.dec must not be above
+the entry count, the consumers' setmaxnreg.inc not below it, and the registers the split asks for must not exceed
+what the block holds at entry (entry count, allocated in units of 8 per thread, times the threads), or
+setmaxnreg.inc waits forever on the GPU. New kernels need nothing here unless they use dynamic shared memory: add a
 rule to DYNAMIC_SHARED_RULES so their occupancy counts it (without one the table marks the kernel "dyn?").
 """
 import argparse
@@ -39,7 +44,43 @@ DYNAMIC_SHARED_RULES = [
     # kStepBytes, kStages, kMinBlocks> uses kStages * (kM + kN) rows of kStepBytes + 16 bytes of padding.
     (r"ImplicitGemmTile<(\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+)>",
      lambda m: int(m[6]) * (int(m[1]) + int(m[2])) * (int(m[5]) + 16)),
+    # conv2d_hopper_kernel.cuh (HopperTile::kSharedBytes): HopperTile<kM, kN, kStages, ...> uses kStages * (kM + kN)
+    # rows of 128 bytes plus 1024 bytes to align the stages to 1024.
+    (r"HopperTile<(\d+), (\d+), (\d+)", lambda m: int(m[3]) * (int(m[1]) + int(m[2])) * 128 + 1024),
 ]
+
+# Kernels that use setmaxnreg, by demangled name: (regex, lambda match -> (producer registers, consumer registers,
+# consumer warpgroups)). conv2d_hopper_kernel.cuh: HopperTile<kM, kN, kStages, kProducerRegs, kConsumerRegs>, kM / 64
+# consumer warpgroups, one producer warpgroup; 0 registers: no setmaxnreg.
+SETMAXNREG_RULES = [
+    (r"HopperTile<(\d+), (\d+), (\d+), (\d+), (\d+)>", lambda m: (int(m[4]), int(m[5]), int(m[1]) // 64)),
+]
+
+
+def setmaxnreg_misfit(k):
+    """Why kernel k's setmaxnreg split does not fit its compiled register count, or None."""
+    for pattern, split in SETMAXNREG_RULES:
+        m = re.search(pattern, k["demangled"])
+        if not m:
+            continue
+        producer, consumer, consumers = split(m)
+        if producer == 0 and consumer == 0:
+            return None
+        threads = 128 * (1 + consumers)
+        entry = -(-k["registers"] // 8) * 8  # allocated per warp in units of 256 registers: 8 per thread
+        need = 128 * producer + 128 * consumers * consumer
+        problems = []
+        if producer > entry:
+            problems.append(f"setmaxnreg.dec {producer} is above the entry count {entry}")
+        if consumer < entry:
+            problems.append(f"setmaxnreg.inc {consumer} is below the entry count {entry}")
+        if need > entry * threads:
+            problems.append(f"the split needs 128 x {producer} + {consumers} x 128 x {consumer} = {need} registers but "
+                            f"the block holds {entry} x {threads} = {entry * threads} at entry: setmaxnreg.inc would "
+                            f"wait forever")
+        return "; ".join(problems) or None
+    return None
+
 
 SASS_CLASSES = collections.OrderedDict([
     ("mma", r"^(HMMA|IMMA|HGMMA|DMMA)"),
@@ -56,7 +97,7 @@ SASS_CLASSES = collections.OrderedDict([
 def parse_ptxas(text, kernels, source):
     current = None
     for line in text.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)' for '(sm_\d+)'", line)
+        m = re.search(r"Compiling entry function '([^']+)' for '(sm_\d+a?)'", line)
         if m:
             current = kernels.setdefault((m[1], m[2]), {"source": source})
             continue
@@ -194,6 +235,7 @@ def main():
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--markdown_out", help="also write the Markdown table to this file")
     parser.add_argument("--fail_on_hot_spills", action="store_true")
+    parser.add_argument("--check_setmaxnreg", action="store_true")
     args = parser.parse_args()
 
     kernels, bounds, cubins, seen = {}, {}, [], set()
@@ -269,7 +311,22 @@ def main():
               f"{k.get('spill_loads', 0)} loads, {k.get('stack', 0)} bytes stack")
     for k in hot_stacks:
         print(f"STACK {k['name']} ({k['source']}): {k['stack']} bytes of stack frame (local memory) without spills")
-    return 1 if args.fail_on_hot_spills and hot_spills else 0
+    misfits = []
+    if args.check_setmaxnreg:
+        checked = 0
+        for k in rows:
+            if any(re.search(p, k["demangled"]) for p, _ in SETMAXNREG_RULES):
+                checked += 1
+                why = setmaxnreg_misfit(k)
+                if why:
+                    misfits.append(k)
+                    print(f"SETMAXNREG {k['name']} ({k['source']}, {k['registers']} registers): {why}")
+        print(f"setmaxnreg split checked against the compiled register count: {checked} kernels, "
+              f"{len(misfits)} do not fit")
+        if checked == 0:
+            print("kernel_resources: --check_setmaxnreg found no kernel that SETMAXNREG_RULES covers", file=sys.stderr)
+            return 1
+    return 1 if (args.fail_on_hot_spills and hot_spills) or misfits else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <numeric>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +30,40 @@ constexpr size_t kSharedArenaBytes = kMaxSharedBytesPerBlock + 64 * 1024;  // ro
 constexpr unsigned char kSharedPoisonByte = 0xFF;                          // NaN in float, half and bfloat16
 
 thread_local BlockScheduler* tls_running_scheduler = nullptr;
+
+// The static shared bytes each kernel's blocks declared (the dynamic base of its later blocks), process-wide: blocks
+// of one grid run on several OS threads.
+class StaticLayouts {
+ public:
+  static StaticLayouts& Get() {
+    static StaticLayouts* layouts = new StaticLayouts();
+    return *layouts;
+  }
+  bool Lookup(const void* kernel, size_t* bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = bytes_.find(kernel);
+    if (it == bytes_.end()) return false;
+    *bytes = it->second;
+    return true;
+  }
+  void Learn(const void* kernel, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t& known = bytes_[kernel];
+    known = std::max(known, bytes);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const void*, size_t> bytes_;
+};
+
+size_t AlignUp(size_t value, size_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+// Where the dynamic part starts after `static_bytes` of static arrays: the next 16-byte boundary (after an ASAN
+// redzone); at 0 when there are none, as on the hardware.
+size_t DynamicOffsetAfter(size_t static_bytes) {
+  return static_bytes == 0 ? 0 : AlignUp(static_bytes + kSharedRedzoneBytes, 16);
+}
 
 std::string Coordinates(uint3 v) { return absl::StrCat("(", v.x, ",", v.y, ",", v.z, ")"); }
 
@@ -126,6 +162,7 @@ absl::Status BlockScheduler::RunBlock(const BlockLaunch& launch) {
   absl::Status status = RunUntilQuiet();
   tls_running_scheduler = nullptr;
   current_ = nullptr;
+  if (launch.kernel != nullptr) StaticLayouts::Get().Learn(launch.kernel, static_layout_bytes_);
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat("block ", Coordinates(launch.block_idx), " of grid ",
                                                     Coordinates(launch.grid_dim), ": ", status.message()));
@@ -164,12 +201,26 @@ absl::Status BlockScheduler::PrepareBlock(const BlockLaunch& launch) {
 }
 
 void BlockScheduler::ResetSharedMemory(size_t dynamic_bytes) {
+  (void)dynamic_bytes;  // placed by PlaceDynamicShared
   PoisonForAsan(shared_arena_, shared_capacity_);
-  UnpoisonForAsan(shared_arena_, dynamic_bytes);
-  std::memset(shared_arena_, kSharedPoisonByte, dynamic_bytes);
-  shared_cursor_ = dynamic_bytes;
+  shared_cursor_ = 0;
+  static_cursor_ = 0;
+  static_layout_bytes_ = 0;
   static_shared_bytes_ = 0;
   static_slots_.clear();
+  dynamic_offset_ = kDynamicUnplaced;
+  size_t known_static = 0;
+  if (launch_.kernel != nullptr && StaticLayouts::Get().Lookup(launch_.kernel, &known_static)) {
+    PlaceDynamicShared(DynamicOffsetAfter(known_static));
+  }
+}
+
+void BlockScheduler::PlaceDynamicShared(size_t offset) {
+  dynamic_offset_ = offset;
+  const size_t bytes = launch_.dynamic_shared_bytes;
+  UnpoisonForAsan(shared_arena_ + offset, bytes);
+  std::memset(shared_arena_ + offset, kSharedPoisonByte, bytes);
+  shared_cursor_ = std::max(shared_cursor_, offset + bytes);
 }
 
 void BlockScheduler::BuildRunOrder(int round) {
@@ -188,6 +239,12 @@ void BlockScheduler::BuildRunOrder(int round) {
       for (int i = thread_count_ - 1; i > 0; --i) {
         std::swap(run_order_[i], run_order_[SplitMix64(state) % static_cast<uint64_t>(i + 1)]);
       }
+      break;
+    }
+    case ScheduleOrder::kLaggingWarp: {
+      const int lagging = static_cast<int>(launch_.schedule.seed);
+      std::stable_partition(run_order_.begin(), run_order_.end(),
+                            [lagging](int id) { return id / kWarpSize != lagging; });
       break;
     }
   }
@@ -242,6 +299,7 @@ bool BlockScheduler::RunThread(int index) {
   thread.fiber.Resume();
   current_ = nullptr;
   if (failed_) return false;
+  for (auto& entry : extensions_) entry.second->ThreadSuspended(index);
   if (thread.fiber.finished()) thread.state = ThreadState::kExited;
   return true;
 }
@@ -549,7 +607,11 @@ void* BlockScheduler::StaticShared(const void* key, size_t bytes, size_t alignme
     if (slot.key == key) return shared_arena_ + slot.offset;
   }
   alignment = std::max<size_t>(alignment, 16);
-  const size_t offset = (shared_cursor_ + kSharedRedzoneBytes + alignment - 1) / alignment * alignment;
+  // Below the dynamic part when it fits there (always, once the kernel's layout is known), after it otherwise.
+  size_t offset = AlignUp(static_cursor_ + kSharedRedzoneBytes, alignment);
+  const bool below = dynamic_offset_ == kDynamicUnplaced || offset + bytes + kSharedRedzoneBytes <= dynamic_offset_;
+  if (!below) offset = AlignUp(shared_cursor_ + kSharedRedzoneBytes, alignment);
+  static_layout_bytes_ = AlignUp(static_layout_bytes_ + kSharedRedzoneBytes, alignment) + bytes;
   if (static_shared_bytes_ + bytes > kMaxStaticSharedBytes) {
     std::string message = absl::StrCat("static shared array at ", where.ToString(), " (", bytes,
                                        " bytes) exceeds the static shared memory limit: ", static_shared_bytes_ + bytes,
@@ -566,12 +628,16 @@ void* BlockScheduler::StaticShared(const void* key, size_t bytes, size_t alignme
   UnpoisonForAsan(shared_arena_ + offset, bytes);
   std::memset(shared_arena_ + offset, kSharedPoisonByte, bytes);
   static_slots_.push_back(StaticSlot{key, offset});
-  shared_cursor_ = offset + bytes;
+  if (below) static_cursor_ = offset + bytes;
+  shared_cursor_ = std::max(shared_cursor_, offset + bytes);
   static_shared_bytes_ += bytes;
   return shared_arena_ + offset;
 }
 
-void* BlockScheduler::DynamicShared() { return shared_arena_; }
+void* BlockScheduler::DynamicShared() {
+  if (dynamic_offset_ == kDynamicUnplaced) PlaceDynamicShared(DynamicOffsetAfter(static_cursor_));
+  return shared_arena_ + dynamic_offset_;
+}
 
 bool BlockScheduler::IsShared(const void* address, size_t bytes) const {
   const unsigned char* p = static_cast<const unsigned char*>(address);

@@ -7,7 +7,13 @@
 //   - anything else (a thread exited or waits elsewhere while others wait at a barrier, a lane named in a mask never
 //     arrives) is a divergence bug: RunBlock returns an error naming the threads, lanes and source lines. No hang.
 // Shared memory is per block, poisoned with 0xFF bytes (NaN for float, half and bfloat16) when the block starts, and
-// under ASAN everything outside the declared arrays is poisoned for the sanitizer too.
+// under ASAN everything outside the declared arrays is poisoned for the sanitizer too. It is laid out as the hardware
+// lays it out: the static arrays first (from shared address 0, in declaration order), the dynamic shared memory after
+// them, its base aligned to 16 bytes and no more (a kernel that needs its stages 128- or 1024-byte aligned must round
+// the pointer up itself). Static arrays are declared as the kernel runs, so the dynamic base of a block comes from
+// the static size the kernel's earlier blocks declared (kept per kernel for the process); in the first block of a
+// kernel whose dynamic memory is asked for before its static arrays are declared, the base is what is declared so
+// far and later static arrays go after the dynamic memory.
 //
 // Device-side builtins (device_builtins.h, tensor_core_emulation.h) reach the running block through
 // BlockScheduler::Current(). One BlockScheduler per OS thread; it keeps its fiber stacks and shared-memory arena for
@@ -83,6 +89,8 @@ class BlockExtension {
   virtual absl::Status FinishBlock() { return absl::OkStatus(); }
   // Extra lines for a stall report (e.g. the state of each mbarrier).
   virtual std::string DescribeState() const { return ""; }
+  // Thread `thread` ran and suspended (or exited): whatever it wrote to shared memory in that slice is its own.
+  virtual void ThreadSuspended(int thread) { (void)thread; }
 };
 
 // The body every thread of the grid runs: invoke(closure).
@@ -92,6 +100,7 @@ struct KernelBody {
 };
 
 struct BlockLaunch {
+  const void* kernel = nullptr;  // identity: the shared-memory layout learned from its earlier blocks
   dim3 grid_dim;
   dim3 block_dim;
   uint3 block_idx{0, 0, 0};
@@ -142,6 +151,7 @@ class BlockScheduler {
   int current_lane() const;
   int current_thread() const;  // linear thread index in the block
   int thread_count() const { return thread_count_; }
+  const void* kernel() const { return launch_.kernel; }
   // The per-scheduler instance of extension type E (created with E() on first use and started for this block).
   template <typename E>
   E& Extension() {
@@ -208,10 +218,16 @@ class BlockScheduler {
   std::string failure_;  // set by FailCurrentThread
   bool failed_ = false;
 
-  // Shared memory: [0, dynamic) is the dynamic part, static arrays follow.
+  // Shared memory: static arrays from 0 to static_cursor_, then the dynamic part at dynamic_offset_ (16-byte aligned),
+  // then static arrays that did not fit below it (first block of a kernel only). shared_cursor_ is the end of it all.
+  static constexpr size_t kDynamicUnplaced = ~size_t{0};
+  void PlaceDynamicShared(size_t offset);
   unsigned char* shared_arena_ = nullptr;
   size_t shared_capacity_ = 0;
   size_t shared_cursor_ = 0;
+  size_t static_cursor_ = 0;
+  size_t static_layout_bytes_ = 0;  // where the static arrays end when all sit below the dynamic part (learned)
+  size_t dynamic_offset_ = kDynamicUnplaced;
   size_t static_shared_bytes_ = 0;
   struct StaticSlot {
     const void* key;

@@ -59,6 +59,7 @@ struct GridJob {
       const int64_t index = next_block.fetch_add(1, std::memory_order_relaxed);
       if (index >= block_count || failed.load(std::memory_order_relaxed)) return;
       BlockLaunch block;
+      block.kernel = launch->kernel;
       block.grid_dim = g;
       block.block_dim = launch->block_dim;
       block.block_idx = uint3{static_cast<unsigned>(index % g.x), static_cast<unsigned>(index / g.x % g.y),

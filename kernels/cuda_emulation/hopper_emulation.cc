@@ -7,13 +7,16 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/cuda_emulation/float16.h"
+#include "kernels/cuda_emulation/sanitizers.h"
 
 namespace convoy::cuda_emulation {
 
@@ -35,6 +38,66 @@ constexpr size_t kChunks = kArenaBytes / 16;
 constexpr int64_t kTxLimit = (int64_t{1} << 20) - 1;
 
 std::string Hex(uint32_t address) { return absl::StrFormat("0x%x", address); }
+
+// Whole-arena scans of the async-proxy model read the bytes between declared arrays too, which ASan keeps poisoned:
+// plain loops, not instrumented.
+#if CONVOY_EMULATION_ASAN
+#define CONVOY_ARENA_SCAN __attribute__((no_sanitize_address, noinline))
+#else
+#define CONVOY_ARENA_SCAN
+#endif
+
+CONVOY_ARENA_SCAN bool ChunkDiffers(const unsigned char* a, const unsigned char* b) {
+  unsigned char diff = 0;
+  for (int i = 0; i < 16; ++i) diff |= a[i] ^ b[i];
+  return diff != 0;
+}
+
+CONVOY_ARENA_SCAN void CopyChunk(unsigned char* to, const unsigned char* from) {
+  for (int i = 0; i < 16; ++i) to[i] = from[i];
+}
+
+// Chunks (16-byte offsets) in [0, bytes) where a and b differ, found a kilobyte at a time.
+template <typename Visit>
+CONVOY_ARENA_SCAN void ForEachDifferingChunk(const unsigned char* a, const unsigned char* b, size_t bytes,
+                                             Visit&& visit) {
+  for (size_t block = 0; block < bytes; block += 1024) {
+    const size_t end = std::min(bytes, block + 1024);
+    unsigned char any = 0;
+    for (size_t i = block; i < end; ++i) any |= a[i] ^ b[i];
+    if (any == 0) continue;
+    for (size_t chunk = block; chunk < end; chunk += 16) {
+      if (ChunkDiffers(a + chunk, b + chunk)) visit(static_cast<uint32_t>(chunk));
+    }
+  }
+}
+
+// Kernels that executed fence.proxy.async (process-wide): their blocks attribute every shared-memory store to the
+// thread that made it from the start, so a fence publishes only its own thread's stores.
+class FencingKernels {
+ public:
+  static bool Contains(const void* kernel) {
+    std::lock_guard<std::mutex> lock(mu());
+    return set().count(kernel) != 0;
+  }
+  static void Add(const void* kernel) {
+    std::lock_guard<std::mutex> lock(mu());
+    set().insert(kernel);
+  }
+
+ private:
+  static std::mutex& mu() {
+    static std::mutex* m = new std::mutex();
+    return *m;
+  }
+  static std::unordered_set<const void*>& set() {
+    static auto* s = new std::unordered_set<const void*>();
+    return *s;
+  }
+};
+
+constexpr int kNoWriter = -1;       // the async proxy's view holds the chunk's bytes
+constexpr int kUnknownWriter = -2;  // written before the block started attributing stores
 
 const char* TypeName(WgmmaType type) {
   switch (type) {
@@ -89,6 +152,9 @@ class HopperBlockState final : public BlockExtension {
 
   void StartBlock(int thread_count) override {
     threads_.assign(thread_count, ThreadHopperState{});
+    entry_registers_ = EntryRegisters(thread_count);
+    warpgroup_registers_.assign(thread_count / kWarpgroupSize, entry_registers_);
+    register_pool_ = 0;
     barriers_.clear();
     copies_.clear();
     if (chunks_touched_) {
@@ -99,6 +165,9 @@ class HopperBlockState final : public BlockExtension {
     live_ops_.clear();
     operations_.clear();
     view_ready_ = false;
+    attributing_ = false;
+    const BlockScheduler& scheduler = BlockScheduler::ForThisThread();
+    if (scheduler.kernel() != nullptr && FencingKernels::Contains(scheduler.kernel())) StartAttributing(scheduler);
     copy_scratch_ = BulkCopy{};
     error_scratch_.clear();
   }
@@ -131,6 +200,19 @@ class HopperBlockState final : public BlockExtension {
     return absl::OkStatus();
   }
 
+  // setmaxnreg's register pool. Every thread enters with the register cap a __launch_bounds__(threads, 1) kernel gets
+  // (64K registers over the block's threads, in units of 8, at most 256: what ptxas compiles a kernel with setmaxnreg
+  // to); the pool holds what setmaxnreg.dec released in this block and nothing else, so a setmaxnreg.inc asking for
+  // more than was released waits for ever (a hang on the GPU, a deadlock report here).
+  static int EntryRegisters(int thread_count) {
+    if (thread_count <= 0) return 256;
+    const int cap = 65536 / thread_count / 8 * 8;
+    return cap > 256 ? 256 : cap;
+  }
+  int entry_registers() const { return entry_registers_; }
+  int& warpgroup_registers(int warpgroup) { return warpgroup_registers_[warpgroup]; }
+  int64_t& register_pool() { return register_pool_; }
+
   std::string DescribeState() const override {
     std::string out;
     for (const Mbarrier& b : barriers_) {
@@ -138,6 +220,13 @@ class HopperBlockState final : public BlockExtension {
       absl::StrAppend(&out, out.empty() ? "" : "; ", DescribeBarrier(b));
     }
     if (!copies_.empty()) absl::StrAppend(&out, "; ", copies_.size(), " bulk copies in flight");
+    if (register_pool_ != 0 || std::any_of(warpgroup_registers_.begin(), warpgroup_registers_.end(),
+                                           [this](int r) { return r != entry_registers_; })) {
+      absl::StrAppend(&out, out.empty() ? "" : "; ", "setmaxnreg: ", register_pool_,
+                      " registers released to the pool, warpgroups hold");
+      for (int r : warpgroup_registers_) absl::StrAppend(&out, " ", r);
+      absl::StrAppend(&out, " per thread (", entry_registers_, " at entry)");
+    }
     return out;
   }
 
@@ -187,9 +276,54 @@ class HopperBlockState final : public BlockExtension {
     return async_view_.data();
   }
 
-  void PublishGenericWrites(const BlockScheduler& scheduler) {
+  // Per-thread attribution of shared-memory stores: every slice a thread runs, the chunks that changed against the
+  // shadow copy are that thread's; fence.proxy.async publishes (copies into the async view) only the chunks the
+  // fencing thread wrote. A block attributes from its start when its kernel fenced before in this process, and from
+  // its first fence otherwise (chunks written before then have an unknown writer and any fence publishes them).
+  void StartAttributing(const BlockScheduler& scheduler) {
+    if (attributing_) return;
+    attributing_ = true;
+    if (shadow_.empty()) shadow_.resize(kArenaBytes);
+    if (writers_.empty()) writers_.resize(kChunks);
+    const size_t bytes = scheduler.shared_bytes_in_use();
+    const unsigned char* arena = scheduler.shared_arena();
     unsigned char* view = async_view();
-    std::memcpy(view, scheduler.shared_arena(), scheduler.shared_bytes_in_use());
+    std::fill(writers_.begin(), writers_.end(), kNoWriter);
+    for (size_t chunk = 0; chunk < bytes; chunk += 16) CopyChunk(shadow_.data() + chunk, arena + chunk);
+    ForEachDifferingChunk(arena, view, bytes, [&](uint32_t chunk) { writers_[chunk / 16] = kUnknownWriter; });
+  }
+
+  void ThreadSuspended(int thread) override {
+    if (!attributing_) return;
+    const BlockScheduler& scheduler = BlockScheduler::ForThisThread();
+    Attribute(scheduler, thread);
+  }
+
+  void Attribute(const BlockScheduler& scheduler, int thread) {
+    const unsigned char* arena = scheduler.shared_arena();
+    ForEachDifferingChunk(arena, shadow_.data(), scheduler.shared_bytes_in_use(), [&](uint32_t chunk) {
+      CopyChunk(shadow_.data() + chunk, arena + chunk);
+      writers_[chunk / 16] = thread;
+    });
+  }
+
+  // The last thread that stored to `chunk` without publishing it, or kNoWriter / kUnknownWriter.
+  int WriterOf(uint32_t chunk) const { return attributing_ ? writers_[chunk / 16] : kUnknownWriter; }
+
+  void PublishGenericWrites(const BlockScheduler& scheduler, int thread) {
+    unsigned char* view = async_view();
+    const unsigned char* arena = scheduler.shared_arena();
+    if (!attributing_) {
+      if (scheduler.kernel() != nullptr) FencingKernels::Add(scheduler.kernel());
+      StartAttributing(scheduler);
+    }
+    Attribute(scheduler, thread);
+    ForEachDifferingChunk(arena, view, scheduler.shared_bytes_in_use(), [&](uint32_t chunk) {
+      int& writer = writers_[chunk / 16];
+      if (writer != thread && writer != kUnknownWriter) return;
+      CopyChunk(view + chunk, arena + chunk);
+      writer = kNoWriter;
+    });
     for (Mbarrier& b : barriers_) b.async_visible = b.valid;
   }
 
@@ -206,11 +340,12 @@ class HopperBlockState final : public BlockExtension {
     }
     const unsigned char* view = async_view();
     if (std::memcmp(view + chunk, scheduler.shared_arena() + chunk, 16) != 0) {
-      return absl::StrCat("it reads shared memory ", Hex(chunk),
-                          " written by ordinary (generic-proxy) stores that no "
-                          "fence.proxy.async.shared::cta made visible to the async proxy (the writing threads must "
-                          "execute the fence after their stores and before the barrier that orders them with the "
-                          "wgmma)");
+      const int writer = WriterOf(chunk);
+      return absl::StrCat("it reads shared memory ", Hex(chunk), " written by ordinary (generic-proxy) stores",
+                          writer >= 0 ? absl::StrCat(" of thread ", writer) : std::string(),
+                          " that no fence.proxy.async.shared::cta made visible to the async proxy (the writing "
+                          "threads must each execute the fence after their own stores and before the barrier that "
+                          "orders them with the wgmma: another thread's fence does not publish them)");
     }
     return "";
   }
@@ -241,7 +376,8 @@ class HopperBlockState final : public BlockExtension {
     copy_scratch_ = BulkCopy{};
   }
 
-  // The first wgmma.wait_group that covers `op` retires it: its shared memory may be reused from then on.
+  // The wgmma.wait_group of the last thread of the warpgroup that covers `op` retires it: its shared memory may be
+  // reused from then on.
   std::string Retire(const BlockScheduler& scheduler, WgmmaOperation& op) {
     op.retired = true;
     for (uint32_t chunk : op.chunks) --wgmma_reader_chunks_[chunk / 16];
@@ -286,6 +422,10 @@ class HopperBlockState final : public BlockExtension {
       }
       std::memcpy(scheduler.shared_arena() + chunk, copy.data.data() + 16 * i, 16);
       std::memcpy(view + chunk, copy.data.data() + 16 * i, 16);
+      if (attributing_) {
+        std::memcpy(shadow_.data() + chunk, copy.data.data() + 16 * i, 16);
+        writers_[chunk / 16] = kNoWriter;
+      }
       --pending_copy_chunks_[chunk / 16];
     }
     Mbarrier* barrier = FindBarrier(copy.barrier);
@@ -319,6 +459,12 @@ class HopperBlockState final : public BlockExtension {
   std::vector<std::unique_ptr<WgmmaOperation>> operations_;  // issued and not yet waited by every thread
   BulkCopy copy_scratch_;
   std::string error_scratch_;
+  bool attributing_ = false;
+  std::vector<unsigned char> shadow_;  // the arena as of the last attribution
+  std::vector<int> writers_;           // per 16 bytes: the thread whose store is not published yet, or kNoWriter
+  int entry_registers_ = 256;
+  std::vector<int> warpgroup_registers_;  // per warpgroup: registers per thread now
+  int64_t register_pool_ = 0;             // registers released by setmaxnreg.dec, not yet taken
 };
 
 struct Context {
@@ -514,8 +660,13 @@ constexpr WarpgroupCollectiveKind kWgmma{"wgmma.mma_async.sync.aligned", &Resolv
 struct SetMaxNRegLane {
   bool increase;
   int registers;
+  HopperBlockState* state;
+  int warpgroup;
+  bool granted = false;  // set in the lane of thread 0 of the warpgroup once the registers were taken
 };
 
+// Runs once per warpgroup when all 128 threads arrived: the count must be uniform and move the right way; a decrease
+// returns registers to the pool at once, an increase is granted by SetMaxNRegGranted (it may have to wait).
 std::string ResolveSetMaxNReg(void* const payloads[kWarpgroupSize]) {
   const SetMaxNRegLane& first = *static_cast<const SetMaxNRegLane*>(payloads[0]);
   for (int t = 1; t < kWarpgroupSize; ++t) {
@@ -527,7 +678,48 @@ std::string ResolveSetMaxNReg(void* const payloads[kWarpgroupSize]) {
           t, lane.increase ? "inc" : "dec", lane.registers, first.increase ? "inc" : "dec", first.registers);
     }
   }
+  const int current = first.state->warpgroup_registers(first.warpgroup);
+  if (first.increase && first.registers < current) {
+    return absl::StrFormat("setmaxnreg.inc %d is below the %d registers per thread the warpgroup holds",
+                           first.registers, current);
+  }
+  if (!first.increase) {
+    if (first.registers > current) {
+      return absl::StrFormat("setmaxnreg.dec %d is above the %d registers per thread the warpgroup holds",
+                             first.registers, current);
+    }
+    first.state->register_pool() += int64_t{current - first.registers} * kWarpgroupSize;
+    first.state->warpgroup_registers(first.warpgroup) = first.registers;
+  }
   return "";
+}
+
+// The increase of thread 0's lane (payload of the whole warpgroup) takes its registers once the pool holds them.
+bool SetMaxNRegGranted(const void* context) {
+  SetMaxNRegLane& lane = *static_cast<SetMaxNRegLane*>(const_cast<void*>(context));
+  if (lane.granted) return true;
+  int& current = lane.state->warpgroup_registers(lane.warpgroup);
+  const int64_t need = int64_t{lane.registers - current} * kWarpgroupSize;
+  if (need > lane.state->register_pool()) return false;
+  lane.state->register_pool() -= need;
+  current = lane.registers;
+  lane.granted = true;
+  return true;
+}
+
+bool SetMaxNRegReached(const void* context) {
+  const SetMaxNRegLane& lane = *static_cast<const SetMaxNRegLane*>(context);
+  return lane.state->warpgroup_registers(lane.warpgroup) >= lane.registers;
+}
+
+std::string DescribeSetMaxNRegWait(const void* context) {
+  const SetMaxNRegLane& lane = *static_cast<const SetMaxNRegLane*>(context);
+  const int current = lane.state->warpgroup_registers(lane.warpgroup);
+  return absl::StrFormat(
+      "registers: setmaxnreg.inc %d of warpgroup %d (%d per thread now) needs %d registers, the pool released by "
+      "setmaxnreg.dec holds %d (the block entered with %d per thread): on the GPU this setmaxnreg.inc hangs",
+      lane.registers, lane.warpgroup, current, (lane.registers - current) * kWarpgroupSize,
+      lane.state->register_pool(), lane.state->entry_registers());
 }
 
 constexpr WarpgroupCollectiveKind kSetMaxNReg{"setmaxnreg.sync.aligned", &ResolveSetMaxNReg};
@@ -628,15 +820,17 @@ std::string GatherTiled(const DecodedTensorMap& map, const int32_t* coordinates,
 std::string GatherIm2col(const DecodedTensorMap& map, const int32_t* coordinates, const uint16_t* offsets,
                          std::vector<unsigned char>* image) {
   const int spatial = map.rank - 2;
-  const int offset_limit = map.rank == 3 ? 65535 : map.rank == 4 ? 255 : 31;
+  // Filter offsets are unsigned 16 / (rank - 2) bits each; CUTLASS (sm90 implicit GEMM can_implement) keeps them
+  // below the all-ones value, (1 << 16 / spatial) - 1: 65535, 255 or 31 is refused.
+  const int offset_limit = (1 << (16 / spatial)) - 1;
   int64_t lower[3], upper[3], position[3];
   for (int i = 0; i < spatial; ++i) {
     lower[i] = map.lower_corner[i];
     upper[i] = static_cast<int64_t>(map.dims[i + 1]) - 1 + map.upper_corner[i];
     position[i] = coordinates[i + 1];
-    if (offsets[i] > offset_limit) {
-      return absl::StrCat("im2col offset ", i, " = ", offsets[i], " exceeds ", offset_limit, " for a ", map.rank,
-                          "D tensor");
+    if (offsets[i] >= offset_limit) {
+      return absl::StrCat("im2col offset ", i, " = ", offsets[i], " is not below ", offset_limit, " for a ", map.rank,
+                          "D tensor (the offset limit: (size - 1) * dilation of the filter must be under it)");
     }
   }
   int64_t image_index = coordinates[map.rank - 1];
@@ -817,7 +1011,9 @@ void WgmmaWaitGroup(int pending, SourceLocation where) {
       entries[kept++] = std::move(entry);
       continue;
     }
-    if (!entry.op->retired) {
+    // A thread's wait covers its own part of the operation only: the shared memory the wgmma reads may be reused
+    // once every thread of the warpgroup waited for it (a lagging warp may still be reading its part).
+    if (++entry.op->completed_threads == kWarpgroupSize && !entry.op->retired) {
       std::string& error = c.state.error_scratch();
       error = c.state.Retire(c.scheduler, *entry.op);
       if (!error.empty()) {
@@ -830,7 +1026,7 @@ void WgmmaWaitGroup(int pending, SourceLocation where) {
       entry.d_state->in_flight = nullptr;
     }
     if (entry.a_state != nullptr && entry.a_state->in_flight == entry.op) entry.a_state->in_flight = nullptr;
-    if (++entry.op->completed_threads == kWarpgroupSize) c.state.Release(entry.op);
+    if (entry.op->completed_threads == kWarpgroupSize) c.state.Release(entry.op);
   }
   entries.resize(kept);
 }
@@ -930,7 +1126,7 @@ void MbarrierWaitParity(void* barrier, uint32_t parity, SourceLocation where) {
 
 void FenceProxyAsyncShared(SourceLocation) {
   Context c = Here();
-  c.state.PublishGenericWrites(c.scheduler);
+  c.state.PublishGenericWrites(c.scheduler, c.scheduler.current_thread());
 }
 
 void FenceMbarrierInit(SourceLocation) { Here().state.MarkBarriersVisible(); }
@@ -994,7 +1190,8 @@ void BulkTensorLoad(void* shared_destination, const void* tensor_map, int rank, 
       CONVOY_HOPPER_FAIL(c.scheduler,
                          absl::StrCat(name(), ": it would overwrite shared memory ", Hex(chunk),
                                       " that the wgmma.mma_async issued at ", reader->where.ToString(),
-                                      " still reads (no wgmma.wait_group retired it before the stage was released)"));
+                                      " still reads (not every thread of its warpgroup executed a wgmma.wait_group "
+                                      "covering it before the stage was released: a lagging warp may still read it)"));
     }
     copy.chunks.push_back(chunk);
   }
@@ -1008,8 +1205,14 @@ void SetMaxNReg(bool increase, int registers, SourceLocation where) {
     CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat("setmaxnreg (", where.ToString(), "): ", registers,
                                                  " registers must be a multiple of 8 in [24, 256]"));
   }
-  SetMaxNRegLane lane{increase, registers};
+  const int thread = c.scheduler.current_thread();
+  SetMaxNRegLane lane{increase, registers, &c.state, thread / kWarpgroupSize};
   c.scheduler.WarpgroupCollective(kSetMaxNReg, &lane, where);
+  if (!increase) return;
+  // Every thread of the warpgroup waits until the increase is granted: the warpgroup's first thread takes the
+  // registers from the pool, the others wait for its count to reach the request.
+  c.scheduler.BlockUntil(thread % kWarpgroupSize == 0 ? &SetMaxNRegGranted : &SetMaxNRegReached, &lane,
+                         &DescribeSetMaxNRegWait, where);
 }
 
 }  // namespace convoy::cuda_emulation

@@ -16,7 +16,10 @@
 //     access between the last wgmma.fence and a wgmma that uses the registers, a wgmma with no wgmma.fence before it,
 //     shared memory changed by ordinary stores without fence.proxy.async before a wgmma reads it, shared memory a
 //     bulk copy has not written yet, and shared memory of an in-flight wgmma overwritten before its wait: each fails
-//     the launch with the instruction's source line;
+//     the launch with the instruction's source line. A thread's wgmma.wait_group covers its own part of the
+//     operation only: the shared memory a wgmma reads stays in use until every thread of the warpgroup waited for it
+//     (each warp's part runs on its own on hardware, so a stage released after one thread's wait can be refilled
+//     while a lagging warp still reads it);
 //   - mbarrier: a phase completes when its pending arrivals and its transaction count both reach zero; try_wait.parity
 //     P succeeds once the phase of parity P completed; a wait that can never succeed is a deadlock report listing
 //     every mbarrier's state instead of a hang;

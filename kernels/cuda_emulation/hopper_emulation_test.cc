@@ -347,6 +347,27 @@ TEST(WgmmaPlantedMistakeTest, MissingFencesAndWaitsAreReported) {
   }
 }
 
+// fence.proxy.async publishes the fencing thread's own stores only: every thread of the probe stores part of the
+// operands, and a fence by thread 0 alone leaves the others' stores invisible to the wgmma (under every schedule, once
+// the emulation knows the kernel fences). With every thread fencing, the product is right.
+TEST(WgmmaPlantedMistakeTest, AnotherThreadsProxyFenceDoesNotPublishMyStores) {
+  std::mt19937 random(std::random_device{}());
+  const Operand a = MakeOperand(64, false, 128, 16, 1024, 8192, random);
+  const Operand b = MakeOperand(64, false, 128, 16, 1024, 8192, random);
+  for (const Schedule& schedule : {Schedule::Forward(), Schedule::Reverse(), Schedule::SeededRandom(11)}) {
+    SCOPED_TRACE(schedule.ToString());
+    ScopedSchedule scoped(schedule);
+    testdata::WgmmaProbe probe = KMajor128Probe(a, b);
+    WgmmaRun run = RunProbe(probe);
+    ASSERT_EQ(run.error, cudaSuccess) << LastErrorDetail();
+    EXPECT_EQ(CountWrongAccumulators(run, a.values, b.values), 0);
+    probe.mistake = HopperMistake::kProxyFenceByOneThread;
+    run = RunProbe(probe);
+    EXPECT_EQ(run.error, cudaErrorLaunchFailure);
+    EXPECT_THAT(LastErrorDetail(), HasSubstr("another thread's fence does not publish them"));
+  }
+}
+
 // ------------------------------------------------------------------------------------- tensor maps and copies
 
 TEST(TensorMapTest, EncodersEnforceTheDriversLimits) {
@@ -505,6 +526,37 @@ TEST(BulkTensorCopyTest, Im2colFollowsTheIsaExamples) {
   }
 }
 
+// The im2col filter offsets of a 4D tensor are 8 bits and must stay below 255 (CUTLASS's limit): a planted 255 is
+// refused, 254 copies.
+TEST(BulkTensorCopyPlantedMistakeTest, Im2colOffsetOf255IsRefused) {
+  constexpr int kW = 8, kH = 8, kC = 64;
+  std::vector<uint16_t> host(kH * kW * kC, 1);
+  TestDeviceBuffer<uint16_t> tensor(host);
+  const auto map = std::make_unique<CUtensorMap>();
+  const cuuint64_t dims[4] = {kC, kW, kH, 1};
+  const cuuint64_t strides[3] = {kC * 2, kC * 2 * kW, kC * 2 * kW * kH};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const int lower[2] = {-127, -127}, upper[2] = {-128, -128};
+  ASSERT_EQ(cuTensorMapEncodeIm2col(map.get(), CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, tensor.get(), dims, strides, lower,
+                                    upper, 8, 32, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                    CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+            CUDA_SUCCESS)
+      << LastTensorMapError();
+  const int32_t coordinates[4] = {0, -127, -127, 0};
+  TestDeviceBuffer<uint8_t> out(32 * 8 * 2);
+  const uint16_t fits[2] = {254, 254};
+  EXPECT_EQ(testdata::LaunchTmaProbe(*map, true, coordinates, fits, 32 * 8 * 2, out.get(), HopperMistake::kNone,
+                                     nullptr),
+            cudaSuccess)
+      << LastErrorDetail();
+  const uint16_t too_far[2] = {255, 0};
+  EXPECT_EQ(testdata::LaunchTmaProbe(*map, true, coordinates, too_far, 32 * 8 * 2, out.get(), HopperMistake::kNone,
+                                     nullptr),
+            cudaErrorLaunchFailure);
+  EXPECT_THAT(LastErrorDetail(), HasSubstr("im2col offset 0 = 255 is not below 255"));
+}
+
 std::unique_ptr<CUtensorMap> TiledMap(const uint16_t* data, int rows, int cols, CUtensorMapSwizzle swizzle,
                                       int box_rows = 16) {
   auto owned = std::make_unique<CUtensorMap>();
@@ -517,6 +569,28 @@ std::unique_ptr<CUtensorMap> TiledMap(const uint16_t* data, int rows, int cols, 
             CUDA_SUCCESS)
       << LastTensorMapError();
   return owned;
+}
+
+// Shared memory as the hardware lays it out: the probe's static mbarrier first, the dynamic part after it at a 16-byte
+// aligned base. A kernel that lands a bulk copy at the dynamic base without rounding it up (planted) is refused: the
+// copy's destination must be 128-byte aligned (with dynamic memory at address 0 it passed). The first launch lets
+// the emulation learn the kernel's static arrays.
+TEST(SharedMemoryLayoutTest, DynamicBaseAfterStaticArraysIsOnly16ByteAligned) {
+  std::vector<uint16_t> host(16 * 64, 3);
+  TestDeviceBuffer<uint16_t> tensor(host);
+  const std::unique_ptr<CUtensorMap> map = TiledMap(tensor.get(), 16, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  const int32_t coordinates[2] = {0, 0};
+  TestDeviceBuffer<uint8_t> out(2048);
+  for (int launch = 0; launch < 2; ++launch) {
+    ASSERT_EQ(testdata::LaunchTmaProbe(*map, false, coordinates, nullptr, 2048, out.get(), HopperMistake::kNone,
+                                       nullptr),
+              cudaSuccess)
+        << LastErrorDetail();
+  }
+  EXPECT_EQ(testdata::LaunchTmaProbe(*map, false, coordinates, nullptr, 2048, out.get(),
+                                     HopperMistake::kUnalignedDynamicShared, nullptr),
+            cudaErrorLaunchFailure);
+  EXPECT_THAT(LastErrorDetail(), HasSubstr("128-byte aligned"));
 }
 
 TEST(BulkTensorCopyPlantedMistakeTest, WrongParityReadsPoisonAndMissingInitFenceIsReported) {
@@ -597,14 +671,78 @@ TEST(WgmmaPipelineTest, ProducerConsumerPipelineComputesTheProduct) {
   }
 }
 
+// A stage released by one thread of the consumer warpgroup after its own wgmma.wait_group: with warp 1 lagging, the
+// producer refills the stage while warp 1 has not waited for the wgmma that reads it. Released by every consumer
+// thread (the empty barrier counts 128), the same schedule computes the product.
+TEST(WgmmaPipelineTest, OneThreadReleaseIsCaughtWhenAWarpLags) {
+  constexpr int kTiles = 5, kCols = 64 * kTiles;
+  std::vector<uint16_t> a_bits(64 * kCols), b_bits(64 * kCols);
+  std::vector<float> a(a_bits.size()), b(b_bits.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = 0.25f * static_cast<float>(static_cast<int>(i % 7) - 3);
+    b[i] = 0.5f * static_cast<float>(static_cast<int>(i % 5) - 2);
+    a_bits[i] = HalfBits(a[i]), b_bits[i] = HalfBits(b[i]);
+  }
+  TestDeviceBuffer<uint16_t> a_dev(a_bits), b_dev(b_bits);
+  const std::unique_ptr<CUtensorMap> a_map = TiledMap(a_dev.get(), 64, kCols, CU_TENSOR_MAP_SWIZZLE_128B, 64);
+  const std::unique_ptr<CUtensorMap> b_map = TiledMap(b_dev.get(), 64, kCols, CU_TENSOR_MAP_SWIZZLE_128B, 64);
+  for (int lagging_warp : {1, 2, 3}) {
+    SCOPED_TRACE(lagging_warp);
+    ScopedSchedule scoped(Schedule::LaggingWarp(lagging_warp));
+    TestDeviceBuffer<float> d(64 * 64);
+    ASSERT_EQ(testdata::LaunchWgmmaPipeline(*a_map, *b_map, kTiles, d.get(), HopperMistake::kNone, nullptr),
+              cudaSuccess)
+        << LastErrorDetail();
+    const std::vector<float> got = d.Download();
+    int wrong = 0;
+    for (int m = 0; m < 64; ++m) {
+      for (int n = 0; n < 64; ++n) {
+        double expected = 0;
+        for (int k = 0; k < kCols; ++k) expected += double{a[m * kCols + k]} * b[n * kCols + k];
+        wrong += got[m * 64 + n] != static_cast<float>(expected);
+      }
+    }
+    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(testdata::LaunchWgmmaPipeline(*a_map, *b_map, kTiles, d.get(), HopperMistake::kOneThreadRelease, nullptr),
+              cudaErrorLaunchFailure);
+    EXPECT_THAT(LastErrorDetail(), HasSubstr("still reads"));
+  }
+}
+
+TEST(ScheduleTest, LaggingWarpParsesAndPrints) {
+  const absl::StatusOr<Schedule> lag = Schedule::Parse("lag:5");
+  ASSERT_TRUE(lag.ok());
+  EXPECT_EQ(lag->order, ScheduleOrder::kLaggingWarp);
+  EXPECT_EQ(lag->ToString(), "lag:5");
+  EXPECT_FALSE(Schedule::Parse("lag:x").ok());
+}
+
 TEST(SetMaxNRegTest, UniformCountsPassAndANonUniformOneIsReported) {
-  TestDeviceBuffer<int> out(256);
+  TestDeviceBuffer<int> out(384);
   ASSERT_EQ(testdata::LaunchSetMaxNRegProbe(out.get(), HopperMistake::kNone, nullptr), cudaSuccess)
       << LastErrorDetail();
   for (int v : out.Download()) EXPECT_EQ(v, 1);
   EXPECT_EQ(testdata::LaunchSetMaxNRegProbe(out.get(), HopperMistake::kNonUniformSetMaxNReg, nullptr),
             cudaErrorLaunchFailure);
   EXPECT_THAT(LastErrorDetail(), HasSubstr("setmaxnreg"));
+}
+
+// The register pool: 384 threads enter with 168 registers; the producer's setmaxnreg.dec 40 releases 128 x 128, the
+// two consumer warpgroups' setmaxnreg.inc 232 take 2 x 128 x 64 of them. A planted inc 240 asks for 2 x 128 x 72:
+// more than was released, so it would wait for ever on the GPU; here it is a deadlock report naming the pool.
+TEST(SetMaxNRegTest, AnIncreaseBeyondWhatWasReleasedIsReportedAsAHang) {
+  TestDeviceBuffer<int> out(384);
+  for (const Schedule& schedule : {Schedule::Forward(), Schedule::Reverse()}) {
+    ScopedSchedule scoped(schedule);
+    ASSERT_EQ(testdata::LaunchSetMaxNRegProbe(out.get(), HopperMistake::kNone, nullptr), cudaSuccess)
+        << schedule.ToString() << ": " << LastErrorDetail();
+    EXPECT_EQ(testdata::LaunchSetMaxNRegProbe(out.get(), HopperMistake::kOverIncrease, nullptr),
+              cudaErrorLaunchFailure)
+        << schedule.ToString();
+    EXPECT_THAT(LastErrorDetail(), HasSubstr("deadlock"));
+    EXPECT_THAT(LastErrorDetail(), HasSubstr("setmaxnreg.inc 240"));
+    EXPECT_THAT(LastErrorDetail(), HasSubstr("hangs"));
+  }
 }
 
 }  // namespace

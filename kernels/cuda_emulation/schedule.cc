@@ -45,6 +45,8 @@ std::string Schedule::ToString() const {
       return "reverse";
     case ScheduleOrder::kSeededRandom:
       return absl::StrCat("random:", seed);
+    case ScheduleOrder::kLaggingWarp:
+      return absl::StrCat("lag:", seed);
   }
   return "unknown";
 }
@@ -55,8 +57,13 @@ absl::StatusOr<Schedule> Schedule::Parse(absl::string_view text) {
   uint64_t seed = 0;
   absl::string_view seed_text = text;
   if (absl::ConsumePrefix(&seed_text, "random:") && absl::SimpleAtoi(seed_text, &seed)) return SeededRandom(seed);
+  absl::string_view warp_text = text;
+  int warp = 0;
+  if (absl::ConsumePrefix(&warp_text, "lag:") && absl::SimpleAtoi(warp_text, &warp) && warp >= 0 && warp < 32) {
+    return LaggingWarp(warp);
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat("schedule '", text, "': expected 'forward', 'reverse' or 'random:<seed>'"));
+      absl::StrCat("schedule '", text, "': expected 'forward', 'reverse', 'random:<seed>' or 'lag:<warp 0-31>'"));
 }
 
 void SetSchedule(const Schedule& schedule) {

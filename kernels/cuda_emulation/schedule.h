@@ -7,9 +7,13 @@
 //     poisoned shared memory (NaN / 0xFF).
 //   - Reverse: last thread first. Catches reads of what an EARLIER thread writes.
 //   - SeededRandom(seed): a fresh permutation after every barrier, deterministic per (seed, block, barrier round).
+//   - LaggingWarp(w): forward, except that warp w runs after every other thread in each pass: a warp that falls
+//     behind the rest of its warpgroup (catches work released after one warp's progress, e.g. a pipeline stage
+//     released by one thread of a consumer warpgroup while another warp still reads it).
 // Run a kernel's test under all three (see ScopedSchedule) to expose missing barriers.
 //
-// The process-wide default comes from CONVOY_EMULATION_SCHEDULE: "forward", "reverse" or "random:<seed>".
+// The process-wide default comes from CONVOY_EMULATION_SCHEDULE: "forward", "reverse", "random:<seed>" or
+// "lag:<warp>".
 #ifndef CONVOY_KERNELS_CUDA_EMULATION_SCHEDULE_H_
 #define CONVOY_KERNELS_CUDA_EMULATION_SCHEDULE_H_
 
@@ -21,18 +25,19 @@
 
 namespace convoy::cuda_emulation {
 
-enum class ScheduleOrder { kForward, kReverse, kSeededRandom };
+enum class ScheduleOrder { kForward, kReverse, kSeededRandom, kLaggingWarp };
 
 struct Schedule {
   ScheduleOrder order = ScheduleOrder::kForward;
-  uint64_t seed = 0;  // only for kSeededRandom
+  uint64_t seed = 0;  // kSeededRandom: the seed; kLaggingWarp: the warp that lags
 
   static Schedule Forward() { return {ScheduleOrder::kForward, 0}; }
   static Schedule Reverse() { return {ScheduleOrder::kReverse, 0}; }
   static Schedule SeededRandom(uint64_t seed) { return {ScheduleOrder::kSeededRandom, seed}; }
+  static Schedule LaggingWarp(int warp) { return {ScheduleOrder::kLaggingWarp, static_cast<uint64_t>(warp)}; }
 
   std::string ToString() const;
-  // Parses "forward", "reverse" or "random:<seed>".
+  // Parses "forward", "reverse", "random:<seed>" or "lag:<warp>".
   static absl::StatusOr<Schedule> Parse(absl::string_view text);
 };
 

@@ -8,10 +8,16 @@
 // cuTensorMapEncodeIm2col, found through cudaGetDriverEntryPointByVersion so that nothing links -lcuda; against
 // the CUDA emulation it calls the emulated encoders of tensor_map.h (the same arguments and limits).
 // TensorMapErrorDetail() says why the last emulated encode failed ("" with the real driver).
+//
+// On the real path every map the driver encodes gets CUTLASS's driver workaround (tensor_map_driver_workaround.h):
+// with a driver of CUDA 13.1 or older (cudaDriverGetVersion) and a tensor spanning under 128 KiB, bit 21 of the
+// map's second 64-bit word is cleared. The emulated encoder's maps are the emulation's own and are left alone.
 #ifndef CONVOY_KERNELS_CUDA_EMULATION_TENSOR_MAP_HOST_H_
 #define CONVOY_KERNELS_CUDA_EMULATION_TENSOR_MAP_HOST_H_
 
 #include <string>
+
+#include "kernels/cuda_emulation/tensor_map_driver_workaround.h"
 
 #if defined(__CUDACC__) || !defined(CONVOY_CUDA_EMULATION)
 #include <cuda.h>
@@ -36,6 +42,51 @@ Function DriverEntryPoint(const char* symbol) {
   }
   return reinterpret_cast<Function>(function);
 }
+
+// The driver's version as cudaDriverGetVersion reports it (1000 * major + 10 * minor), read once; 0 if it fails.
+inline int DriverVersion() {
+  static const int version = [] {
+    int v = 0;
+    if (cudaDriverGetVersion(&v) != cudaSuccess) {
+      (void)cudaGetLastError();
+      v = 0;
+    }
+    return v;
+  }();
+  return version;
+}
+
+inline uint64_t ElementBytes(CUtensorMapDataType dtype) {
+  switch (dtype) {
+    case CU_TENSOR_MAP_DATA_TYPE_UINT16:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT16:
+    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16:
+      return 2;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT32:
+    case CU_TENSOR_MAP_DATA_TYPE_INT32:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ:
+    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32:
+    case CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ:
+      return 4;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT64:
+    case CU_TENSOR_MAP_DATA_TYPE_INT64:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT64:
+      return 8;
+    default:
+      return 1;  // 8-bit and packed sub-byte types: the smallest span, so the workaround applies when in doubt
+  }
+}
+
+// What every real encode does after the driver succeeded: CUTLASS's driver workaround.
+inline CUresult FinishEncode(CUresult result, CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank,
+                             const cuuint64_t* dims, const cuuint64_t* strides) {
+  if (result == CUDA_SUCCESS) {
+    ApplyTensorMapDriverWorkaround(map, DriverVersion(),
+                                   TensorMapSpanBytes(static_cast<int>(rank), dims, strides, ElementBytes(dtype)));
+  }
+  return result;
+}
 }  // namespace tensor_map_internal
 
 inline CUresult EncodeTensorMapTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank, void* address,
@@ -46,7 +97,9 @@ inline CUresult EncodeTensorMapTiled(CUtensorMap* map, CUtensorMapDataType dtype
   static const auto encode =
       tensor_map_internal::DriverEntryPoint<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled");
   if (encode == nullptr) return CUDA_ERROR_NOT_FOUND;
-  return encode(map, dtype, rank, address, dims, strides, box, element_strides, interleave, swizzle, l2, oob);
+  return tensor_map_internal::FinishEncode(
+      encode(map, dtype, rank, address, dims, strides, box, element_strides, interleave, swizzle, l2, oob), map, dtype,
+      rank, dims, strides);
 }
 
 inline CUresult EncodeTensorMapIm2col(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank, void* address,
@@ -58,8 +111,10 @@ inline CUresult EncodeTensorMapIm2col(CUtensorMap* map, CUtensorMapDataType dtyp
   static const auto encode =
       tensor_map_internal::DriverEntryPoint<PFN_cuTensorMapEncodeIm2col_v12000>("cuTensorMapEncodeIm2col");
   if (encode == nullptr) return CUDA_ERROR_NOT_FOUND;
-  return encode(map, dtype, rank, address, dims, strides, lower_corner, upper_corner, channels_per_pixel,
-                pixels_per_column, element_strides, interleave, swizzle, l2, oob);
+  return tensor_map_internal::FinishEncode(
+      encode(map, dtype, rank, address, dims, strides, lower_corner, upper_corner, channels_per_pixel,
+             pixels_per_column, element_strides, interleave, swizzle, l2, oob),
+      map, dtype, rank, dims, strides);
 }
 
 inline std::string TensorMapErrorDetail() { return ""; }

@@ -1,6 +1,10 @@
 // The GPU check's correctness phases: every CUDA algorithm of one op against the CPU reference on the device (the
 // shared cross-backend case runner, fresh random inputs, NaN-poisoned outputs, the suite's tolerances), run directly
 // and again recorded into a CUDA graph on a stream of its own and replayed (as plans with cuda_graphs run them).
+// conv2d and GEMM also run the Hopper-aimed shapes (conv2d_gemm_test_problems.h; not with --quick), and each Hopper
+// (sm_90a, tensor map) algorithm runs every problem whose tensors are all under 128 KiB 20 times on the device
+// against one reference (twice with --quick): the case's label carries "x20", and a failure says how many
+// repetitions failed.
 //
 // Phases (one process each, see supervisor.h): "ops.<op>" for every op of ForEachOp (kernels/registry/algorithm.h),
 // and "ops.conv2d_full" (three full-size ResNet-50 layers at batch 1 in FP16, for the tensor-core kernels).

@@ -27,7 +27,11 @@ __global__ void WgmmaProbeKernel(WgmmaProbe p, float* d) {
   const int tid = threadIdx.x;
   for (int i = tid; i < p.a_bytes; i += blockDim.x) smem[i] = p.a_image[i];
   for (int i = tid; i < p.b_bytes; i += blockDim.x) smem[p.a_bytes + i] = p.b_image[i];
-  if (p.mistake != HopperMistake::kMissingProxyFence) ::convoy::cuda::FenceProxyAsyncShared();
+  // Each writing thread fences its own stores; the planted mistakes skip it, or leave it to thread 0 alone.
+  const bool fences = p.mistake == HopperMistake::kProxyFenceByOneThread
+                            ? tid == 0
+                            : p.mistake != HopperMistake::kMissingProxyFence;
+  if (fences) ::convoy::cuda::FenceProxyAsyncShared();
   __syncthreads();
   const bool issues = p.mistake == HopperMistake::kMisalignedWarpgroup ? (tid >= 64 && tid < 192) : tid < 128;
   if (!issues) return;
@@ -68,7 +72,11 @@ struct TmaProbeArgs {
 __global__ void TmaProbeKernel(const __grid_constant__ CUtensorMap map, TmaProbeArgs args, uint8_t* out) {
   CONVOY_DYNAMIC_SHARED(uint8_t, dynamic_smem);
   CONVOY_SHARED_VAR(uint64_t, barrier);
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(dynamic_smem) + 1023) & ~uintptr_t{1023});
+  // The dynamic base follows the static mbarrier and is 16-byte aligned only: round it up to 1024 (the planted
+  // mistake uses it as it is).
+  const uintptr_t aligned = (reinterpret_cast<uintptr_t>(dynamic_smem) + 1023) & ~uintptr_t{1023};
+  uint8_t* smem = args.mistake == HopperMistake::kUnalignedDynamicShared ? dynamic_smem
+                                                                         : reinterpret_cast<uint8_t*>(aligned);
   const int tid = threadIdx.x;
   if (tid == 0) {
     ::convoy::cuda::MbarrierInit(&barrier, 1);
@@ -103,7 +111,9 @@ __global__ void __launch_bounds__(256, 1)
   if (tid == 0) {
     for (int s = 0; s < kPipelineStages; ++s) {
       ::convoy::cuda::MbarrierInit(&full[s], 1);
-      ::convoy::cuda::MbarrierInit(&empty[s], 1);
+      // Every consumer thread releases the stage (CUTLASS's PipelineTmaAsync with a cluster of one), or, planted,
+      // thread 0 alone.
+      ::convoy::cuda::MbarrierInit(&empty[s], mistake == HopperMistake::kOneThreadRelease ? 1 : 128);
     }
     ::convoy::cuda::FenceMbarrierInit();
   }
@@ -123,7 +133,7 @@ __global__ void __launch_bounds__(256, 1)
     }
     return;
   }
-  ::convoy::cuda::SetMaxNRegIncrease<232>();
+  ::convoy::cuda::SetMaxNRegIncrease<256>();  // 256 threads enter with 256 registers each: nothing to take
   HopperAccumulator acc;
   ::convoy::cuda::WgmmaFenceOperands(acc);
   for (int kt = 0; kt < k_tiles; ++kt) {
@@ -141,11 +151,14 @@ __global__ void __launch_bounds__(256, 1)
     }
     ::convoy::cuda::WgmmaCommitGroup();
     if (mistake == HopperMistake::kReleaseBeforeWait) {
-      if (tid == 0) ::convoy::cuda::MbarrierArrive(&empty[s]);
+      ::convoy::cuda::MbarrierArrive(&empty[s]);
       ::convoy::cuda::WgmmaWaitGroup<0>();
+    } else if (mistake == HopperMistake::kOneThreadRelease) {
+      ::convoy::cuda::WgmmaWaitGroup<0>();
+      if (tid == 0) ::convoy::cuda::MbarrierArrive(&empty[s]);
     } else {
       ::convoy::cuda::WgmmaWaitGroup<0>();
-      if (tid == 0) ::convoy::cuda::MbarrierArrive(&empty[s]);
+      ::convoy::cuda::MbarrierArrive(&empty[s]);
     }
   }
   ::convoy::cuda::WgmmaFenceOperands(acc);
@@ -160,12 +173,16 @@ __global__ void __launch_bounds__(256, 1)
 
 __global__ void SetMaxNRegProbeKernel(int* out, HopperMistake mistake) {
   const int tid = threadIdx.x;
-  if (tid < 128) {
-    ::convoy::cuda::SetMaxNRegIncrease<232>();
-  } else if (mistake == HopperMistake::kNonUniformSetMaxNReg && tid >= 192) {
+  if (tid >= 128) {  // two consumer warpgroups take what the producer released: 2 x 128 x (232 - 168)
+    if (mistake == HopperMistake::kOverIncrease) {
+      ::convoy::cuda::SetMaxNRegIncrease<240>();
+    } else {
+      ::convoy::cuda::SetMaxNRegIncrease<232>();
+    }
+  } else if (mistake == HopperMistake::kNonUniformSetMaxNReg && tid >= 64) {
     ::convoy::cuda::SetMaxNRegDecrease<48>();
   } else {
-    ::convoy::cuda::SetMaxNRegDecrease<40>();
+    ::convoy::cuda::SetMaxNRegDecrease<40>();  // 128 x (168 - 40) registers back to the pool
   }
   out[tid] = 1;
 }
@@ -185,7 +202,10 @@ cudaError_t LaunchTmaProbe(const CUtensorMap& map, bool im2col, const int32_t* c
   if (im2col) args.offsets[0] = offsets[0], args.offsets[1] = offsets[1];
   args.bytes = bytes;
   args.mistake = mistake;
-  return CONVOY_LAUNCH_KERNEL(TmaProbeKernel, dim3(1), dim3(128), bytes + 1024, stream, map, args, out);
+  // Room for the box even when `bytes` (the expect_tx count) is planted too small, plus 1024 to round the dynamic
+  // base (16-byte aligned after the static mbarrier) up to 1024.
+  const uint32_t dynamic_bytes = (bytes > 4096 ? bytes : 4096) + 1024;
+  return CONVOY_LAUNCH_KERNEL(TmaProbeKernel, dim3(1), dim3(128), dynamic_bytes, stream, map, args, out);
 }
 
 cudaError_t LaunchWgmmaPipeline(const CUtensorMap& a_map, const CUtensorMap& b_map, int k_tiles, float* d,
@@ -199,7 +219,7 @@ cudaError_t LaunchWgmmaPipeline(const CUtensorMap& a_map, const CUtensorMap& b_m
 }
 
 cudaError_t LaunchSetMaxNRegProbe(int* out, HopperMistake mistake, cudaStream_t stream) {
-  return CONVOY_LAUNCH_KERNEL(SetMaxNRegProbeKernel, dim3(1), dim3(256), 0, stream, out, mistake);
+  return CONVOY_LAUNCH_KERNEL(SetMaxNRegProbeKernel, dim3(1), dim3(384), 0, stream, out, mistake);
 }
 
 }  // namespace convoy::cuda_emulation_testdata

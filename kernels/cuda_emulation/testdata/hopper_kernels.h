@@ -15,12 +15,16 @@ namespace convoy::cuda_emulation_testdata {
 enum class HopperMistake {
   kNone,
   kMissingProxyFence,      // generic stores into the operands, no fence.proxy.async before the wgmma
+  kProxyFenceByOneThread,  // every thread stores into the operands, only thread 0 executes fence.proxy.async
   kMissingWgmmaWait,       // reads the accumulators after commit_group without wgmma.wait_group
   kMissingWgmmaFence,      // no wgmma.fence before the first wgmma
   kWrongMbarrierParity,    // waits on parity 1 for the first phase (passes before the copy landed)
   kMissingMbarrierFence,   // no fence after mbarrier.init before the bulk copy uses it
   kReleaseBeforeWait,      // refills a stage with a bulk copy while the wgmma reading it is in flight
+  kOneThreadRelease,       // the stage's empty barrier counts 1 arrival: thread 0 releases it after its own wait
   kNonUniformSetMaxNReg,   // half the warpgroup asks for another register count
+  kOverIncrease,           // setmaxnreg.inc asks for more registers than setmaxnreg.dec released
+  kUnalignedDynamicShared,  // the bulk copy lands at the dynamic shared base without rounding it up to 1024 bytes
   kMisalignedWarpgroup,    // warps 2-5 issue the wgmma (not a warpgroup: those start at warp 4w)
 };
 
@@ -51,11 +55,13 @@ cudaError_t LaunchTmaProbe(const CUtensorMap& map, bool im2col, const int32_t* c
 
 // A two-stage producer/consumer pipeline: warpgroup 1 (one thread) loads k_tiles 64x64 f16 tiles of a [64, 64 *
 // k_tiles] row-major matrix (map: 2D tiled, box 64x64, 128B swizzle) and the same tiles of b; warpgroup 0 multiplies
-// them with wgmma (m64n64k16, 4 per tile) and writes d = a * b^T as [64][64] floats. 256 threads.
+// them with wgmma (m64n64k16, 4 per tile) and writes d = a * b^T as [64][64] floats; every consumer thread arrives on
+// the stage's empty barrier (count 128) after its wgmma.wait_group. 256 threads.
 cudaError_t LaunchWgmmaPipeline(const CUtensorMap& a_map, const CUtensorMap& b_map, int k_tiles, float* d,
                                 HopperMistake mistake, cudaStream_t stream);
 
-// setmaxnreg by a block of 256 threads (two warpgroups: dec 40 / inc 232), out[t] = 1 for every thread that ran on.
+// setmaxnreg by a block of 384 threads, 168 registers each at entry (three warpgroups: dec 40 / inc 232 / inc 232, the
+// split of the Hopper conv kernels), out[t] = 1 for every thread that ran on.
 cudaError_t LaunchSetMaxNRegProbe(int* out, HopperMistake mistake, cudaStream_t stream);
 
 }  // namespace convoy::cuda_emulation_testdata
