@@ -46,7 +46,7 @@ absl::StatusOr<dnnl::memory::data_type> DataTypeOf(DataType dtype);
 dnnl::memory::format_tag ActivationTag(Layout layout);
 
 // A memory descriptor's layout as text: data type, dims, padded dims, strides and inner blocks, e.g.
-// "f32 320x960x1x1 padded 336x960x1x1 strides 46080,48,48,48 blocks 48@0". Equal strings mean the same layout: what
+// "f32 320x960x1x1 padded 336x960x1x1 strides 46080,48,46080,46080 blocks 48@0". Equal strings: the same layout. What
 // PackedFilterLayout reports for a packed filter in the layout the primitive chose.
 std::string LayoutString(const dnnl::memory::desc& desc);
 
