@@ -135,6 +135,19 @@ TEST(CanonicalLayoutTest, ElementAddressesMatchHandComputedExamples) {
 
 uint16_t HalfBits(float v) { return FloatToHalfBits(v); }
 
+// Elements of the 64x64 product got = a x b^T (a, b: [64, cols]) that differ from it computed in double and rounded.
+int WrongProducts(const std::vector<float>& got, const std::vector<float>& a, const std::vector<float>& b, int cols) {
+  int wrong = 0;
+  for (int m = 0; m < 64; ++m) {
+    for (int n = 0; n < 64; ++n) {
+      double expected = 0;
+      for (int k = 0; k < cols; ++k) expected += double{a[m * cols + k]} * b[n * cols + k];
+      wrong += got[m * 64 + n] != static_cast<float>(expected);
+    }
+  }
+  return wrong;
+}
+
 // A canonical-layout image written by the test's own reading of the ISA figures (see the comment above
 // CanonicalLayoutTest): element (mn, k) of a rows x 16 f16 operand.
 uint32_t ImageOffset(int mn, int k, bool mn_major, int swizzle, uint32_t lbo, uint32_t sbo) {
@@ -639,16 +652,7 @@ TEST(WgmmaPipelineTest, ProducerConsumerPipelineComputesTheProduct) {
     TestDeviceBuffer<float> d(64 * 64);
     ASSERT_EQ(testdata::LaunchWgmmaPipeline(*a_map, *b_map, kTiles, d.get(), HopperMistake::kNone, nullptr), cudaSuccess)
         << LastErrorDetail();
-    const std::vector<float> got = d.Download();
-    int wrong = 0;
-    for (int m = 0; m < 64; ++m) {
-      for (int n = 0; n < 64; ++n) {
-        double expected = 0;
-        for (int k = 0; k < kCols; ++k) expected += double{a[m * kCols + k]} * b[n * kCols + k];
-        wrong += got[m * 64 + n] != static_cast<float>(expected);
-      }
-    }
-    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(WrongProducts(d.Download(), a, b, kCols), 0);
   }
   TestDeviceBuffer<float> d(64 * 64);
   EXPECT_EQ(testdata::LaunchWgmmaPipeline(*a_map, *b_map, kTiles, d.get(), HopperMistake::kReleaseBeforeWait, nullptr),
@@ -693,16 +697,7 @@ TEST(WgmmaPipelineTest, OneThreadReleaseIsCaughtWhenAWarpLags) {
     ASSERT_EQ(testdata::LaunchWgmmaPipeline(*a_map, *b_map, kTiles, d.get(), HopperMistake::kNone, nullptr),
               cudaSuccess)
         << LastErrorDetail();
-    const std::vector<float> got = d.Download();
-    int wrong = 0;
-    for (int m = 0; m < 64; ++m) {
-      for (int n = 0; n < 64; ++n) {
-        double expected = 0;
-        for (int k = 0; k < kCols; ++k) expected += double{a[m * kCols + k]} * b[n * kCols + k];
-        wrong += got[m * 64 + n] != static_cast<float>(expected);
-      }
-    }
-    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(WrongProducts(d.Download(), a, b, kCols), 0);
     EXPECT_EQ(testdata::LaunchWgmmaPipeline(*a_map, *b_map, kTiles, d.get(), HopperMistake::kOneThreadRelease, nullptr),
               cudaErrorLaunchFailure);
     EXPECT_THAT(LastErrorDetail(), HasSubstr("still reads"));
