@@ -242,6 +242,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& opt
     return absl::UnavailableError(absl::StrCat("HTTP: cannot listen on ", options.host, ":", options.port, ": ",
                                                std::strerror(errno)));
   }
+  server->bound_ = bound;
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
   if (getsockname(evhttp_bound_socket_get_fd(bound), reinterpret_cast<sockaddr*>(&address), &length) == 0) {
@@ -266,9 +267,8 @@ void HttpServer::Shutdown(absl::Time deadline) {
   if (stopped_.exchange(true) || base_ == nullptr || !loop_.joinable()) return;
   tasks_->Post([this] {
     // Stop accepting: new connections are refused while those open finish their requests.
-    evhttp_foreach_bound_socket(
-        http_, [](evhttp_bound_socket* socket, void* http) { evhttp_del_accept_socket(static_cast<evhttp*>(http), socket); },
-        http_);
+    if (bound_ != nullptr) evhttp_del_accept_socket(http_, bound_);
+    bound_ = nullptr;
   });
   while (in_flight_.load() > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
   event_base_loopbreak(base_);

@@ -37,6 +37,7 @@
 
 struct event_base;
 struct evhttp;
+struct evhttp_bound_socket;
 struct evhttp_request;
 
 namespace convoy::http {
@@ -80,6 +81,7 @@ class HttpServer {
   const Options options_;
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;
+  evhttp_bound_socket* bound_ = nullptr;  // the listening socket; used on the loop thread after Start
   std::shared_ptr<LoopTasks> tasks_;
   int port_ = 0;
   std::atomic<int> in_flight_{0};
