@@ -26,15 +26,50 @@ constexpr size_t kDescribeLimit = 40;     // characters of a client's JSON value
 
 absl::string_view StringOf(const Value& v) { return absl::string_view(v.GetString(), v.GetStringLength()); }
 
-// A JSON value as messages quote it: strings through QuoteClientString, others as compact JSON, both cut short.
-std::string Describe(const Value& v) {
-  if (v.IsString()) return QuoteClientString(StringOf(v).substr(0, kDescribeLimit));
-  rapidjson::StringBuffer buffer;
+// Appends `v` as compact JSON, at most kDescribeDepth levels deep and about kDescribeLimit characters long (the
+// request may nest arrays thousands deep: this never recurses further).
+constexpr int kDescribeDepth = 8;
+void AppendJson(const Value& v, int depth, std::string* out) {
+  if (out->size() > kDescribeLimit) return;
+  if ((v.IsArray() || v.IsObject()) && depth >= kDescribeDepth) {
+    out->append(v.IsArray() ? "[...]" : "{...}");
+    return;
+  }
+  if (v.IsArray()) {
+    out->push_back('[');
+    for (rapidjson::SizeType i = 0; i < v.Size() && out->size() <= kDescribeLimit; ++i) {
+      if (i > 0) out->push_back(',');
+      AppendJson(v[i], depth + 1, out);
+    }
+    out->push_back(']');
+    return;
+  }
+  if (v.IsObject()) {
+    out->push_back('{');
+    bool first = true;
+    for (auto it = v.MemberBegin(); it != v.MemberEnd() && out->size() <= kDescribeLimit; ++it) {
+      if (!first) out->push_back(',');
+      first = false;
+      AppendJson(it->name, depth + 1, out);
+      out->push_back(':');
+      AppendJson(it->value, depth + 1, out);
+    }
+    out->push_back('}');
+    return;
+  }
+  rapidjson::StringBuffer buffer;  // a scalar: Accept does not recurse
   rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>, rapidjson::UTF8<>, rapidjson::CrtAllocator,
                     rapidjson::kWriteNanAndInfFlag>
       writer(buffer);
   v.Accept(writer);
-  std::string text(buffer.GetString(), buffer.GetSize());
+  out->append(buffer.GetString(), buffer.GetSize());
+}
+
+// A JSON value as messages quote it: strings through QuoteClientString, others as compact JSON, both cut short.
+std::string Describe(const Value& v) {
+  if (v.IsString()) return QuoteClientString(StringOf(v).substr(0, kDescribeLimit));
+  std::string text;
+  AppendJson(v, 0, &text);
   if (text.size() > kDescribeLimit) text = absl::StrCat(text.substr(0, kDescribeLimit), "...");
   return text;
 }
