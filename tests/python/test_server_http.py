@@ -7,6 +7,9 @@ input (the two protocols share one decoder and one batcher: same bytes in, same 
 import asyncio
 import http.client
 import json
+import pathlib
+import re
+import subprocess
 
 import numpy as np
 import onnxruntime as ort
@@ -229,3 +232,32 @@ def test_same_bad_request_same_message_on_both_protocols(shared_server, http_cli
         messages.append(e.value.message())
     assert messages[0] == "input 'x': expected shape [-1,3,8,8], got [1,3,8,9]"
     assert messages[1] == messages[0]
+
+
+def readme_http_blocks():
+    """The README's HTTP/REST curl block and the output block after it."""
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("Over HTTP/REST (KServe v2, port 8000)", 1)[1]
+    blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)
+    assert blocks[0][0] == "sh" and blocks[1][0] == "", "README: the curl block and its output block moved"
+    return blocks[0][1], blocks[1][1].splitlines()
+
+
+def test_readme_curl_examples_print_what_the_readme_shows(shared_server):
+    """The commands run as written but for the port (the test server's free port instead of 8000); the repository is
+    the shared server's copy of the sample simple_cnn. Each printed line equals the README's, the classification
+    scores within 1e-5."""
+    commands, expected = readme_http_blocks()
+    assert commands.count("localhost:8000") == 5
+    script = commands.replace("localhost:8000", f"localhost:{shared_server.http_port}")
+    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = run.stdout.splitlines()
+    assert len(got) == len(expected), run.stdout
+    for line, want in zip(got, expected):
+        g, w = json.loads(line), json.loads(want)
+        if "outputs" in w and w["outputs"][0]["datatype"] == "BYTES":
+            gd, wd = g["outputs"][0].pop("data"), w["outputs"][0].pop("data")
+            assert [e.split(":")[1] for e in gd] == [e.split(":")[1] for e in wd]
+            assert max(abs(float(a.split(":")[0]) - float(b.split(":")[0])) for a, b in zip(gd, wd)) <= 1e-5
+        assert g == w
