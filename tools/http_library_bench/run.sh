@@ -6,6 +6,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 secs="${1:-5}"
+case "${1:-}" in -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 out="$(mktemp -d)"
 g++ -O2 -std=c++17 -o "$out/evhttp_hello" "$here/evhttp_hello.cc" -levent
 g++ -O2 -std=c++17 -o "$out/httplib_hello" "$here/httplib_hello.cc" -lcpp-httplib -lpthread
