@@ -91,6 +91,10 @@ void Reply(evhttp_request* req, int code, std::string body, const char* content_
   }
   if (allow != nullptr) evhttp_add_header(headers, "Allow", allow);
   evbuffer* out = evbuffer_new();
+  if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {  // the length of the answer, without the answer
+    evhttp_add_header(headers, "Content-Length", absl::StrCat(body.size()).c_str());
+    body.clear();
+  }
   auto* owned = new std::string(std::move(body));
   evbuffer_add_reference(
       out, owned->data(), owned->size(),
@@ -271,7 +275,9 @@ void HttpServer::Shutdown(absl::Time deadline) {
     bound_ = nullptr;
   });
   while (in_flight_.load() > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
-  event_base_loopbreak(base_);
+  // Through the loop's task queue, not event_base_loopbreak directly: a break requested before the loop has
+  // started would be forgotten when it starts.
+  tasks_->Post([base = base_] { event_base_loopbreak(base); });
   loop_.join();
 }
 
