@@ -719,7 +719,8 @@ def live_metrics():
     server = built_binary("server/convoy_server")
     grpc_port, metrics_port = free_port(), free_port()
     process = subprocess.Popen([str(server), f"--model_repository={REPO_ROOT / 'model_repo'}",
-                                f"--grpc_port={grpc_port}", f"--metrics_port={metrics_port}"],
+                                f"--grpc_port={grpc_port}", f"--http_port={free_port()}",
+                                f"--metrics_port={metrics_port}"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{metrics_port}/metrics"
     body, last_error = None, None
