@@ -30,6 +30,7 @@ debian_packages=(
   # kernels/cpu/*_onednn (docs/kernels.md says why this build and not PyPI's). Required: the build fails without it.
   libdnnl-dev
   libssl-dev openssl zlib1g-dev
+  libturbojpeg0-dev libpng-dev                # photos posted as JPEG / PNG, decoded on the server (server/imaging)
   python3 python3-venv python3-pip python3-numpy python3-yaml
   python3-torch python3-torchvision           # exports the torchvision-shaped test models to ONNX
   libclang-rt-14-dev clang-14                 # LeakSanitizer/libFuzzer runtimes for fuzz targets
