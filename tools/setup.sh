@@ -32,6 +32,7 @@ debian_packages=(
   # kernels/cpu/*_onednn (docs/kernels.md says why this build and not PyPI's). Required: the build fails without it.
   libdnnl-dev
   libssl-dev openssl zlib1g-dev
+  libturbojpeg0-dev libpng-dev                # photos posted as JPEG / PNG, decoded on the server (server/imaging)
   python3 python3-venv python3-pip python3-numpy python3-yaml
   python3-torch python3-torchvision           # exports the torchvision-shaped test models to ONNX
   libclang-rt-14-dev clang-14                 # LeakSanitizer/libFuzzer runtimes for fuzz targets
@@ -97,7 +98,14 @@ python_packages=(
   "protobuf<5"
   "pyyaml"
   "matplotlib"
+  # Kubernetes' API schemas (strict, releases up to 1.37), read by deploy/validate_manifests.py.
+  "kubernetes-validate==1.37.0"
 )
+# KServe's Python SDK: its generated API models (kserve/models/*.py) are the schema deploy/validate_manifests.py checks
+# InferenceService and ServingRuntime against. Source only (never imported), so it goes without its serving
+# dependencies into a folder of its own.
+kserve_sdk_dir="$venv/kserve-sdk"
+kserve_sdk_package="kserve==0.21.0"
 
 # ---- The pretrained sample model and its client ---------------------------------------------------------
 # tools/classify.py reads photos with Pillow; the tests send scikit-image's sample photos (chelsea, coffee), which its
@@ -176,13 +184,15 @@ install_python_tools() {
   fi
   local stamp="$venv/.convoy-requirements"
   local wanted
-  wanted="$(printf '%s\n' "${python_packages[@]}")"
+  wanted="$(printf '%s\n' "${python_packages[@]}" "$kserve_sdk_package")"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     say "virtualenv up to date ($venv)"
     return
   fi
   say "installing Python test tools into $venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --upgrade --target "$kserve_sdk_dir" \
+    "$kserve_sdk_package"
   printf '%s' "$wanted" >"$stamp"
 }
 

@@ -5,7 +5,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
@@ -124,7 +123,7 @@ absl::StatusOr<std::string> Conv2dOnednn<kLayout>::Implementation(const Conv2dPr
 template <Layout kLayout>
 int Conv2dOnednn<kLayout>::HeuristicScore(const Conv2dProblem& problem) const {
   auto descriptor = Describe(problem);
-  if (!descriptor.ok() || absl::StartsWith((*descriptor)->impl, "gemm")) return 5;
+  if (!descriptor.ok() || onednn::IsGemmImplementation((*descriptor)->impl)) return 5;
   return 40;
 }
 

@@ -79,6 +79,42 @@ void CheckAllShapesInBf16(Layout layout) {
               accepted, declined);
 }
 
+// oneDNN names its im2col + GEMM convolution "x64:gemm:jit" on x86-64 (older builds and other CPUs "gemm:jit"); the
+// direct JIT kernels, brgconv and the depthwise brdgmm are not GEMM lowerings.
+TEST(Conv2dOnednnTest, GemmImplementationsAreRecognizedByName) {
+  EXPECT_TRUE(onednn::IsGemmImplementation("x64:gemm:jit"));
+  EXPECT_TRUE(onednn::IsGemmImplementation("gemm:jit"));
+  EXPECT_TRUE(onednn::IsGemmImplementation("gemm:acl"));
+  EXPECT_FALSE(onednn::IsGemmImplementation("jit:avx2"));
+  EXPECT_FALSE(onednn::IsGemmImplementation("jit_1x1:avx512_core"));
+  EXPECT_FALSE(onednn::IsGemmImplementation("brgconv:avx512_core"));
+  EXPECT_FALSE(onednn::IsGemmImplementation("brdgmm:avx512_core"));
+  EXPECT_FALSE(onednn::IsGemmImplementation("ref:any"));
+  EXPECT_FALSE(onednn::IsGemmImplementation(""));
+}
+
+// The heuristic default ranks oneDNN's GEMM lowering below Convoy's own algorithms and its direct kernels above them,
+// whichever implementation oneDNN picks for each shape on this CPU.
+template <typename AlgorithmT>
+void CheckHeuristicScoreFollowsTheImplementation(Layout layout, int& gemm, int& direct) {
+  const AlgorithmT algorithm;
+  for (const Conv2dProblem& problem : Shapes(layout)) {
+    const absl::StatusOr<std::string> impl = algorithm.Implementation(problem);
+    ASSERT_THAT(impl.status(), IsOk()) << problem.ToString();
+    const bool is_gemm = onednn::IsGemmImplementation(*impl);
+    (is_gemm ? gemm : direct)++;
+    EXPECT_EQ(algorithm.HeuristicScore(problem), is_gemm ? 5 : 40) << *impl << " for " << problem.ToString();
+  }
+}
+
+TEST(Conv2dOnednnTest, HeuristicScoreFollowsTheImplementation) {
+  int gemm = 0, direct = 0;
+  CheckHeuristicScoreFollowsTheImplementation<Conv2dOnednnNchw>(Layout::kNCHW, gemm, direct);
+  CheckHeuristicScoreFollowsTheImplementation<Conv2dOnednnNhwc>(Layout::kNHWC, gemm, direct);
+  CheckHeuristicScoreFollowsTheImplementation<Conv2dOnednnNchw8c>(Layout::kNCHW8c, gemm, direct);
+  std::printf("oneDNN chose its GEMM lowering for %d problems and a direct kernel for %d\n", gemm, direct);
+}
+
 TEST(Conv2dOnednnTest, NchwMatchesReference) { CheckAllShapes<Conv2dOnednnNchw>(Layout::kNCHW); }
 TEST(Conv2dOnednnTest, NhwcMatchesReference) { CheckAllShapes<Conv2dOnednnNhwc>(Layout::kNHWC); }
 TEST(Conv2dOnednnTest, Nchw8cMatchesReference) { CheckAllShapes<Conv2dOnednnNchw8c>(Layout::kNCHW8c); }

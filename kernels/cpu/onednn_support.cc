@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "dnnl_debug.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -166,6 +167,13 @@ absl::Status RejectReferenceImplementation(const std::string& impl, absl::string
                                                  impl, ") implementation for this problem on this CPU"));
   }
   return absl::OkStatus();
+}
+
+bool IsGemmImplementation(absl::string_view impl) {
+  for (absl::string_view part : absl::StrSplit(impl, ':')) {
+    if (part == "gemm") return true;
+  }
+  return false;
 }
 
 absl::StatusOr<const PrimitiveState*> PreparedState(const Workspace& workspace, absl::string_view algorithm) {

@@ -87,6 +87,10 @@ dnnl::primitive_attr MakeAttr(const dnnl::post_ops& post_ops);
 // fast kernel, and Convoy's own algorithms are the better candidates.
 absl::Status RejectReferenceImplementation(const std::string& impl, absl::string_view algorithm);
 
+// Whether oneDNN's implementation name says it lowers the problem to its GEMM (im2col + sgemm): one of the
+// colon-separated parts is "gemm", as in "x64:gemm:jit" (oneDNN 2.x on x86-64) or "gemm:jit".
+bool IsGemmImplementation(absl::string_view impl);
+
 // Converts a oneDNN exception into a status naming `what`.
 absl::Status FromError(const dnnl::error& error, absl::string_view what);
 

@@ -68,9 +68,28 @@ absl::StatusOr<ImagePreprocessing> ParsePreprocessing(const YamlMap& m) {
   return p;
 }
 
+absl::StatusOr<EncodedImageConfig> ParseEncodedImage(const YamlMap& m) {
+  CONVOY_RETURN_IF_ERROR(m.CheckFields({"crop_fraction", "max_bytes", "max_pixels", "max_dimension"}));
+  EncodedImageConfig e;
+  CONVOY_ASSIGN_OR_RETURN(e.crop_fraction, m.Double("crop_fraction", e.crop_fraction));
+  if (!(e.crop_fraction > 0 && e.crop_fraction <= 1)) {
+    return m.Error("crop_fraction", absl::StrCat("must be in (0, 1], got ", e.crop_fraction));
+  }
+  CONVOY_ASSIGN_OR_RETURN(e.max_bytes, m.Int("max_bytes", e.max_bytes));
+  CONVOY_ASSIGN_OR_RETURN(e.max_pixels, m.Int("max_pixels", e.max_pixels));
+  CONVOY_ASSIGN_OR_RETURN(int64_t max_dimension, m.Int("max_dimension", e.max_dimension));
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"max_bytes", e.max_bytes},
+                                   {"max_pixels", e.max_pixels}, {"max_dimension", max_dimension}}) {
+    if (value < 1) return m.Error(key, absl::StrCat("must be >= 1, got ", value));
+  }
+  if (max_dimension > 65535) return m.Error("max_dimension", absl::StrCat("must be <= 65535, got ", max_dimension));
+  e.max_dimension = static_cast<int>(max_dimension);
+  return e;
+}
+
 absl::StatusOr<TensorConfig> ParseTensor(const YamlMap& m, bool is_input) {
   if (is_input) {
-    CONVOY_RETURN_IF_ERROR(m.CheckFields({"name", "datatype", "dims", "layout", "preprocessing"}));
+    CONVOY_RETURN_IF_ERROR(m.CheckFields({"name", "datatype", "dims", "layout", "preprocessing", "encoded_image"}));
   } else {
     CONVOY_RETURN_IF_ERROR(m.CheckFields({"name", "datatype", "dims", "layout", "labels"}));
   }
@@ -94,6 +113,16 @@ absl::StatusOr<TensorConfig> ParseTensor(const YamlMap& m, bool is_input) {
     if (static_cast<int64_t>(t.preprocessing->mean.size()) != t.dims[2]) {
       return m.Error("preprocessing", absl::StrCat(t.preprocessing->mean.size(), " mean/std entries for ",
                                                    t.dims[2], " channels"));
+    }
+  }
+  if (m.Has("encoded_image")) {
+    CONVOY_ASSIGN_OR_RETURN(YamlMap encoded, m.Map("encoded_image"));
+    CONVOY_ASSIGN_OR_RETURN(t.encoded_image, ParseEncodedImage(encoded));
+    // Photos decode to 8-bit RGB pixels in [H, W, 3] order: the input must take exactly those.
+    if (t.data_type != TensorDataType::kUint8 || t.dims.size() != 3 || t.dims[2] != 3) {
+      return m.Error("encoded_image", absl::StrCat("needs datatype UINT8 and dims [H, W, 3], got ",
+                                                   TensorDataTypeName(t.data_type), " with dims [",
+                                                   absl::StrJoin(t.dims, ", "), "]"));
     }
   }
   CONVOY_ASSIGN_OR_RETURN(t.labels_file, m.String("labels", std::string()));

@@ -39,12 +39,23 @@ struct ImagePreprocessing {
   float scale = 1.0f / 255.0f;
 };
 
+// Photos accepted for a UINT8 [H, W, 3] image input: each batch item may come as the JPEG or PNG file's bytes (a BYTES
+// element) instead of pixels; the server decodes it upright, takes the centred box of the input's aspect ratio
+// keeping `crop_fraction` of the limiting side, and resizes it to H x W with Pillow's bicubic (server/imaging).
+struct EncodedImageConfig {
+  double crop_fraction = 0.875;   // the ImageNet evaluation crop, 224 of 256
+  int64_t max_bytes = 16 << 20;   // one encoded image
+  int64_t max_pixels = 40'000'000;
+  int max_dimension = 16384;
+};
+
 struct TensorConfig {
   std::string name;
   TensorDataType data_type = TensorDataType::kFp32;
   std::vector<int64_t> dims;  // without the batch dimension
   TensorLayout layout = TensorLayout::kNchw;
   std::optional<ImagePreprocessing> preprocessing;  // inputs only
+  std::optional<EncodedImageConfig> encoded_image;  // inputs only: also accepts JPEG / PNG bytes
   std::string labels_file;                          // outputs only, relative to the model folder
 };
 

@@ -23,6 +23,7 @@ inputs:
     dims: [224, 224, 3]
     layout: NHWC
     preprocessing: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}
+    encoded_image: {crop_fraction: 0.9, max_bytes: 1000000}
 outputs:
   - {name: logits, dims: [1000], labels: labels.txt}
 dynamic_batching:
@@ -52,6 +53,10 @@ TEST(ModelConfigTest, ParsesEveryField) {
   EXPECT_EQ(c.inputs[0].layout, TensorLayout::kNhwc);
   ASSERT_TRUE(c.inputs[0].preprocessing.has_value());
   EXPECT_FLOAT_EQ(c.inputs[0].preprocessing->std[2], 0.225f);
+  ASSERT_TRUE(c.inputs[0].encoded_image.has_value());
+  EXPECT_DOUBLE_EQ(c.inputs[0].encoded_image->crop_fraction, 0.9);
+  EXPECT_EQ(c.inputs[0].encoded_image->max_bytes, 1000000);
+  EXPECT_EQ(c.inputs[0].encoded_image->max_pixels, EncodedImageConfig().max_pixels);
   EXPECT_EQ(c.outputs[0].labels_file, "labels.txt");
   EXPECT_EQ(c.outputs[0].data_type, TensorDataType::kFp32);
   ASSERT_TRUE(c.dynamic_batching.has_value());
@@ -115,6 +120,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad enum", "precision: fp16", "precision: fp8", "expected one of fp32, tf32, fp16, bf16, auto, got 'fp8'"},
         BadCase{"negative dim", "dims: [1000]", "dims: [-1]", "entry 0 must be >= 1, got -1"},
         BadCase{"preprocessing on float input", "datatype: UINT8", "datatype: FP32", "needs datatype UINT8"},
+        BadCase{"encoded images on a float input", "    datatype: UINT8\n    dims: [224, 224, 3]\n    layout: NHWC\n    preprocessing: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}\n",
+                "    datatype: FP32\n    dims: [224, 224, 3]\n    layout: NHWC\n",
+                "inputs[0].encoded_image: needs datatype UINT8 and dims [H, W, 3], got FP32 with dims [224, 224, 3]"},
+        BadCase{"encoded images with four channels", "dims: [224, 224, 3]\n    layout: NHWC\n    preprocessing: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}",
+                "dims: [224, 224, 4]\n    layout: NHWC",
+                "needs datatype UINT8 and dims [H, W, 3], got UINT8 with dims [224, 224, 4]"},
+        BadCase{"crop fraction above 1", "crop_fraction: 0.9", "crop_fraction: 1.5",
+                "inputs[0].encoded_image.crop_fraction: must be in (0, 1], got 1.5"},
+        BadCase{"typo in encoded_image", "max_bytes: 1000000", "max_byte: 1000000",
+                "inputs[0].encoded_image.max_byte: unknown field"},
         BadCase{"two version policies", "{specific: [1, 3]}", "{specific: [1], latest: 2}", "exactly one of"},
         BadCase{"warmup batch over max", "batch_sizes: [1, 16]", "batch_sizes: [1, 17]", "exceeds max_batch_size 16"},
         BadCase{"syntax error", "max_batch_size: 16", "max_batch_size: [16", "YAML syntax error"},

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -35,6 +36,8 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/registry/registry.h"
+#include "server/imaging/image_decoder.h"
+#include "server/imaging/image_resize.h"
 #include "server/repository/model_loader.h"
 #include "server/repository/model_repository.h"
 #include "server/runtime/model_runtime.h"
@@ -56,6 +59,10 @@ constexpr char kUsage[] = R"(usage:
   convoy run|inspect --engine=reference --model=PATH [--optimize=false] ...   (FP32 reference interpreter)
   convoy tune --model=PATH --batch_sizes=1,8 --cache=OUT.cache [options]
   convoy algorithms
+  convoy image --image=PHOTO.jpg|png --height=H --width=W [--crop_fraction=0.875] --output=X.npy
+      decodes a photo as the server does for an encoded-image input (upright by its EXIF orientation, the centred
+      box of the input's aspect ratio keeping crop_fraction of the shorter side, bicubic resize) and writes the
+      UINT8 [1, H, W, 3] pixels the model would get
 PATH: model.onnx, model.yaml, or a model repository folder (config.yaml + version folders).
 options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|auto  --layout=nchw|nhwc|nchw8c
          --max_batch_size=N (model files without a config; default 8)  --cache=FILE (algorithm cache to load)
@@ -473,6 +480,28 @@ absl::Status JobsCommand(char* program) {
   return absl::OkStatus();
 }
 
+// `image`: the pixels the server would make of a photo for an H x W image input.
+absl::Status ImageCommand(const Flags& flags) {
+  const std::string path = flags.Get("image");
+  if (path.empty()) return absl::InvalidArgumentError("--image is required");
+  if (!flags.Has("output")) return absl::InvalidArgumentError("--output is required");
+  CONVOY_ASSIGN_OR_RETURN(const int height, ParsePositive("height", flags.Get("height")));
+  CONVOY_ASSIGN_OR_RETURN(const int width, ParsePositive("width", flags.Get("width")));
+  double crop_fraction = 0.875;
+  if (flags.Has("crop_fraction") && !absl::SimpleAtod(flags.Get("crop_fraction"), &crop_fraction)) {
+    return absl::InvalidArgumentError(absl::StrCat("--crop_fraction must be a number, got '",
+                                                   flags.Get("crop_fraction"), "'"));
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot open --image=", path));
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  absl::StatusOr<imaging::RgbImage> image = imaging::DecodeImage(bytes);
+  if (!image.ok()) return absl::Status(image.status().code(), absl::StrCat(path, ": ", image.status().message()));
+  NpyArray pixels{DataType::kUInt8, {1, height, width, 3}, std::vector<uint8_t>(size_t{3} * height * width)};
+  CONVOY_RETURN_IF_ERROR(imaging::CenterCropAndResize(*image, height, width, crop_fraction, pixels.data.data()));
+  return WriteNpyFile(flags.Get("output"), pixels);
+}
+
 absl::Status Main(int argc, char** argv) {
   if (argc < 2) return absl::InvalidArgumentError("missing subcommand");
   const std::string command = argv[1];
@@ -513,6 +542,11 @@ absl::Status Main(int argc, char** argv) {
     return TuneCommand(flags);
   }
   if (command == "algorithms") return AlgorithmsCommand();
+  if (command == "image") {
+    CONVOY_ASSIGN_OR_RETURN(Flags flags,
+                            ParseFlags(argc, argv, {"image", "height", "width", "crop_fraction", "output"}));
+    return ImageCommand(flags);
+  }
   return absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", command, "'"));
 }
 

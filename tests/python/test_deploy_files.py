@@ -30,7 +30,9 @@ import yaml
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO_ROOT / "deploy"
 sys.path.insert(0, str(DEPLOY / "grafana"))
+sys.path.insert(0, str(DEPLOY))
 import generate_dashboard  # noqa: E402  (deploy/grafana/generate_dashboard.py)
+import validate_manifests  # noqa: E402  (deploy/validate_manifests.py)
 
 # The server's health service names (server contract): "" and "liveness" = process, "readiness" = all models READY.
 LIVENESS_SERVICES = {"", "liveness"}
@@ -841,3 +843,98 @@ def test_kustomization_lists_every_manifest_and_services_select_the_pods():
     seed = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "algorithm-cache-seed")
     configmap = k8s_object(folder / "algorithm-cache-configmap.yaml", "ConfigMap")
     assert seed["configMap"]["name"] == configmap["metadata"]["name"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The manifests against Kubernetes' own API schemas (deploy/validate_manifests.py)
+
+@pytest.fixture(scope="module")
+def manifest_schemas():
+    kubernetes = validate_manifests.KubernetesSchemas("1.37.0")
+    return kubernetes, validate_manifests.KServeSchemas(validate_manifests.DEFAULT_KSERVE_SDK, kubernetes)
+
+
+def documents_of(path):
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def test_every_manifest_validates_against_the_kubernetes_and_kserve_schemas(manifest_schemas):
+    outcomes = {}
+    for path in validate_manifests.manifests_in_deploy():
+        for document in documents_of(path):
+            outcome, messages, _ = validate_manifests.validate_document(document, *manifest_schemas)
+            assert outcome != "invalid", f"{path.name} {document['kind']}: " + "; ".join(messages)
+            outcomes.setdefault(outcome, set()).add(document["kind"])
+    # Only the kinds no schema package describes go unchecked; everything else, KServe's included, is validated.
+    assert outcomes["unchecked"] == set(validate_manifests.UNCHECKED_KINDS)
+    assert {"Deployment", "Service", "HorizontalPodAutoscaler", "ConfigMap", "InferenceService",
+            "ServingRuntime"} <= outcomes["ok"]
+
+
+def test_validator_command_line_passes_on_the_deploy_folder():
+    run = subprocess.run([sys.executable, str(DEPLOY / "validate_manifests.py")], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "INVALID" not in run.stdout and "ok         deploy/kserve/servingruntime.yaml" in run.stdout
+
+
+def _set(path, value):
+    def mutate(document):
+        node = document
+        for key in path[:-1]:
+            node = node[key]
+        if value is _DELETE:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+    return mutate
+
+
+_DELETE = object()
+PLANTED_MISTAKES = {
+    # name: (file, kind, mutation, the error's field path, a phrase of the message)
+    "port_as_string": ("kubernetes/deployment.yaml", "Deployment",
+                       _set(["spec", "template", "spec", "containers", 0, "ports", 0, "containerPort"], "8001"),
+                       "spec.template.spec.containers.0.ports.0.containerPort", "is not of type 'integer'"),
+    "misspelled_field": ("kubernetes/deployment.yaml", "Deployment", _set(["spec", "replica"], 2),
+                         "spec", "'replica' was unexpected"),
+    "missing_required_field": ("kubernetes/hpa.yaml", "HorizontalPodAutoscaler", _set(["spec", "maxReplicas"], _DELETE),
+                               "spec", "'maxReplicas' is a required property"),
+    "service_port_as_a_name": ("kubernetes/service.yaml", "Service", _set(["spec", "ports", 0, "port"], "grpc"),
+                                  "spec.ports.0.port", "is not of type 'integer'"),
+    "runtime_misspelled_field": ("kserve/servingruntime.yaml", "ServingRuntime",
+                                 _set(["spec", "supportedModelFormat"], []), "spec",
+                                 "'supportedModelFormat' was unexpected"),
+    "runtime_probe_port_as_string": ("kserve/servingruntime.yaml", "ServingRuntime",
+                                     _set(["spec", "containers", 0, "readinessProbe", "grpc", "port"], "8001"),
+                                     "spec.containers.0.readinessProbe.grpc.port", "is not of type 'integer'"),
+    "runtime_unknown_container_field": ("kserve/servingruntime.yaml", "ServingRuntime",
+                                        _set(["spec", "containers", 0, "arguments"], ["--grpc_port=8001"]),
+                                        "spec.containers.0", "'arguments' was unexpected"),
+    "inference_service_replicas_as_word": ("kserve/inferenceservice.yaml", "InferenceService",
+                                           _set(["spec", "predictor", "minReplicas"], "one"),
+                                           "spec.predictor.minReplicas", "is not of type 'integer'"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(PLANTED_MISTAKES))
+def test_validation_catches_a_planted_mistake(manifest_schemas, mistake):
+    file, kind, mutate, field, phrase = PLANTED_MISTAKES[mistake]
+    document = next(d for d in documents_of(DEPLOY / file) if d["kind"] == kind)
+    outcome, messages, _ = validate_manifests.validate_document(document, *manifest_schemas)
+    assert outcome == "ok", messages  # the file as committed passes...
+    mutate(document)
+    outcome, messages, _ = validate_manifests.validate_document(document, *manifest_schemas)
+    assert outcome == "invalid"  # ...and the mistake is reported at the field, with the reason
+    assert any(m.startswith(field + ":") and phrase in m for m in messages), messages
+
+
+def test_validator_exits_nonzero_and_names_the_field_of_a_planted_mistake(tmp_path):
+    broken = tmp_path / "deployment.yaml"
+    broken.write_text((DEPLOY / "kubernetes" / "deployment.yaml").read_text().replace(
+        "containerPort: 8001", "containerPort: \"8001\"", 1))
+    assert broken.read_text() != (DEPLOY / "kubernetes" / "deployment.yaml").read_text()
+    run = subprocess.run([sys.executable, str(DEPLOY / "validate_manifests.py"), str(broken)], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "INVALID" in run.stdout and "containerPort: '8001' is not of type 'integer'" in run.stdout, run.stdout
