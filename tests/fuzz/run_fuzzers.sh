@@ -54,7 +54,11 @@ newest_header="$(find kernels server tests proto -name '*.h' -newer "$objdir" 2>
 for src in "${sources[@]}"; do
   obj="$objdir/$(echo "${src#"$out"/}" | tr '/' '_').o"
   if [ -z "$newest_header" ] && [ "$obj" -nt "$src" ]; then continue; fi
-  clang++-14 "${flags[@]}" -c "$src" -o "$obj" &
+  # RapidJSON 1.1.0's internal Stack adds an offset to its still-null pointer on its first push (undefined, never
+  # dereferenced; fixed upstream after 1.1.0): the file that instantiates it is built without that one UBSan check.
+  extra=()
+  [ "$src" = server/http/infer_json.cc ] && extra=(-fno-sanitize=pointer-overflow)
+  clang++-14 "${flags[@]}" "${extra[@]}" -c "$src" -o "$obj" &
   while [ "$(jobs -r | wc -l)" -ge 2 ]; do sleep 0.2; done
 done
 wait
@@ -78,7 +82,7 @@ status=0
 : >"$out/summary.txt"
 for t in "${targets[@]}"; do
   bin="$out/${t}_fuzzer"
-  clang++-14 "${flags[@]}" -fsanitize=fuzzer "tests/fuzz/${t}_fuzzer.cc" "$objdir"/*.o -o "$bin" \
+  clang++-14 "${flags[@]}" -fsanitize=fuzzer $([ "$t" = http_infer_json ] && echo -fno-sanitize=pointer-overflow) "tests/fuzz/${t}_fuzzer.cc" "$objdir"/*.o -o "$bin" \
     -lonnx_proto -lprotobuf -lyaml-cpp $absl_libs
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   if [ -n "$replay" ]; then
