@@ -21,8 +21,9 @@
 #
 # Throughput: the replicas pinned to one core each (--cpuset-cpus, CONVOY_CPU_THREADS=1, OMP_NUM_THREADS=1), the
 # balancer and perf_analyzer left to the scheduler; perf_analyzer at concurrency 8 through the balancer with 1, then
-# 2 replicas; prints inferences/s, the ratio, and the CPU seconds used by the balancer, each replica and
-# perf_analyzer. It asserts nothing about the ratio (it depends on the machine: see docs/deploy.md).
+# 2 replicas; prints inferences/s (perf_analyzer's last window, and the replicas' own nv_inference_count over the
+# whole run), the ratio, and the CPU seconds used by the balancer, each replica and perf_analyzer meanwhile. It
+# asserts nothing about the ratio (it depends on the machine: see docs/deploy.md).
 #
 # Docker, base images and the Convoy image as deploy/test_image.sh does them (deploy/docker_lib.sh). Ends with
 # "test_scale_out: PASSED ...", "FAILED ..." (exit 1) or "SKIPPED: reason" (exit 77: Docker cannot run here).
@@ -280,28 +281,38 @@ rolling_restart() {
 measure() {  # label, replicas...
   local label="$1" r
   shift
-  local cpu_before=() b_before pa_cpu line
-  for r in "$@"; do cpu_before+=("$(container_cpu_seconds "$r")"); done
-  b_before="$(container_cpu_seconds "$balancer")"
-  local TIMEFORMAT='%U %S'
-  say "$label: perf_analyzer -m $model -x 1 -i grpc -u $balancer_ip:8001 --concurrency-range 8 -p 10000"
-  pa_cpu="$( { time "$pa" -m "$model" -x 1 -i grpc -u "$balancer_ip:8001" --concurrency-range 8 -p 10000 \
-                 --max-trials 5 --stability-percentage 25 -f "$work/$label.csv" >"$work/$label.log" 2>&1; } 2>&1 )"
-  grep -q 'Throughput' "$work/$label.log" || { cat "$work/$label.log"; fail "perf_analyzer ($label)"; }
-  local ips cpus="" i=0
-  ips="$(awk -F, 'NR == 2 {print $2}' "$work/$label.csv")"
+  local cpu_before=() count_before=0 b_before pa_cpu t0 t1 line
   for r in "$@"; do
-    cpus+=" $r=$(awk -v a="$(container_cpu_seconds "$r")" -v b="${cpu_before[$i]}" 'BEGIN {printf "%.1f", a - b}')s"
+    cpu_before+=("$(container_cpu_seconds "$r")")
+    count_before=$(( count_before + $(replica_metric "$(ip_of "$r")" nv_inference_count) ))
+  done
+  b_before="$(container_cpu_seconds "$balancer")"
+  t0=$(date +%s.%N)
+  local TIMEFORMAT='%U %S'
+  say "$label: perf_analyzer -m $model -x 1 -i grpc -u $balancer_ip:8001 --concurrency-range 8 -p 15000"
+  pa_cpu="$( { time "$pa" -m "$model" -x 1 -i grpc -u "$balancer_ip:8001" --concurrency-range 8 -p 15000 \
+                 --max-trials 6 --stability-percentage 100 -f "$work/$label.csv" >"$work/$label.log" 2>&1; } 2>&1 )"
+  t1=$(date +%s.%N)
+  grep -q 'Throughput' "$work/$label.log" || { cat "$work/$label.log"; fail "perf_analyzer ($label)"; }
+  grep -qiE 'error' "$work/$label.log" && { cat "$work/$label.log"; fail "perf_analyzer ($label) saw errors"; }
+  local pa_ips counted=0 cpus="" i=0
+  pa_ips="$(awk -F, 'NR == 2 {printf "%.1f", $2}' "$work/$label.csv" 2>/dev/null)"
+  for r in "$@"; do
+    counted=$(( counted + $(replica_metric "$(ip_of "$r")" nv_inference_count) ))
+    cpus+=", $r $(awk -v a="$(container_cpu_seconds "$r")" -v b="${cpu_before[$i]}" 'BEGIN {printf "%.1f", a - b}') s"
     i=$((i + 1))
   done
-  local window_s balancer_s client_s
-  window_s=$(grep -c 'Pass \[' "$work/$label.log")
+  # Over the whole run (warm-up and every window): the replicas' own count of inferences / wall time.
+  local wall counted_ips balancer_s client_s
+  wall=$(awk -v a="$t1" -v b="$t0" 'BEGIN {printf "%.1f", a - b}')
+  counted_ips=$(awk -v n="$(( counted - count_before ))" -v w="$wall" 'BEGIN {printf "%.1f", n / w}')
   balancer_s=$(awk -v a="$(container_cpu_seconds "$balancer")" -v b="$b_before" 'BEGIN {printf "%.1f", a - b}')
   client_s=$(echo "$pa_cpu" | tail -1 | awk '{printf "%.1f", $1 + $2}')
-  line="$label: $ips infer/s; CPU seconds over the run: balancer ${balancer_s}s, perf_analyzer ${client_s}s,${cpus}"
-  say "$line ($window_s windows of 10 s)"
+  line="$label replica(s): perf_analyzer ${pa_ips:-?} infer/s (last window), replicas counted ${counted_ips} infer/s over"
+  line+=" ${wall} s; CPU seconds in that time: balancer ${balancer_s}, perf_analyzer ${client_s}${cpus}"
+  say "$line"
   results+=("$line")
-  eval "throughput_$label=$ips"
+  eval "throughput_$label=$counted_ips"
 }
 
 throughput() {
@@ -317,7 +328,7 @@ throughput() {
   measure two "convoy-scale-$$-1" "convoy-scale-$$-2"
   local ratio
   ratio=$(awk -v a="$throughput_two" -v b="$throughput_one" 'BEGIN {printf "%.2f", a / b}')
-  results+=("2 replicas / 1 replica: ${ratio}x (load average now $(cut -d' ' -f1-3 /proc/loadavg))")
+  results+=("2 replicas / 1 replica (counted): ${ratio}x (load average now $(cut -d' ' -f1-3 /proc/loadavg))")
   finish PASSED "throughput measured: 2 replicas = ${ratio}x 1 replica"
 }
 
