@@ -90,6 +90,11 @@ trap cleanup EXIT
 source "$repo_root/deploy/docker_lib.sh"
 
 # ---- helpers -------------------------------------------------------------------------------------------------------
+# GET a URL, the body on stdout (nothing on an error); the virtualenv's Python, so the host needs no HTTP client.
+http_get() {
+  "$python" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+    "$1" 2>/dev/null
+}
 ip_of() { docker inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
 
 # The model repository the replicas serve: only the model under test (a tree with models that fail to load would keep
@@ -119,7 +124,7 @@ start_balancer() {
 
 # HAProxy's view: "name status" for each server slot that has an address (stats CSV: pxname,svname,...,status).
 balancer_servers() {
-  curl -s --max-time 3 "http://$balancer_ip:8404/stats;csv" \
+  http_get "http://$balancer_ip:8404/stats;csv" \
     | awk -F, '$1 == "convoy_grpc" && $2 != "BACKEND" && $2 != "FRONTEND" && $74 != "" {print $2, $18, $74}'
 }
 # Waits until the replica at this address is UP in the balancer.
@@ -132,7 +137,7 @@ wait_up() {  # address, timeout seconds
 }
 # A counter of one replica's /metrics for the model under test (0 when absent).
 replica_metric() {  # address, metric name
-  curl -s --max-time 5 "http://$1:8002/metrics" \
+  http_get "http://$1:8002/metrics" \
     | awk -v name="$2" -v model="model=\"$model\"" '$1 ~ "^"name"\\{" && index($1, model) {sum += $2} END {printf "%d", sum}'
 }
 # CPU seconds a container has used so far (cgroup v1 cpuacct or v2 cpu.stat).
@@ -263,7 +268,7 @@ rolling_restart() {
   docker logs "$balancer" >"$work/balancer.log" 2>&1
   logged=$(grep -c 'ModelInfer' "$work/balancer.log")
   bad=$(grep 'ModelInfer' "$work/balancer.log" | grep -vc ' 200 .* ---- ')
-  stats="$(curl -s --max-time 3 "http://$balancer_ip:8404/stats;csv" | awk -F, '$1 == "convoy_grpc" && $2 == "BACKEND"')"
+  stats="$(http_get "http://$balancer_ip:8404/stats;csv" | awk -F, '$1 == "convoy_grpc" && $2 == "BACKEND"')"
   retries=$(echo "$stats" | cut -d, -f16)
   redispatches=$(echo "$stats" | cut -d, -f17)
   say "balancer: $logged inference requests logged, $bad not answered with 200; retries $retries, redispatches $redispatches"
