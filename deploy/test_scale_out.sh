@@ -300,21 +300,28 @@ measure() {  # label, replicas...
   t1=$(date +%s.%N)
   grep -q 'Throughput' "$work/$label.log" || { cat "$work/$label.log"; fail "perf_analyzer ($label)"; }
   grep -qiE 'error' "$work/$label.log" && { cat "$work/$label.log"; fail "perf_analyzer ($label) saw errors"; }
-  local pa_ips counted=0 cpus="" i=0
+  local pa_ips counted=0 cpus="" replicas_s=0 i=0 used
   pa_ips="$(awk -F, 'NR == 2 {printf "%.1f", $2}' "$work/$label.csv" 2>/dev/null)"
   for r in "$@"; do
     counted=$(( counted + $(replica_metric "$(ip_of "$r")" nv_inference_count) ))
-    cpus+=", $r $(awk -v a="$(container_cpu_seconds "$r")" -v b="${cpu_before[$i]}" 'BEGIN {printf "%.1f", a - b}') s"
+    used=$(awk -v a="$(container_cpu_seconds "$r")" -v b="${cpu_before[$i]}" 'BEGIN {printf "%.1f", a - b}')
+    cpus+=", $r $used"
+    replicas_s=$(awk -v a="$replicas_s" -v b="$used" 'BEGIN {print a + b}')
     i=$((i + 1))
   done
   # Over the whole run (warm-up and every window): the replicas' own count of inferences / wall time.
-  local wall counted_ips balancer_s client_s
+  local wall n counted_ips balancer_s client_s per_request
   wall=$(awk -v a="$t1" -v b="$t0" 'BEGIN {printf "%.1f", a - b}')
-  counted_ips=$(awk -v n="$(( counted - count_before ))" -v w="$wall" 'BEGIN {printf "%.1f", n / w}')
+  n=$(( counted - count_before ))
+  counted_ips=$(awk -v n="$n" -v w="$wall" 'BEGIN {printf "%.1f", n / w}')
   balancer_s=$(awk -v a="$(container_cpu_seconds "$balancer")" -v b="$b_before" 'BEGIN {printf "%.1f", a - b}')
   client_s=$(echo "$pa_cpu" | tail -1 | awk '{printf "%.1f", $1 + $2}')
+  # CPU per inference: what each part costs, whatever share of the machine it got.
+  per_request=$(awk -v n="$n" -v r="$replicas_s" -v b="$balancer_s" -v c="$client_s" \
+    'BEGIN {printf "replicas %.2f ms, balancer %.2f ms, perf_analyzer %.2f ms", 1e3 * r / n, 1e3 * b / n, 1e3 * c / n}')
   line="$label replica(s): perf_analyzer ${pa_ips:-?} infer/s (last window), replicas counted ${counted_ips} infer/s over"
-  line+=" ${wall} s; CPU seconds in that time: balancer ${balancer_s}, perf_analyzer ${client_s}${cpus}"
+  line+=" ${wall} s; CPU seconds in that time: balancer ${balancer_s}, perf_analyzer ${client_s}${cpus};"
+  line+=" CPU per inference: $per_request"
   say "$line"
   results+=("$line")
   eval "throughput_$label=$counted_ips"
