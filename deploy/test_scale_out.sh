@@ -6,7 +6,7 @@
 #   deploy/test_scale_out.sh               # rolling restart under load: must lose no request
 #   deploy/test_scale_out.sh --throughput  # 1 replica vs 2 behind the balancer, each replica held to one core
 #   options: --image=TAG (a Convoy image already built, e.g. convoy:cpu; default: target "prebuilt" from the binaries
-#            built here, as deploy/test_image.sh --fast)  --model=NAME (default resnet_classifier)
+#            built here, as deploy/test_image.sh --fast, tagged for this run only)  --model=NAME (default resnet_classifier)
 #            --exit-delay=SECONDS (the replicas' --exit_delay_seconds, default 5; 0 shows what it prevents)
 #            --keep (leave the containers and network)  -h|--help
 #
@@ -56,7 +56,8 @@ python="$venv/bin/python"
 cuda_root="${CUDA_PATH:-/usr/local/cuda}"
 cuda_image=""
 network="convoy-scale-out-$$"
-balancer_image=convoy-balancer:test
+balancer_image="convoy-balancer:test-$$"
+built_tags=("$balancer_image")  # removed at exit (the layers stay cached)
 started_daemon_pid=""
 containers=()
 results=()
@@ -77,6 +78,7 @@ cleanup() {
   if [ "$keep" != 1 ]; then
     for c in "${containers[@]}"; do docker rm -f -v "$c" >/dev/null 2>&1; done
     docker network rm "$network" >/dev/null 2>&1
+    for t in "${built_tags[@]}"; do docker rmi "$t" >/dev/null 2>&1; done
     if [ -n "$started_daemon_pid" ]; then
       say "stopping the dockerd this run started (pid $started_daemon_pid)"
       kill "$started_daemon_pid" 2>/dev/null
@@ -167,8 +169,10 @@ prepare_images() {
   ensure_base_images
   if [ -z "$image" ]; then
     prebuilt_context
-    build_image convoy:prebuilt prebuilt "$work/context"
-    image=convoy:prebuilt
+    # A tag of this run's own: another checkout's test may retag convoy:prebuilt meanwhile.
+    image="convoy:scale-out-$$"
+    build_image "$image" prebuilt "$work/context"
+    built_tags+=("$image")
   else
     have_image "$image" || fail "no image $image (build it, or leave out --image)"
     results+=("image $image (given)")
