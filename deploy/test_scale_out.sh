@@ -182,7 +182,7 @@ prepare_images() {
   docker build --network=host -q -t "$balancer_image" deploy/compose/balancer >"$work/build-balancer.log" 2>&1 \
     || { tail -30 "$work/build-balancer.log"; fail "docker build of the balancer image"; }
   say "built $balancer_image in $(elapsed "$t0") s: $(image_mb "$balancer_image") MB," \
-      "$(docker run --rm --entrypoint haproxy "$balancer_image" -v | head -1)"
+      "$(docker run --rm --entrypoint haproxy "$balancer_image" -v 2>/dev/null | sed -n 1p)"
   results+=("balancer image $balancer_image: $(image_mb "$balancer_image") MB")
   docker network create "$network" >/dev/null || fail "docker network create $network"
   make_repository

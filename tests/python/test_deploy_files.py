@@ -991,6 +991,9 @@ def test_haproxy_balances_grpc_per_request_over_replicas_found_by_dns():
     resolvers = keyword_value(default_server, "resolvers")
     nameservers = [l.split() for l in sections[("resolvers", resolvers)] if l.startswith("nameserver")]
     assert [n[2] for n in nameservers] == ["127.0.0.11:53"], "Docker's embedded DNS lists every replica"
+    holds = {l.split()[1]: seconds(l.split()[2]) for l in sections[("resolvers", resolvers)] if l.startswith("hold")}
+    assert holds["valid"] <= 2, "new replicas (--scale) are found within seconds"
+    assert holds["obsolete"] >= 10, "a replica restarted on its address keeps its slot and returns through checks"
     defaults = sections[("defaults", "")]
     assert int(directive(defaults, "retries")[0]) >= 1
     assert any(l.startswith("option redispatch") for l in defaults), "retries go to another replica"
