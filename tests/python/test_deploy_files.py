@@ -16,6 +16,7 @@ import os
 import pathlib
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -1093,3 +1094,19 @@ def test_dashboard_adds_up_the_replicas():
                 f"panel {panel['title']!r}: {expr} is not aggregated over replicas"
     per_instance = [p for p in dashboard["panels"] if any("by (instance)" in t["expr"] for t in p["targets"])]
     assert len(per_instance) == 1, "one panel shows each replica's throughput"
+
+
+def test_prometheus_configs_pass_promtool(tmp_path):
+    """Debian's promtool (package prometheus, installed by tools/setup.sh) accepts both Compose Prometheus configs and
+    rejects a planted mistake in the DNS discovery."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.fail("no `promtool`: tools/setup.sh installs Debian's prometheus", pytrace=False)
+    for name in ("prometheus.yml", "prometheus.scale.yml"):
+        proc = subprocess.run([promtool, "check", "config", str(DEPLOY / "compose" / name)], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0, f"promtool rejects {name}:\n{proc.stdout}\n{proc.stderr}"
+    planted = tmp_path / "prometheus.yml"
+    planted.write_text((DEPLOY / "compose" / "prometheus.scale.yml").read_text().replace("type: A", "type: AAA"))
+    proc = subprocess.run([promtool, "check", "config", str(planted)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "AAA" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
