@@ -250,6 +250,10 @@ int Run() {
   absl::StatusOr<repository::ModelControlMode> mode =
       repository::ParseModelControlMode(absl::GetFlag(FLAGS_model_control_mode));
   if (!mode.ok()) return fail(mode.status());
+  if (absl::GetFlag(FLAGS_exit_delay_seconds) < 0) {
+    return fail(absl::InvalidArgumentError(absl::StrCat("--exit_delay_seconds: expected 0 or more seconds, got ",
+                                                        absl::GetFlag(FLAGS_exit_delay_seconds))));
+  }
   absl::StatusOr<SelectedDevice> device = SelectDevice(absl::GetFlag(FLAGS_device));
   if (!device.ok()) return fail(device.status());
   Log(absl::StrCat("level=info event=device_selected device=", device->name, " reason=", Quote(device->reason)));

@@ -6,6 +6,7 @@ refuses new requests at once, as before (test_server_health.py, test_server_load
 """
 import queue
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -16,7 +17,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from conftest import REPO_ROOT, metric, started_server
+from conftest import REPO_ROOT, SAMPLE_REPO, free_port, metric, server_binary, started_server
 
 sys.path.insert(0, str(REPO_ROOT / "deploy" / "compose" / "balancer"))
 import grpc_health_check  # noqa: E402
@@ -173,3 +174,11 @@ def test_without_delay_sigterm_refuses_at_once(tmp_path_factory):
         assert "event=readiness_withdrawn" not in log and "event=shutdown_started signal=SIGTERM" in log
     finally:
         server.kill()
+
+
+def test_negative_delay_is_a_startup_error():
+    proc = subprocess.run([server_binary(), f"--model_repository={SAMPLE_REPO}", f"--grpc_port={free_port()}",
+                           "--metrics_port=-1", "--device=cpu", "--exit_delay_seconds=-3"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    assert "--exit_delay_seconds: expected 0 or more seconds, got -3" in proc.stderr
