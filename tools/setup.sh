@@ -47,9 +47,10 @@ test_only_packages=(
   libclang-rt-14-dev clang-14
   libb64-0d
 )
-# The deployment tests (deploy/test_image.sh, tests/python/test_prometheus.py): Debian's Prometheus, debootstrap for
-# base images where no registry is reachable, and Docker (docker.io) unless a Docker engine is already installed
-# (docker.io conflicts with Docker's own docker-ce packages).
+# The deployment tests (deploy/test_image.sh, deploy/test_scale_out.sh, tests/python/test_prometheus.py): Debian's
+# Prometheus, debootstrap for base images where no registry is reachable, and Docker (docker.io) unless a Docker
+# engine is already installed (docker.io conflicts with Docker's own docker-ce packages). HAProxy, for the
+# scale-out, is installed inside its image (deploy/compose/balancer/Dockerfile), not here.
 debian_packages+=(prometheus debootstrap)
 if ! command -v dockerd >/dev/null 2>&1; then debian_packages+=(docker.io); fi
 test_only_packages+=(prometheus debootstrap docker.io)
