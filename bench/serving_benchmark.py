@@ -130,8 +130,10 @@ class Server:
         self.grpc_port, self.metrics_port = free_port(), free_port()
         self.log = open(log, "ab")
         env = dict(os.environ, **({"CONVOY_CPU_THREADS": str(threads)} if threads else {}))
+        self.http_port = free_port()
         self.proc = subprocess.Popen(pinned([binary, f"--model_repository={repo}", f"--grpc_port={self.grpc_port}",
-                                             f"--metrics_port={self.metrics_port}", "--device=cpu"], core),
+                                             f"--http_port={self.http_port}", f"--metrics_port={self.metrics_port}",
+                                             "--device=cpu"], core),
                                      stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

@@ -1,6 +1,6 @@
 // convoy_server: the Convoy inference server. Loads the model repository (model_manager.h), serves the KServe v2 /
-// Triton gRPC protocol and grpc.health.v1 on --grpc_port (server/grpc/), Prometheus metrics on --metrics_port, and
-// drains gracefully on SIGTERM/SIGINT. docs/server.md describes every flag.
+// Triton gRPC protocol and grpc.health.v1 on --grpc_port (server/grpc/), the KServe v2 HTTP/REST protocol on
+// --http_port (server/http/), Prometheus metrics on --metrics_port, and drains gracefully on SIGTERM/SIGINT. docs/server.md describes every flag.
 #include <pthread.h>
 #include <signal.h>
 
@@ -25,6 +25,7 @@
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/registry/algorithm_cache.h"
 #include "server/grpc/grpc_server.h"
+#include "server/http/http_server.h"
 #include "server/metrics/metrics_registry.h"
 #include "server/repository/model_manager.h"
 #include "server/repository/model_repository.h"
@@ -36,6 +37,9 @@
 
 ABSL_FLAG(std::string, model_repository, "model_repo", "Path of the model repository.");
 ABSL_FLAG(int, grpc_port, 8001, "Port of the KServe v2 gRPC service and the health service; 0 takes a free port.");
+ABSL_FLAG(int, http_port, 8000, "Port of the KServe v2 HTTP/REST service; 0 takes a free port, -1 serves none.");
+ABSL_FLAG(int64_t, http_max_body_bytes, 0,
+          "Largest HTTP request body; 0 derives it: 4x the gRPC message limit (JSON text is larger than binary).");
 ABSL_FLAG(int, metrics_port, 8002, "Port of the Prometheus /metrics endpoint; 0 takes a free port, -1 serves none.");
 ABSL_FLAG(std::string, model_control_mode, "none", "none (load all at start), poll (rescan), explicit (on request).");
 ABSL_FLAG(bool, strict_readiness, true, "Ready only when every model is READY (else: when one is).");
@@ -193,13 +197,15 @@ class StateLogger {
 };
 
 void PrintSummary(const SelectedDevice& device, const repository::ModelManager& manager, int grpc_port, bool tls,
-                  bool mtls, int metrics_port, const std::string& cache_file, int64_t cache_entries,
+                  bool mtls, int http_port, int metrics_port, const std::string& cache_file, int64_t cache_entries,
                   absl::Duration startup) {
   std::string text = absl::StrFormat("convoy_server %s ready in %.2f s\n", kServerVersion,
                                      absl::ToDoubleSeconds(startup));
   absl::StrAppend(&text, "  device:          ", device.name, " (", device.reason, ")\n");
   absl::StrAppend(&text, "  grpc:            0.0.0.0:", grpc_port, tls ? (mtls ? " (mutual TLS)" : " (TLS)") : " (plaintext)",
                   "\n");
+  absl::StrAppend(&text, "  http:            ",
+                  http_port > 0 ? absl::StrCat("http://0.0.0.0:", http_port, "/v2 (plaintext)") : "off", "\n");
   absl::StrAppend(&text, "  metrics:         ",
                   metrics_port > 0 ? absl::StrCat("http://0.0.0.0:", metrics_port, "/metrics") : "off", "\n");
   absl::StrAppend(&text, "  algorithm cache: ",
@@ -311,9 +317,26 @@ int Run() {
   }
   absl::StatusOr<std::unique_ptr<grpc_server::GrpcServer>> server = grpc_server::GrpcServer::Start(server_options);
   if (!server.ok()) return fail(server.status());
+  std::unique_ptr<http::HttpServer> http_server;
+  if (absl::GetFlag(FLAGS_http_port) >= 0) {
+    http::HttpServer::Options http_options;
+    http_options.port = absl::GetFlag(FLAGS_http_port);
+    http_options.manager = manager->get();
+    http_options.server_version = kServerVersion;
+    http_options.on_gpu = device->gpu;
+    const int64_t body_flag = absl::GetFlag(FLAGS_http_max_body_bytes);
+    http_options.max_body_bytes = body_flag > 0 ? static_cast<size_t>(body_flag)
+                                                : 4 * static_cast<size_t>(server_options.max_message_bytes);
+    absl::StatusOr<std::unique_ptr<http::HttpServer>> started_http = http::HttpServer::Start(http_options);
+    if (!started_http.ok()) return fail(started_http.status());
+    http_server = std::move(*started_http);
+  }
+  const int http_port = http_server != nullptr ? http_server->port() : -1;
   PrintSummary(*device, **manager, (*server)->port(), (*server)->tls(), !server_options.tls_client_ca_pem.empty(),
-               metrics != nullptr ? metrics->port() : -1, cache_file, cache_entries, absl::Now() - started);
-  Log(absl::StrCat("level=info event=serving grpc_port=", (*server)->port(), " metrics_port=",
+               http_port, metrics != nullptr ? metrics->port() : -1, cache_file, cache_entries,
+               absl::Now() - started);
+  Log(absl::StrCat("level=info event=serving grpc_port=", (*server)->port(), " http_port=", http_port,
+                   " metrics_port=",
                    metrics != nullptr ? metrics->port() : -1, " max_message_bytes=", server_options.max_message_bytes));
 
   int signal_number = 0;
@@ -337,6 +360,7 @@ int Run() {
   if (!drained.ok()) {
     Log(absl::StrCat("level=warning event=drain_incomplete reason=", Quote(std::string(drained.message()))));
   }
+  if (http_server != nullptr) http_server->Shutdown(deadline);
   (*server)->Shutdown(deadline);
   if (!cache_file.empty()) {
     absl::Status saved = AlgorithmCache::Global().Save(cache_file);
@@ -345,6 +369,7 @@ int Run() {
                    : absl::StrCat("level=warning event=algorithm_cache_not_saved reason=",
                                   Quote(std::string(saved.message()))));
   }
+  http_server.reset();
   server->reset();
   manager->reset();
   Log("level=info event=shutdown_complete");
@@ -356,10 +381,11 @@ int Run() {
 
 constexpr char kUsage[] = R"(usage: convoy_server [--flag=value ...]
 Serves the models of --model_repository over the KServe v2 / Triton gRPC protocol and grpc.health.v1 on
---grpc_port, Prometheus metrics at http://HOST:--metrics_port/metrics; SIGTERM or SIGINT drains and exits 0
-(after --exit_delay_seconds of NOT_SERVING readiness while still serving, when set).
-  convoy_server --model_repository=model_repo                 # gRPC :8001, metrics :8002, CPU if no GPU
-  convoy_server --model_repository=/models --device=cpu --grpc_port=0 --metrics_port=0   # free ports, printed
+--grpc_port, the KServe v2 HTTP/REST protocol on --http_port, Prometheus metrics at
+http://HOST:--metrics_port/metrics; SIGTERM or SIGINT drains and exits 0 (after --exit_delay_seconds of NOT_SERVING
+readiness while still serving, when set).
+  convoy_server --model_repository=model_repo                 # HTTP :8000, gRPC :8001, metrics :8002, CPU if no GPU
+  convoy_server --model_repository=/models --device=cpu --grpc_port=0 --http_port=0 --metrics_port=0   # free ports
 docs/server.md describes every flag, docs/model_config.md a model's config.yaml.)";
 
 int main(int argc, char** argv) {

@@ -26,6 +26,8 @@ debian_packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libonnx-dev python3-onnx
   libopenblas-dev libboost-context-dev
+  # The HTTP/REST edge (server/http/): libevent's evhttp and RapidJSON; docs/server.md says why these two.
+  libevent-dev rapidjson-dev
   # oneDNN 2.6 (OpenMP runtime): the CPU convolution / pooling / GEMM / reorder primitives behind
   # kernels/cpu/*_onednn (docs/kernels.md says why this build and not PyPI's). Required: the build fails without it.
   libdnnl-dev
@@ -35,6 +37,7 @@ debian_packages=(
   python3-torch python3-torchvision           # exports the torchvision-shaped test models to ONNX
   libclang-rt-14-dev clang-14                 # LeakSanitizer/libFuzzer runtimes for fuzz targets
   libb64-0d                                   # needed by the perf_analyzer bundled in tritonclient 2.3x wheels
+  wrk libcpp-httplib-dev                      # tools/http_library_bench/run.sh (the HTTP library measurement)
 )
 
 # ---- build-only mode (deploy): the packages above that only the tests, the sample-model export and the
@@ -46,6 +49,7 @@ test_only_packages=(
   python3-torch python3-torchvision
   libclang-rt-14-dev clang-14
   libb64-0d
+  wrk libcpp-httplib-dev
 )
 # The deployment tests (deploy/test_image.sh, deploy/test_scale_out.sh, tests/python/test_prometheus.py): Debian's
 # Prometheus, debootstrap for base images where no registry is reachable, and Docker (docker.io) unless a Docker
@@ -83,7 +87,8 @@ python_packages=(
   # CPU peers of bench/onnxruntime_compare.py (docs/performance.md); onnxruntime is also the tests' reference.
   "onnxruntime==1.31.1"
   "openvino==2026.4.1"
-  "tritonclient[grpc]==2.41.1"                # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38)
+  "tritonclient[grpc,http]==2.41.1"           # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38);
+                                              # [http]: tests/python/test_server_http*.py (sync and aio clients)
   "nvidia-cuda-runtime-cu12"                   # libcudart.so.12, which that perf_analyzer links even on the CPU
   # cuobjdump + nvdisasm (the toolkit here has neither): the SASS of the CUDA kernels, read by
   # //kernels/cuda:kernel_resources_test and tests/python/test_hopper_sass.py (HGMMA, bulk tensor copies, no local memory).

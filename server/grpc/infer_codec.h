@@ -1,17 +1,14 @@
-// The one place ModelInfer requests are decoded and validated against a model, and responses encoded. The gRPC
-// handlers (unary and streaming) call DecodeInferRequest, queue the result on the model, and call
-// EncodeInferResponse when it completes.
+// ModelInferRequest <-> the protocol-neutral request (server/inference/). ViewOf turns a request into a RequestView
+// whose tensor bytes point into the message; the checks against the model are request_decoder.h's, shared with the
+// HTTP edge. What is gRPC's own stays here: raw_input_contents against the input count, the typed contents fields
+// (fp32_contents, ...), InferParameter spelling in messages, and the response's raw_output_contents.
 //
+//   RequestView view = ViewOf(request);                          // valid while `request` lives
 //   CONVOY_ASSIGN_OR_RETURN(DecodedRequest decoded, DecodeInferRequest(request, served->signature()));
-//   ... served->Infer(decoded.spec, decoded.payload, done) ...
 //   CONVOY_RETURN_IF_ERROR(EncodeInferResponse(*served, decoded.outputs, request_id, payload, &response));
 //
-// Decoding depends only on the request and the model's signature (server/runtime/model_signature.h), so the
-// decoder fuzzer (tests/fuzz/infer_request_fuzzer.cc) runs exactly this code. Errors are INVALID_ARGUMENT naming the
-// tensor, field or parameter with the expected and the actual value (datatype, shape, byte size, element count,
-// parameter type or range); values the client sent are quoted by repository::QuoteClientString. Nothing any
-// request holds (NaN, Inf, zero-size or overflowing shapes, junk bytes, contents of the wrong kind) can crash the
-// server, and no input buffer is allocated before the request's sizes have been checked.
+// The decoder fuzzer (tests/fuzz/infer_request_fuzzer.cc) runs DecodeInferRequest, i.e. this file and the shared
+// decoder. Errors are INVALID_ARGUMENT naming the tensor, field or parameter with the expected and the actual value.
 #ifndef CONVOY_SERVER_GRPC_INFER_CODEC_H_
 #define CONVOY_SERVER_GRPC_INFER_CODEC_H_
 
@@ -23,7 +20,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/grpc_service.pb.h"
-#include "server/batching/batch_request.h"
+#include "server/inference/request_decoder.h"
+#include "server/inference/request_view.h"
 #include "server/repository/inference_payload.h"
 #include "server/runtime/model_signature.h"
 
@@ -33,19 +31,15 @@ class ServedModel;
 
 namespace convoy::grpc_server {
 
-// An output the client asked for, by model output index; classification > 0 asks for the top-k classes as
-// "score:index:label" BYTES strings instead of the tensor (Triton's classification extension).
-struct RequestedOutput {
-  size_t index = 0;
-  int64_t classification = 0;
-};
+using infer::DecodedRequest;
+using infer::RequestedOutput;
+using infer::TopKClasses;
 
-struct DecodedRequest {
-  batching::BatchRequest::Spec spec;  // batch size, priority and timeout; cancellation is the caller's
-  std::unique_ptr<repository::InferencePayload> payload;
-  std::vector<RequestedOutput> outputs;
-};
+// The neutral view of `request`; it points into `request`, which must outlive it. Typed contents (and a request
+// mixing raw and typed contents) decode through the view's `decode` hook, with gRPC's messages.
+infer::RequestView ViewOf(const inference::ModelInferRequest& request);
 
+// ViewOf + infer::DecodeRequest, after the gRPC-only check of raw_input_contents against the input count.
 absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferRequest& request,
                                                   const runtime::ModelSignature& model);
 
@@ -53,11 +47,6 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
 absl::Status EncodeInferResponse(const repository::ServedModel& model, const std::vector<RequestedOutput>& outputs,
                                  const std::string& request_id, const repository::InferencePayload& payload,
                                  inference::ModelInferResponse* response);
-
-// The top-k entries of `scores` (highest first; NaN ranks lowest) as "score:index:label" (":label" omitted when
-// there are no labels), as Triton's classification extension spells them.
-std::vector<std::string> TopKClasses(const std::vector<float>& scores, int64_t k,
-                                     const std::vector<std::string>& labels);
 
 }  // namespace convoy::grpc_server
 

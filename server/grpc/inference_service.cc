@@ -10,6 +10,7 @@
 #include "server/grpc/grpc_status_util.h"
 #include "server/grpc/infer_codec.h"
 #include "server/grpc/model_config_proto.h"
+#include "server/inference/infer_dispatch.h"
 
 namespace convoy::grpc_server {
 namespace {
@@ -258,33 +259,28 @@ void InferenceService::AdminLoop() {
   }
 }
 
-// Looks the model up, decodes against it, and queues; a version retired by a reload between the lookup and the
-// queueing hands the request to its successor (decoded again: the new version may have another config).
+// The neutral path (server/inference/infer_dispatch.h) on a view of the request; the gRPC-only check of
+// raw_input_contents against the input count comes first.
 void InferenceService::StartInfer(const inference::ModelInferRequest& request, absl::Time deadline,
                                   std::function<bool()> cancelled, inference::ModelInferResponse* response,
                                   std::function<void(absl::Status)> done) {
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  if (request.raw_input_contents_size() > 0 && request.raw_input_contents_size() != request.inputs_size()) {
+    absl::Status status = absl::InvalidArgumentError(absl::StrCat(
+        "expected one raw_input_contents entry per input: the request has ", request.inputs_size(),
+        " inputs and ", request.raw_input_contents_size(), " raw_input_contents"));
     absl::StatusOr<std::shared_ptr<ServedModel>> served =
         manager_->GetServedModel(request.model_name(), request.model_version());
     if (!served.ok()) return done(served.status());
-    absl::StatusOr<DecodedRequest> decoded = DecodeInferRequest(request, (*served)->signature());
-    if (!decoded.ok()) {
-      (*served)->RecordRejectedRequest(decoded.status());  // a known model and version: counts as its failure
-      return done(decoded.status());
-    }
-    decoded->spec.is_cancelled = [cancelled, deadline] { return cancelled() || absl::Now() >= deadline; };
-    if (absl::Now() >= deadline) return done(absl::DeadlineExceededError("the request's deadline has passed"));
-    const ServedModel* model = served->get();
-    auto on_complete = [model, outputs = decoded->outputs, id = request.id(), response, done](
-                           absl::Status status, InferencePayload& payload) {
-      if (status.ok()) status = EncodeInferResponse(*model, outputs, id, payload, response);
-      done(status);
-    };
-    absl::Status queued = (*served)->Infer(std::move(decoded->spec), decoded->payload, std::move(on_complete));
-    if (queued.ok()) return;
-    if (decoded->payload == nullptr || !(*served)->draining()) return done(queued);
+    (*served)->RecordRejectedRequest(status);
+    return done(status);
   }
-  done(absl::UnavailableError(absl::StrCat("model '", request.model_name(), "' is reloading; try again")));
+  infer::StartInfer(*manager_, ViewOf(request), deadline, std::move(cancelled),
+                    [id = request.id(), response, done = std::move(done)](
+                        absl::Status status, const ServedModel* model, const std::vector<RequestedOutput>& outputs,
+                        const InferencePayload* payload) {
+                      if (status.ok()) status = EncodeInferResponse(*model, outputs, id, *payload, response);
+                      done(status);
+                    });
 }
 
 using inference::ServerLiveRequest;

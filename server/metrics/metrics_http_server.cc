@@ -1,15 +1,21 @@
 #include "server/metrics/metrics_http_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -19,8 +25,8 @@
 namespace convoy::metrics {
 namespace {
 
-constexpr int kRequestTimeoutMs = 2000;
-constexpr size_t kMaxRequestBytes = 16 * 1024;
+constexpr size_t kMaxRequestHeaderBytes = 16 * 1024;
+constexpr size_t kMaxRequestBodyBytes = 16 * 1024;
 
 absl::Status SocketError(const std::string& what, const std::string& address) {
   return absl::UnavailableError(absl::StrCat("metrics endpoint cannot listen on ", address, ": ", what, ": ",
@@ -61,36 +67,16 @@ absl::StatusOr<int> Listen(const std::string& address) {
   return fd;
 }
 
-bool WriteAll(int fd, const std::string& data) {
-  size_t sent = 0;
-  while (sent < data.size()) {
-    const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    sent += static_cast<size_t>(n);
+void Send(evhttp_request* req, int code, const char* reason, const char* content_type, const std::string& body) {
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", content_type);
+  evbuffer* out = evbuffer_new();
+  if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {  // the length of the page, without the page
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Length", std::to_string(body.size()).c_str());
+  } else {
+    evbuffer_add(out, body.data(), body.size());
   }
-  return true;
-}
-
-// Reads until the end of the request head; false on timeout, close or an oversized head.
-bool ReadRequestHead(int fd, std::string& head) {
-  char buffer[2048];
-  while (head.find("\r\n\r\n") == std::string::npos && head.find("\n\n") == std::string::npos) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, kRequestTimeoutMs) <= 0) return false;
-    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    head.append(buffer, static_cast<size_t>(n));
-    if (head.size() > kMaxRequestBytes) return false;
-  }
-  return true;
-}
-
-std::string Response(int code, const std::string& reason, const std::string& content_type, const std::string& body,
-                     bool include_body) {
-  return absl::StrCat("HTTP/1.1 ", code, " ", reason, "\r\nContent-Type: ", content_type,
-                      "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n", include_body ? body : "");
+  evhttp_send_reply(req, code, reason, out);
+  evbuffer_free(out);
 }
 
 }  // namespace
@@ -102,69 +88,62 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Create(Opt
   sockaddr_in bound{};
   socklen_t length = sizeof(bound);
   getsockname(*fd, reinterpret_cast<sockaddr*>(&bound), &length);
-  int wake[2];
-  if (pipe2(wake, O_CLOEXEC) != 0) {
+  static std::once_flag threads_once;
+  std::call_once(threads_once, [] { evthread_use_pthreads(); });
+  std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer(std::move(options)));
+  server->port_ = ntohs(bound.sin_port);
+  server->base_ = event_base_new();
+  server->http_ = server->base_ != nullptr ? evhttp_new(server->base_) : nullptr;
+  if (server->http_ == nullptr) {
     close(*fd);
-    return absl::InternalError(absl::StrCat("metrics endpoint: pipe: ", std::strerror(errno)));
+    return absl::InternalError("metrics endpoint: libevent could not create an event base");
   }
-  return std::unique_ptr<MetricsHttpServer>(
-      new MetricsHttpServer(std::move(options), *fd, wake[0], wake[1], ntohs(bound.sin_port)));
+  evutil_make_socket_nonblocking(*fd);
+  if (evhttp_accept_socket_with_handle(server->http_, *fd) == nullptr) {
+    close(*fd);
+    return SocketError("accept", server->options_.listen_address);
+  }
+  evhttp_set_allowed_methods(server->http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                                EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+  evhttp_set_max_headers_size(server->http_, kMaxRequestHeaderBytes);
+  evhttp_set_max_body_size(server->http_, kMaxRequestBodyBytes);
+  evhttp_set_timeout(server->http_, server->options_.idle_timeout_seconds);
+  evhttp_set_gencb(server->http_, &MetricsHttpServer::OnRequest, server.get());
+  server->thread_ = std::thread([base = server->base_] { event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY); });
+  return server;
 }
 
-MetricsHttpServer::MetricsHttpServer(Options options, int listen_fd, int wake_read_fd, int wake_write_fd, int port)
-    : options_(std::move(options)),
-      listen_fd_(listen_fd),
-      wake_read_fd_(wake_read_fd),
-      wake_write_fd_(wake_write_fd),
-      port_(port),
-      thread_([this] { ServeLoop(); }) {}
+MetricsHttpServer::MetricsHttpServer(Options options) : options_(std::move(options)) {}
 
 MetricsHttpServer::~MetricsHttpServer() {
-  const char stop = 1;
-  while (write(wake_write_fd_, &stop, 1) < 0 && errno == EINTR) {
+  if (thread_.joinable()) {
+    // An active event, not event_base_loopbreak: a break requested before the loop has started would be forgotten
+    // when it starts.
+    event* stop = event_new(base_, -1, 0, [](evutil_socket_t, short, void* base) {
+      event_base_loopbreak(static_cast<event_base*>(base));
+    }, base_);
+    event_active(stop, EV_TIMEOUT, 0);
+    thread_.join();
+    event_free(stop);
   }
-  thread_.join();
-  close(listen_fd_);
-  close(wake_read_fd_);
-  close(wake_write_fd_);
+  if (http_ != nullptr) evhttp_free(http_);  // closes the listening socket and open connections
+  if (base_ != nullptr) event_base_free(base_);
 }
 
-void MetricsHttpServer::ServeLoop() {
-  for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_read_fd_, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    ServeConnection(fd);
-    close(fd);
+void MetricsHttpServer::OnRequest(evhttp_request* req, void* self) {
+  const auto* server = static_cast<MetricsHttpServer*>(self);
+  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+  const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
+  if (path == nullptr || server->options_.path != path) {
+    return Send(req, 404, "Not Found", "text/plain", absl::StrCat("not found; metrics are at ",
+                                                                  server->options_.path, "\n"));
   }
-}
-
-void MetricsHttpServer::ServeConnection(int fd) {
-  std::string head;
-  if (!ReadRequestHead(fd, head)) return;
-  const std::string request_line = head.substr(0, head.find_first_of("\r\n"));
-  std::vector<std::string> parts = absl::StrSplit(request_line, ' ', absl::SkipEmpty());
-  if (parts.size() < 2) {
-    WriteAll(fd, Response(400, "Bad Request", "text/plain", "bad request line\n", true));
-    return;
+  const evhttp_cmd_type method = evhttp_request_get_command(req);
+  if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+    return Send(req, 405, "Method Not Allowed", "text/plain", "use GET\n");
   }
-  const std::string& method = parts[0];
-  const std::string path = parts[1].substr(0, parts[1].find('?'));
-  if (method != "GET" && method != "HEAD") {
-    WriteAll(fd, Response(405, "Method Not Allowed", "text/plain", "only GET and HEAD\n", true));
-    return;
-  }
-  if (path != options_.path) {
-    WriteAll(fd, Response(404, "Not Found", "text/plain", absl::StrCat("metrics are at ", options_.path, "\n"), true));
-    return;
-  }
-  WriteAll(fd, Response(200, "OK", "text/plain; version=0.0.4; charset=utf-8", options_.render(), method == "GET"));
+  Send(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", server->options_.render());
 }
 
 }  // namespace convoy::metrics

@@ -1,11 +1,13 @@
-// A minimal HTTP/1.1 endpoint that serves one text page (the Prometheus exposition) at one path.
+// The HTTP/1.1 endpoint that serves one text page (the Prometheus exposition) at one path, on libevent's evhttp (the
+// library the HTTP/REST edge uses, server/http/; docs/server.md says why).
 //
 // Why not prometheus-cpp's Exposer: it runs on civetweb, whose Debian build gives its worker threads fixed 100 KiB
 // stacks. glibc carves each thread's static TLS out of that stack, and the CUDA runtime linked statically into the
 // server brings a 4 KiB-aligned TLS block, which left civetweb too little stack: the server crashed on the first
-// scrape. This endpoint runs on one ordinary thread, answers GET and HEAD of `path` with the page `render()`
-// returns (404 for other paths, 405 for other methods), closes each connection after the response, and gives up on a
-// client that sends nothing useful within two seconds. Scrapes are served one at a time, which suits Prometheus.
+// scrape. This endpoint's one event loop runs on an ordinary std::thread (the default 8 MiB stack). It answers GET
+// and HEAD of `path` (any query) with the page `render()` returns (404 for other paths, 405 for other methods, 400
+// for what is not HTTP), serves any number of concurrent scrapers and keeps their connections alive between scrapes;
+// a connection idle for `idle_timeout` is closed. Pages are rendered one at a time, on the loop thread.
 //
 //   auto server = MetricsHttpServer::Create({"0.0.0.0:8002", "/metrics", [&] { return registry.Scrape(); }});
 //   int port = (*server)->port();   // the bound port (useful with port 0)
@@ -19,6 +21,10 @@
 
 #include "absl/status/statusor.h"
 
+struct event_base;
+struct evhttp;
+struct evhttp_request;
+
 namespace convoy::metrics {
 
 class MetricsHttpServer {
@@ -27,6 +33,7 @@ class MetricsHttpServer {
     std::string listen_address = "0.0.0.0:8002";  // host:port; port 0 takes any free port
     std::string path = "/metrics";
     std::function<std::string()> render;
+    int idle_timeout_seconds = 60;
   };
 
   // UNAVAILABLE naming the address when it cannot listen; INVALID_ARGUMENT for a malformed address.
@@ -39,15 +46,13 @@ class MetricsHttpServer {
   int port() const { return port_; }
 
  private:
-  MetricsHttpServer(Options options, int listen_fd, int wake_read_fd, int wake_write_fd, int port);
-  void ServeLoop();
-  void ServeConnection(int fd);
+  explicit MetricsHttpServer(Options options);
+  static void OnRequest(evhttp_request* req, void* self);
 
   const Options options_;
-  const int listen_fd_;
-  const int wake_read_fd_;   // the destructor writes to wake_write_fd_ to end ServeLoop
-  const int wake_write_fd_;
-  const int port_;
+  event_base* base_ = nullptr;
+  evhttp* http_ = nullptr;
+  int port_ = 0;
   std::thread thread_;
 };
 

@@ -22,8 +22,7 @@ using ::convoy::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// Sends `request` raw and returns everything the server answers before closing.
-std::string Exchange(int port, const std::string& request) {
+int Connect(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -31,12 +30,38 @@ std::string Exchange(int port, const std::string& request) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
-    return "connect failed";
+    return -1;
   }
-  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// Reads one response from `fd`: its head, then Content-Length bytes of body (none for a HEAD request), or up to
+// the close when there is no Content-Length. The connection may stay open (keep-alive).
+std::string ReadResponse(int fd, bool head_request) {
   std::string answer;
   char buffer[4096];
-  for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) answer.append(buffer, static_cast<size_t>(n));
+  size_t end = std::string::npos;
+  size_t wanted = std::string::npos;
+  while (true) {
+    if (end == std::string::npos && (end = answer.find("\r\n\r\n")) != std::string::npos) {
+      end += 4;
+      const size_t at = answer.find("Content-Length: ");
+      wanted = head_request ? 0 : at < end ? std::stoul(answer.substr(at + 16)) : std::string::npos;
+    }
+    if (end != std::string::npos && wanted != std::string::npos && answer.size() >= end + wanted) break;
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    answer.append(buffer, static_cast<size_t>(n));
+  }
+  return answer;
+}
+
+// Sends `request` raw on a new connection and returns the one response.
+std::string Exchange(int port, const std::string& request) {
+  const int fd = Connect(port);
+  if (fd < 0) return "connect failed";
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string answer = ReadResponse(fd, request.rfind("HEAD ", 0) == 0);
   close(fd);
   return answer;
 }
@@ -77,6 +102,24 @@ TEST(MetricsHttpServerTest, ConcurrentScrapersAllGetThePage) {
   }
   for (auto& c : clients) c.join();
   EXPECT_EQ(complete.load(), 8);
+}
+
+TEST(MetricsHttpServerTest, OneConnectionServesScrapeAfterScrape) {
+  std::atomic<int> renders{0};
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto server, MetricsHttpServer::Create({"127.0.0.1:0", "/metrics", [&] {
+                                                                         return "scrape " + std::to_string(++renders) +
+                                                                                "\n";
+                                                                       }}));
+  const int fd = Connect(server->port());
+  ASSERT_GE(fd, 0);
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int i = 1; i <= 5; ++i) {
+    send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    const std::string answer = ReadResponse(fd, false);
+    EXPECT_THAT(answer, StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_THAT(answer, HasSubstr("scrape " + std::to_string(i) + "\n"));
+  }
+  close(fd);
 }
 
 TEST(MetricsHttpServerTest, SilentClientDoesNotBlockOthersForever) {

@@ -362,6 +362,7 @@ class ConvoyServer:
         self.binary = binary  # default: server_binary()
         self.device = device  # --device
         self.grpc_port = None
+        self.http_port = None
         self.metrics_port = None
         self.proc = None
         self._log = None
@@ -371,15 +372,20 @@ class ConvoyServer:
         return f"127.0.0.1:{self.grpc_port}"
 
     @property
+    def http_url(self):
+        """host:port of the KServe v2 HTTP/REST service (tritonclient.http's `url`)."""
+        return f"127.0.0.1:{self.http_port}"
+
+    @property
     def metrics_url(self):
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     def start(self, wait_for="readiness", timeout=120.0):
         binary = self.binary or server_binary()
         for attempt in range(3):  # a free port can be taken between the probe and the bind: retry on new ones
-            self.grpc_port, self.metrics_port = free_port(), free_port()
+            self.grpc_port, self.http_port, self.metrics_port = free_port(), free_port(), free_port()
             args = [binary, f"--model_repository={self.repository}", f"--grpc_port={self.grpc_port}",
-                    f"--metrics_port={self.metrics_port}", f"--device={self.device}", "--exit_timeout_seconds=20",
+                    f"--http_port={self.http_port}", f"--metrics_port={self.metrics_port}", f"--device={self.device}", "--exit_timeout_seconds=20",
                     *self.flags]
             if self.tls:
                 args += [f"--tls_cert={self.tls['cert']}", f"--tls_key={self.tls['key']}"]

@@ -380,30 +380,34 @@ def serving_runtime_container():
 
 def test_ports_agree_with_the_server_flag_defaults():
     defaults = server_flag_defaults()
-    grpc_port, metrics_port = int(defaults["grpc_port"]), int(defaults["metrics_port"])
+    http_port, grpc_port, metrics_port = (int(defaults["http_port"]), int(defaults["grpc_port"]),
+                                          int(defaults["metrics_port"]))
 
     _, _, instructions = Dockerfile().final()
     exposed = {int(p.split("/")[0]) for ins, rest in instructions if ins == "EXPOSE" for p in rest.split()}
-    assert exposed == {grpc_port, metrics_port}, f"Dockerfile EXPOSE {exposed}"
+    assert exposed == {http_port, grpc_port, metrics_port}, f"Dockerfile EXPOSE {exposed}"
     entry = flag_values(Dockerfile.exec_form([r for i, r in instructions if i == "ENTRYPOINT"][-1])[1:])
-    assert (int(entry["grpc_port"]), int(entry["metrics_port"])) == (grpc_port, metrics_port)
+    assert (int(entry["http_port"]), int(entry["grpc_port"]), int(entry["metrics_port"])) == \
+           (http_port, grpc_port, metrics_port)
 
     compose = load_yaml(DEPLOY / "compose" / "docker-compose.yaml")
-    assert set(compose["services"]["convoy"]["ports"]) == {f"{grpc_port}:{grpc_port}", f"{metrics_port}:{metrics_port}"}
+    assert set(compose["services"]["convoy"]["ports"]) == {f"{p}:{p}" for p in (http_port, grpc_port, metrics_port)}
     prometheus = load_yaml(DEPLOY / "compose" / "prometheus.yml")
     targets = [t for job in prometheus["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]]
     assert targets == [f"convoy:{metrics_port}"]
 
     deployment, container = deployment_container()
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"grpc": grpc_port, "metrics": metrics_port}
+    assert ports == {"http": http_port, "grpc": grpc_port, "metrics": metrics_port}
     args = flag_values(container["args"])
-    assert (int(args["grpc_port"]), int(args["metrics_port"])) == (grpc_port, metrics_port)
+    assert (int(args["http_port"]), int(args["grpc_port"]), int(args["metrics_port"])) == \
+           (http_port, grpc_port, metrics_port)
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     assert int(annotations["prometheus.io/port"]) == metrics_port
 
     service = k8s_object(DEPLOY / "kubernetes" / "service.yaml", "Service", "convoy")
-    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {"grpc": grpc_port, "metrics": metrics_port}
+    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == \
+           {"http": http_port, "grpc": grpc_port, "metrics": metrics_port}
     assert all(p["targetPort"] in ports for p in service["spec"]["ports"])
     assert int(service["metadata"]["annotations"]["prometheus.io/port"]) == metrics_port
     monitor = k8s_object(DEPLOY / "kubernetes" / "servicemonitor.yaml", "ServiceMonitor")
@@ -413,7 +417,8 @@ def test_ports_agree_with_the_server_flag_defaults():
     runtime, kserve = serving_runtime_container()
     assert [(p["name"], p["containerPort"]) for p in kserve["ports"]] == [("h2c", grpc_port)]
     kargs = flag_values(kserve["args"])
-    assert (int(kargs["grpc_port"]), int(kargs["metrics_port"])) == (grpc_port, metrics_port)
+    assert (int(kargs["http_port"]), int(kargs["grpc_port"]), int(kargs["metrics_port"])) == \
+           (http_port, grpc_port, metrics_port)
     assert int(runtime["spec"]["annotations"]["prometheus.kserve.io/port"]) == metrics_port
 
 
@@ -428,11 +433,16 @@ def all_grpc_probes():
 
 
 def test_probes_are_native_grpc_probes_on_the_health_service_names():
+    """Liveness and start-up are native gRPC probes on the health service; readiness is gRPC's "readiness" service,
+    or in the Deployment KServe v2's GET /v2/health/ready on the HTTP port (the same state)."""
     grpc_port = int(server_flag_defaults()["grpc_port"])
     probes = list(all_grpc_probes())
     assert {(w, k) for w, k, _ in probes} >= {("deployment", "livenessProbe"), ("deployment", "readinessProbe"),
                                               ("servingruntime", "livenessProbe"), ("servingruntime", "readinessProbe")}
     for where, kind, probe in probes:
+        if where == "deployment" and kind == "readinessProbe":
+            assert probe["httpGet"] == {"port": "http", "path": "/v2/health/ready"}, probe
+            continue
         assert "grpc" in probe, f"{where} {kind} must be a native gRPC probe"
         assert probe["grpc"]["port"] == grpc_port, f"{where} {kind} probes port {probe['grpc']['port']}"
         service = probe["grpc"].get("service", "")
@@ -713,7 +723,8 @@ def live_metrics():
     server = built_binary("server/convoy_server")
     grpc_port, metrics_port = free_port(), free_port()
     process = subprocess.Popen([str(server), f"--model_repository={REPO_ROOT / 'model_repo'}",
-                                f"--grpc_port={grpc_port}", f"--metrics_port={metrics_port}"],
+                                f"--grpc_port={grpc_port}", f"--http_port={free_port()}",
+                                f"--metrics_port={metrics_port}"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{metrics_port}/metrics"
     body, last_error = None, None
@@ -813,7 +824,7 @@ def test_probe_defaults_to_the_server_grpc_port():
 
 def test_deploy_doc_shows_the_image_commands_and_a_test_image_run():
     doc = (REPO_ROOT / "docs" / "deploy.md").read_text()
-    assert "docker run --gpus all -p 8001:8001 -p 8002:8002 -v $PWD/model_repo:/models" in doc
+    assert "docker run --gpus all -p 8000:8000 -p 8001:8001 -p 8002:8002 -v $PWD/model_repo:/models" in doc
     assert "tests/python/test_deploy_files.py" in doc
     assert "deploy/test_image.sh" in doc and "test_image: PASSED" in doc, \
         "docs/deploy.md must show a deploy/test_image.sh run"

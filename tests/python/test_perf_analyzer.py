@@ -1,5 +1,5 @@
-"""perf_analyzer (the one bundled with tritonclient 2.41.1 in .venv) against a real server on simple_cnn over gRPC:
-concurrency 1 and 4 with 2 s measurement windows (stability bound loosened to 100 %: a smoke test on a shared
+"""perf_analyzer (the one bundled with tritonclient 2.41.1 in .venv) against a real server on simple_cnn over gRPC
+and over HTTP/REST (`-i http`, binary tensor data): concurrency 1 and 4 with 2 s measurement windows (stability bound loosened to 100 %: a smoke test on a shared
 machine, not a benchmark) must exit 0 and report throughput > 0 at both levels in its CSV.
 All traffic goes to 127.0.0.1; perf_analyzer stops by itself (bounded windows and trials).
 """
@@ -31,9 +31,10 @@ def perf_analyzer_command():
     return str(binary), env
 
 
-def run_perf_analyzer(server, model, out_csv, *extra, timeout=240):
+def run_perf_analyzer(server, model, out_csv, *extra, timeout=240, protocol="grpc"):
     binary, env = perf_analyzer_command()
-    args = [binary, "-m", model, "-i", "grpc", "-u", server.url, "-f", str(out_csv), "--measurement-interval",
+    url = server.url if protocol == "grpc" else server.http_url
+    args = [binary, "-m", model, "-i", protocol, "-u", url, "-f", str(out_csv), "--measurement-interval",
             "2000", "--max-trials", "8", "--stability-percentage", "100", *extra]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
     return proc
@@ -44,12 +45,13 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
-def test_perf_analyzer_concurrency_sweep(tmp_path_factory):
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_perf_analyzer_concurrency_sweep(tmp_path_factory, protocol):
     server = started_server(tmp_path_factory, ["simple_cnn"], name="perf")
     try:
         before = server.scrape()
         out = tmp_path_factory.mktemp("pa") / "simple_cnn.csv"
-        proc = run_perf_analyzer(server, "simple_cnn", out, "--concurrency-range", "1:4:3")
+        proc = run_perf_analyzer(server, "simple_cnn", out, "--concurrency-range", "1:4:3", protocol=protocol)
         assert proc.returncode == 0, f"perf_analyzer exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr}"
         rows = read_csv(out)
         by_concurrency = {int(r["Concurrency"]): r for r in rows}

@@ -1,0 +1,406 @@
+#include "server/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/util/json_util.h"
+#include "kernels/common/dtype.h"
+#include "kernels/common/mutex.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+#include "server/grpc/model_config_proto.h"
+#include "server/http/http_status.h"
+#include "server/http/infer_json.h"
+#include "server/inference/infer_dispatch.h"
+#include "server/repository/model_manager_served_model.h"
+#include "server/repository/model_names.h"
+
+namespace convoy::http {
+
+// Tasks other threads hand to the event loop (replies of completed requests). Post is safe from any thread; after
+// Close, posted tasks are dropped.
+class LoopTasks {
+ public:
+  explicit LoopTasks(event_base* base) : wake_(event_new(base, -1, 0, &LoopTasks::Run, this)) {}
+
+  void Post(std::function<void()> task) {
+    convoy::MutexLock lock(&mu_);
+    if (wake_ == nullptr) return;
+    tasks_.push_back(std::move(task));
+    event_active(wake_, EV_TIMEOUT, 0);
+  }
+
+  // Call after the loop has stopped, before the event base is freed.
+  void Close() {
+    convoy::MutexLock lock(&mu_);
+    tasks_.clear();
+    if (wake_ != nullptr) event_free(wake_);
+    wake_ = nullptr;
+  }
+
+ private:
+  static void Run(evutil_socket_t, short, void* self) {
+    auto* tasks = static_cast<LoopTasks*>(self);
+    std::deque<std::function<void()>> batch;
+    {
+      convoy::MutexLock lock(&tasks->mu_);
+      batch.swap(tasks->tasks_);
+    }
+    for (auto& task : batch) task();
+  }
+
+  convoy::Mutex mu_;
+  event* wake_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+};
+
+namespace {
+
+using repository::QuoteClientString;
+using repository::ServedModel;
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+constexpr char kJson[] = "application/json";
+
+void Reply(evhttp_request* req, int code, std::string body, const char* content_type,
+           std::optional<size_t> header_length = std::nullopt, const char* allow = nullptr) {
+  evkeyvalq* headers = evhttp_request_get_output_headers(req);
+  evhttp_add_header(headers, "Content-Type", content_type);
+  if (header_length.has_value()) {
+    evhttp_add_header(headers, "Inference-Header-Content-Length", absl::StrCat(*header_length).c_str());
+  }
+  if (allow != nullptr) evhttp_add_header(headers, "Allow", allow);
+  evbuffer* out = evbuffer_new();
+  if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {  // the length of the answer, without the answer
+    evhttp_add_header(headers, "Content-Length", absl::StrCat(body.size()).c_str());
+    body.clear();
+  }
+  auto* owned = new std::string(std::move(body));
+  evbuffer_add_reference(
+      out, owned->data(), owned->size(),
+      [](const void*, size_t, void* s) { delete static_cast<std::string*>(s); }, owned);
+  evhttp_send_reply(req, code, HttpReasonPhrase(code), out);
+  evbuffer_free(out);
+}
+
+void ReplyStatus(evhttp_request* req, const absl::Status& status) {
+  Reply(req, HttpStatusCode(status), ErrorJson(status.message()), kJson);
+}
+
+void ReplyJson(evhttp_request* req, int code, const rapidjson::StringBuffer& json) {
+  Reply(req, code, std::string(json.GetString(), json.GetSize()), kJson);
+}
+
+void Key(JsonWriter& w, const char* key, absl::string_view value) {
+  w.Key(key);
+  w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+}
+
+// What a path asks for: a route kind and, under /v2/models/, the model and version.
+struct Target {
+  enum Kind { kNone, kLive, kReady, kServerMetadata, kModelMetadata, kModelReady, kModelConfig, kInfer } kind = kNone;
+  std::string model;
+  std::string version;
+};
+
+Target Parse(const std::string& path) {
+  Target t;
+  if (path == "/v2/health/live") t.kind = Target::kLive;
+  if (path == "/v2/health/ready") t.kind = Target::kReady;
+  if (path == "/v2" || path == "/v2/") t.kind = Target::kServerMetadata;
+  constexpr absl::string_view kModels = "/v2/models/";
+  if (t.kind != Target::kNone || !absl::StartsWith(path, kModels)) return t;
+  std::vector<std::string> parts = absl::StrSplit(absl::string_view(path).substr(kModels.size()), '/');
+  if (parts.empty() || parts[0].empty()) return t;
+  t.model = parts[0];
+  size_t next = 1;
+  if (parts.size() >= 3 && parts[1] == "versions" && !parts[2].empty()) {
+    t.version = parts[2];
+    next = 3;
+  }
+  if (parts.size() == next) {
+    t.kind = Target::kModelMetadata;
+  } else if (parts.size() == next + 1) {
+    if (parts[next] == "ready") t.kind = Target::kModelReady;
+    if (parts[next] == "config") t.kind = Target::kModelConfig;
+    if (parts[next] == "infer") t.kind = Target::kInfer;
+  }
+  return t;
+}
+
+const char* MethodName(evhttp_cmd_type method) {
+  switch (method) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    case EVHTTP_REQ_TRACE: return "TRACE";
+    case EVHTTP_REQ_CONNECT: return "CONNECT";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+  }
+  return "?";
+}
+
+void ModelMetadata(evhttp_request* req, repository::ModelManager& manager, const ServedModel& model) {
+  rapidjson::StringBuffer json;
+  JsonWriter w(json);
+  w.StartObject();
+  Key(w, "name", model.name());
+  w.Key("versions");
+  w.StartArray();
+  for (const auto& other : manager.ServedModels()) {
+    if (other->name() == model.name()) w.String(absl::StrCat(other->version()).c_str());
+  }
+  w.EndArray();
+  Key(w, "platform", grpc_server::PlatformName(model.config()));
+  for (const char* side : {"inputs", "outputs"}) {
+    w.Key(side);
+    w.StartArray();
+    for (const runtime::TensorMetadata& t :
+         std::strcmp(side, "inputs") == 0 ? model.signature().inputs : model.signature().outputs) {
+      w.StartObject();
+      Key(w, "name", t.name);
+      Key(w, "datatype", DataTypeName(t.datatype));
+      w.Key("shape");
+      w.StartArray();
+      for (int64_t d : t.dims) w.Int64(d);
+      w.EndArray();
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+  ReplyJson(req, 200, json);
+}
+
+void ModelConfig(evhttp_request* req, const ServedModel& model, bool on_gpu) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  const auto printed =
+      google::protobuf::util::MessageToJsonString(grpc_server::ToModelConfigProto(model, on_gpu), &json, options);
+  if (!printed.ok()) {
+    return ReplyStatus(req, absl::InternalError(absl::StrCat("cannot print the config of model '", model.name(),
+                                                             "' as JSON: ", printed.ToString())));
+  }
+  Reply(req, 200, std::move(json), kJson);
+}
+
+// The Inference-Header-Content-Length header: absent, or a non-negative decimal integer.
+absl::StatusOr<std::optional<size_t>> HeaderLength(evhttp_request* req) {
+  const char* value = evhttp_find_header(evhttp_request_get_input_headers(req), "Inference-Header-Content-Length");
+  if (value == nullptr) return std::optional<size_t>();
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(value, &n) || value[0] == '-' || value[0] == '+') {
+    return absl::InvalidArgumentError(absl::StrCat("Inference-Header-Content-Length: expected a non-negative "
+                                                   "integer, got ", QuoteClientString(value)));
+  }
+  return std::optional<size_t>(static_cast<size_t>(n));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& options) {
+  if (options.manager == nullptr) return absl::InvalidArgumentError("HttpServer needs a ModelManager");
+  static std::once_flag threads_once;
+  std::call_once(threads_once, [] { evthread_use_pthreads(); });
+  std::unique_ptr<HttpServer> server(new HttpServer(options));
+  server->base_ = event_base_new();
+  server->http_ = server->base_ != nullptr ? evhttp_new(server->base_) : nullptr;
+  if (server->http_ == nullptr) return absl::InternalError("libevent could not create an event base");
+  evhttp* http = server->http_;
+  evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                       EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                       EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+  evhttp_set_max_body_size(http, static_cast<ev_ssize_t>(options.max_body_bytes));
+  evhttp_set_max_headers_size(http, static_cast<ev_ssize_t>(options.max_header_bytes));
+  evhttp_set_timeout(http, static_cast<int>(absl::ToInt64Seconds(options.idle_timeout)));
+  evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE);
+  evhttp_set_default_content_type(http, kJson);
+  evhttp_set_gencb(http, &HttpServer::OnRequest, server.get());
+  evhttp_bound_socket* bound =
+      evhttp_bind_socket_with_handle(http, options.host.c_str(), static_cast<uint16_t>(options.port));
+  if (bound == nullptr) {
+    return absl::UnavailableError(absl::StrCat("HTTP: cannot listen on ", options.host, ":", options.port, ": ",
+                                               std::strerror(errno)));
+  }
+  server->bound_ = bound;
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (getsockname(evhttp_bound_socket_get_fd(bound), reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    server->port_ = ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&address)->sin6_port
+                                                         : reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+  }
+  server->tasks_ = std::make_shared<LoopTasks>(server->base_);
+  server->loop_ = std::thread([base = server->base_] { event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY); });
+  return server;
+}
+
+HttpServer::HttpServer(const Options& options) : options_(options) {}
+
+HttpServer::~HttpServer() {
+  Shutdown(absl::Now());
+  if (tasks_ != nullptr) tasks_->Close();
+  if (http_ != nullptr) evhttp_free(http_);
+  if (base_ != nullptr) event_base_free(base_);
+}
+
+void HttpServer::Shutdown(absl::Time deadline) {
+  if (stopped_.exchange(true) || base_ == nullptr || !loop_.joinable()) return;
+  tasks_->Post([this] {
+    // Stop accepting: new connections are refused while those open finish their requests.
+    if (bound_ != nullptr) evhttp_del_accept_socket(http_, bound_);
+    bound_ = nullptr;
+  });
+  while (in_flight_.load() > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  // Through the loop's task queue, not event_base_loopbreak directly: a break requested before the loop has
+  // started would be forgotten when it starts.
+  tasks_->Post([base = base_] { event_base_loopbreak(base); });
+  loop_.join();
+}
+
+void HttpServer::OnRequest(evhttp_request* req, void* self) { static_cast<HttpServer*>(self)->Route(req); }
+
+void HttpServer::Route(evhttp_request* req) {
+  // Replies go out as soon as they are written: without TCP_NODELAY, Nagle's algorithm holds a response behind the
+  // client's delayed ACK of the previous segment (tens of ms per request on keep-alive connections).
+  if (evhttp_connection* connection = evhttp_request_get_connection(req); connection != nullptr) {
+    const int one = 1;
+    setsockopt(bufferevent_getfd(evhttp_connection_get_bufferevent(connection)), IPPROTO_TCP, TCP_NODELAY, &one,
+               sizeof(one));
+  }
+  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+  const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
+  size_t length = 0;
+  char* decoded = evhttp_uridecode(raw_path != nullptr ? raw_path : "", 0, &length);
+  const std::string path = decoded != nullptr ? std::string(decoded, length) : std::string();
+  std::free(decoded);
+  const Target target = Parse(path);
+  if (target.kind == Target::kNone) {
+    return ReplyStatus(req, absl::NotFoundError(absl::StrCat("unknown path ", QuoteClientString(path),
+                                                             " (KServe v2: /v2/health/live, /v2/health/ready, /v2, "
+                                                             "/v2/models/{model}[/versions/{v}][/ready|/config|"
+                                                             "/infer])")));
+  }
+  const evhttp_cmd_type method = evhttp_request_get_command(req);
+  const bool post = target.kind == Target::kInfer;
+  if (post ? method != EVHTTP_REQ_POST : (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD)) {
+    const char* allowed = post ? "POST" : "GET, HEAD";
+    return Reply(req, 405,
+                 ErrorJson(absl::StrCat("method ", MethodName(method), " is not allowed on ", QuoteClientString(path),
+                                        "; allowed: ", allowed)),
+                 kJson, std::nullopt, allowed);
+  }
+  repository::ModelManager& manager = *options_.manager;
+  rapidjson::StringBuffer json;
+  JsonWriter w(json);
+  switch (target.kind) {
+    case Target::kLive:
+      w.StartObject();
+      w.Key("live");
+      w.Bool(true);
+      w.EndObject();
+      return ReplyJson(req, 200, json);
+    case Target::kReady: {
+      const bool ready = manager.IsReady();
+      w.StartObject();
+      w.Key("ready");
+      w.Bool(ready);
+      w.EndObject();
+      return ReplyJson(req, ready ? 200 : 503, json);
+    }
+    case Target::kServerMetadata:
+      w.StartObject();
+      Key(w, "name", "convoy");
+      Key(w, "version", options_.server_version);
+      w.Key("extensions");
+      w.StartArray();
+      for (const char* e : {"classification", "model_configuration", "binary_tensor_data", "schedule_policy"}) {
+        w.String(e);
+      }
+      w.EndArray();
+      w.EndObject();
+      return ReplyJson(req, 200, json);
+    case Target::kInfer: return Infer(req, target.model, target.version);
+    default: break;
+  }
+  absl::StatusOr<std::shared_ptr<ServedModel>> served = manager.GetServedModel(target.model, target.version);
+  if (!served.ok()) return ReplyStatus(req, served.status());
+  if (target.kind == Target::kModelMetadata) return ModelMetadata(req, manager, **served);
+  if (target.kind == Target::kModelConfig) return ModelConfig(req, **served, options_.on_gpu);
+  w.StartObject();
+  Key(w, "name", (*served)->name());
+  Key(w, "version", absl::StrCat((*served)->version()));
+  w.Key("ready");
+  w.Bool(true);
+  w.EndObject();
+  ReplyJson(req, 200, json);
+}
+
+// Parses on the loop thread, queues through infer::StartInfer, encodes on the completing thread, and replies from
+// the loop. The request (and the evbuffer its view points into) lives until the reply: libevent keeps a request
+// whose client went away until it is answered.
+void HttpServer::Infer(evhttp_request* req, const std::string& model, const std::string& version) {
+  absl::StatusOr<std::optional<size_t>> header_length = HeaderLength(req);
+  if (!header_length.ok()) return ReplyStatus(req, header_length.status());
+  evbuffer* in = evhttp_request_get_input_buffer(req);
+  const size_t size = evbuffer_get_length(in);
+  const char* data = size > 0 ? reinterpret_cast<const char*>(evbuffer_pullup(in, -1)) : "";
+  absl::StatusOr<std::unique_ptr<HttpInferRequest>> parsed =
+      ParseInferRequest(absl::string_view(data, size), *header_length, model, version);
+  if (!parsed.ok()) return ReplyStatus(req, parsed.status());
+  std::shared_ptr<HttpInferRequest> request = std::move(*parsed);
+  ++in_flight_;
+  std::shared_ptr<LoopTasks> tasks = tasks_;
+  infer::StartInfer(
+      *options_.manager, request->view, absl::InfiniteFuture(), nullptr,
+      [this, req, request, tasks](absl::Status status, const ServedModel* served,
+                                  const std::vector<infer::RequestedOutput>& outputs,
+                                  const repository::InferencePayload* payload) {
+        HttpInferResponse response;
+        if (status.ok()) {
+          absl::StatusOr<std::vector<infer::ResponseTensor>> tensors =
+              infer::ResponseTensors(*served, outputs, *payload);
+          if (tensors.ok()) {
+            response = EncodeInferResponse(served->name(), served->version(), *request, *tensors);
+          } else {
+            status = tensors.status();
+          }
+        }
+        tasks->Post([this, req, status, response = std::move(response)]() mutable {
+          if (!status.ok()) {
+            ReplyStatus(req, status);
+          } else {
+            Reply(req, 200, std::move(response.body),
+                  response.header_length.has_value() ? "application/octet-stream" : kJson, response.header_length);
+          }
+          --in_flight_;
+        });
+      });
+}
+
+}  // namespace convoy::http

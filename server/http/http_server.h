@@ -1,0 +1,94 @@
+// HttpServer: the KServe v2 HTTP/REST protocol (as Triton serves it) on libevent's evhttp, beside the gRPC service
+// and sharing its request path: requests become the protocol-neutral view (infer_json.h) and go through
+// infer::StartInfer to the same batchers, checks, limits and metrics. docs/server.md lists every route and status.
+//
+//   GET  /v2/health/live | /v2/health/ready            {"live": true} / {"ready": true} (503 when not ready)
+//   GET  /v2                                            server metadata
+//   GET  /v2/models/{m}[/versions/{v}]                  model metadata
+//   GET  /v2/models/{m}[/versions/{v}]/ready | /config  model readiness (200, else the lookup's error) / config
+//   POST /v2/models/{m}[/versions/{v}]/infer            JSON tensors or the binary tensor data extension
+//
+// Errors are {"error": "<message>"} with the status http_status.h maps (400 bad request, 404 unknown model, version
+// or path, 405 wrong method with an Allow header, 503 unavailable). Two answers come from libevent itself, before a
+// request reaches Convoy: 413 for a body over max_body_bytes or headers over max_header_bytes, and 400 for a request
+// line or headers that are not HTTP/1.x.
+//
+// Threads: one event loop thread accepts, reads, parses JSON, validates, queues and writes; a completed request is
+// encoded on the batcher thread that finished it and handed back to the loop to send. Keep-alive and pipelined
+// requests are libevent's (one request of a connection at a time, in order).
+//
+//   HttpServer::Options options;
+//   options.port = 0;                                    // any free port (see port())
+//   options.manager = manager.get();
+//   CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> server, HttpServer::Start(options));
+//   server->Shutdown(absl::Now() + absl::Seconds(30));  // stops accepting, waits for requests in flight
+#ifndef CONVOY_SERVER_HTTP_HTTP_SERVER_H_
+#define CONVOY_SERVER_HTTP_HTTP_SERVER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/repository/model_manager.h"
+
+struct event_base;
+struct evhttp;
+struct evhttp_bound_socket;
+struct evhttp_request;
+
+namespace convoy::http {
+
+class LoopTasks;
+
+class HttpServer {
+ public:
+  struct Options {
+    std::string host = "0.0.0.0";
+    int port = 8000;  // 0: any free port
+    repository::ModelManager* manager = nullptr;  // required; not owned; must outlive the server
+    std::string server_version = "0.1.0";
+    bool on_gpu = false;  // instance_group kind reported by /config
+    // Largest request body (JSON header plus binary data); larger ones get 413 without being read into memory.
+    // JSON text takes 3-5x the bytes of the same tensor in binary.
+    size_t max_body_bytes = 64u << 20;
+    size_t max_header_bytes = 64u << 10;
+    // A connection idle (or a request arriving) for longer is closed.
+    absl::Duration idle_timeout = absl::Seconds(60);
+  };
+
+  // UNAVAILABLE naming the address when it cannot listen; INVALID_ARGUMENT without a manager.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const Options& options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const { return port_; }
+
+  // Stops accepting connections, waits until the infer requests in flight are answered or `deadline` passes, then
+  // stops the loop. Idempotent.
+  void Shutdown(absl::Time deadline);
+
+ private:
+  explicit HttpServer(const Options& options);
+  static void OnRequest(evhttp_request* req, void* self);
+  void Route(evhttp_request* req);
+  void Infer(evhttp_request* req, const std::string& model, const std::string& version);
+
+  const Options options_;
+  event_base* base_ = nullptr;
+  evhttp* http_ = nullptr;
+  evhttp_bound_socket* bound_ = nullptr;  // the listening socket; used on the loop thread after Start
+  std::shared_ptr<LoopTasks> tasks_;
+  int port_ = 0;
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> stopped_{false};
+  std::thread loop_;
+};
+
+}  // namespace convoy::http
+
+#endif  // CONVOY_SERVER_HTTP_HTTP_SERVER_H_
