@@ -37,6 +37,7 @@ debian_packages=(
   python3-torch python3-torchvision           # exports the torchvision-shaped test models to ONNX
   libclang-rt-14-dev clang-14                 # LeakSanitizer/libFuzzer runtimes for fuzz targets
   libb64-0d                                   # needed by the perf_analyzer bundled in tritonclient 2.3x wheels
+  curl                                        # the README's HTTP examples, run as written by the tests
   wrk libcpp-httplib-dev                      # tools/http_library_bench/run.sh (the HTTP library measurement)
 )
 
@@ -49,6 +50,7 @@ test_only_packages=(
   python3-torch python3-torchvision
   libclang-rt-14-dev clang-14
   libb64-0d
+  curl
   wrk libcpp-httplib-dev
 )
 # The deployment tests (deploy/test_image.sh, deploy/test_scale_out.sh, tests/python/test_prometheus.py): Debian's

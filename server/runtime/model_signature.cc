@@ -31,6 +31,7 @@ absl::StatusOr<ModelSignature> SignatureFromConfig(const repository::ModelConfig
   };
   for (const auto& input : config.inputs) {
     CONVOY_ASSIGN_OR_RETURN(TensorMetadata t, declare(input));
+    t.encoded_image = input.encoded_image;
     signature.inputs.push_back(std::move(t));
   }
   for (const auto& output : config.outputs) {

@@ -8,6 +8,7 @@
 #define CONVOY_SERVER_RUNTIME_MODEL_SIGNATURE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct TensorMetadata {
   std::string name;
   DataType datatype = DataType::kFloat32;
   std::vector<int64_t> dims;  // with -1 for the batch dimension when the model batches
+  // Inputs only: the input also takes photos (one JPEG / PNG per batch item as BYTES), from the config.
+  std::optional<repository::EncodedImageConfig> encoded_image;
 };
 
 struct ModelSignature {
