@@ -122,6 +122,7 @@ using PadOp = OpTraits<PadProblem, PadArgs>;
 using ConvertOp = OpTraits<ConvertProblem, ConvertArgs>;
 using PreprocessOp = OpTraits<PreprocessProblem, PreprocessArgs>;
 using TransposeOp = OpTraits<TransposeProblem, TransposeArgs>;
+using ResizeOp = OpTraits<ResizeProblem, ResizeArgs>;
 
 using Conv2dAlgorithm = Conv2dOp::AlgorithmType;
 using Pool2dAlgorithm = Pool2dOp::AlgorithmType;
@@ -137,6 +138,7 @@ using PadAlgorithm = PadOp::AlgorithmType;
 using ConvertAlgorithm = ConvertOp::AlgorithmType;
 using PreprocessAlgorithm = PreprocessOp::AlgorithmType;
 using TransposeAlgorithm = TransposeOp::AlgorithmType;
+using ResizeAlgorithm = ResizeOp::AlgorithmType;
 
 // Names one op for ForEachOp's visitor: `using Op = typename decltype(tag)::type;`.
 template <typename Op>
@@ -162,6 +164,7 @@ void ForEachOp(Visitor&& visit) {
   visit(OpTag<ConvertOp>{});
   visit(OpTag<PreprocessOp>{});
   visit(OpTag<TransposeOp>{});
+  visit(OpTag<ResizeOp>{});
 }
 
 }  // namespace convoy

@@ -43,6 +43,7 @@ TEST(CpuCrossBackendTest, Convert) {
 }
 TEST(CpuCrossBackendTest, Preprocess) { ExpectAllAlgorithmsMatchReference<PreprocessOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Transpose) { ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, Device()); }
+TEST(CpuCrossBackendTest, Resize) { ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCpu, Device()); }
 
 // The same kernels on a single-threaded pool (everything inline) and a 3-thread pool (uneven chunks).
 TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
@@ -57,6 +58,7 @@ TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
     ExpectAllAlgorithmsMatchReference<SoftmaxOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCpu, **device);
   }
 }
 
