@@ -67,8 +67,8 @@ CONVOY_HOST_DEVICE float ResizeSourceCoordinate(const ResizeAxis& a, int o) {
       const float offset = static_cast<float>(a.in) * 0.5f * (1.0f - adjustment);
       return offset + (x + 0.5f) / a.scale - 0.5f;
     }
-    case ResizeCoordinates::kPytorchHalfPixel:
-      return a.out > 1 ? (x + 0.5f) / a.scale - 0.5f : -0.5f;
+    case ResizeCoordinates::kPytorchHalfPixel:  // an output of one element samples the first (ONNX's formula)
+      return a.out > 1 ? (x + 0.5f) / a.scale - 0.5f : 0.0f;
     case ResizeCoordinates::kAlignCorners:
       return a.length == 1.0f ? 0.0f : x * static_cast<float>(a.in - 1) / (a.length - 1.0f);
     case ResizeCoordinates::kAsymmetric:

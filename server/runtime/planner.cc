@@ -290,6 +290,7 @@ absl::Status PlanBuilder::PlanNode(const Node& node) {
     case OpKind::kReshape:
     case OpKind::kIdentity: return PlanAlias(*this, node);
     case OpKind::kTranspose: return PlanTranspose(*this, node);
+    case OpKind::kResize: return PlanResize(*this, node);
   }
   return absl::UnimplementedError(absl::StrCat("node '", node.name, "' (", OpKindName(node.op()),
                                                "): no kernel implements this op; the passes must remove or fuse it"));

@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
 #include "server/runtime/planner_internal.h"
+#include "server/runtime/resize_lowering.h"
 
 namespace convoy::runtime {
 namespace {
@@ -328,6 +329,21 @@ absl::Status PlanPad(PlanBuilder& b, const Node& node) {
   };
   auto bind = [x, y](TensorPointers t) { return PadArgs{t[x], t[y]}; };
   return b.AddKernelStep<PadOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanResize(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
+  const ResizeAttrs attrs = node.As<ResizeAttrs>();
+  auto problem_for = [&b, x, attrs](int batch) {
+    const ImageDims d = b.Dims(x, batch);
+    ResizeProblem p = LowerResize(attrs, d.n, d.c, d.h, d.w);
+    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return ResizeArgs{t[x], t[y]}; };
+  return b.AddKernelStep<ResizeOp>(node.name, {x}, {y}, problem_for, bind);
 }
 
 absl::Status PlanTranspose(PlanBuilder& b, const Node& node) {

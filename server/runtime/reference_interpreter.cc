@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/cpu/reference/reference_ops.h"
+#include "server/runtime/resize_lowering.h"
 
 namespace convoy::runtime {
 namespace {
@@ -289,6 +291,13 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node, const std::ve
     case OpKind::kGemm: RunGemm(node.As<GemmAttrs>(), in, y); break;
     case OpKind::kPad: RunPad(node.As<PadAttrs>(), *in[0], y); break;
     case OpKind::kTranspose: RunTranspose(node.As<TransposeAttrs>().perm, *in[0], y); break;
+    case OpKind::kResize: {
+      // The kernel library's reference (plain loops, double accumulation) on the FP32 NCHW tensor.
+      const Shape& x = in[0]->shape;
+      const ResizeProblem problem = LowerResize(node.As<ResizeAttrs>(), x[0], x[1], x[2], x[3]);
+      CONVOY_RETURN_IF_ERROR(reference::Resize(problem, ResizeArgs{in[0]->data.data(), y.data.data()}));
+      break;
+    }
     case OpKind::kFlatten:
     case OpKind::kReshape:
     case OpKind::kIdentity: y.data = in[0]->data; break;

@@ -43,8 +43,8 @@ SUPPORTED_OPS = {
     "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity",
     "LeakyRelu", "Less", "LessOrEqual", "MatMul", "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pad",
     "Pow", "Range", "Reciprocal", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "Relu",
-    "Reshape", "Round", "Shape", "Sigmoid", "Sign", "Size", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub",
-    "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where", "Xor",
+    "Reshape", "Resize", "Round", "Shape", "Sigmoid", "Sign", "Size", "Slice", "Softmax", "Split", "Sqrt", "Squeeze",
+    "Sub", "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze", "Upsample", "Where", "Xor",
 }
 
 FLOAT_TYPES = {TensorProto.FLOAT}
@@ -56,7 +56,7 @@ RUNTIME_OPS = {
     "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Conv", "Dropout", "Flatten", "Gemm",
     "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul", "MaxPool",
     "Pad", "ReduceMax", "ReduceMean", "Relu", "Reshape", "Shape", "Sigmoid", "Slice", "Softmax", "Split", "Squeeze",
-    "Tanh", "Transpose", "Unsqueeze", "Add", "Sub", "Mul", "Div",
+    "Tanh", "Transpose", "Unsqueeze", "Add", "Sub", "Mul", "Div", "Resize", "Upsample",
 }
 
 MIN_OPSET, MAX_OPSET = 7, 21
