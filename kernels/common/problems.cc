@@ -81,6 +81,7 @@ absl::string_view OpKindName(OpKind kind) {
     case OpKind::kPreprocess: return "preprocess";
     case OpKind::kTranspose: return "transpose";
     case OpKind::kResize: return "resize";
+    case OpKind::kArgMax: return "argmax";
   }
   return "unknown";
 }
@@ -465,6 +466,34 @@ absl::Status ResizeProblem::Validate() const {
   }
   if (auto st = CheckBlockedLayout(name, layout, false, {}); !st.ok()) return st;
   return CheckComputeType(name, dtype);
+}
+
+// ---- argmax ----
+std::string ArgMaxProblem::ToString() const {
+  return absl::StrCat("argmax outer=", outer, " axis=", axis, " inner=", inner, " ", DataTypeName(dtype), " -> ",
+                      DataTypeName(index_dtype), select_last_index ? " select_last_index" : "");
+}
+
+absl::Status ArgMaxProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"outer", outer}, {"axis", axis}, {"inner", inner}}); !st.ok()) return st;
+  if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
+  // The largest index each index type holds exactly.
+  int64_t limit = 0;
+  switch (index_dtype) {
+    case DataType::kUInt8: limit = 256; break;
+    case DataType::kInt32: limit = int64_t{1} << 31; break;
+    case DataType::kInt64: limit = int64_t{1} << 62; break;
+    case DataType::kFloat32: limit = int64_t{1} << 24; break;
+    case DataType::kFloat16: limit = 2048; break;
+    case DataType::kBFloat16: limit = 256; break;
+    default: return Invalid(name, "indices are written as UINT8, INT32, INT64, FP32, FP16 or BF16");
+  }
+  if (axis > limit) {
+    return Invalid(name, absl::StrCat(DataTypeName(index_dtype), " holds indices up to ", limit - 1, ", the axis has ",
+                                      axis));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace convoy

@@ -40,6 +40,7 @@ enum class OpKind : uint8_t {
   kPreprocess,
   kTranspose,
   kResize,
+  kArgMax,
 };
 absl::string_view OpKindName(OpKind kind);
 
@@ -451,6 +452,30 @@ struct ResizeProblem {
 struct ResizeArgs {
   const void* x = nullptr;  // [N, C, H, W] in layout
   void* y = nullptr;        // [N, C, out_h, out_w] in layout
+};
+
+// ---- index of the maximum along the middle axis of a dense [outer, axis, inner] tensor -----------------------------
+// ONNX ArgMax and a segmentation model's class map: over the channels of NCHW (outer N, inner H*W) or of NHWC (outer
+// N*H*W, inner 1). Ties (and runs of NaN-free equal values) go to the first index, or the last with
+// select_last_index; a NaN is never greater than anything, so it is picked only when every value is NaN (index 0).
+// The indices are written as index_dtype: UINT8 (axis <= 256), INT32, INT64, or a float type holding the index
+// exactly (FP32 up to 2^24, FP16 2048, BF16 256): the graph's float tensors.
+struct ArgMaxProblem {
+  static constexpr OpKind kKind = OpKind::kArgMax;
+  int64_t outer = 1, axis = 1, inner = 1;
+  DataType dtype = DataType::kFloat32;
+  DataType index_dtype = DataType::kInt64;
+  bool select_last_index = false;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(outer, axis, inner, dtype, index_dtype, select_last_index); }
+  CONVOY_PROBLEM_COMPARISONS(ArgMaxProblem)
+};
+
+struct ArgMaxArgs {
+  const void* x = nullptr;  // [outer, axis, inner] in dtype
+  void* y = nullptr;        // [outer, inner] in index_dtype
 };
 
 #undef CONVOY_PROBLEM_COMPARISONS

@@ -123,6 +123,7 @@ using ConvertOp = OpTraits<ConvertProblem, ConvertArgs>;
 using PreprocessOp = OpTraits<PreprocessProblem, PreprocessArgs>;
 using TransposeOp = OpTraits<TransposeProblem, TransposeArgs>;
 using ResizeOp = OpTraits<ResizeProblem, ResizeArgs>;
+using ArgMaxOp = OpTraits<ArgMaxProblem, ArgMaxArgs>;
 
 using Conv2dAlgorithm = Conv2dOp::AlgorithmType;
 using Pool2dAlgorithm = Pool2dOp::AlgorithmType;
@@ -139,6 +140,7 @@ using ConvertAlgorithm = ConvertOp::AlgorithmType;
 using PreprocessAlgorithm = PreprocessOp::AlgorithmType;
 using TransposeAlgorithm = TransposeOp::AlgorithmType;
 using ResizeAlgorithm = ResizeOp::AlgorithmType;
+using ArgMaxAlgorithm = ArgMaxOp::AlgorithmType;
 
 // Names one op for ForEachOp's visitor: `using Op = typename decltype(tag)::type;`.
 template <typename Op>
@@ -165,6 +167,7 @@ void ForEachOp(Visitor&& visit) {
   visit(OpTag<PreprocessOp>{});
   visit(OpTag<TransposeOp>{});
   visit(OpTag<ResizeOp>{});
+  visit(OpTag<ArgMaxOp>{});
 }
 
 }  // namespace convoy

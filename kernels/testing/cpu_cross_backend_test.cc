@@ -44,6 +44,7 @@ TEST(CpuCrossBackendTest, Convert) {
 TEST(CpuCrossBackendTest, Preprocess) { ExpectAllAlgorithmsMatchReference<PreprocessOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Transpose) { ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Resize) { ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCpu, Device()); }
+TEST(CpuCrossBackendTest, ArgMax) { ExpectAllAlgorithmsMatchReference<ArgMaxOp>(Backend::kCpu, Device()); }
 
 // The same kernels on a single-threaded pool (everything inline) and a 3-thread pool (uneven chunks).
 TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
@@ -59,6 +60,7 @@ TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
     ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<ArgMaxOp>(Backend::kCpu, **device);
   }
 }
 

@@ -257,4 +257,17 @@ Tolerance OpCaseTraits<ResizeProblem>::TolerancePerOutput(const ResizeProblem& p
   return p.mode == ResizeMode::kNearest ? kExact : ToleranceFor(p.dtype, 16);
 }
 
+// ---- argmax ----
+std::vector<BufferSpec> OpCaseTraits<ArgMaxProblem>::Inputs(const ArgMaxProblem& p) {
+  return {{"x", p.dtype, p.outer * p.axis * p.inner, -4.0f, 4.0f}};
+}
+std::vector<BufferSpec> OpCaseTraits<ArgMaxProblem>::Outputs(const ArgMaxProblem& p) {
+  return {{"y", p.index_dtype, p.outer * p.inner}};
+}
+ArgMaxArgs OpCaseTraits<ArgMaxProblem>::MakeArgs(const ArgMaxProblem&, const std::vector<void*>& in,
+                                                 const std::vector<void*>& out) {
+  return ArgMaxArgs{in[0], out[0]};
+}
+Tolerance OpCaseTraits<ArgMaxProblem>::TolerancePerOutput(const ArgMaxProblem&) { return kExact; }
+
 }  // namespace convoy::testing

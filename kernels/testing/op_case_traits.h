@@ -80,6 +80,7 @@ CONVOY_DECLARE_OP_CASE_TRAITS(ConvertProblem, ConvertArgs);
 CONVOY_DECLARE_OP_CASE_TRAITS(PreprocessProblem, PreprocessArgs);
 CONVOY_DECLARE_OP_CASE_TRAITS(TransposeProblem, TransposeArgs);
 CONVOY_DECLARE_OP_CASE_TRAITS(ResizeProblem, ResizeArgs);
+CONVOY_DECLARE_OP_CASE_TRAITS(ArgMaxProblem, ArgMaxArgs);
 
 #undef CONVOY_DECLARE_OP_CASE_TRAITS
 

@@ -518,6 +518,34 @@ std::vector<ResizeProblem> ResizeProblems() {
   return out;
 }
 
+std::vector<ArgMaxProblem> ArgMaxProblems() {
+  std::vector<ArgMaxProblem> out;
+  struct Shape {
+    int64_t outer, axis, inner;
+  };
+  // NCHW channels of a 21-class map (inner H*W, more than one 64-position block), NHWC channels (inner 1), a
+  // classifier's [N, C] rows, a single class, and a wide axis whose BF16 values repeat (ties for select_last_index).
+  for (Shape s : {Shape{2, 21, 70}, Shape{24, 21, 1}, Shape{3, 1000, 1}, Shape{2, 1, 9}, Shape{1, 300, 5}}) {
+    for (DataType dtype : kDtypes) {
+      for (DataType index_dtype : {DataType::kUInt8, DataType::kInt32, DataType::kInt64, DataType::kFloat32}) {
+        if (index_dtype == DataType::kUInt8 && s.axis > 256) continue;
+        for (bool last : {false, true}) {
+          if (last && dtype == DataType::kFloat32 && s.axis != 300) continue;
+          ArgMaxProblem p;
+          p.outer = s.outer, p.axis = s.axis, p.inner = s.inner;
+          p.dtype = dtype, p.index_dtype = index_dtype, p.select_last_index = last;
+          out.push_back(p);
+        }
+      }
+    }
+  }
+  ArgMaxProblem half_indices;  // float indices in the compute type of an FP16 plan
+  half_indices.outer = 2, half_indices.axis = 21, half_indices.inner = 13;
+  half_indices.dtype = half_indices.index_dtype = DataType::kFloat16;
+  out.push_back(half_indices);
+  return out;
+}
+
 template <>
 std::vector<Conv2dProblem> ProblemsFor<Conv2dProblem>() { return Conv2dProblems(); }
 template <>
@@ -548,5 +576,7 @@ template <>
 std::vector<TransposeProblem> ProblemsFor<TransposeProblem>() { return TransposeProblems(); }
 template <>
 std::vector<ResizeProblem> ProblemsFor<ResizeProblem>() { return ResizeProblems(); }
+template <>
+std::vector<ArgMaxProblem> ProblemsFor<ArgMaxProblem>() { return ArgMaxProblems(); }
 
 }  // namespace convoy::testing

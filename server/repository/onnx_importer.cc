@@ -87,6 +87,7 @@ class OnnxImporter {
   absl::Status IdentityOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status PadOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status ResizeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ArgMaxOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status ShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status UnsqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
@@ -146,6 +147,7 @@ const std::map<std::string, OnnxImporter::Handler>& OnnxImporter::Handlers() {
       {"Pad", &OnnxImporter::PadOp},
       {"Resize", &OnnxImporter::ResizeOp},
       {"Upsample", &OnnxImporter::ResizeOp},
+      {"ArgMax", &OnnxImporter::ArgMaxOp},
       {"Shape", &OnnxImporter::ShapeOp},
       {"Unsqueeze", &OnnxImporter::UnsqueezeOp},
       {"Squeeze", &OnnxImporter::SqueezeOp},
@@ -903,6 +905,24 @@ absl::Status OnnxImporter::ResizeOp(const onnx::NodeProto& n, const OnnxAttribut
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
   CONVOY_ASSIGN_OR_RETURN(runtime::ResizeAttrs attrs, ImportResizeAttrs(n, a, opset_, x, inputs));
   return Emit(n.name().empty() ? "resize" : n.name(), attrs, {n.input(0)}, {n.output(0)});
+}
+
+// ArgMax (opsets 1, 11, 12, 13): the indices are a float tensor in the graph; served as UINT8/INT32/INT64 when the
+// model's output is an ArgMax (the planner writes the served type directly).
+absl::Status OnnxImporter::ArgMaxOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  if (a.Has("select_last_index") && opset_ < 12) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'select_last_index' is not part of ArgMax "
+                                                 "at opset ", opset_, " (it appears at opset 12)"));
+  }
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis", "keepdims", "select_last_index"}));
+  runtime::ArgMaxAttrs attrs;
+  CONVOY_ASSIGN_OR_RETURN(attrs.axis, a.Int("axis", 0));
+  CONVOY_ASSIGN_OR_RETURN(int64_t keepdims, a.Int("keepdims", 1));
+  CONVOY_ASSIGN_OR_RETURN(int64_t last, a.Int("select_last_index", 0));
+  attrs.keepdims = keepdims != 0;
+  attrs.select_last_index = last != 0;
+  return Emit(n.name().empty() ? "argmax" : n.name(), attrs, {n.input(0)}, {n.output(0)});
 }
 
 // Shape of a runtime tensor: its dimensions are known at import, except the dynamic batch (kSymbolicBatchValue).

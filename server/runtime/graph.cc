@@ -88,6 +88,7 @@ const char* OpKindName(OpKind op) {
     case OpKind::kReshape: return "Reshape";
     case OpKind::kTranspose: return "Transpose";
     case OpKind::kResize: return "Resize";
+    case OpKind::kArgMax: return "ArgMax";
     case OpKind::kIdentity: return "Identity";
   }
   return "?";
@@ -364,6 +365,10 @@ std::string AttrsToString(const Node& node) {
       if (a.mode == ResizeMode::kCubic) absl::StrAppend(&s, " a=", a.cubic_a, a.exclude_outside ? " exclude_outside" : "");
       if (a.antialias) absl::StrAppend(&s, " antialias");
       return s;
+    }
+    case OpKind::kArgMax: {
+      const auto& a = node.As<ArgMaxAttrs>();
+      return absl::StrCat("axis=", a.axis, a.keepdims ? " keepdims" : "", a.select_last_index ? " select_last_index" : "");
     }
     case OpKind::kIdentity: return "";
   }

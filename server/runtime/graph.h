@@ -199,11 +199,19 @@ struct ResizeAttrs {
   float extrapolation_value = 0.0f;
 };
 
+// ONNX ArgMax: the index of the largest value along `axis` (a float in the graph; `>` from index 0, `>=` with
+// select_last_index), the axis kept with extent 1 or dropped.
+struct ArgMaxAttrs {
+  int64_t axis = 0;
+  bool keepdims = true;
+  bool select_last_index = false;
+};
+
 struct IdentityAttrs {};
 
 using NodeAttrs = std::variant<Conv2dAttrs, Pool2dAttrs, BatchNormAttrs, ActivationAttrs, BinaryAttrs, ConcatAttrs,
                                SplitAttrs, ChannelShuffleAttrs, SoftmaxAttrs, GemmAttrs, PadAttrs, FlattenAttrs,
-                               ReshapeAttrs, TransposeAttrs, ResizeAttrs, IdentityAttrs>;
+                               ReshapeAttrs, TransposeAttrs, ResizeAttrs, ArgMaxAttrs, IdentityAttrs>;
 
 // The op kind is the attribute type; this enum follows the variant order so switch statements stay readable.
 enum class OpKind {
@@ -222,6 +230,7 @@ enum class OpKind {
   kReshape,
   kTranspose,
   kResize,
+  kArgMax,
   kIdentity,
 };
 const char* OpKindName(OpKind op);
