@@ -119,6 +119,7 @@ size_t DataTypeBytes(repository::TensorDataType type) {
     case repository::TensorDataType::kBf16: return 2;
     case repository::TensorDataType::kUint8: return 1;
     case repository::TensorDataType::kInt64: return 8;
+    case repository::TensorDataType::kInt32: return 4;
     default: return 4;
   }
 }

@@ -34,8 +34,8 @@ struct ModelSignature {
   std::vector<TensorMetadata> outputs;
 };
 
-// The datatype of a config tensor as the runtime serves it: FP32, FP16, BF16 or UINT8; INVALID_ARGUMENT naming the
-// tensor otherwise.
+// The datatype of a config tensor as the runtime serves it: FP32, FP16, BF16, UINT8 or INT32 (outputs: class maps
+// and ArgMax outputs); INVALID_ARGUMENT naming the tensor otherwise.
 absl::StatusOr<DataType> ServedDataType(repository::TensorDataType type, const std::string& tensor);
 
 // The signature a config declares: its tensors in config order with dims as written (preprocessed images keep
