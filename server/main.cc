@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -43,6 +44,10 @@ ABSL_FLAG(int, metrics_port, 8002, "Port of the Prometheus /metrics endpoint; 0 
 ABSL_FLAG(std::string, model_control_mode, "none", "none (load all at start), poll (rescan), explicit (on request).");
 ABSL_FLAG(bool, strict_readiness, true, "Ready only when every model is READY (else: when one is).");
 ABSL_FLAG(int, exit_timeout_seconds, 30, "On SIGTERM/SIGINT, how long queued and in-flight requests may take.");
+ABSL_FLAG(int, exit_delay_seconds, 0,
+          "On SIGTERM/SIGINT, how long readiness reports NOT_SERVING while new requests are still served, before "
+          "the drain: the time a load balancer's health checks need to take the server out of rotation. A second "
+          "signal ends it early.");
 ABSL_FLAG(std::string, algorithm_cache_file, "", "Kernel algorithm cache loaded at start and saved at exit.");
 ABSL_FLAG(std::string, device, "auto", "auto (CUDA when a GPU and the CUDA backend are there, else CPU), cpu, cuda.");
 ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate: serve gRPC over TLS (with --tls_key).");
@@ -114,6 +119,7 @@ size_t DataTypeBytes(repository::TensorDataType type) {
     case repository::TensorDataType::kBf16: return 2;
     case repository::TensorDataType::kUint8: return 1;
     case repository::TensorDataType::kInt64: return 8;
+    case repository::TensorDataType::kInt32: return 4;
     default: return 4;
   }
 }
@@ -222,6 +228,19 @@ void PrintSummary(const SelectedDevice& device, const repository::ModelManager& 
   std::fflush(stdout);
 }
 
+// Waits up to `timeout` for one of the blocked `signals`; returns its number, or 0 when the time ran out.
+int WaitForSignal(const sigset_t& signals, absl::Duration timeout) {
+  const absl::Time until = absl::Now() + timeout;
+  for (;;) {
+    const absl::Duration left = until - absl::Now();
+    if (left <= absl::ZeroDuration()) return 0;
+    const timespec wait = absl::ToTimespec(left);
+    const int got = sigtimedwait(&signals, nullptr, &wait);
+    if (got > 0) return got;
+    if (errno != EINTR && errno != EAGAIN) return 0;
+  }
+}
+
 int Run() {
   const absl::Time started = absl::Now();
   // SIGTERM/SIGINT are taken by sigwait below; block them before any thread starts so none of them gets one.
@@ -238,6 +257,10 @@ int Run() {
   absl::StatusOr<repository::ModelControlMode> mode =
       repository::ParseModelControlMode(absl::GetFlag(FLAGS_model_control_mode));
   if (!mode.ok()) return fail(mode.status());
+  if (absl::GetFlag(FLAGS_exit_delay_seconds) < 0) {
+    return fail(absl::InvalidArgumentError(absl::StrCat("--exit_delay_seconds: expected 0 or more seconds, got ",
+                                                        absl::GetFlag(FLAGS_exit_delay_seconds))));
+  }
   absl::StatusOr<SelectedDevice> device = SelectDevice(absl::GetFlag(FLAGS_device));
   if (!device.ok()) return fail(device.status());
   Log(absl::StrCat("level=info event=device_selected device=", device->name, " reason=", Quote(device->reason)));
@@ -319,9 +342,20 @@ int Run() {
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
+  const char* signal_name = signal_number == SIGTERM ? "SIGTERM" : "SIGINT";
+  const int exit_delay_seconds = absl::GetFlag(FLAGS_exit_delay_seconds);
+  if (exit_delay_seconds > 0) {
+    (*manager)->WithdrawReadiness();
+    Log(absl::StrCat("level=info event=readiness_withdrawn signal=", signal_name,
+                     " exit_delay_seconds=", exit_delay_seconds, " note=\"still serving until the delay ends\""));
+    const int second = WaitForSignal(signals, absl::Seconds(exit_delay_seconds));
+    if (second != 0) {
+      Log(absl::StrCat("level=info event=exit_delay_cut_short signal=", second == SIGTERM ? "SIGTERM" : "SIGINT"));
+    }
+  }
   const absl::Duration exit_timeout = absl::Seconds(absl::GetFlag(FLAGS_exit_timeout_seconds));
   const absl::Time deadline = absl::Now() + exit_timeout;
-  Log(absl::StrCat("level=info event=shutdown_started signal=", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
+  Log(absl::StrCat("level=info event=shutdown_started signal=", signal_name,
                    " exit_timeout_seconds=", absl::ToInt64Seconds(exit_timeout)));
   absl::Status drained = (*manager)->Shutdown(deadline);  // readiness NOT_SERVING first, then drain
   if (!drained.ok()) {
@@ -349,7 +383,8 @@ int Run() {
 constexpr char kUsage[] = R"(usage: convoy_server [--flag=value ...]
 Serves the models of --model_repository over the KServe v2 / Triton gRPC protocol and grpc.health.v1 on
 --grpc_port, the KServe v2 HTTP/REST protocol on --http_port, Prometheus metrics at
-http://HOST:--metrics_port/metrics; SIGTERM or SIGINT drains and exits 0.
+http://HOST:--metrics_port/metrics; SIGTERM or SIGINT drains and exits 0 (after --exit_delay_seconds of NOT_SERVING
+readiness while still serving, when set).
   convoy_server --model_repository=model_repo                 # HTTP :8000, gRPC :8001, metrics :8002, CPU if no GPU
   convoy_server --model_repository=/models --device=cpu --grpc_port=0 --http_port=0 --metrics_port=0   # free ports
 docs/server.md describes every flag, docs/model_config.md a model's config.yaml.)";

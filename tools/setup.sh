@@ -37,6 +37,7 @@ debian_packages=(
   python3-torch python3-torchvision           # exports the torchvision-shaped test models to ONNX
   libclang-rt-14-dev clang-14                 # LeakSanitizer/libFuzzer runtimes for fuzz targets
   libb64-0d                                   # needed by the perf_analyzer bundled in tritonclient 2.3x wheels
+  curl                                        # the README's HTTP examples, run as written by the tests
   wrk libcpp-httplib-dev                      # tools/http_library_bench/run.sh (the HTTP library measurement)
 )
 
@@ -49,11 +50,13 @@ test_only_packages=(
   python3-torch python3-torchvision
   libclang-rt-14-dev clang-14
   libb64-0d
+  curl
   wrk libcpp-httplib-dev
 )
-# The deployment tests (deploy/test_image.sh, tests/python/test_prometheus.py): Debian's Prometheus, debootstrap for
-# base images where no registry is reachable, and Docker (docker.io) unless a Docker engine is already installed
-# (docker.io conflicts with Docker's own docker-ce packages).
+# The deployment tests (deploy/test_image.sh, deploy/test_scale_out.sh, tests/python/test_prometheus.py): Debian's
+# Prometheus, debootstrap for base images where no registry is reachable, and Docker (docker.io) unless a Docker
+# engine is already installed (docker.io conflicts with Docker's own docker-ce packages). HAProxy, for the
+# scale-out, is installed inside its image (deploy/compose/balancer/Dockerfile), not here.
 debian_packages+=(prometheus debootstrap)
 if ! command -v dockerd >/dev/null 2>&1; then debian_packages+=(docker.io); fi
 test_only_packages+=(prometheus debootstrap docker.io)

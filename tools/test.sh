@@ -4,9 +4,9 @@
 # function per step: a CPU-only build with CUDA hidden, the C++ unit and
 # integration tests (Bazel), the fast unit tests again under AddressSanitizer+UBSan (tag "asan") and the concurrency
 # tests under ThreadSanitizer (tag "tsan"), the Python client tests (pytest, .venv), and the container image built
-# from those binaries, started and queried (deploy/test_image.sh --fast; skipped, with the reason, where Docker cannot
-# run). Every test runs: Bazel's
-# cached test results are not reused (--nocache_test_results; the build cache is kept).
+# from those binaries, started and queried (deploy/test_image.sh --fast), then two replicas of it restarted in turn
+# behind HAProxy under load (deploy/test_scale_out.sh); both skipped, with the reason, where Docker cannot run.
+# Every test runs: Bazel's cached test results are not reused (--nocache_test_results; the build cache is kept).
 #
 # Each step records its results in $CONVOY_TEST_RESULTS (one folder per pass, see tools/count_results.py); the run
 # ends with one line "N passed, M failed, K skipped" counting the distinct test cases of this run (sanitizer re-runs
@@ -124,7 +124,8 @@ step_pytest() {
 }
 
 # The runtime image from the binaries built above (no Bazel inside Docker): built, started with model_repo/, healthy,
-# queried, drained by docker stop. Exit 77 = Docker cannot run here (the reason is in the log): skipped, not passed.
+# queried, drained by docker stop; then two replicas of it behind the balancer through a rolling restart under load
+# (deploy/test_scale_out.sh). Exit 77 = Docker cannot run here (the reason is in the log): skipped, not passed.
 step_image() {
   say "deploy/test_image.sh --fast"
   local log="$results/test_image.log" rc outcome message=""
@@ -137,6 +138,21 @@ step_image() {
     *) outcome=failed; message="deploy/test_image.sh --fast failed (exit $rc): $(grep -m1 '^test_image: ' "$log"); see $log" ;;
   esac
   python3 "$counter" record-step --results "$results" --name test-image-fast --outcome "$outcome" --message "$message"
+
+  # Two replicas of that image behind HAProxy, each restarted in turn under perf_analyzer: no request may fail
+  # (about 80 s).
+  say "deploy/test_scale_out.sh"
+  log="$results/test_scale_out.log"
+  message=""
+  CONVOY_VENV="$venv" bash deploy/test_scale_out.sh 2>&1 | tee "$log"
+  rc="${PIPESTATUS[0]}"
+  case "$rc" in
+    0) outcome=passed ;;
+    77) outcome=skipped; message="$(grep -m1 '^test_scale_out: SKIPPED' "$log")" ;;
+    *) outcome=failed; message="deploy/test_scale_out.sh failed (exit $rc): $(grep -m1 '^test_scale_out: ' "$log"); see $log" ;;
+  esac
+  python3 "$counter" record-step --results "$results" --name test-scale-out-restart --outcome "$outcome" \
+    --message "$message"
 }
 
 # ---- stress mode: busy loops, one per CPU, each pinned to its CPU, at the tests' own priority --------------------

@@ -26,6 +26,10 @@ PANELS = [
         ("{{model}} inferences", 'sum by (model) (rate({m[inference_count]}{{%s}}[1m]))' % MODEL),
         ("{{model}} requests", 'sum by (model) (rate({m[request_success]}{{%s}}[1m]))' % MODEL),
     ], 12),
+    ("Throughput per replica (inferences/s)", "ops", "timeseries", [
+        # One line per scraped server: shows how evenly a balancer spreads the load over scaled-out replicas.
+        ("{{instance}}", 'sum by (instance) (rate({m[inference_count]}{{%s}}[1m]))' % MODEL),
+    ], 12),
     ("Request latency p50 / p99", "s", "timeseries", [
         ("{{model}} p50", 'histogram_quantile(0.5, sum by (le, model) (rate({m[request_latency]}_bucket{{%s}}[1m])))' % MODEL),
         ("{{model}} p99", 'histogram_quantile(0.99, sum by (le, model) (rate({m[request_latency]}_bucket{{%s}}[1m])))' % MODEL),

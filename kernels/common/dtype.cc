@@ -31,6 +31,7 @@ size_t DataTypeSize(DataType dtype) {
     case DataType::kInt8: return 1;
     case DataType::kUInt8: return 1;
     case DataType::kInt64: return 8;
+    case DataType::kInt32: return 4;
   }
   return 0;
 }
@@ -43,17 +44,18 @@ absl::string_view DataTypeName(DataType dtype) {
     case DataType::kInt8: return "INT8";
     case DataType::kUInt8: return "UINT8";
     case DataType::kInt64: return "INT64";
+    case DataType::kInt32: return "INT32";
   }
   return "UNKNOWN";
 }
 
 absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
   for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
-                     DataType::kUInt8, DataType::kInt64}) {
+                     DataType::kUInt8, DataType::kInt64, DataType::kInt32}) {
     if (name == DataTypeName(t)) return t;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown data type '", name, "'; expected one of FP32, FP16, BF16, INT8, UINT8, INT64"));
+      absl::StrCat("unknown data type '", name, "'; expected one of FP32, FP16, BF16, INT8, UINT8, INT64, INT32"));
 }
 
 bool IsFloatingPoint(DataType dtype) {
@@ -119,6 +121,7 @@ float LoadAsFloat(const void* data, DataType dtype, size_t i) {
     case DataType::kInt8: return static_cast<const int8_t*>(data)[i];
     case DataType::kUInt8: return static_cast<const uint8_t*>(data)[i];
     case DataType::kInt64: return static_cast<float>(static_cast<const int64_t*>(data)[i]);
+    case DataType::kInt32: return static_cast<float>(static_cast<const int32_t*>(data)[i]);
   }
   return std::numeric_limits<float>::quiet_NaN();
 }
@@ -135,6 +138,7 @@ void StoreFromFloat(void* data, DataType dtype, size_t i, float value) {
     case DataType::kInt8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(saturate(-128, 127)); return;
     case DataType::kUInt8: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(saturate(0, 255)); return;
     case DataType::kInt64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(value); return;
+    case DataType::kInt32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(value); return;
   }
 }
 

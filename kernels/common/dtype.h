@@ -21,11 +21,12 @@ enum class DataType : uint8_t {
   kInt8 = 3,  // reserved
   kUInt8 = 4,
   kInt64 = 5,
+  kInt32 = 6,
 };
 
 // Bytes per element.
 size_t DataTypeSize(DataType dtype);
-// "FP32", "FP16", "BF16", "INT8", "UINT8", "INT64" (the KServe v2 spelling).
+// "FP32", "FP16", "BF16", "INT8", "UINT8", "INT64", "INT32" (the KServe v2 spelling).
 absl::string_view DataTypeName(DataType dtype);
 absl::StatusOr<DataType> ParseDataType(absl::string_view name);
 // True for the types kernels compute in (FP32, FP16, BF16).

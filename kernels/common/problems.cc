@@ -80,6 +80,8 @@ absl::string_view OpKindName(OpKind kind) {
     case OpKind::kConvert: return "convert";
     case OpKind::kPreprocess: return "preprocess";
     case OpKind::kTranspose: return "transpose";
+    case OpKind::kResize: return "resize";
+    case OpKind::kArgMax: return "argmax";
   }
   return "unknown";
 }
@@ -429,6 +431,69 @@ absl::Status PreprocessProblem::Validate() const {
   }
   if (auto st = CheckBlockedLayout(name, dst_layout, false, {}); !st.ok()) return st;
   return CheckComputeType(name, dst_dtype);
+}
+
+// ---- resize ----
+std::string ResizeProblem::ToString() const {
+  static constexpr const char* kModes[] = {"nearest", "linear", "cubic"};
+  static constexpr const char* kCoordinates[] = {"half_pixel",    "half_pixel_symmetric", "pytorch_half_pixel",
+                                                 "align_corners", "asymmetric",           "tf_crop_and_resize"};
+  static constexpr const char* kNearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple"};
+  std::string s = absl::StrCat("resize ", kModes[static_cast<int>(mode)], " ", ImageString(n, c, h, w), " -> ", out_h,
+                               "x", out_w, " scale=", scale_h, ",", scale_w, " length=", length_h, ",", length_w, " ",
+                               kCoordinates[static_cast<int>(coordinates)]);
+  if (mode == ResizeMode::kNearest) absl::StrAppend(&s, " ", kNearest[static_cast<int>(nearest)]);
+  if (mode == ResizeMode::kCubic) absl::StrAppend(&s, " a=", cubic_a, exclude_outside ? " exclude_outside" : "");
+  if (antialias) absl::StrAppend(&s, " antialias");
+  if (coordinates == ResizeCoordinates::kTfCropAndResize) {
+    absl::StrAppend(&s, " roi=", roi_top, ",", roi_left, ",", roi_bottom, ",", roi_right, " extrapolation=",
+                    extrapolation_value);
+  }
+  return absl::StrCat(s, " ", DataTypeName(dtype), " ", LayoutName(layout));
+}
+
+absl::Status ResizeProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}, {"out_h", out_h}, {"out_w", out_w}});
+      !st.ok()) {
+    return st;
+  }
+  if (!(scale_h > 0.0f) || !(scale_w > 0.0f) || !(length_h > 0.0f) || !(length_w > 0.0f)) {
+    return Invalid(name, "scales and resized lengths must be positive");
+  }
+  if (static_cast<int>(mode) > 2 || static_cast<int>(coordinates) > 5 || static_cast<int>(nearest) > 4) {
+    return Invalid(name, "unknown mode, coordinate transformation or nearest rounding");
+  }
+  if (auto st = CheckBlockedLayout(name, layout, false, {}); !st.ok()) return st;
+  return CheckComputeType(name, dtype);
+}
+
+// ---- argmax ----
+std::string ArgMaxProblem::ToString() const {
+  return absl::StrCat("argmax outer=", outer, " axis=", axis, " inner=", inner, " ", DataTypeName(dtype), " -> ",
+                      DataTypeName(index_dtype), select_last_index ? " select_last_index" : "");
+}
+
+absl::Status ArgMaxProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"outer", outer}, {"axis", axis}, {"inner", inner}}); !st.ok()) return st;
+  if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
+  // The largest index each index type holds exactly.
+  int64_t limit = 0;
+  switch (index_dtype) {
+    case DataType::kUInt8: limit = 256; break;
+    case DataType::kInt32: limit = int64_t{1} << 31; break;
+    case DataType::kInt64: limit = int64_t{1} << 62; break;
+    case DataType::kFloat32: limit = int64_t{1} << 24; break;
+    case DataType::kFloat16: limit = 2048; break;
+    case DataType::kBFloat16: limit = 256; break;
+    default: return Invalid(name, "indices are written as UINT8, INT32, INT64, FP32, FP16 or BF16");
+  }
+  if (axis > limit) {
+    return Invalid(name, absl::StrCat(DataTypeName(index_dtype), " holds indices up to ", limit - 1, ", the axis has ",
+                                      axis));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace convoy

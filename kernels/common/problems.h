@@ -39,6 +39,8 @@ enum class OpKind : uint8_t {
   kConvert,
   kPreprocess,
   kTranspose,
+  kResize,
+  kArgMax,
 };
 absl::string_view OpKindName(OpKind kind);
 
@@ -396,6 +398,84 @@ struct PreprocessProblem {
 struct PreprocessArgs {
   const uint8_t* x = nullptr;
   void* y = nullptr;
+};
+
+// ---- spatial resize (ONNX Resize / Upsample over H and W) ---------------------------------------------------------
+// Each output coordinate maps to a source coordinate (`coordinates`, ONNX's coordinate_transformation_mode), then
+// the output is the nearest source element (`nearest` rounding) or a weighted sum of the source elements around it
+// (linear: 2 taps per axis, cubic: 4; with `antialias` a downscaled axis widens the filter by 1 / scale). Source
+// indices outside the input are clamped to the edge, or (cubic `exclude_outside`) dropped with the weights
+// renormalised. kernels/common/resize_sampling.h holds the arithmetic every implementation shares.
+enum class ResizeMode : uint8_t { kNearest = 0, kLinear, kCubic };
+enum class ResizeCoordinates : uint8_t {
+  kHalfPixel = 0,
+  kHalfPixelSymmetric,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfCropAndResize,
+};
+// kSimple is Resize-10's and Upsample's rule: floor when the axis is upscaled, ceil when it is downscaled.
+enum class ResizeNearest : uint8_t { kRoundPreferFloor = 0, kRoundPreferCeil, kFloor, kCeil, kSimple };
+
+struct ResizeProblem {
+  static constexpr OpKind kKind = OpKind::kResize;
+  int n = 1, c = 1, h = 1, w = 1;
+  int out_h = 1, out_w = 1;
+  // The scale of each axis (ONNX's scales, or out / in when sizes are given) and the resized length the coordinate
+  // transforms divide by (in * scale when scales are given, which need not be an integer; out when sizes are).
+  float scale_h = 1.0f, scale_w = 1.0f;
+  float length_h = 1.0f, length_w = 1.0f;
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::kHalfPixel;
+  ResizeNearest nearest = ResizeNearest::kRoundPreferFloor;
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
+  bool antialias = false;
+  // tf_crop_and_resize: the crop (fractions of the input, start and end per axis) and the value of outputs whose
+  // source lies outside the input.
+  float roi_top = 0.0f, roi_left = 0.0f, roi_bottom = 1.0f, roi_right = 1.0f;
+  float extrapolation_value = 0.0f;
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const {
+    return std::tie(n, c, h, w, out_h, out_w, scale_h, scale_w, length_h, length_w, mode, coordinates, nearest,
+                    cubic_a, exclude_outside, antialias, roi_top, roi_left, roi_bottom, roi_right,
+                    extrapolation_value, dtype, layout);
+  }
+  CONVOY_PROBLEM_COMPARISONS(ResizeProblem)
+};
+
+struct ResizeArgs {
+  const void* x = nullptr;  // [N, C, H, W] in layout
+  void* y = nullptr;        // [N, C, out_h, out_w] in layout
+};
+
+// ---- index of the maximum along the middle axis of a dense [outer, axis, inner] tensor -----------------------------
+// ONNX ArgMax and a segmentation model's class map: over the channels of NCHW (outer N, inner H*W) or of NHWC (outer
+// N*H*W, inner 1). Ties (and runs of NaN-free equal values) go to the first index, or the last with
+// select_last_index; a NaN is never greater than anything, so it is picked only when every value is NaN (index 0).
+// The indices are written as index_dtype: UINT8 (axis <= 256), INT32, INT64, or a float type holding the index
+// exactly (FP32 up to 2^24, FP16 2048, BF16 256): the graph's float tensors.
+struct ArgMaxProblem {
+  static constexpr OpKind kKind = OpKind::kArgMax;
+  int64_t outer = 1, axis = 1, inner = 1;
+  DataType dtype = DataType::kFloat32;
+  DataType index_dtype = DataType::kInt64;
+  bool select_last_index = false;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(outer, axis, inner, dtype, index_dtype, select_last_index); }
+  CONVOY_PROBLEM_COMPARISONS(ArgMaxProblem)
+};
+
+struct ArgMaxArgs {
+  const void* x = nullptr;  // [outer, axis, inner] in dtype
+  void* y = nullptr;        // [outer, inner] in index_dtype
 };
 
 #undef CONVOY_PROBLEM_COMPARISONS

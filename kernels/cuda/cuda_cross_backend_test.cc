@@ -1,5 +1,6 @@
 // The shared cross-backend suite (kernels/testing/cross_backend_suite.h) over every CUDA algorithm of pool2d,
-// batch_norm, activation, binary, concat, split, channel_shuffle, softmax, pad, convert, preprocess and transpose.
+// batch_norm, activation, binary, concat, split, channel_shuffle, softmax, pad, convert, preprocess, transpose,
+// resize and argmax.
 //
 // Built against the emulation (cuda_cross_backend_emulated_test) the kernels run on the emulated CudaDevice; those
 // with barriers or warp collectives (pool2d's global reduction, softmax's warp per row, convert's and transpose's
@@ -95,6 +96,8 @@ TEST_P(CudaCrossBackendTest, ChannelShuffle) {
   ExpectAllAlgorithmsMatchReference<ChannelShuffleOp>(Backend::kCuda, device());
 }
 TEST_P(CudaCrossBackendTest, Pad) { ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCuda, device()); }
+TEST_P(CudaCrossBackendTest, Resize) { ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCuda, device()); }
+TEST_P(CudaCrossBackendTest, ArgMax) { ExpectAllAlgorithmsMatchReference<ArgMaxOp>(Backend::kCuda, device()); }
 TEST_P(CudaCrossBackendTest, Preprocess) {
   ExpectAllAlgorithmsMatchReference<PreprocessOp>(Backend::kCuda, device());
 }

@@ -122,6 +122,8 @@ using PadOp = OpTraits<PadProblem, PadArgs>;
 using ConvertOp = OpTraits<ConvertProblem, ConvertArgs>;
 using PreprocessOp = OpTraits<PreprocessProblem, PreprocessArgs>;
 using TransposeOp = OpTraits<TransposeProblem, TransposeArgs>;
+using ResizeOp = OpTraits<ResizeProblem, ResizeArgs>;
+using ArgMaxOp = OpTraits<ArgMaxProblem, ArgMaxArgs>;
 
 using Conv2dAlgorithm = Conv2dOp::AlgorithmType;
 using Pool2dAlgorithm = Pool2dOp::AlgorithmType;
@@ -137,6 +139,8 @@ using PadAlgorithm = PadOp::AlgorithmType;
 using ConvertAlgorithm = ConvertOp::AlgorithmType;
 using PreprocessAlgorithm = PreprocessOp::AlgorithmType;
 using TransposeAlgorithm = TransposeOp::AlgorithmType;
+using ResizeAlgorithm = ResizeOp::AlgorithmType;
+using ArgMaxAlgorithm = ArgMaxOp::AlgorithmType;
 
 // Names one op for ForEachOp's visitor: `using Op = typename decltype(tag)::type;`.
 template <typename Op>
@@ -162,6 +166,8 @@ void ForEachOp(Visitor&& visit) {
   visit(OpTag<ConvertOp>{});
   visit(OpTag<PreprocessOp>{});
   visit(OpTag<TransposeOp>{});
+  visit(OpTag<ResizeOp>{});
+  visit(OpTag<ArgMaxOp>{});
 }
 
 }  // namespace convoy

@@ -43,6 +43,8 @@ TEST(CpuCrossBackendTest, Convert) {
 }
 TEST(CpuCrossBackendTest, Preprocess) { ExpectAllAlgorithmsMatchReference<PreprocessOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Transpose) { ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, Device()); }
+TEST(CpuCrossBackendTest, Resize) { ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCpu, Device()); }
+TEST(CpuCrossBackendTest, ArgMax) { ExpectAllAlgorithmsMatchReference<ArgMaxOp>(Backend::kCpu, Device()); }
 
 // The same kernels on a single-threaded pool (everything inline) and a 3-thread pool (uneven chunks).
 TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
@@ -57,6 +59,8 @@ TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
     ExpectAllAlgorithmsMatchReference<SoftmaxOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<ArgMaxOp>(Backend::kCpu, **device);
   }
 }
 

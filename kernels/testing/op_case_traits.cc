@@ -240,4 +240,34 @@ TransposeArgs OpCaseTraits<TransposeProblem>::MakeArgs(const TransposeProblem&, 
 }
 Tolerance OpCaseTraits<TransposeProblem>::TolerancePerOutput(const TransposeProblem&) { return kExact; }
 
+// ---- resize ----
+std::vector<BufferSpec> OpCaseTraits<ResizeProblem>::Inputs(const ResizeProblem& p) {
+  return {{"x", p.dtype, Image(p.n, p.c, p.h, p.w)}};
+}
+std::vector<BufferSpec> OpCaseTraits<ResizeProblem>::Outputs(const ResizeProblem& p) {
+  return {{"y", p.dtype, Image(p.n, p.c, p.out_h, p.out_w)}};
+}
+ResizeArgs OpCaseTraits<ResizeProblem>::MakeArgs(const ResizeProblem&, const std::vector<void*>& in,
+                                                 const std::vector<void*>& out) {
+  return ResizeArgs{in[0], out[0]};
+}
+Tolerance OpCaseTraits<ResizeProblem>::TolerancePerOutput(const ResizeProblem& p) {
+  // Nearest copies elements; linear and cubic sum weighted taps (cubic weights are partly negative, so the sum of
+  // their magnitudes, not the output, bounds the rounding error: 16 terms covers both axes' taps).
+  return p.mode == ResizeMode::kNearest ? kExact : ToleranceFor(p.dtype, 16);
+}
+
+// ---- argmax ----
+std::vector<BufferSpec> OpCaseTraits<ArgMaxProblem>::Inputs(const ArgMaxProblem& p) {
+  return {{"x", p.dtype, p.outer * p.axis * p.inner, -4.0f, 4.0f}};
+}
+std::vector<BufferSpec> OpCaseTraits<ArgMaxProblem>::Outputs(const ArgMaxProblem& p) {
+  return {{"y", p.index_dtype, p.outer * p.inner}};
+}
+ArgMaxArgs OpCaseTraits<ArgMaxProblem>::MakeArgs(const ArgMaxProblem&, const std::vector<void*>& in,
+                                                 const std::vector<void*>& out) {
+  return ArgMaxArgs{in[0], out[0]};
+}
+Tolerance OpCaseTraits<ArgMaxProblem>::TolerancePerOutput(const ArgMaxProblem&) { return kExact; }
+
 }  // namespace convoy::testing

@@ -5,7 +5,8 @@
 // Tolerances (relative, absolute) are per output dtype, with the absolute floor scaled by sqrt(reduction size) for
 // ops that sum many products (conv2d, GEMM, pooling, softmax):
 //   FP32 (1e-4, 1e-5)   FP32 with allow_tf32 (2e-3, 1e-3)   FP16 (1e-2, 2e-3)   BF16 (3e-2, 1.6e-2)
-// Data movement (concat, split, shuffle, pad, convert, transpose) must match exactly.
+// Data movement (concat, split, shuffle, pad, convert, transpose, nearest resize) must match exactly; linear and
+// cubic resize sum up to 16 weighted taps (more when antialiasing).
 #ifndef CONVOY_KERNELS_TESTING_OP_CASE_TRAITS_H_
 #define CONVOY_KERNELS_TESTING_OP_CASE_TRAITS_H_
 
@@ -78,6 +79,8 @@ CONVOY_DECLARE_OP_CASE_TRAITS(PadProblem, PadArgs);
 CONVOY_DECLARE_OP_CASE_TRAITS(ConvertProblem, ConvertArgs);
 CONVOY_DECLARE_OP_CASE_TRAITS(PreprocessProblem, PreprocessArgs);
 CONVOY_DECLARE_OP_CASE_TRAITS(TransposeProblem, TransposeArgs);
+CONVOY_DECLARE_OP_CASE_TRAITS(ResizeProblem, ResizeArgs);
+CONVOY_DECLARE_OP_CASE_TRAITS(ArgMaxProblem, ArgMaxArgs);
 
 #undef CONVOY_DECLARE_OP_CASE_TRAITS
 

@@ -441,6 +441,111 @@ std::vector<ConvertProblem> ConvertProblemsInBlockedLayout() {
   return out;
 }
 
+namespace {
+
+// A resize of [n, c, h, w] by scales (ONNX's scales input: out = floor(in * scale), the resized length in * scale).
+ResizeProblem ResizeByScales(int n, int c, int h, int w, float scale_h, float scale_w) {
+  ResizeProblem p;
+  p.n = n, p.c = c, p.h = h, p.w = w;
+  p.scale_h = scale_h, p.scale_w = scale_w;
+  p.length_h = h * scale_h, p.length_w = w * scale_w;
+  p.out_h = static_cast<int>(p.length_h), p.out_w = static_cast<int>(p.length_w);
+  return p;
+}
+
+// A resize of [n, c, h, w] to out_h x out_w (ONNX's sizes input: scale = out / in, the resized length out).
+ResizeProblem ResizeToSizes(int n, int c, int h, int w, int out_h, int out_w) {
+  ResizeProblem p;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.out_h = out_h, p.out_w = out_w;
+  p.scale_h = static_cast<float>(out_h) / h, p.scale_w = static_cast<float>(out_w) / w;
+  p.length_h = static_cast<float>(out_h), p.length_w = static_cast<float>(out_w);
+  return p;
+}
+
+}  // namespace
+
+std::vector<ResizeProblem> ResizeProblems() {
+  std::vector<ResizeProblem> out;
+  constexpr ResizeCoordinates kCoordinates[] = {
+      ResizeCoordinates::kHalfPixel,     ResizeCoordinates::kHalfPixelSymmetric, ResizeCoordinates::kPytorchHalfPixel,
+      ResizeCoordinates::kAlignCorners,  ResizeCoordinates::kAsymmetric,         ResizeCoordinates::kTfCropAndResize};
+  // Every mode under every coordinate transformation: a non-integer upscale by scales, a downscale to sizes.
+  for (ResizeMode mode : {ResizeMode::kNearest, ResizeMode::kLinear, ResizeMode::kCubic}) {
+    for (ResizeCoordinates coordinates : kCoordinates) {
+      for (ResizeProblem p : {ResizeByScales(2, 3, 5, 4, 1.7f, 2.5f), ResizeToSizes(1, 5, 9, 7, 4, 3)}) {
+        p.mode = mode, p.coordinates = coordinates;
+        if (coordinates == ResizeCoordinates::kTfCropAndResize) {
+          p.roi_top = 0.2f, p.roi_left = -0.1f, p.roi_bottom = 0.9f, p.roi_right = 1.2f, p.extrapolation_value = 3.5f;
+        }
+        AddEveryLayout(out, p, mode == ResizeMode::kLinear && coordinates == ResizeCoordinates::kHalfPixel);
+      }
+    }
+  }
+  // Every nearest rounding, upscaling and downscaling (kSimple is floor up, ceil down).
+  for (ResizeNearest nearest : {ResizeNearest::kRoundPreferFloor, ResizeNearest::kRoundPreferCeil,
+                                ResizeNearest::kFloor, ResizeNearest::kCeil, ResizeNearest::kSimple}) {
+    for (ResizeProblem p : {ResizeByScales(1, 3, 4, 6, 2.0f, 1.5f), ResizeToSizes(2, 2, 8, 9, 3, 5)}) {
+      p.mode = ResizeMode::kNearest, p.coordinates = ResizeCoordinates::kAsymmetric, p.nearest = nearest;
+      AddEveryLayout(out, p, nearest == ResizeNearest::kRoundPreferCeil);
+      p.coordinates = ResizeCoordinates::kAlignCorners;  // exact .5 source coordinates
+      AddEveryLayout(out, p, false);
+    }
+  }
+  // Cubic's coefficient and exclude_outside; antialiased downscaling (wider filters) and its upscaling no-op.
+  ResizeProblem cubic = ResizeByScales(1, 2, 6, 5, 1.6f, 0.7f);
+  cubic.mode = ResizeMode::kCubic, cubic.cubic_a = -0.5f, cubic.exclude_outside = true;
+  AddEveryLayout(out, cubic, true);
+  for (ResizeMode mode : {ResizeMode::kLinear, ResizeMode::kCubic}) {
+    for (ResizeProblem p : {ResizeToSizes(1, 3, 11, 13, 3, 5), ResizeByScales(2, 2, 7, 6, 0.6f, 1.4f)}) {
+      p.mode = mode, p.antialias = true;
+      AddEveryLayout(out, p, mode == ResizeMode::kLinear);
+    }
+  }
+  // A DeepLab/LR-ASPP head's upsampling: 8x bilinear of a 21-class map; more channels than one NHWC block (64).
+  ResizeProblem head = ResizeToSizes(1, 21, 4, 3, 32, 24);
+  head.mode = ResizeMode::kLinear;
+  AddEveryLayout(out, head, true);
+  ResizeProblem wide = ResizeByScales(1, 70, 3, 2, 2.0f, 2.0f);
+  wide.mode = ResizeMode::kLinear, wide.coordinates = ResizeCoordinates::kPytorchHalfPixel;
+  AddEveryLayout(out, wide, false);
+  // Output 1 along an axis (pytorch_half_pixel and align_corners special cases).
+  ResizeProblem single = ResizeToSizes(1, 2, 5, 6, 1, 3);
+  single.mode = ResizeMode::kLinear;
+  for (ResizeCoordinates coordinates : kCoordinates) {
+    single.coordinates = coordinates;
+    AddEveryLayout(out, single, false);
+  }
+  return out;
+}
+
+std::vector<ArgMaxProblem> ArgMaxProblems() {
+  std::vector<ArgMaxProblem> out;
+  struct Shape {
+    int64_t outer, axis, inner;
+  };
+  // NCHW channels of a 21-class map (inner H*W, more than one 64-position block), NHWC channels (inner 1), a
+  // classifier's [N, C] rows, a single class, and a wide axis whose BF16 values repeat (ties for select_last_index).
+  for (Shape s : {Shape{2, 21, 70}, Shape{24, 21, 1}, Shape{3, 1000, 1}, Shape{2, 1, 9}, Shape{1, 300, 5}}) {
+    for (DataType dtype : kDtypes) {
+      for (DataType index_dtype : {DataType::kUInt8, DataType::kInt32, DataType::kInt64, DataType::kFloat32}) {
+        if (index_dtype == DataType::kUInt8 && s.axis > 256) continue;
+        for (bool last : {false, true}) {
+          if (last && dtype == DataType::kFloat32 && s.axis != 300) continue;
+          ArgMaxProblem p;
+          p.outer = s.outer, p.axis = s.axis, p.inner = s.inner;
+          p.dtype = dtype, p.index_dtype = index_dtype, p.select_last_index = last;
+          out.push_back(p);
+        }
+      }
+    }
+  }
+  ArgMaxProblem half_indices;  // float indices in the compute type of an FP16 plan
+  half_indices.outer = 2, half_indices.axis = 21, half_indices.inner = 13;
+  half_indices.dtype = half_indices.index_dtype = DataType::kFloat16;
+  out.push_back(half_indices);
+  return out;
+}
+
 template <>
 std::vector<Conv2dProblem> ProblemsFor<Conv2dProblem>() { return Conv2dProblems(); }
 template <>
@@ -469,5 +574,9 @@ template <>
 std::vector<PreprocessProblem> ProblemsFor<PreprocessProblem>() { return PreprocessProblems(); }
 template <>
 std::vector<TransposeProblem> ProblemsFor<TransposeProblem>() { return TransposeProblems(); }
+template <>
+std::vector<ResizeProblem> ProblemsFor<ResizeProblem>() { return ResizeProblems(); }
+template <>
+std::vector<ArgMaxProblem> ProblemsFor<ArgMaxProblem>() { return ArgMaxProblems(); }
 
 }  // namespace convoy::testing

@@ -28,6 +28,8 @@ std::vector<PadProblem> PadProblems();
 std::vector<ConvertProblem> ConvertProblems();
 std::vector<PreprocessProblem> PreprocessProblems();
 std::vector<TransposeProblem> TransposeProblems();
+std::vector<ResizeProblem> ResizeProblems();
+std::vector<ArgMaxProblem> ArgMaxProblems();
 
 // The blocked NCHW8c layout, which only CPU algorithms take (oneDNN's and the binary kernel; so these lists are
 // separate from the shared ones every backend runs): each shared NCHW problem whose channel counts are multiples of

@@ -19,7 +19,7 @@ class ProblemListTest : public ::testing::Test {};
 using ProblemTypes =
     ::testing::Types<Conv2dProblem, GemmProblem, Pool2dProblem, BatchNormProblem, ActivationProblem, BinaryProblem,
                      ConcatProblem, SplitProblem, ChannelShuffleProblem, SoftmaxProblem, PadProblem, ConvertProblem,
-                     PreprocessProblem, TransposeProblem>;
+                     PreprocessProblem, TransposeProblem, ResizeProblem, ArgMaxProblem>;
 TYPED_TEST_SUITE(ProblemListTest, ProblemTypes);
 
 TYPED_TEST(ProblemListTest, EveryProblemIsValidAndTheReferenceWritesFiniteOutputs) {

@@ -139,7 +139,12 @@ infer::RequestView ViewOf(const ModelInferRequest& request) {
     tensor.name = input.name();
     tensor.datatype = input.datatype();
     tensor.shape.assign(input.shape().begin(), input.shape().end());
-    if (!raw) {
+    if (!raw && input.datatype() == "BYTES" && input.contents().bytes_contents_size() > 0 &&
+        FilledTypedFields(input.contents()).size() == 1) {
+      // Photos (or other BYTES elements) one per contents.bytes_contents entry.
+      tensor.bytes_elements.emplace();
+      for (const std::string& element : input.contents().bytes_contents()) tensor.bytes_elements->push_back(element);
+    } else if (!raw) {
       tensor.decode = [&input](const TensorMetadata& t, int64_t count, HostBuffer* out) -> absl::Status {
         CONVOY_ASSIGN_OR_RETURN(*out, CopyTypedContents(input, t, count));
         return absl::OkStatus();

@@ -13,6 +13,7 @@ inference::DataType ToProtoType(DataType type) {
     case DataType::kInt8: return inference::TYPE_INT8;
     case DataType::kUInt8: return inference::TYPE_UINT8;
     case DataType::kInt64: return inference::TYPE_INT64;
+    case DataType::kInt32: return inference::TYPE_INT32;
   }
   return inference::TYPE_INVALID;
 }

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -361,6 +362,42 @@ void HttpServer::Route(evhttp_request* req) {
   ReplyJson(req, 200, json);
 }
 
+// A request whose body is a photo (Content-Type image/jpeg or image/png): the view of one BYTES element for the
+// model's photo input, answered with the top classes of its classifier outputs; `?classification=K` sets how many
+// (default 5; 0 answers the output tensors).
+absl::StatusOr<std::unique_ptr<HttpInferRequest>> ParsePhotoRequest(evhttp_request* req, absl::string_view body,
+                                                                    const std::string& model,
+                                                                    const std::string& version) {
+  auto request = std::make_unique<HttpInferRequest>();
+  request->model = model;
+  request->version = version;
+  request->view.model = request->model;
+  request->view.version = request->version;
+  request->view.photo_body = true;
+  request->view.photo_classification = 5;
+  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+  const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
+  if (query != nullptr) {
+    evkeyvalq pairs;
+    if (evhttp_parse_query_str(query, &pairs) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("query ", QuoteClientString(query), " cannot be parsed"));
+    }
+    const char* k = evhttp_find_header(&pairs, "classification");
+    const std::string value = k != nullptr ? k : "";
+    evhttp_clear_headers(&pairs);
+    if (k != nullptr && (!absl::SimpleAtoi(value, &request->view.photo_classification) ||
+                         request->view.photo_classification < 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("query parameter 'classification': expected an integer >= 0, "
+                                                     "got ", QuoteClientString(value)));
+    }
+  }
+  infer::InputTensorView photo;
+  photo.datatype = "BYTES";
+  photo.bytes_elements = std::vector<absl::string_view>{body};
+  request->view.inputs.push_back(std::move(photo));
+  return request;
+}
+
 // Parses on the loop thread, queues through infer::StartInfer, encodes on the completing thread, and replies from
 // the loop. The request (and the evbuffer its view points into) lives until the reply: libevent keeps a request
 // whose client went away until it is answered.
@@ -370,8 +407,12 @@ void HttpServer::Infer(evhttp_request* req, const std::string& model, const std:
   evbuffer* in = evhttp_request_get_input_buffer(req);
   const size_t size = evbuffer_get_length(in);
   const char* data = size > 0 ? reinterpret_cast<const char*>(evbuffer_pullup(in, -1)) : "";
+  const char* content_type = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+  const absl::string_view type = content_type != nullptr ? absl::string_view(content_type) : "";
+  const bool photo = absl::StartsWith(type, "image/jpeg") || absl::StartsWith(type, "image/png");
   absl::StatusOr<std::unique_ptr<HttpInferRequest>> parsed =
-      ParseInferRequest(absl::string_view(data, size), *header_length, model, version);
+      photo ? ParsePhotoRequest(req, absl::string_view(data, size), model, version)
+            : ParseInferRequest(absl::string_view(data, size), *header_length, model, version);
   if (!parsed.ok()) return ReplyStatus(req, parsed.status());
   std::shared_ptr<HttpInferRequest> request = std::move(*parsed);
   ++in_flight_;

@@ -96,6 +96,7 @@ void PngWarning(png_structp png, png_const_charp message) {
 
 // Decodes into `image`, whose pixels are sized here. No C++ object is made between setjmp and the end: libpng's
 // errors longjmp back into this frame, which then only reports.
+// A header whose size is over the limits returns false with `image`'s height and width set and no error text.
 bool DecodePngInto(PngReader& reader, const ImageLimits& limits, RgbImage& image, std::string& error) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader, PngError, PngWarning);
   if (png == nullptr) {
@@ -117,10 +118,10 @@ bool DecodePngInto(PngReader& reader, const ImageLimits& limits, RgbImage& image
   png_read_info(png, info);
   const png_uint_32 width = png_get_image_width(png, info), height = png_get_image_height(png, info);
   if (static_cast<int64_t>(width) * height > limits.max_pixels) {
-    char too_large[128];
-    std::snprintf(too_large, sizeof(too_large), "is %ux%u pixels; at most %lld pixels in all are accepted", width,
-                  height, static_cast<long long>(limits.max_pixels));
-    png_error(png, too_large);
+    image.height = static_cast<int>(height);
+    image.width = static_cast<int>(width);
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
   }
   png_set_expand(png);          // palette -> RGB, gray < 8 bits -> 8 bits, tRNS -> alpha
   png_set_strip_16(png);        // 16-bit samples keep their high byte
@@ -146,6 +147,7 @@ absl::StatusOr<RgbImage> DecodePng(absl::string_view bytes, const ImageLimits& l
   RgbImage image;
   std::string error;
   if (!DecodePngInto(reader, limits, image, error)) {
+    if (error.empty()) return CheckDimensions(ImageFormat::kPng, image.height, image.width, limits);
     if (absl::StrContains(error, "exceeds user limit") && bytes.size() >= 24) {
       auto be32 = [&](size_t at) {
         const auto* p = reinterpret_cast<const unsigned char*>(bytes.data() + at);
@@ -154,8 +156,7 @@ absl::StatusOr<RgbImage> DecodePng(absl::string_view bytes, const ImageLimits& l
       // IHDR: width at 16, height at 20.
       if (absl::Status size = CheckDimensions(ImageFormat::kPng, be32(20), be32(16), limits); !size.ok()) return size;
     }
-    return absl::InvalidArgumentError(absl::StrCat("PNG image ", absl::StartsWith(error, "is ") ? "" : "cannot be read: ",
-                                                   error));
+    return absl::InvalidArgumentError(absl::StrCat("PNG image cannot be read: ", error));
   }
   return image;
 }

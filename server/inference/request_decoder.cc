@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "kernels/common/dtype.h"
 #include "kernels/common/status_macros.h"
+#include "server/imaging/image_decoder.h"
+#include "server/imaging/image_resize.h"
 #include "server/repository/model_manager_served_model.h"
 #include "server/repository/model_names.h"
 
@@ -87,13 +89,104 @@ absl::StatusOr<int64_t> ElementCount(const InputTensorView& input, const TensorM
   return count;
 }
 
+// The `count` BYTES elements of `input`: as the protocol delivered them, or parsed from Triton's wire form in `raw`
+// (each a 4-byte little-endian length and its bytes).
+absl::StatusOr<std::vector<absl::string_view>> BytesElements(const InputTensorView& input, const TensorMetadata& t,
+                                                             int64_t count) {
+  const std::string expected = absl::StrCat("input '", t.name, "': expected ", count, " BYTES element",
+                                            count == 1 ? "" : "s", " for shape ", ShapeString(input.shape));
+  if (input.bytes_elements.has_value()) {
+    if (static_cast<int64_t>(input.bytes_elements->size()) != count) {
+      return absl::InvalidArgumentError(absl::StrCat(expected, ", got ", input.bytes_elements->size()));
+    }
+    return *input.bytes_elements;
+  }
+  if (input.decode || !input.raw.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(expected, " (raw BYTES data: each element a 4-byte little-endian "
+                                                   "length and its bytes), got no raw data"));
+  }
+  std::vector<absl::string_view> elements;
+  absl::string_view raw = *input.raw;
+  while (!raw.empty()) {
+    if (raw.size() < 4) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': BYTES element ", elements.size(),
+                                                     " has a truncated length (", raw.size(), " of 4 bytes)"));
+    }
+    const auto* p = reinterpret_cast<const unsigned char*>(raw.data());
+    const uint32_t length = p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24;
+    raw.remove_prefix(4);
+    if (length > raw.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': BYTES element ", elements.size(),
+                                                     " declares ", length, " bytes but only ", raw.size(),
+                                                     " are left"));
+    }
+    elements.push_back(raw.substr(0, length));
+    raw.remove_prefix(length);
+  }
+  if (static_cast<int64_t>(elements.size()) != count) {
+    return absl::InvalidArgumentError(absl::StrCat(expected, ", got ", elements.size()));
+  }
+  return elements;
+}
+
+// Photos for an input with encoded_image: one JPEG or PNG per batch item, shape [batch] or [batch, 1] ([] or [1]
+// without batching), each decoded, cropped and resized into the input's [H, W, 3] pixels (server/imaging).
+absl::StatusOr<int64_t> DecodePhotos(const InputTensorView& input, const TensorMetadata& t,
+                                     const ModelSignature& model, HostBuffer* out) {
+  const std::vector<int64_t>& shape = input.shape;
+  int64_t batch = 1;
+  bool fits = false;
+  if (model.max_batch_size > 0) {
+    fits = shape.size() == 1 || (shape.size() == 2 && shape[1] == 1);
+    if (fits) batch = shape[0];
+  } else {
+    fits = shape.empty() || (shape.size() == 1 && shape[0] == 1);
+  }
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", t.name, "': photos (BYTES) take shape ", model.max_batch_size > 0 ? "[batch] or [batch, 1]" : "[] or [1]",
+        ", one encoded image per batch item, got ", ShapeString(shape)));
+  }
+  if (model.max_batch_size > 0 && (batch < 1 || batch > model.max_batch_size)) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': batch size ", batch, " is outside 1..",
+                                                   model.max_batch_size, " (max_batch_size of model '", model.name,
+                                                   "')"));
+  }
+  CONVOY_ASSIGN_OR_RETURN(const std::vector<absl::string_view> photos, BytesElements(input, t, batch));
+  const size_t n = t.dims.size();
+  const int height = static_cast<int>(t.dims[n - 3]), width = static_cast<int>(t.dims[n - 2]);
+  const repository::EncodedImageConfig& config = *t.encoded_image;
+  imaging::ImageLimits limits;
+  limits.max_bytes = config.max_bytes;
+  limits.max_pixels = config.max_pixels;
+  limits.max_dimension = config.max_dimension;
+  const size_t item_bytes = size_t{3} * height * width;
+  CONVOY_ASSIGN_OR_RETURN(*out, HostBuffer::Allocate(item_bytes * batch));
+  for (int64_t i = 0; i < batch; ++i) {
+    absl::StatusOr<imaging::RgbImage> image = imaging::DecodeImage(photos[i], limits);
+    absl::Status status = image.ok() ? imaging::CenterCropAndResize(*image, height, width, config.crop_fraction,
+                                                                     out->as<uint8_t>() + i * item_bytes)
+                                     : image.status();
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': ",
+                                                     batch > 1 || model.max_batch_size > 0
+                                                         ? absl::StrCat("batch item ", i, ": ")
+                                                         : "",
+                                                     status.message()));
+    }
+  }
+  return batch;
+}
+
 // Decodes `input` (model input `t`) into `out`; returns its batch size.
 absl::StatusOr<int64_t> DecodeInput(const InputTensorView& input, const TensorMetadata& t,
                                     const ModelSignature& model, HostBuffer* out) {
+  if (t.encoded_image.has_value() && input.datatype == "BYTES") return DecodePhotos(input, t, model, out);
   if (input.datatype != DataTypeName(t.datatype)) {
-    return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': expected datatype ",
-                                                   DataTypeName(t.datatype), ", got ",
-                                                   QuoteClientString(input.datatype)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", t.name, "': expected datatype ", DataTypeName(t.datatype),
+        t.encoded_image.has_value() ? " (pixels) or BYTES (JPEG / PNG photos)" : "", ", got ",
+        QuoteClientString(input.datatype)));
   }
   CONVOY_ASSIGN_OR_RETURN(const int64_t batch, CheckShape(input, t, model));
   CONVOY_ASSIGN_OR_RETURN(const int64_t count, ElementCount(input, t));
@@ -113,7 +206,28 @@ absl::StatusOr<int64_t> DecodeInput(const InputTensorView& input, const TensorMe
   return batch;
 }
 
+// HTTP's photo body: the one photo goes to the model's one input, which must take photos.
+absl::Status DecodePhotoBody(const RequestView& request, const ModelSignature& model, DecodedRequest& decoded) {
+  const std::vector<TensorMetadata>& inputs = model.inputs;
+  if (inputs.size() != 1 || !inputs[0].encoded_image.has_value() || request.inputs.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", model.name, "' does not take a photo as the request body: that needs exactly one input, with "
+        "encoded_image in its config (docs/model_config.md); it has inputs ", Names(inputs),
+        inputs.size() == 1 ? " without encoded_image" : ""));
+  }
+  InputTensorView photo = request.inputs[0];
+  photo.name = inputs[0].name;
+  photo.datatype = "BYTES";
+  photo.shape = model.max_batch_size > 0 ? std::vector<int64_t>{1} : std::vector<int64_t>{};
+  decoded.payload->inputs.resize(1);
+  CONVOY_ASSIGN_OR_RETURN(const int64_t batch, DecodePhotos(photo, inputs[0], model, &decoded.payload->inputs[0]));
+  decoded.payload->batch_size = batch;
+  decoded.spec.batch_size = batch;
+  return absl::OkStatus();
+}
+
 absl::Status DecodeInputs(const RequestView& request, const ModelSignature& model, DecodedRequest& decoded) {
+  if (request.photo_body) return DecodePhotoBody(request, model, decoded);
   const std::vector<TensorMetadata>& inputs = model.inputs;
   decoded.payload->inputs.resize(inputs.size());
   std::vector<int> given_at(inputs.size(), -1);  // request input index of each model input
@@ -163,7 +277,14 @@ int64_t ItemElements(const TensorMetadata& t, const ModelSignature& model) {
 absl::Status DecodeOutputs(const RequestView& request, const ModelSignature& model, DecodedRequest& decoded) {
   const std::vector<TensorMetadata>& outputs = model.outputs;
   if (request.outputs.empty()) {
-    for (size_t i = 0; i < outputs.size(); ++i) decoded.outputs.push_back({i, 0});
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      // A photo body's classifier outputs (floating point, one value per class) answer their top classes.
+      const TensorMetadata& t = outputs[i];
+      const size_t item_dims = t.dims.size() - (model.max_batch_size > 0 ? 1 : 0);
+      const bool classifier = IsFloatingPoint(t.datatype) && item_dims == 1 && ItemElements(t, model) > 0;
+      decoded.outputs.push_back(
+          {i, request.photo_body && classifier ? std::min(request.photo_classification, ItemElements(t, model)) : 0});
+    }
     return absl::OkStatus();
   }
   std::vector<bool> requested_already(outputs.size(), false);

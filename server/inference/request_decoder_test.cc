@@ -113,5 +113,96 @@ TEST(RequestDecoderTest, BytesWireFormPrefixesLittleEndianLengths) {
   EXPECT_EQ(wire.substr(14), long_element);
 }
 
+// ---- Photos (encoded_image inputs) -------------------------------------------------------------------------------
+
+runtime::ModelSignature PhotoModel() {
+  runtime::ModelSignature model{"classifier", 4, {{"images", DataType::kUInt8, {-1, 6, 8, 3}}},
+                                {{"probabilities", DataType::kFloat32, {-1, 10}}, {"mask", DataType::kUInt8, {-1, 6, 8}}}};
+  model.inputs[0].encoded_image = repository::EncodedImageConfig{};
+  return model;
+}
+
+InputTensorView BytesInput(std::vector<int64_t> shape, const std::string* raw) {
+  InputTensorView input;
+  input.name = "images";
+  input.datatype = "BYTES";
+  input.shape = std::move(shape);
+  if (raw != nullptr) input.raw = absl::string_view(*raw);
+  return input;
+}
+
+TEST(RequestDecoderTest, PhotoWireFormErrorsNameTheElement) {
+  const std::string truncated_length = std::string("\x05\x00\x00\x00" "abcde", 9) + std::string("\x01\x00", 2);
+  const std::string over_length = std::string("\x10\x00\x00\x00" "abc", 7);
+  const std::string two = BytesWireForm({"a", "b"});
+  const struct {
+    std::vector<int64_t> shape;
+    const std::string* raw;
+    const char* message;
+  } cases[] = {
+      {{2}, &truncated_length, "input 'images': BYTES element 1 has a truncated length (2 of 4 bytes)"},
+      {{1}, &over_length, "input 'images': BYTES element 0 declares 16 bytes but only 3 are left"},
+      {{3}, &two, "input 'images': expected 3 BYTES elements for shape [3], got 2"},
+      {{2, 2}, &two, "input 'images': photos (BYTES) take shape [batch] or [batch, 1], one encoded image per batch "
+                     "item, got [2,2]"},
+      {{5}, &two, "input 'images': batch size 5 is outside 1..4 (max_batch_size of model 'classifier')"},
+      {{2, 1}, &two, "input 'images': batch item 0: image is neither JPEG"},
+      {{2}, nullptr, "input 'images': expected 2 BYTES elements for shape [2] (raw BYTES data: each element a 4-byte "
+                     "little-endian length and its bytes), got no raw data"},
+  };
+  for (const auto& c : cases) {
+    RequestView view;
+    view.inputs.push_back(BytesInput(c.shape, c.raw));
+    EXPECT_THAT(DecodeRequest(view, PhotoModel()).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)));
+  }
+}
+
+TEST(RequestDecoderTest, PixelsStillGoToAPhotoInputAndOtherDatatypesNameBoth) {
+  const std::string pixels = RandomBytes(6 * 8 * 3, 7);
+  RequestView view;
+  InputTensorView input;
+  input.name = "images";
+  input.datatype = "UINT8";
+  input.shape = {1, 6, 8, 3};
+  input.raw = absl::string_view(pixels);
+  view.inputs.push_back(input);
+  absl::StatusOr<DecodedRequest> decoded = DecodeRequest(view, PhotoModel());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(std::memcmp(decoded->payload->inputs[0].data(), pixels.data(), pixels.size()), 0);
+  view.inputs[0].datatype = "FP32";
+  EXPECT_THAT(DecodeRequest(view, PhotoModel()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 'images': expected datatype UINT8 (pixels) or BYTES (JPEG / PNG photos), got "
+                                 "'FP32'")));
+  // A model without encoded_image takes no BYTES.
+  view.inputs[0] = BytesInput({1}, &pixels);
+  runtime::ModelSignature plain = PhotoModel();
+  plain.inputs[0].encoded_image.reset();
+  EXPECT_THAT(DecodeRequest(view, plain).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 'images': expected datatype UINT8, got 'BYTES'")));
+}
+
+TEST(RequestDecoderTest, PhotoBodyNeedsOnePhotoInputAndClassifiesOnlyClassifierOutputs) {
+  RequestView view;
+  view.photo_body = true;
+  view.photo_classification = 3;
+  InputTensorView photo;
+  photo.datatype = "BYTES";
+  photo.bytes_elements = std::vector<absl::string_view>{"not a photo"};
+  view.inputs.push_back(photo);
+  runtime::ModelSignature plain = PhotoModel();
+  plain.inputs[0].encoded_image.reset();
+  EXPECT_THAT(DecodeRequest(view, plain).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("model 'classifier' does not take a photo as the request body: that needs exactly one "
+                                 "input, with encoded_image in its config (docs/model_config.md); it has inputs "
+                                 "['images'] without encoded_image")));
+  EXPECT_THAT(DecodeRequest(view, PhotoModel()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 'images': batch item 0: image is neither JPEG")));
+}
+
 }  // namespace
 }  // namespace convoy::infer

@@ -48,6 +48,9 @@ struct InputTensorView {
   absl::string_view datatype;
   std::vector<int64_t> shape;
   std::optional<absl::string_view> raw;
+  // BYTES elements the protocol delivered one by one (gRPC contents.bytes_contents, an HTTP photo body); a BYTES
+  // input without them reads its elements from `raw` in Triton's wire form (4-byte little-endian length, bytes).
+  std::optional<std::vector<absl::string_view>> bytes_elements;
   std::function<absl::Status(const runtime::TensorMetadata& tensor, int64_t elements, HostBuffer* out)> decode;
 };
 
@@ -63,6 +66,11 @@ struct RequestView {
   std::vector<NamedParameter> parameters;  // priority and timeout are honoured; others are ignored
   std::vector<InputTensorView> inputs;
   std::vector<RequestedOutputView> outputs;  // empty: every output of the model
+  // HTTP's photo body (Content-Type image/jpeg or image/png): inputs[0] is that photo, meant for the model's one
+  // input that takes photos (the decoder finds it), at batch size 1; and when set, every floating-point output with
+  // one value per class answers its top `photo_classification` classes instead of the tensor (0: the tensors).
+  bool photo_body = false;
+  int64_t photo_classification = 0;
   // How the protocol names its integer parameter kinds in "expected an integer<...>" messages, e.g.
   // " (int64_param or uint64_param)" over gRPC; empty over HTTP.
   absl::string_view integer_kinds;

@@ -36,7 +36,8 @@ const EnumNames<TensorDataType>& DataTypeNames() {
                                                            {"FP16", TensorDataType::kFp16},
                                                            {"BF16", TensorDataType::kBf16},
                                                            {"UINT8", TensorDataType::kUint8},
-                                                           {"INT64", TensorDataType::kInt64}};
+                                                           {"INT64", TensorDataType::kInt64},
+                                                           {"INT32", TensorDataType::kInt32}};
   return *names;
 }
 
@@ -91,7 +92,7 @@ absl::StatusOr<TensorConfig> ParseTensor(const YamlMap& m, bool is_input) {
   if (is_input) {
     CONVOY_RETURN_IF_ERROR(m.CheckFields({"name", "datatype", "dims", "layout", "preprocessing", "encoded_image"}));
   } else {
-    CONVOY_RETURN_IF_ERROR(m.CheckFields({"name", "datatype", "dims", "layout", "labels"}));
+    CONVOY_RETURN_IF_ERROR(m.CheckFields({"name", "datatype", "dims", "layout", "labels", "class_map"}));
   }
   TensorConfig t;
   CONVOY_ASSIGN_OR_RETURN(t.name, m.String("name"));
@@ -126,6 +127,16 @@ absl::StatusOr<TensorConfig> ParseTensor(const YamlMap& m, bool is_input) {
     }
   }
   CONVOY_ASSIGN_OR_RETURN(t.labels_file, m.String("labels", std::string()));
+  if (!is_input) {
+    CONVOY_ASSIGN_OR_RETURN(t.class_map, m.Bool("class_map", false));
+    if (t.class_map && t.data_type != TensorDataType::kUint8 && t.data_type != TensorDataType::kInt32) {
+      return m.Error("class_map", absl::StrCat("a class map is served as UINT8 or INT32, got datatype ",
+                                               TensorDataTypeName(t.data_type)));
+    }
+  }
+  if (is_input && t.data_type == TensorDataType::kInt32) {
+    return m.Error("datatype", "INT32 is served for outputs only (class maps and ArgMax outputs)");
+  }
   return t;
 }
 

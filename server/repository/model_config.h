@@ -20,7 +20,7 @@
 namespace convoy::repository {
 
 enum class ModelFormat { kConvoy, kOnnx };
-enum class TensorDataType { kFp32, kFp16, kBf16, kUint8, kInt64 };
+enum class TensorDataType { kFp32, kFp16, kBf16, kUint8, kInt64, kInt32 };
 enum class TensorLayout { kNchw, kNhwc };
 enum class TimeoutAction { kReject, kDelay };
 enum class BatchingPolicyKind { kFixed, kAdaptive };
@@ -57,6 +57,9 @@ struct TensorConfig {
   std::optional<ImagePreprocessing> preprocessing;  // inputs only
   std::optional<EncodedImageConfig> encoded_image;  // inputs only: also accepts JPEG / PNG bytes
   std::string labels_file;                          // outputs only, relative to the model folder
+  // Outputs only: serve the per-pixel class map (the argmax over C of the model's [C, H, W] scores, UINT8 or INT32,
+  // dims [H, W]) instead of the scores.
+  bool class_map = false;
 };
 
 struct QueuePolicy {

@@ -185,6 +185,39 @@ TEST(ModelConfigTest, ReportsLineAndColumnOfTheBadValue) {
                        HasSubstr("c.yaml:3:17: max_batch_size: expected an integer, got 'lots'")));
 }
 
+constexpr char kSegmentationConfig[] = R"(
+name: seg
+format: onnx
+max_batch_size: 2
+inputs:
+  - {name: x, dims: [3, 8, 8]}
+outputs:
+  - {name: scores, datatype: UINT8, dims: [8, 8], class_map: true}
+)";
+
+TEST(ModelConfigTest, ClassMapOutputsAreUint8OrInt32) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelConfig c, ParseModelConfigText(kSegmentationConfig, "config.yaml"));
+  EXPECT_TRUE(c.outputs[0].class_map);
+  EXPECT_EQ(c.outputs[0].data_type, TensorDataType::kUint8);
+  std::string int32 = kSegmentationConfig;
+  int32.replace(int32.find("UINT8"), 5, "INT32");
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelConfig c32, ParseModelConfigText(int32, "config.yaml"));
+  EXPECT_EQ(c32.outputs[0].data_type, TensorDataType::kInt32);
+  std::string fp32 = kSegmentationConfig;
+  fp32.replace(fp32.find("UINT8"), 5, "FP32");
+  EXPECT_THAT(ParseModelConfigText(fp32, "m/config.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("outputs[0].class_map: a class map is served as UINT8 or INT32, got datatype FP32")));
+  std::string on_input = kSegmentationConfig;
+  on_input.replace(on_input.find("dims: [3, 8, 8]"), 15, "dims: [3, 8, 8], class_map: true");
+  EXPECT_THAT(ParseModelConfigText(on_input, "m/config.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("class_map")));
+  std::string int32_input = kSegmentationConfig;
+  int32_input.replace(int32_input.find("dims: [3, 8, 8]"), 15, "dims: [3, 8, 8], datatype: INT32");
+  EXPECT_THAT(ParseModelConfigText(int32_input, "m/config.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("INT32 is served for outputs only")));
+}
+
 TEST(ModelConfigTest, MissingFileIsNotFound) {
   EXPECT_THAT(ParseModelConfig("/nonexistent/config.yaml"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot open")));
 }

@@ -344,7 +344,7 @@ bool ModelManager::ModelExpectedReady(const ModelSlot& slot) const {
 
 bool ModelManager::IsReady() const {
   convoy::MutexLock lock(&mu_);
-  if (shutting_down_) return false;
+  if (shutting_down_ || readiness_withdrawn_) return false;
   int ready = 0;
   int expected = 0;
   for (const auto& [name, slot] : models_) {
@@ -364,7 +364,7 @@ absl::StatusOr<bool> ModelManager::IsModelReady(absl::string_view model) const {
   convoy::MutexLock lock(&mu_);
   auto it = models_.find(std::string(model));
   if (it == models_.end()) return absl::NotFoundError(ModelNotFound(model));
-  if (shutting_down_) return false;
+  if (shutting_down_ || readiness_withdrawn_) return false;
   for (const auto& [version, v] : it->second.versions) {
     if (v.state == ModelState::kReady) return true;
   }
@@ -449,6 +449,20 @@ void ModelManager::NotifyListeners() {
     listeners = listeners_;
   }
   for (const auto& listener : listeners) listener();
+}
+
+void ModelManager::WithdrawReadiness() {
+  {
+    convoy::MutexLock lock(&mu_);
+    if (readiness_withdrawn_) return;
+    readiness_withdrawn_ = true;
+  }
+  NotifyListeners();
+}
+
+bool ModelManager::readiness_withdrawn() const {
+  convoy::MutexLock lock(&mu_);
+  return readiness_withdrawn_;
 }
 
 bool ModelManager::shutting_down() const {

@@ -103,9 +103,10 @@ class ModelManager {
   std::vector<std::shared_ptr<ServedModel>> ServedModels() const;
 
   std::vector<ModelVersionStatus> Index() const;
-  // Server readiness (see Options::strict_readiness); false once Shutdown started.
+  // Server readiness (see Options::strict_readiness); false once WithdrawReadiness or Shutdown was called.
   bool IsReady() const;
-  // A model's readiness: true when a version is READY; NOT_FOUND for a model the repository does not hold.
+  // A model's readiness: true when a version is READY (false once readiness is withdrawn); NOT_FOUND for a model the
+  // repository does not hold.
   absl::StatusOr<bool> IsModelReady(absl::string_view model) const;
 
   // kExplicit only (UNAVAILABLE otherwise, as Triton): (re)loads the model's versions from the repository and
@@ -118,6 +119,12 @@ class ModelManager {
 
   // Called (outside the manager's lock) after any state change, and once Shutdown starts.
   void AddListener(std::function<void()> listener);
+
+  // The first step of a graceful exit: server and model readiness turn false (listeners are told, so health Watch
+  // streams and load balancers' checks see NOT_SERVING) while requests are still accepted and served, so a load
+  // balancer takes the server out of rotation before Shutdown starts refusing requests. Idempotent.
+  void WithdrawReadiness();
+  bool readiness_withdrawn() const;
 
   // Readiness turns false at once, new requests get UNAVAILABLE, every version drains until `deadline`. OK when
   // everything drained; DEADLINE_EXCEEDED otherwise. Later calls return OK.
@@ -168,6 +175,7 @@ class ModelManager {
   mutable convoy::Mutex mu_;
   std::map<std::string, ModelSlot> models_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool readiness_withdrawn_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_polling_ ABSL_GUARDED_BY(mu_) = false;
   convoy::Mutex listeners_mu_;
   std::vector<std::function<void()>> listeners_ ABSL_GUARDED_BY(listeners_mu_);

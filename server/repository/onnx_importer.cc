@@ -17,6 +17,7 @@
 #include "kernels/common/status_macros.h"
 #include "server/repository/onnx_constant_evaluator.h"
 #include "server/repository/onnx_proto_reader.h"
+#include "server/repository/onnx_resize_import.h"
 #include "server/runtime/reference_interpreter.h"
 
 namespace convoy::repository {
@@ -85,6 +86,8 @@ class OnnxImporter {
   absl::Status SoftmaxOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status IdentityOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status PadOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ResizeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status ArgMaxOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status ShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status UnsqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
@@ -142,6 +145,9 @@ const std::map<std::string, OnnxImporter::Handler>& OnnxImporter::Handlers() {
       {"Identity", &OnnxImporter::IdentityOp},
       {"Dropout", &OnnxImporter::IdentityOp},
       {"Pad", &OnnxImporter::PadOp},
+      {"Resize", &OnnxImporter::ResizeOp},
+      {"Upsample", &OnnxImporter::ResizeOp},
+      {"ArgMax", &OnnxImporter::ArgMaxOp},
       {"Shape", &OnnxImporter::ShapeOp},
       {"Unsqueeze", &OnnxImporter::UnsqueezeOp},
       {"Squeeze", &OnnxImporter::SqueezeOp},
@@ -869,6 +875,54 @@ absl::Status OnnxImporter::PadOp(const onnx::NodeProto& n, const OnnxAttributes&
   }
   // Negative pads crop; the kernels take them as they are.
   return Emit(n.name().empty() ? "pad" : n.name(), pad, {n.input(0)}, {n.output(0)});
+}
+
+// Resize and Upsample (onnx_resize_import.h): every input but the data must be known at load time.
+absl::Status OnnxImporter::ResizeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  const bool upsample = n.op_type() == "Upsample";
+  const bool scales_only = upsample || opset_ < 11;  // Upsample-9 and Resize-10: (X, scales)
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, upsample ? (opset_ < 9 ? 1 : 2) : (scales_only ? 2 : 4)));
+  CONVOY_RETURN_IF_ERROR(OnlyFirstOutput(a, n));
+  static constexpr const char* kInputs[] = {"X", "roi", "scales", "sizes"};
+  std::vector<const KnownValue*> known(4, nullptr);
+  for (int i = 1; i < n.input_size(); ++i) {
+    if (n.input(i).empty()) continue;
+    const char* what = scales_only ? "scales" : kInputs[i];
+    known[i] = Known(n.input(i));
+    if (!known[i]) {
+      return absl::UnimplementedError(absl::StrCat(
+          a.label(), ": input ", i, " ('", n.input(i), "', the ", what, ") is computed at run time; Convoy needs the ",
+          what, " of ", n.op_type(), " (opset ", opset_, ") as a constant (an initializer, a Constant node, or a "
+          "value folded from the input's shape)"));
+    }
+  }
+  OnnxResizeInputs inputs;
+  if (scales_only) {
+    inputs.scales = known[1];
+  } else {
+    inputs.roi = known[1], inputs.scales = known[2], inputs.sizes = known[3];
+  }
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  CONVOY_ASSIGN_OR_RETURN(runtime::ResizeAttrs attrs, ImportResizeAttrs(n, a, opset_, x, inputs));
+  return Emit(n.name().empty() ? "resize" : n.name(), attrs, {n.input(0)}, {n.output(0)});
+}
+
+// ArgMax (opsets 1, 11, 12, 13): the indices are a float tensor in the graph; served as UINT8/INT32/INT64 when the
+// model's output is an ArgMax (the planner writes the served type directly).
+absl::Status OnnxImporter::ArgMaxOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  if (a.Has("select_last_index") && opset_ < 12) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'select_last_index' is not part of ArgMax "
+                                                 "at opset ", opset_, " (it appears at opset 12)"));
+  }
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis", "keepdims", "select_last_index"}));
+  runtime::ArgMaxAttrs attrs;
+  CONVOY_ASSIGN_OR_RETURN(attrs.axis, a.Int("axis", 0));
+  CONVOY_ASSIGN_OR_RETURN(int64_t keepdims, a.Int("keepdims", 1));
+  CONVOY_ASSIGN_OR_RETURN(int64_t last, a.Int("select_last_index", 0));
+  attrs.keepdims = keepdims != 0;
+  attrs.select_last_index = last != 0;
+  return Emit(n.name().empty() ? "argmax" : n.name(), attrs, {n.input(0)}, {n.output(0)});
 }
 
 // Shape of a runtime tensor: its dimensions are known at import, except the dynamic batch (kSymbolicBatchValue).

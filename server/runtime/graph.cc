@@ -87,6 +87,8 @@ const char* OpKindName(OpKind op) {
     case OpKind::kFlatten: return "Flatten";
     case OpKind::kReshape: return "Reshape";
     case OpKind::kTranspose: return "Transpose";
+    case OpKind::kResize: return "Resize";
+    case OpKind::kArgMax: return "ArgMax";
     case OpKind::kIdentity: return "Identity";
   }
   return "?";
@@ -351,6 +353,23 @@ std::string AttrsToString(const Node& node) {
     case OpKind::kFlatten: return absl::StrCat("axis=", node.As<FlattenAttrs>().axis);
     case OpKind::kReshape: return absl::StrCat("shape=[", absl::StrJoin(node.As<ReshapeAttrs>().shape, ","), "]");
     case OpKind::kTranspose: return absl::StrCat("perm=[", absl::StrJoin(node.As<TransposeAttrs>().perm, ","), "]");
+    case OpKind::kResize: {
+      const auto& a = node.As<ResizeAttrs>();
+      static const char* kModes[] = {"nearest", "linear", "cubic"};
+      static const char* kCoordinates[] = {"half_pixel",    "half_pixel_symmetric", "pytorch_half_pixel",
+                                           "align_corners", "asymmetric",           "tf_crop_and_resize"};
+      static const char* kNearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple"};
+      std::string s = absl::StrCat(kModes[static_cast<int>(a.mode)], " ", kCoordinates[static_cast<int>(a.coordinates)],
+                                   " out=", a.out_h, "x", a.out_w, " scales=", a.scale_h, ",", a.scale_w);
+      if (a.mode == ResizeMode::kNearest) absl::StrAppend(&s, " ", kNearest[static_cast<int>(a.nearest)]);
+      if (a.mode == ResizeMode::kCubic) absl::StrAppend(&s, " a=", a.cubic_a, a.exclude_outside ? " exclude_outside" : "");
+      if (a.antialias) absl::StrAppend(&s, " antialias");
+      return s;
+    }
+    case OpKind::kArgMax: {
+      const auto& a = node.As<ArgMaxAttrs>();
+      return absl::StrCat("axis=", a.axis, a.keepdims ? " keepdims" : "", a.select_last_index ? " select_last_index" : "");
+    }
     case OpKind::kIdentity: return "";
   }
   return "";

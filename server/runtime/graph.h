@@ -170,11 +170,48 @@ struct TransposeAttrs {
   std::vector<int64_t> perm;
 };
 
+// ONNX Resize (and Upsample) over H and W of [N,C,H,W]; the fields mirror ONNX's attributes and the kernel
+// library's ResizeProblem (kernels/common/problems.h), which server/runtime/resize_lowering.h builds from them.
+enum class ResizeMode { kNearest, kLinear, kCubic };
+enum class ResizeCoordinates {
+  kHalfPixel,
+  kHalfPixelSymmetric,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfCropAndResize,
+};
+// kSimple: Resize-10 and Upsample's nearest (floor when upscaling, ceil when downscaling).
+enum class ResizeNearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
+struct ResizeAttrs {
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::kHalfPixel;
+  ResizeNearest nearest = ResizeNearest::kRoundPreferFloor;
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
+  bool antialias = false;
+  int64_t out_h = 1, out_w = 1;
+  // The axis scales (ONNX's scales, or out / in for sizes) and the resized lengths the coordinate transforms use
+  // (in * scale for scales, out for sizes).
+  float scale_h = 1.0f, scale_w = 1.0f, length_h = 1.0f, length_w = 1.0f;
+  // tf_crop_and_resize only.
+  float roi_top = 0.0f, roi_left = 0.0f, roi_bottom = 1.0f, roi_right = 1.0f;
+  float extrapolation_value = 0.0f;
+};
+
+// ONNX ArgMax: the index of the largest value along `axis` (a float in the graph; `>` from index 0, `>=` with
+// select_last_index), the axis kept with extent 1 or dropped.
+struct ArgMaxAttrs {
+  int64_t axis = 0;
+  bool keepdims = true;
+  bool select_last_index = false;
+};
+
 struct IdentityAttrs {};
 
 using NodeAttrs = std::variant<Conv2dAttrs, Pool2dAttrs, BatchNormAttrs, ActivationAttrs, BinaryAttrs, ConcatAttrs,
                                SplitAttrs, ChannelShuffleAttrs, SoftmaxAttrs, GemmAttrs, PadAttrs, FlattenAttrs,
-                               ReshapeAttrs, TransposeAttrs, IdentityAttrs>;
+                               ReshapeAttrs, TransposeAttrs, ResizeAttrs, ArgMaxAttrs, IdentityAttrs>;
 
 // The op kind is the attribute type; this enum follows the variant order so switch statements stay readable.
 enum class OpKind {
@@ -192,6 +229,8 @@ enum class OpKind {
   kFlatten,
   kReshape,
   kTranspose,
+  kResize,
+  kArgMax,
   kIdentity,
 };
 const char* OpKindName(OpKind op);

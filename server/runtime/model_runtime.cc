@@ -38,6 +38,38 @@ Shape GraphShape(const repository::TensorConfig& t, bool batching) {
   return dims;
 }
 
+// A config output with class_map: the graph's [N, C, H, W] scores tensor `name` is renamed `name`/scores and an
+// ArgMax over C (keepdims 0) writes `name` ([N, H, W]), which the planner writes as the served UINT8 or INT32.
+absl::Status AppendClassMap(Graph& graph, const repository::TensorConfig& output) {
+  const std::string& name = output.name;
+  const int producer = graph.ProducerIndex(name);
+  if (producer < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("output '", name, "': class_map needs an output computed by the "
+                                                   "model, not a graph input or constant"));
+  }
+  CONVOY_ASSIGN_OR_RETURN(Shape scores, graph.ShapeOf(name));
+  if (scores.size() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat("output '", name, "': class_map needs [N, C, H, W] scores, the "
+                                                   "model computes ", ShapeToString(scores)));
+  }
+  if (output.data_type == repository::TensorDataType::kUint8 && scores[1] > 256) {
+    return absl::InvalidArgumentError(absl::StrCat("output '", name, "': a UINT8 class map holds 256 classes, the "
+                                                   "model scores ", scores[1], "; use datatype INT32"));
+  }
+  const std::string renamed = graph.UniqueName(name + "/scores");
+  for (Node& node : graph.mutable_nodes()) {
+    for (std::string& in : node.inputs) {
+      if (in == name) in = renamed;
+    }
+    for (std::string& out : node.outputs) {
+      if (out == name) out = renamed;
+    }
+  }
+  CONVOY_RETURN_IF_ERROR(graph.AddNode(MakeNode(graph.UniqueName(name + "/class_map"), ArgMaxAttrs{1, false, false},
+                                                {renamed}, {name})));
+  return graph.Finalize();  // the graph output `name` is now the class map
+}
+
 absl::StatusOr<PreprocessProblem> MakePreprocessProblem(const repository::TensorConfig& t) {
   const auto& p = *t.preprocessing;
   PreprocessProblem problem;
@@ -78,6 +110,11 @@ absl::Status ModelRuntime::ImportGraph(const ModelRuntimeOptions& options) {
   CONVOY_ASSIGN_OR_RETURN(repository::LoadedGraph loaded, repository::LoadGraphFile(options.model_path, load));
   graph_ = std::move(loaded.graph);
   report_.optimize_stats = loaded.stats.ToString();
+  if (config_.has_value()) {
+    for (const auto& output : config_->outputs) {
+      if (output.class_map) CONVOY_RETURN_IF_ERROR(AppendClassMap(graph_, output));
+    }
+  }
   if (!config_.has_value()) {
     bool has_batch = false;
     for (const GraphInput& in : graph_.inputs()) has_batch |= !in.shape.empty() && in.shape[0] == kBatch;

@@ -12,6 +12,7 @@ absl::StatusOr<DataType> ServedDataType(repository::TensorDataType type, const s
     case repository::TensorDataType::kFp16: return DataType::kFloat16;
     case repository::TensorDataType::kBf16: return DataType::kBFloat16;
     case repository::TensorDataType::kUint8: return DataType::kUInt8;
+    case repository::TensorDataType::kInt32: return DataType::kInt32;
     case repository::TensorDataType::kInt64: break;
   }
   return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor, "': datatype ",
@@ -31,6 +32,7 @@ absl::StatusOr<ModelSignature> SignatureFromConfig(const repository::ModelConfig
   };
   for (const auto& input : config.inputs) {
     CONVOY_ASSIGN_OR_RETURN(TensorMetadata t, declare(input));
+    t.encoded_image = input.encoded_image;
     signature.inputs.push_back(std::move(t));
   }
   for (const auto& output : config.outputs) {

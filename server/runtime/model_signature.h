@@ -8,6 +8,7 @@
 #define CONVOY_SERVER_RUNTIME_MODEL_SIGNATURE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct TensorMetadata {
   std::string name;
   DataType datatype = DataType::kFloat32;
   std::vector<int64_t> dims;  // with -1 for the batch dimension when the model batches
+  // Inputs only: the input also takes photos (one JPEG / PNG per batch item as BYTES), from the config.
+  std::optional<repository::EncodedImageConfig> encoded_image;
 };
 
 struct ModelSignature {
@@ -31,8 +34,8 @@ struct ModelSignature {
   std::vector<TensorMetadata> outputs;
 };
 
-// The datatype of a config tensor as the runtime serves it: FP32, FP16, BF16 or UINT8; INVALID_ARGUMENT naming the
-// tensor otherwise.
+// The datatype of a config tensor as the runtime serves it: FP32, FP16, BF16, UINT8 or INT32 (outputs: class maps
+// and ArgMax outputs); INVALID_ARGUMENT naming the tensor otherwise.
 absl::StatusOr<DataType> ServedDataType(repository::TensorDataType type, const std::string& tensor);
 
 // The signature a config declares: its tensors in config order with dims as written (preprocessed images keep

@@ -290,6 +290,8 @@ absl::Status PlanBuilder::PlanNode(const Node& node) {
     case OpKind::kReshape:
     case OpKind::kIdentity: return PlanAlias(*this, node);
     case OpKind::kTranspose: return PlanTranspose(*this, node);
+    case OpKind::kResize: return PlanResize(*this, node);
+    case OpKind::kArgMax: return PlanArgMax(*this, node);
   }
   return absl::UnimplementedError(absl::StrCat("node '", node.name, "' (", OpKindName(node.op()),
                                                "): no kernel implements this op; the passes must remove or fuse it"));
@@ -301,6 +303,11 @@ absl::Status PlanBuilder::BindGraphOutputs() {
     auto it = options_.io_dtypes.find(name);
     const DataType dtype = it == options_.io_dtypes.end() ? DataType::kFloat32 : it->second;
     CONVOY_ASSIGN_OR_RETURN(int id, Value(name));
+    if (!IsFloatingPoint(dtype) && tensor(id).dtype != dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", name, "': served as ", DataTypeName(dtype), ", which only an ArgMax output or a class_map "
+          "writes; the model computes it as ", DataTypeName(tensor(id).dtype)));
+    }
     CONVOY_ASSIGN_OR_RETURN(id, Require(id, dtype, Layout::kNCHW));
     plan_->outputs_.push_back({name, id});
     ++outputs_per_root[Root(id)];

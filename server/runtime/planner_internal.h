@@ -165,6 +165,8 @@ absl::Status PlanSoftmax(PlanBuilder& b, const Node& node);
 absl::Status PlanGemm(PlanBuilder& b, const Node& node);
 absl::Status PlanPad(PlanBuilder& b, const Node& node);
 absl::Status PlanTranspose(PlanBuilder& b, const Node& node);
+absl::Status PlanResize(PlanBuilder& b, const Node& node);
+absl::Status PlanArgMax(PlanBuilder& b, const Node& node);
 absl::Status PlanAlias(PlanBuilder& b, const Node& node);
 
 // ---- template definitions ----------------------------------------------------------------------------------------

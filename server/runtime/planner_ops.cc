@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
 #include "server/runtime/planner_internal.h"
+#include "server/runtime/resize_lowering.h"
 
 namespace convoy::runtime {
 namespace {
@@ -328,6 +329,62 @@ absl::Status PlanPad(PlanBuilder& b, const Node& node) {
   };
   auto bind = [x, y](TensorPointers t) { return PadArgs{t[x], t[y]}; };
   return b.AddKernelStep<PadOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanResize(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
+  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
+  const ResizeAttrs attrs = node.As<ResizeAttrs>();
+  auto problem_for = [&b, x, attrs](int batch) {
+    const ImageDims d = b.Dims(x, batch);
+    ResizeProblem p = LowerResize(attrs, d.n, d.c, d.h, d.w);
+    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return ResizeArgs{t[x], t[y]}; };
+  return b.AddKernelStep<ResizeOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+// ArgMax writes its indices as the served type when its output is a graph output served as UINT8, INT32 or INT64
+// (a class map), else as FP32 (the graph's float indices, converted for the consumers). Over the channels of a 4-D
+// image in an NHWC plan it reads [N*H*W, C, 1]; everything else is read in the logical (NCHW) order.
+absl::Status PlanArgMax(PlanBuilder& b, const Node& node) {
+  const auto& a = node.As<ArgMaxAttrs>();
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  const int64_t rank = static_cast<int64_t>(b.tensor(x).shape.size());
+  const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
+  const bool channels_last = rank == 4 && axis == 1 && b.layout() == Layout::kNHWC;
+  if (rank == 4 && axis == 1) {
+    CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0));
+  } else {
+    CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
+  }
+  DataType index_dtype = DataType::kFloat32;
+  auto served = b.options().io_dtypes.find(node.outputs[0]);
+  if (served != b.options().io_dtypes.end() &&
+      (served->second == DataType::kUInt8 || served->second == DataType::kInt32 ||
+       served->second == DataType::kInt64)) {
+    index_dtype = served->second;
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], index_dtype, Layout::kNCHW));
+  const DataType dtype = b.compute_dtype();
+  const bool last = a.select_last_index;
+  auto problem_for = [&b, x, axis, channels_last, dtype, index_dtype, last](int batch) {
+    const Shape dims = b.tensor(x).Dims(batch);  // logical NCHW-order dims
+    ArgMaxProblem p;
+    if (channels_last) {
+      p.outer = dims[0] * dims[2] * dims[3], p.axis = dims[1], p.inner = 1;
+    } else {
+      p.outer = NumElements(Shape(dims.begin(), dims.begin() + axis));
+      p.axis = dims[axis];
+      p.inner = NumElements(Shape(dims.begin() + axis + 1, dims.end()));
+    }
+    p.dtype = dtype, p.index_dtype = index_dtype, p.select_last_index = last;
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return ArgMaxArgs{t[x], t[y]}; };
+  return b.AddKernelStep<ArgMaxOp>(node.name, {x}, {y}, problem_for, bind);
 }
 
 absl::Status PlanTranspose(PlanBuilder& b, const Node& node) {

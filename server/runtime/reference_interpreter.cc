@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/cpu/reference/reference_ops.h"
+#include "server/runtime/resize_lowering.h"
 
 namespace convoy::runtime {
 namespace {
@@ -252,6 +254,22 @@ void RunTranspose(const std::vector<int64_t>& perm, const Tensor& x, Tensor& y) 
   });
 }
 
+void RunArgMax(const ArgMaxAttrs& a, const Tensor& x, Tensor& y) {
+  int64_t outer = 1, inner = 1;
+  const int64_t axis = PositiveAxis(a.axis, x.shape.size());
+  AxisExtents(x.shape, axis, outer, inner);
+  const int64_t extent = x.shape[axis];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < extent; ++k) {
+        const float v = x.data[(o * extent + k) * inner + i], b = x.data[(o * extent + best) * inner + i];
+        if (v > b || (a.select_last_index && v == b)) best = k;
+      }
+      y.data[o * inner + i] = static_cast<float>(best);
+    }
+}
+
 void RunChannelShuffle(int64_t groups, const Tensor& x, Tensor& y) {
   const int64_t channels = x.shape[1], per_group = channels / groups, plane = x.shape[2] * x.shape[3];
   for (int64_t n = 0; n < x.shape[0]; ++n) {
@@ -289,6 +307,14 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node, const std::ve
     case OpKind::kGemm: RunGemm(node.As<GemmAttrs>(), in, y); break;
     case OpKind::kPad: RunPad(node.As<PadAttrs>(), *in[0], y); break;
     case OpKind::kTranspose: RunTranspose(node.As<TransposeAttrs>().perm, *in[0], y); break;
+    case OpKind::kArgMax: RunArgMax(node.As<ArgMaxAttrs>(), *in[0], y); break;
+    case OpKind::kResize: {
+      // The kernel library's reference (plain loops, double accumulation) on the FP32 NCHW tensor.
+      const Shape& x = in[0]->shape;
+      const ResizeProblem problem = LowerResize(node.As<ResizeAttrs>(), x[0], x[1], x[2], x[3]);
+      CONVOY_RETURN_IF_ERROR(reference::Resize(problem, ResizeArgs{in[0]->data.data(), y.data.data()}));
+      break;
+    }
     case OpKind::kFlatten:
     case OpKind::kReshape:
     case OpKind::kIdentity: y.data = in[0]->data; break;

@@ -240,6 +240,33 @@ absl::StatusOr<std::vector<Shape>> InferPad(const Node& node, const std::vector<
   return std::vector<Shape>{out};
 }
 
+absl::StatusOr<std::vector<Shape>> InferResize(const Node& node, const std::vector<Shape>& in) {
+  CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, 1, 1));
+  CONVOY_RETURN_IF_ERROR(ExpectRank(node, in, 0, 4));
+  const auto& a = node.As<ResizeAttrs>();
+  if (a.out_h < 1 || a.out_w < 1) {
+    return NodeError(node, absl::StrCat("resizes to an empty ", a.out_h, "x", a.out_w, " output"));
+  }
+  if (!(a.scale_h > 0.0f) || !(a.scale_w > 0.0f) || !(a.length_h > 0.0f) || !(a.length_w > 0.0f)) {
+    return NodeError(node, absl::StrCat("scales ", a.scale_h, ",", a.scale_w, " must be positive"));
+  }
+  return std::vector<Shape>{{in[0][0], in[0][1], a.out_h, a.out_w}};
+}
+
+absl::StatusOr<std::vector<Shape>> InferArgMax(const Node& node, const std::vector<Shape>& in) {
+  CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, 1, 1));
+  const auto& a = node.As<ArgMaxAttrs>();
+  CONVOY_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, a.axis, in[0].size()));
+  if (in[0][axis] == kBatch) return NodeError(node, "cannot take the argmax over the batch dimension");
+  Shape out = in[0];
+  if (a.keepdims) {
+    out[axis] = 1;
+  } else {
+    out.erase(out.begin() + axis);
+  }
+  return std::vector<Shape>{out};
+}
+
 absl::StatusOr<std::vector<Shape>> InferFlatten(const Node& node, const std::vector<Shape>& in) {
   CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, 1, 1));
   int64_t axis = node.As<FlattenAttrs>().axis;
@@ -344,6 +371,8 @@ absl::StatusOr<std::vector<Shape>> InferOutputShapes(const Node& node, const std
     case OpKind::kFlatten: return InferFlatten(node, in);
     case OpKind::kReshape: return InferReshape(node, in);
     case OpKind::kTranspose: return InferTranspose(node, in);
+    case OpKind::kResize: return InferResize(node, in);
+    case OpKind::kArgMax: return InferArgMax(node, in);
     case OpKind::kChannelShuffle: {
       CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, 1, 1));
       CONVOY_RETURN_IF_ERROR(ExpectRank(node, in, 0, 4));

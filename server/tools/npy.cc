@@ -84,6 +84,7 @@ absl::StatusOr<NpyArray> ParseNpy(absl::string_view bytes, const std::string& so
   else if (*descr == "'<f2'") array.dtype = DataType::kFloat16;
   else if (*descr == "'|u1'" || *descr == "'<u1'") array.dtype = DataType::kUInt8;
   else if (*descr == "'<i8'") array.dtype = DataType::kInt64;
+  else if (*descr == "'<i4'") array.dtype = DataType::kInt32;
   else if (*descr == "'<f8'") array.dtype = DataType::kFloat32, narrow_f64 = true;
   else return Error(source, absl::StrCat("unsupported dtype ", *descr, " (use float32, float16, uint8 or int64)"));
   const size_t element = narrow_f64 ? 8 : DataTypeSize(array.dtype);
@@ -120,6 +121,7 @@ std::string SerializeNpy(const NpyArray& array) {
   const char* descr = array.dtype == DataType::kFloat16 ? "<f2"
                       : array.dtype == DataType::kUInt8 ? "|u1"
                       : array.dtype == DataType::kInt64 ? "<i8"
+                      : array.dtype == DataType::kInt32 ? "<i4"
                                                         : "<f4";
   std::string shape = absl::StrJoin(array.shape, ", ");
   if (array.shape.size() == 1) shape += ",";

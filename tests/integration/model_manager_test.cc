@@ -78,6 +78,43 @@ TEST(ModelManagerTest, NonStrictReadinessNeedsOneReadyModel) {
   EXPECT_FALSE(manager->IsReady());
 }
 
+// The first step of a graceful exit: readiness goes false (and listeners hear of it) while the models still serve;
+// only Shutdown then refuses requests.
+TEST(ModelManagerTest, WithdrawnReadinessKeepsServingUntilShutdown) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto manager, ModelManager::Create(OptionsFor(repo, ModelControlMode::kNone)));
+  ASSERT_TRUE(manager->IsReady());
+  ASSERT_THAT(manager->IsModelReady("cnn"), IsTrue());
+  int changes = 0;
+  bool ready_seen_by_listener = true;
+  manager->AddListener([&] {
+    ++changes;
+    ready_seen_by_listener = manager->IsReady();
+  });
+  EXPECT_FALSE(manager->readiness_withdrawn());
+
+  manager->WithdrawReadiness();
+  EXPECT_TRUE(manager->readiness_withdrawn());
+  EXPECT_EQ(changes, 1);
+  EXPECT_FALSE(ready_seen_by_listener);  // a health Watch refreshed by the listener sends NOT_SERVING
+  EXPECT_FALSE(manager->IsReady());
+  EXPECT_THAT(manager->IsModelReady("cnn"), IsFalseOk());
+  EXPECT_THAT(manager->IsModelReady("nope"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
+  EXPECT_FALSE(manager->shutting_down());
+  EXPECT_THAT(manager->GetServedModel("cnn", ""), IsOk());  // requests are still accepted
+  EXPECT_EQ(StateOf(*manager, "cnn", 1), ModelState::kReady);
+  EXPECT_EQ(manager->ServedModels().size(), 1u);
+
+  manager->WithdrawReadiness();  // idempotent: no second notification
+  EXPECT_EQ(changes, 1);
+
+  CONVOY_EXPECT_OK(manager->Shutdown(absl::Now() + absl::Seconds(5)));
+  EXPECT_THAT(manager->GetServedModel("cnn", ""),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shutting down")));
+  EXPECT_FALSE(manager->IsReady());
+}
+
 TEST(ModelManagerTest, ExplicitLoadAndUnload) {
   TestRepository repo;
   repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));

@@ -16,6 +16,7 @@ import os
 import pathlib
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -500,8 +501,9 @@ def test_the_server_flags_the_files_pass_are_the_contracts():
     image += Dockerfile.exec_form([r for i, r in instructions if i == "CMD"][-1])
     compose = load_yaml(DEPLOY / "compose" / "docker-compose.yaml")["services"]["convoy"]["command"]
     cpu = load_yaml(DEPLOY / "compose" / "docker-compose.cpu.yaml")["services"]["convoy"]["command"]
+    scale = load_yaml(DEPLOY / "compose" / "docker-compose.scale.yaml")["services"]["convoy"]["command"]
     for where, args in [("deployment", container["args"]), ("servingruntime", kserve["args"]), ("image", image),
-                        ("compose", compose), ("compose cpu", cpu)]:
+                        ("compose", compose), ("compose cpu", cpu), ("compose scale-out", scale)]:
         unknown = set(flag_values(args)) - known
         assert not unknown, f"{where} passes flags the server does not have: {unknown}"
         assert flag_values(args).get("device", "auto") in ("auto", "cpu", "cuda")
@@ -938,3 +940,184 @@ def test_validator_exits_nonzero_and_names_the_field_of_a_planted_mistake(tmp_pa
                          text=True, timeout=120)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "INVALID" in run.stdout and "containerPort: '8001' is not of type 'integer'" in run.stdout, run.stdout
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Scale-out: HAProxy in front of N replicas (deploy/compose/balancer, docker-compose.scale.yaml). deploy/test_scale_out.sh
+# runs it (a rolling restart under load); these checks read the files.
+
+BALANCER = DEPLOY / "compose" / "balancer"
+sys.path.insert(0, str(BALANCER))
+import grpc_health_check  # noqa: E402  (deploy/compose/balancer/grpc_health_check.py)
+
+
+def haproxy_sections():
+    """{(keyword, name): [directive lines]} of balancer/haproxy.cfg, comments and blank lines dropped."""
+    sections, current = {}, None
+    for raw in (BALANCER / "haproxy.cfg").read_text().splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        if not raw.startswith((" ", "\t")):
+            words = line.split()
+            current = (words[0], words[1] if len(words) > 1 else "")
+            sections[current] = []
+        else:
+            assert current is not None, f"haproxy.cfg: directive outside a section: {raw!r}"
+            sections[current].append(" ".join(line.split()))
+    return sections
+
+
+def directive(lines, keyword):
+    found = [l for l in lines if l.split()[0] == keyword]
+    assert len(found) == 1, f"expected one {keyword!r} directive, found {found}"
+    return found[0].split()[1:]
+
+
+def keyword_value(words, keyword):
+    return words[words.index(keyword) + 1]
+
+
+def seconds(text):
+    match = re.fullmatch(r"(\d+)(ms|s)?", text)
+    assert match, text
+    return int(match.group(1)) / (1000 if match.group(2) == "ms" else 1)
+
+
+def scale_compose():
+    return load_yaml(DEPLOY / "compose" / "docker-compose.scale.yaml")["services"]
+
+
+def test_haproxy_balances_grpc_per_request_over_replicas_found_by_dns():
+    grpc_port = int(server_flag_defaults()["grpc_port"])
+    sections = haproxy_sections()
+    assert "mode http" in sections[("defaults", "")], "HTTP mode: each gRPC request (HTTP/2 stream) is balanced"
+    assert directive(sections[("frontend", "grpc")], "bind") == [f":{grpc_port}", "proto", "h2"]
+    backend = sections[("backend", "convoy_grpc")]
+    assert directive(backend, "balance") == ["leastconn"]  # counts requests in flight, not TCP connections
+    name, count, address = directive(backend, "server-template")
+    assert int(count) >= 2 and address == f"convoy:{grpc_port}", "slots for the replicas of the service 'convoy'"
+    default_server = directive(backend, "default-server")
+    assert keyword_value(default_server, "proto") == "h2", "HTTP/2 to the replicas: gRPC needs it"
+    assert "check" in default_server and keyword_value(default_server, "init-addr") == "none"
+    resolvers = keyword_value(default_server, "resolvers")
+    nameservers = [l.split() for l in sections[("resolvers", resolvers)] if l.startswith("nameserver")]
+    assert [n[2] for n in nameservers] == ["127.0.0.11:53"], "Docker's embedded DNS lists every replica"
+    holds = {l.split()[1]: seconds(l.split()[2]) for l in sections[("resolvers", resolvers)] if l.startswith("hold")}
+    assert holds["valid"] <= 2, "new replicas (--scale) are found within seconds"
+    assert holds["obsolete"] >= 10, "a replica restarted on its address keeps its slot and returns through checks"
+    defaults = sections[("defaults", "")]
+    assert int(directive(defaults, "retries")[0]) >= 1
+    assert any(l.startswith("option redispatch") for l in defaults), "retries go to another replica"
+    assert "conn-failure" in directive(defaults, "retry-on")
+
+
+def test_haproxy_checks_grpc_readiness_with_the_generated_bytes():
+    backend = haproxy_sections()[("backend", "convoy_grpc")]
+    assert "option tcp-check" in backend
+    checks = [l for l in backend if l.startswith("tcp-check")]
+    assert checks == ["tcp-check connect"] + grpc_health_check.haproxy_lines(), \
+        "haproxy.cfg's tcp-check lines differ from `python3 deploy/compose/balancer/grpc_health_check.py`"
+    # The request is well-formed HTTP/2 framing: preface, then frames whose lengths add up, ending the stream.
+    data = grpc_health_check.request_bytes()
+    assert data.startswith(grpc_health_check.PREFACE)
+    offset, frames = len(grpc_health_check.PREFACE), []
+    while offset < len(data):
+        length = int.from_bytes(data[offset:offset + 3], "big")
+        kind, flags, stream = data[offset + 3], data[offset + 4], int.from_bytes(data[offset + 5:offset + 9], "big")
+        frames.append((kind, flags, stream, data[offset + 9:offset + 9 + length]))
+        offset += 9 + length
+    assert offset == len(data)
+    assert [(k, f, s) for k, f, s, _ in frames] == [(4, 0, 0), (1, 4, 1), (0, 1, 1)], "SETTINGS, HEADERS, DATA"
+    assert b"/grpc.health.v1.Health/Check" in frames[1][3] and b"application/grpc" in frames[1][3]
+    message = frames[2][3]
+    assert message[0] == 0 and int.from_bytes(message[1:5], "big") == len(message) - 5
+    assert message[5:] == b"\x0a" + bytes([len(READINESS_SERVICE)]) + READINESS_SERVICE.encode(), \
+        "the check asks for the server's readiness"
+    # A SERVING answer matches both expects, a NOT_SERVING one only the first.
+    prefix = grpc_health_check.ANSWER_PREFIX
+    serving = grpc_health_check.frame(0, 0, 1, grpc_health_check.SERVING_BYTES)
+    not_serving = grpc_health_check.frame(0, 0, 1, grpc_health_check.NOT_SERVING_BYTES)
+    final = bytes.fromhex(checks[-1].split()[-1])
+    assert prefix in serving and prefix in not_serving and final in serving and final not in not_serving
+    assert "min-recv" in checks[-1], "without min-recv a NOT_SERVING answer fails only at `timeout check`"
+
+
+def test_balancer_takes_a_leaving_replica_out_before_it_refuses_requests():
+    """The longest a SIGTERMed replica can still be sent new requests is one check interval plus (fall - 1) fast
+    intervals; the replica keeps serving for --exit_delay_seconds, which must be longer (with a second to spare)."""
+    default_server = directive(haproxy_sections()[("backend", "convoy_grpc")], "default-server")
+    inter, fastinter = seconds(keyword_value(default_server, "inter")), seconds(keyword_value(default_server, "fastinter"))
+    fall = int(keyword_value(default_server, "fall"))
+    worst = inter + (fall - 1) * fastinter
+    convoy = scale_compose()["convoy"]
+    delay = int(flag_values(convoy["command"])["exit_delay_seconds"])
+    assert worst + 1 <= delay, f"HAProxy may route to a leaving replica for {worst} s; it serves only {delay} s"
+    _, _, instructions = Dockerfile().final()
+    image_timeout = int(flag_values(Dockerfile.exec_form([r for i, r in instructions if i == "ENTRYPOINT"][-1])[1:])
+                        ["exit_timeout_seconds"])
+    grace = int(re.fullmatch(r"(\d+)s", convoy["stop_grace_period"]).group(1))
+    assert grace > delay + image_timeout, f"stop_grace_period {grace}s <= exit delay {delay} s + drain {image_timeout} s"
+    script = (DEPLOY / "test_scale_out.sh").read_text()
+    assert re.search(rf"^exit_delay={delay}$", script, re.M), "deploy/test_scale_out.sh tests the Compose delay"
+
+
+def test_scale_out_compose_file():
+    grpc_port = int(server_flag_defaults()["grpc_port"])
+    text = (DEPLOY / "compose" / "docker-compose.scale.yaml").read_text()
+    services = scale_compose()
+    assert services["convoy"]["ports"] == [] and "ports: !reset []" in text, \
+        "replicas publish no host port (N containers cannot share one)"
+    assert flag_values(services["convoy"]["command"])["device"] == "auto"
+    balancer = services["balancer"]
+    context = DEPLOY / "compose" / balancer["build"]["context"]
+    assert (context / "Dockerfile").exists() and (context / "haproxy.cfg").exists()
+    assert f"{grpc_port}:{grpc_port}" in balancer["ports"]
+    dockerfile = (context / "Dockerfile").read_text()
+    assert re.search(r"^FROM debian:12-slim$", dockerfile, re.M), "built from the local Debian base, no registry"
+    assert "apt-get install -y --no-install-recommends haproxy" in dockerfile
+    assert "COPY haproxy.cfg /usr/local/etc/haproxy/haproxy.cfg" in dockerfile
+    assert "RUN haproxy -c -f /usr/local/etc/haproxy/haproxy.cfg" in dockerfile, "the build checks the config"
+    volumes = services["prometheus"]["volumes"]
+    assert volumes == ["./prometheus.scale.yml:/etc/prometheus/prometheus.yml:ro"]
+    assert (DEPLOY / "compose" / "prometheus.scale.yml").exists()
+
+
+def test_prometheus_scrapes_every_replica_and_the_balancer():
+    metrics_port = int(server_flag_defaults()["metrics_port"])
+    prometheus = load_yaml(DEPLOY / "compose" / "prometheus.scale.yml")
+    jobs = {job["job_name"]: job for job in prometheus["scrape_configs"]}
+    assert jobs["convoy"]["dns_sd_configs"] == [{"names": ["convoy"], "type": "A", "port": metrics_port,
+                                                 "refresh_interval": "10s"}], "one target per replica, by DNS"
+    stats_bind = directive(haproxy_sections()[("frontend", "stats")], "bind")[0]
+    assert jobs["balancer"]["static_configs"][0]["targets"] == [f"balancer{stats_bind}"]
+    assert "prometheus-exporter" in " ".join(haproxy_sections()[("frontend", "stats")])
+
+
+def test_dashboard_adds_up_the_replicas():
+    """With N replicas every series comes N times (one per instance): every panel aggregates them, and one panel
+    shows them side by side."""
+    dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "convoy.json").read_text())
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"]
+            assert re.match(r"(sum|max|avg|min|count|histogram_quantile\(\S+, sum)\b", expr), \
+                f"panel {panel['title']!r}: {expr} is not aggregated over replicas"
+    per_instance = [p for p in dashboard["panels"] if any("by (instance)" in t["expr"] for t in p["targets"])]
+    assert len(per_instance) == 1, "one panel shows each replica's throughput"
+
+
+def test_prometheus_configs_pass_promtool(tmp_path):
+    """Debian's promtool (package prometheus, installed by tools/setup.sh) accepts both Compose Prometheus configs and
+    rejects a planted mistake in the DNS discovery."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.fail("no `promtool`: tools/setup.sh installs Debian's prometheus", pytrace=False)
+    for name in ("prometheus.yml", "prometheus.scale.yml"):
+        proc = subprocess.run([promtool, "check", "config", str(DEPLOY / "compose" / name)], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0, f"promtool rejects {name}:\n{proc.stdout}\n{proc.stderr}"
+    planted = tmp_path / "prometheus.yml"
+    planted.write_text((DEPLOY / "compose" / "prometheus.scale.yml").read_text().replace("type: A", "type: AAA"))
+    proc = subprocess.run([promtool, "check", "config", str(planted)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "AAA" in proc.stdout + proc.stderr, proc.stdout + proc.stderr

@@ -38,13 +38,13 @@ ATOL = 1e-6
 
 # Ops the importer takes (onnx_importer.cc's handlers and the load-time evaluator's ops).
 SUPPORTED_OPS = {
-    "Abs", "Add", "And", "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Clip", "Concat",
+    "Abs", "Add", "And", "ArgMax", "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Clip", "Concat",
     "Constant", "ConstantOfShape", "Conv", "Div", "Dropout", "Equal", "Expand", "Flatten", "Floor", "Gather", "Gemm",
     "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity",
     "LeakyRelu", "Less", "LessOrEqual", "MatMul", "Max", "MaxPool", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pad",
     "Pow", "Range", "Reciprocal", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "Relu",
-    "Reshape", "Round", "Shape", "Sigmoid", "Sign", "Size", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub",
-    "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where", "Xor",
+    "Reshape", "Resize", "Round", "Shape", "Sigmoid", "Sign", "Size", "Slice", "Softmax", "Split", "Sqrt", "Squeeze",
+    "Sub", "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze", "Upsample", "Where", "Xor",
 }
 
 FLOAT_TYPES = {TensorProto.FLOAT}
@@ -56,8 +56,12 @@ RUNTIME_OPS = {
     "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Conv", "Dropout", "Flatten", "Gemm",
     "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul", "MaxPool",
     "Pad", "ReduceMax", "ReduceMean", "Relu", "Reshape", "Shape", "Sigmoid", "Slice", "Softmax", "Split", "Squeeze",
-    "Tanh", "Transpose", "Unsqueeze", "Add", "Sub", "Mul", "Div",
+    "Tanh", "Transpose", "Unsqueeze", "Add", "Sub", "Mul", "Div", "Resize", "Upsample", "ArgMax",
 }
+
+# Ops whose INT64 result Convoy computes as exact float indices (and serves as UINT8/INT32/INT64): a graph output they
+# produce is compared by value.
+INDEX_OPS = {"ArgMax"}
 
 MIN_OPSET, MAX_OPSET = 7, 21
 
@@ -237,10 +241,13 @@ def rule_exclusion(model):
     inputs = [i for i in model.graph.input if i.name not in initializers]
     if not inputs:
         return "no graph input (a constant model)"
+    index_outputs = {out for n in nodes if n.op_type in INDEX_OPS for out in n.output}
     for value, what in [(inputs[0], "graph input"), *[(o, "graph output") for o in model.graph.output]]:
         if not value.type.HasField("tensor_type"):
             return f"{what} of a non-tensor type (sequence, map or optional)"
         elem = value.type.tensor_type.elem_type
+        if value.name in index_outputs and elem == TensorProto.INT64:
+            continue
         if elem not in FLOAT_TYPES:
             return f"{what} of type {TensorProto.DataType.Name(elem)} (Convoy's graph inputs and outputs are FLOAT)"
     # Tensors computed from the graph input at run time; a load-time-only op on one of them is refused.

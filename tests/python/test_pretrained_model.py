@@ -159,3 +159,170 @@ def test_emulated_gpu_classifies_both_photos_and_matches_pytorch(tmp_path_factor
         assert "device:          cuda (" in server.log_tail(lines=200)
     finally:
         stop_and_check(server)
+
+
+# ---- Photos sent as they are (encoded_image in the model's config): decoded, cropped and resized by the server ----
+
+def http_request(server, path, body=b"", content_type=None, method="POST"):
+    """(status, parsed JSON body) of one HTTP request to the server's HTTP/REST port."""
+    import json
+    import urllib.error
+    import urllib.request
+    request = urllib.request.Request(f"http://{server.http_url}{path}", data=body if method == "POST" else None,
+                                     method=method)
+    if content_type:
+        request.add_header("Content-Type", content_type)
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.fixture(scope="module")
+def client_top5(cpu_server, photo_pixels):
+    """The top-5 (probability, label) of chelsea and coffee when the client prepares the pixels (tools/classify.py's
+    load_image), over gRPC."""
+    tensor = grpcclient.InferInput("images", list(photo_pixels.shape), "UINT8")
+    tensor.set_data_from_numpy(photo_pixels)
+    with cpu_server.client() as client:
+        result = client.infer(MODEL, [tensor], outputs=[grpcclient.InferRequestedOutput("probabilities",
+                                                                                         class_count=5)])
+    entries = result.as_numpy("probabilities")
+    return {name: top_classes(entries[i]) for i, name in enumerate(("chelsea", "coffee"))}
+
+
+def assert_same_top5(actual, expected, where):
+    assert [label for _, label in actual] == [label for _, label in expected], f"{where}: {actual} vs {expected}"
+    for (a, _), (e, _) in zip(actual, expected):
+        assert abs(a - e) <= 1e-5, f"{where}: probabilities {actual} vs {expected}"
+
+
+def photo_bytes(photos, tmp_path):
+    """chelsea and coffee as files a user has: PNG as shipped, and the same re-encoded as JPEG (quality 90)."""
+    from PIL import Image
+    out = {}
+    for name, path in photos.items():
+        out[name + ".png"] = path.read_bytes()
+        jpeg = tmp_path / f"{name}.jpg"
+        Image.open(path).convert("RGB").save(jpeg, quality=90)
+        out[name + ".jpg"] = jpeg.read_bytes()
+    return out
+
+
+def test_photo_body_over_http_gives_the_clients_top5(cpu_server, photos, client_top5, tmp_path):
+    for name in ("chelsea", "coffee"):
+        status, body = http_request(cpu_server, f"/v2/models/{MODEL}/infer", photos[name].read_bytes(), "image/png")
+        assert status == 200, body
+        outputs = {o["name"]: o for o in body["outputs"]}
+        assert outputs["probabilities"]["datatype"] == "BYTES" and outputs["probabilities"]["shape"] == [1, 5], body
+        assert_same_top5(top_classes([e.encode() for e in outputs["probabilities"]["data"]]), client_top5[name],
+                         f"HTTP photo body {name}")
+    status, body = http_request(cpu_server, f"/v2/models/{MODEL}/infer?classification=0",
+                                photos["chelsea"].read_bytes(), "image/png")
+    assert status == 200 and {o["name"]: o["datatype"] for o in body["outputs"]}["probabilities"] == "FP32", body
+
+
+def test_photos_as_bytes_tensors_over_grpc_and_http_give_the_clients_top5(cpu_server, photos, client_top5):
+    import tritonclient.http as httpclient
+    encoded = np.array([photos["chelsea"].read_bytes(), photos["coffee"].read_bytes()], dtype=np.object_)
+    tensor = grpcclient.InferInput("images", [2], "BYTES")
+    tensor.set_data_from_numpy(encoded)
+    with cpu_server.client() as client:
+        result = client.infer(MODEL, [tensor], outputs=[grpcclient.InferRequestedOutput("probabilities",
+                                                                                         class_count=5)])
+    for i, name in enumerate(("chelsea", "coffee")):
+        assert_same_top5(top_classes(result.as_numpy("probabilities")[i]), client_top5[name], f"gRPC BYTES {name}")
+    http = httpclient.InferenceServerClient(cpu_server.http_url)
+    tensor = httpclient.InferInput("images", [2, 1], "BYTES")
+    tensor.set_data_from_numpy(encoded.reshape(2, 1), binary_data=True)
+    result = http.infer(MODEL, [tensor], outputs=[httpclient.InferRequestedOutput("probabilities", class_count=5)])
+    for i, name in enumerate(("chelsea", "coffee")):
+        assert_same_top5(top_classes(result.as_numpy("probabilities")[i]), client_top5[name], f"HTTP BYTES {name}")
+
+
+def test_jpeg_photo_gives_the_top5_of_the_same_jpeg_prepared_by_the_client(cpu_server, photos, tmp_path):
+    classify = load_classify_module()
+    files = photo_bytes(photos, tmp_path)
+    pixels = classify.load_image(str(tmp_path / "chelsea.jpg"), SIZE, SIZE)[None]
+    tensor = grpcclient.InferInput("images", list(pixels.shape), "UINT8")
+    tensor.set_data_from_numpy(pixels)
+    with cpu_server.client() as client:
+        expected = top_classes(client.infer(MODEL, [tensor], outputs=[
+            grpcclient.InferRequestedOutput("probabilities", class_count=5)]).as_numpy("probabilities")[0])
+    status, body = http_request(cpu_server, f"/v2/models/{MODEL}/infer", files["chelsea.jpg"], "image/jpeg")
+    assert status == 200, body
+    data = {o["name"]: o for o in body["outputs"]}["probabilities"]["data"]
+    assert_same_top5(top_classes([e.encode() for e in data]), expected, "HTTP JPEG body")
+    assert expected[0][1] in CAT_CLASSES
+
+
+def _png_claiming(png, height, width):
+    import zlib
+    ihdr = bytearray(png[12:29])
+    ihdr[4:8] = width.to_bytes(4, "big")
+    ihdr[8:12] = height.to_bytes(4, "big")
+    return png[:12] + bytes(ihdr) + zlib.crc32(bytes(ihdr)).to_bytes(4, "big") + png[33:]
+
+
+def test_bad_photos_are_precise_errors_and_the_server_keeps_serving(cpu_server, photos, tmp_path):
+    files = photo_bytes(photos, tmp_path)
+    png, jpeg = files["chelsea.png"], files["chelsea.jpg"]
+    cases = [
+        (b"", "image/png", "input 'images': batch item 0: image is empty (0 bytes); expected JPEG or PNG data"),
+        (b"GIF89a" + bytes(40), "image/png", "input 'images': batch item 0: image is neither JPEG (starts FF D8 FF) "
+                                             "nor PNG (starts 89 50 4E 47 0D 0A 1A 0A): its 46 bytes start "
+                                             "474946383961"),
+        (jpeg[: len(jpeg) // 2], "image/jpeg", "input 'images': batch item 0: JPEG image is corrupt or truncated"),
+        (png[: len(png) // 3], "image/png", "input 'images': batch item 0: PNG image cannot be read"),
+        (_png_claiming(png, 100000, 100000), "image/png",
+         "input 'images': batch item 0: PNG image is 100000x100000 pixels; at most 16384 on a side"),
+        (_png_claiming(png, 9000, 9000), "image/png",
+         "input 'images': batch item 0: PNG image is 9000x9000 pixels; at most 16384 on a side and 40000000 pixels"),
+    ]
+    for body, content_type, message in cases:
+        status, answer = http_request(cpu_server, f"/v2/models/{MODEL}/infer", body, content_type)
+        assert status == 400 and answer["error"].startswith(message), (message, status, answer)
+    status, answer = http_request(cpu_server, f"/v2/models/{MODEL}/infer?classification=x", png, "image/png")
+    assert status == 400 and answer["error"] == "query parameter 'classification': expected an integer >= 0, got 'x'"
+    # Over gRPC the same checks, with the tensor's own shape rules.
+    from tritonclient.utils import InferenceServerException
+    with cpu_server.client() as client:
+        for encoded, shape, message in [
+            ([jpeg[:100]], [1], "input 'images': batch item 0: JPEG image"),
+            ([png, b"not an image"], [2], "input 'images': batch item 1: image is neither JPEG"),
+            ([png], [1, 1, 1], "input 'images': photos (BYTES) take shape [batch] or [batch, 1], one encoded image "
+                               "per batch item, got [1,1,1]"),
+        ]:
+            tensor = grpcclient.InferInput("images", shape, "BYTES")
+            tensor.set_data_from_numpy(np.array(encoded, dtype=np.object_).reshape(shape))
+            with pytest.raises(InferenceServerException) as error:
+                client.infer(MODEL, [tensor])
+            assert error.value.status() == "StatusCode.INVALID_ARGUMENT" and message in error.value.message(), \
+                error.value.message()
+        # ... and still serving.
+        tensor = grpcclient.InferInput("images", [1], "BYTES")
+        tensor.set_data_from_numpy(np.array([png], dtype=np.object_))
+        assert client.infer(MODEL, [tensor]).as_numpy("probabilities").shape == (1, 1000)
+
+
+
+def test_readme_photo_curl_prints_what_the_readme_shows(cpu_server, photos):
+    """The README's photo curl command, run as written but for the port and the photo's path (scikit-image's
+    chelsea.png, which the README copies to /tmp); the printed JSON equals the README's, scores within 1e-5."""
+    import json
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("The server also takes the photo itself", 1)[1]
+    blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)
+    assert blocks[0][0] == "sh" and blocks[1][0] == "", "README: the photo curl block and its output block moved"
+    command = blocks[0][1].replace("localhost:8000", cpu_server.http_url).replace("/tmp/chelsea.png",
+                                                                                  str(photos["chelsea"]))
+    assert command != blocks[0][1]
+    run = subprocess.run(["bash", "-euo", "pipefail", "-c", command], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    got, want = json.loads(run.stdout), json.loads(blocks[1][1])
+    for g, w in zip(got["outputs"], want["outputs"]):
+        gd, wd = g.pop("data"), w.pop("data")
+        assert [e.split(":", 1)[1] for e in gd] == [e.split(":", 1)[1] for e in wd], (gd, wd)
+        assert max(abs(float(a.split(":")[0]) - float(b.split(":")[0])) for a, b in zip(gd, wd)) <= 1e-5
+    assert got == want

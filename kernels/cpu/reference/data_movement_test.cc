@@ -2,6 +2,8 @@
 // code: split inverts concat, shuffling by g then by C/g restores the input, padding's interior is the input and its
 // border follows each mode's rule, NCHW -> NHWC -> NCHW round-trips, and a transpose by a permutation and then by
 // its inverse restores the input.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "gmock/gmock.h"
@@ -126,6 +128,34 @@ TEST(ReferenceDataMovementTest, ConvertRoundTripsLayoutsAndRoundsToHalf) {
   std::vector<float> restored(x.size());
   ASSERT_THAT(Convert(back, ConvertArgs{half.data(), restored.data()}), IsOk());
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(restored[i], HalfBitsToFloat(FloatToHalfBits(x[i]))) << i;
+}
+
+// ArgMax against an independent definition (std::max_element and a reverse scan), on integer-valued data full of
+// ties, with every index type; an index past UINT8's range is refused.
+TEST(ReferenceDataMovementTest, ArgMaxPicksTheFirstOrLastMaximum) {
+  ArgMaxProblem p;
+  p.outer = 3, p.axis = 7, p.inner = 5;
+  std::vector<float> x = RandomFloats(p.outer * p.axis * p.inner, 50);
+  for (float& v : x) v = std::floor(v * 2.0f);  // values in {-2, -1, 0, 1}: ties
+  for (bool last : {false, true}) {
+    for (DataType index_dtype : {DataType::kUInt8, DataType::kInt32, DataType::kInt64, DataType::kFloat32}) {
+      p.select_last_index = last, p.index_dtype = index_dtype;
+      std::vector<int64_t> y(p.outer * p.inner, -1);  // large enough for every index type
+      ASSERT_THAT(ArgMax(p, ArgMaxArgs{x.data(), y.data()}), IsOk());
+      for (int64_t o = 0; o < p.outer; ++o)
+        for (int64_t i = 0; i < p.inner; ++i) {
+          std::vector<float> column;
+          for (int64_t a = 0; a < p.axis; ++a) column.push_back(x[(o * p.axis + a) * p.inner + i]);
+          const int64_t first = std::max_element(column.begin(), column.end()) - column.begin();
+          const int64_t last_index = p.axis - 1 - (std::max_element(column.rbegin(), column.rend()) - column.rbegin());
+          const int64_t want = last ? last_index : first;
+          EXPECT_EQ(LoadAsFloat(y.data(), index_dtype, o * p.inner + i), static_cast<float>(want))
+              << DataTypeName(index_dtype) << " last=" << last << " at " << o << "," << i;
+        }
+    }
+  }
+  p.index_dtype = DataType::kUInt8, p.axis = 300;
+  EXPECT_THAT(p.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("UINT8 holds indices up to 255")));
 }
 
 }  // namespace

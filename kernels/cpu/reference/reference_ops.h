@@ -38,6 +38,10 @@ absl::Status Convert(const ConvertProblem& problem, const ConvertArgs& args);
 absl::Status Preprocess(const PreprocessProblem& problem, const PreprocessArgs& args);
 // Transpose: y[i_0, .., i_r-1] = x at input coordinate perm[k] = i_k, bit for bit (every data type).
 absl::Status Transpose(const TransposeProblem& problem, const TransposeArgs& args);
+// Resize: ONNX Resize over H and W (resize_sampling.h), the weighted sum accumulated in double.
+absl::Status Resize(const ResizeProblem& problem, const ResizeArgs& args);
+// ArgMax: the index of the largest value along the middle axis (`>`, or `>=` with select_last_index, from index 0).
+absl::Status ArgMax(const ArgMaxProblem& problem, const ArgMaxArgs& args);
 
 // Overloads named after the op traits, so templated test code can call reference::Run(problem, args) for any op.
 inline absl::Status Run(const Conv2dProblem& p, const Conv2dArgs& a) { return Conv2d(p, a); }
@@ -54,6 +58,8 @@ inline absl::Status Run(const PadProblem& p, const PadArgs& a) { return Pad(p, a
 inline absl::Status Run(const ConvertProblem& p, const ConvertArgs& a) { return Convert(p, a); }
 inline absl::Status Run(const PreprocessProblem& p, const PreprocessArgs& a) { return Preprocess(p, a); }
 inline absl::Status Run(const TransposeProblem& p, const TransposeArgs& a) { return Transpose(p, a); }
+inline absl::Status Run(const ResizeProblem& p, const ResizeArgs& a) { return Resize(p, a); }
+inline absl::Status Run(const ArgMaxProblem& p, const ArgMaxArgs& a) { return ArgMax(p, a); }
 
 }  // namespace convoy::reference
 

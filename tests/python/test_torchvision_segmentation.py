@@ -1,0 +1,46 @@
+"""Whole-model tests of torchvision's segmentation models (LR-ASPP MobileNetV3, DeepLabV3 MobileNetV3, FCN
+ResNet-50; random weights and batch-norm statistics, exported by tools/models/export_torchvision_segmentation.py
+with Debian's torch at opset 13): their bilinear upsamplings are Resize nodes whose sizes come from the input's shape
+(folded at load time). Convoy's reference interpreter and its runtime (`convoy run`: CPU kernels in NCHW, NHWC and
+the blocked NCHW8c; the CUDA kernels on the emulated GPU) against onnxruntime on fresh random inputs, batch 2,
+64x64: FP32 within 1e-4 relative error (max |diff| / max |ref|). The export takes about half a minute on 2 cores."""
+import pathlib
+import subprocess
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from conftest import built_binary
+from reference_engine import cli_path, relative_error, run_model, run_on
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+MODELS = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large", "fcn_resnet50"]
+PATHS = [("cpu nchw", cli_path, ["--device=cpu", "--layout=nchw"]),
+         ("cpu nhwc", cli_path, ["--device=cpu", "--layout=nhwc"]),
+         ("cpu nchw8c", cli_path, ["--device=cpu", "--layout=nchw8c"]),
+         ("emulated gpu", lambda: built_binary("server/tools/convoy_emulated_gpu"), ["--device=cuda"])]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("segmentation")
+    subprocess.run(["/usr/bin/python3", str(REPO_ROOT / "tools/models/export_torchvision_segmentation.py"), "--out",
+                    str(out), "--size", "64"], check=True, capture_output=True, timeout=900)
+    return out
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_segmentation_matches_onnxruntime(exported, name):
+    path = pathlib.Path(exported) / f"{name}.onnx"
+    x = {"images": np.random.default_rng().uniform(-1, 1, size=(2, 3, 64, 64)).astype(np.float32)}
+    expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    assert expected.shape == (2, 5, 64, 64)
+    actual = run_model(path, x)[0]
+    assert relative_error(actual, expected) <= 1e-4, f"{name} reference: {relative_error(actual, expected)}"
+    for what, binary, flags in PATHS:
+        if what == "emulated gpu" and name == "fcn_resnet50":
+            continue  # its ResNet-50 backbone runs too long under the emulation for this suite; the CPU paths cover it
+        actual = run_on(binary(), path, x, *flags, "--precision=fp32")[0]
+        err = relative_error(actual, expected)
+        assert err <= 1e-4, f"{name} {what}: relative error {err}"
