@@ -139,6 +139,10 @@ absl::Status StoreElement(const Value& v, const TensorMetadata& t, size_t i, voi
       if (!v.IsInt() || v.GetInt() < -128 || v.GetInt() > 127) return bad("an integer -128..127");
       static_cast<int8_t*>(out)[i] = static_cast<int8_t>(v.GetInt());
       return absl::OkStatus();
+    case DataType::kInt32:
+      if (!v.IsInt()) return bad("a 32-bit integer");
+      static_cast<int32_t*>(out)[i] = v.GetInt();
+      return absl::OkStatus();
     case DataType::kInt64:
       if (!v.IsInt64()) return bad("a 64-bit integer");
       static_cast<int64_t*>(out)[i] = v.GetInt64();
@@ -360,6 +364,12 @@ void WriteData(JsonWriter& w, const infer::ResponseTensor& t) {
           int64_t v;
           std::memcpy(&v, t.data.data() + 8 * i, 8);
           w.Int64(v);
+          break;
+        }
+        case DataType::kInt32: {
+          int32_t v;
+          std::memcpy(&v, t.data.data() + 4 * i, 4);
+          w.Int(v);
           break;
         }
         case DataType::kUInt8: w.Uint(static_cast<uint8_t>(t.data[i])); break;

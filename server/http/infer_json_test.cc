@@ -138,5 +138,34 @@ TEST(InferJsonTest, ResponsePutsBinaryOutputsAfterTheHeader) {
   EXPECT_EQ(ErrorJson("input 'x': \"quoted\""), R"({"error":"input 'x': \"quoted\""})");
 }
 
+TEST(InferJsonTest, Int32TensorsAreExactIntegersBothWays) {
+  // INT32 is served for outputs (an output's class_map); values past 2^24 must not pass through a float.
+  const std::vector<int32_t> values = {16777217, -2147483647 - 1, 2147483647, 0};
+  infer::ResponseTensor t;
+  t.name = "classes";
+  t.datatype = "INT32";
+  t.shape = {1, 4};
+  t.data = absl::string_view(reinterpret_cast<const char*>(values.data()), 16);
+  auto parsed = ParseInferRequest(R"({"inputs":[]})", std::nullopt, "m", "");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_THAT(EncodeInferResponse("m", 1, **parsed, {t}).body,
+              HasSubstr(R"("data":[16777217,-2147483648,2147483647,0])"));
+  const runtime::ModelSignature model = {"m", 0, {{"i", DataType::kInt32, {4}}}, {{"y", DataType::kFloat32, {1}}}};
+  std::unique_ptr<HttpInferRequest> keep;
+  auto request = ParseInferRequest(R"({"inputs":[{"name":"i","datatype":"INT32","shape":[4],)"
+                                   R"("data":[16777217,-2147483648,2147483647,0]}]})",
+                                   std::nullopt, "m", "");
+  ASSERT_TRUE(request.ok());
+  auto decoded = infer::DecodeRequest((*request)->view, model);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(std::memcmp(decoded->payload->inputs[0].data(), values.data(), 16), 0);
+  request = ParseInferRequest(R"({"inputs":[{"name":"i","datatype":"INT32","shape":[4],"data":[1,2,3,2147483648]}]})",
+                              std::nullopt, "m", "");
+  ASSERT_TRUE(request.ok());
+  EXPECT_THAT(infer::DecodeRequest((*request)->view, model).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "input 'i': data[3] is 2147483648, expected a 32-bit integer for INT32"));
+}
+
 }  // namespace
 }  // namespace convoy::http
