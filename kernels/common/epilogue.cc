@@ -47,6 +47,18 @@ std::string ToString(const Epilogue& e) {
   return s;
 }
 
+std::string ToString(const QuantizedEpilogue& e) {
+  std::string s = absl::StrCat("src_zp=", e.src_zero_point);
+  if (e.has_bias) absl::StrAppend(&s, "+bias_s32");
+  absl::StrAppend(&s, "+requant");
+  if (e.residual == ResidualMode::kBeforeActivation) {
+    absl::StrAppend(&s, "+residual(", e.residual_scale, ",zp=", e.residual_zero_point, ")");
+  }
+  if (e.relu) absl::StrAppend(&s, "+relu");
+  absl::StrAppend(&s, "+dst_zp=", e.dst_zero_point);
+  return s;
+}
+
 double ApplyActivationReference(double x, const Activation& a) {
   const double alpha = a.alpha, beta = a.beta;
   switch (a.kind) {

@@ -86,6 +86,38 @@ struct Epilogue {
 
 std::string ToString(const Epilogue& epilogue);
 
+// The epilogue of a quantized (INT8) convolution, on the exact INT32 accumulator
+//   acc = sum (x - src_zero_point) * w                            (w symmetric INT8: no weight zero point)
+//   v   = float(acc + bias[k]) * scale[k]                          (one FP32 product; scale = sx * sw[k] / sy)
+//   v  += residual_scale * float(r - residual_zero_point)          (residual = kBeforeActivation)
+//   v   = max(v, 0)                                                (relu)
+//   y   = saturate(round_half_even(v) + dst_zero_point)            (INT8 / UINT8 output)
+//   y   = v                                                        (FP32 output: dst_zero_point must be 0)
+// bias is INT32 (the form ONNX QDQ models store), scale[k] the per-output-channel requantization multiplier, r the
+// residual element at y's position in the output's type. The zero points and the residual's scale are problem fields
+// (so the algorithm cache keys them); the per-channel arrays travel in the arguments like a float epilogue's.
+struct QuantizedEpilogue {
+  int src_zero_point = 0;
+  int dst_zero_point = 0;
+  bool has_bias = false;
+  bool relu = false;
+  ResidualMode residual = ResidualMode::kNone;  // kNone or kBeforeActivation
+  float residual_scale = 1.0f;
+  int residual_zero_point = 0;
+
+  auto Tie() const {
+    return std::tie(src_zero_point, dst_zero_point, has_bias, relu, residual, residual_scale, residual_zero_point);
+  }
+  bool operator==(const QuantizedEpilogue& o) const { return Tie() == o.Tie(); }
+  bool operator!=(const QuantizedEpilogue& o) const { return !(*this == o); }
+  template <typename H>
+  friend H AbslHashValue(H h, const QuantizedEpilogue& e) {
+    return H::combine(std::move(h), e.Tie());
+  }
+};
+
+std::string ToString(const QuantizedEpilogue& epilogue);
+
 inline bool IsQuantizeDequantize(ActivationKind kind) {
   return kind == ActivationKind::kQuantizeDequantizeU8 || kind == ActivationKind::kQuantizeDequantizeS8;
 }

@@ -122,6 +122,8 @@ using PadOp = OpTraits<PadProblem, PadArgs>;
 using ConvertOp = OpTraits<ConvertProblem, ConvertArgs>;
 using PreprocessOp = OpTraits<PreprocessProblem, PreprocessArgs>;
 using TransposeOp = OpTraits<TransposeProblem, TransposeArgs>;
+// INT8 convolution: CPU (oneDNN) only so far, and not yet planned; not in ForEachOp until a CUDA algorithm exists.
+using QuantizedConv2dOp = OpTraits<QuantizedConv2dProblem, QuantizedConv2dArgs>;
 
 using Conv2dAlgorithm = Conv2dOp::AlgorithmType;
 using Pool2dAlgorithm = Pool2dOp::AlgorithmType;
@@ -137,6 +139,7 @@ using PadAlgorithm = PadOp::AlgorithmType;
 using ConvertAlgorithm = ConvertOp::AlgorithmType;
 using PreprocessAlgorithm = PreprocessOp::AlgorithmType;
 using TransposeAlgorithm = TransposeOp::AlgorithmType;
+using QuantizedConv2dAlgorithm = QuantizedConv2dOp::AlgorithmType;
 
 // Names one op for ForEachOp's visitor: `using Op = typename decltype(tag)::type;`.
 template <typename Op>
