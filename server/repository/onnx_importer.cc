@@ -91,12 +91,13 @@ class OnnxImporter {
   absl::Status SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status CastOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SliceOp(const onnx::NodeProto& n, const OnnxAttributes& a);
-  // QuantizeLinear / DequantizeLinear (onnx_quantization.h).
-  absl::Status QuantizeLinearOp(const onnx::NodeProto& n, const OnnxAttributes& a);
-  absl::Status DequantizeLinearOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SliceRuntimeTensor(const onnx::NodeProto& n, const OnnxAttributes& a, const std::vector<int64_t>& starts,
                                   const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                                   const std::vector<int64_t>& steps);
+
+  // QuantizeLinear / DequantizeLinear (onnx_quantization.h).
+  absl::Status QuantizeLinearOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status DequantizeLinearOp(const onnx::NodeProto& n, const OnnxAttributes& a);
 
   absl::StatusOr<runtime::Window2d> ResolveWindow(const OnnxAttributes& a, const Shape& x, int64_t kernel_h,
                                                   int64_t kernel_w, bool allow_dilation);

@@ -9,18 +9,24 @@ Convoy runs a QDQ model in FP32 with every Q -> DQ pair simulated exactly (a qua
 even and saturating); onnxruntime accumulates in INT32 and requantizes. The two land on the same grid, but where an
 intermediate value lies at a rounding tie they pick neighbouring steps, and that step travels on through the layers:
 onnxruntime's own FP32-simulated run (optimizations off) differs from its INT8 run by up to 4 steps on ResNet-18.
-Measured here (Convoy vs onnxruntime INT8, 80 logits): ResNet-18 at most 3 steps, 90 % within one step; MobileNetV2
-at most 2 steps, 97.5 % within one step; top-1 equal on every image. Asserted: every logit within 6 steps, at least
-80 % within one step, and top-1 equal on every image whose top-1 leads its runner-up by more than 12 steps (twice the
-worst-case difference of each logit).
+Measured here (Convoy vs onnxruntime INT8, 80 logits, 8 random batches): ResNet-18 2 to 4 steps at most, 85 to 97.5 %
+within one step; MobileNetV2 0 to 2 steps at most, 97.5 to 100 % within one step; top-1 equal on every image. The
+issue's bound (within one step on 99.9 % of the outputs) needs Convoy's convolutions to run in INT8 with onnxruntime's
+requantization, which the kernels have (kernels/cpu/quantized_conv2d_onednn.h) but plans do not use yet. Asserted:
+every logit within 6 steps, at least 80 % within one step, and top-1 equal on every image whose top-1 leads its
+runner-up by more than 12 steps (twice the worst-case difference of each logit). One more test serves the QDQ
+ResNet-18 over gRPC and checks the response the same way.
 """
 import pathlib
+import shutil
 import subprocess
+import sys
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 
+from conftest import ConvoyServer
 from test_cli import cli_path
 from torchvision_export import exported_models
 
@@ -32,13 +38,27 @@ QDQ_MODELS = ["resnet18", "mobilenet_v2"]
 def quantized(tmp_path_factory):
     exported = pathlib.Path(exported_models(tmp_path_factory))
     out = tmp_path_factory.mktemp("qdq")
-    import sys
     sys.path.insert(0, str(REPO_ROOT / "tools/models"))
     from quantize_qdq import quantize
     for name in QDQ_MODELS:
         if (exported / f"{name}.onnx").exists():
             quantize(exported / f"{name}.onnx", out / f"{name}_qdq.onnx", size=64)
     return out
+
+
+def compare_with_onnxruntime(name, what, actual, expected):
+    """The asserted bounds of the module docstring; prints the measured numbers."""
+    assert actual.shape == expected.shape
+    # The logits' quantization step: the smallest gap between distinct values onnxruntime wrote (its last Q -> DQ).
+    step = float(np.min(np.diff(np.unique(expected))))
+    steps = np.abs(actual.astype(np.float64) - expected) / step
+    within_one = float(np.mean(steps <= 1.001))
+    print(f"{name} {what}: step {step:.3g}, max {steps.max():.2f} steps, {within_one:.3f} within one step")
+    assert steps.max() <= 6.001, f"{name}: a logit is {steps.max():.2f} steps from onnxruntime's"
+    assert within_one >= 0.8, f"{name}: only {within_one:.3f} of the logits within one step"
+    ranked = np.sort(expected, axis=1)
+    confident = (ranked[:, -1] - ranked[:, -2]) > 12 * step
+    assert np.array_equal(actual.argmax(1)[confident], expected.argmax(1)[confident])
 
 
 @pytest.mark.parametrize("layout", ["nchw8c", "nhwc"])
@@ -54,15 +74,43 @@ def test_qdq_model_matches_onnxruntime_int8(quantized, tmp_path, name, layout):
                            f"--output={tmp_path / 'y.npy'}", f"--layout={layout}", "--quiet"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    actual = np.load(tmp_path / "y.npy")
-    assert actual.shape == expected.shape
-    # The logits' quantization step: the smallest gap between distinct values onnxruntime wrote (its last Q -> DQ).
-    step = float(np.min(np.diff(np.unique(expected))))
-    steps = np.abs(actual.astype(np.float64) - expected) / step
-    within_one = float(np.mean(steps <= 1.001))
-    print(f"{name} {layout}: step {step:.3g}, max {steps.max():.2f} steps, {within_one:.3f} within one step")
-    assert steps.max() <= 6.001, f"{name}: a logit is {steps.max():.2f} steps from onnxruntime's"
-    assert within_one >= 0.8, f"{name}: only {within_one:.3f} of the logits within one step"
-    ranked = np.sort(expected, axis=1)
-    confident = (ranked[:, -1] - ranked[:, -2]) > 12 * step
-    assert np.array_equal(actual.argmax(1)[confident], expected.argmax(1)[confident])
+    compare_with_onnxruntime(name, layout, np.load(tmp_path / "y.npy"), expected)
+
+
+CONFIG = """name: resnet18_qdq
+format: onnx
+max_batch_size: 8
+inputs:
+  - name: images
+    datatype: FP32
+    dims: [3, 64, 64]
+outputs:
+  - name: logits
+    datatype: FP32
+    dims: [10]
+dynamic_batching:
+  max_queue_delay_microseconds: 100
+"""
+
+
+def test_server_serves_a_qdq_model(quantized, tmp_path):
+    """The QDQ ResNet-18 in a model repository, served over gRPC (KServe v2), batch 4."""
+    import tritonclient.grpc as grpcclient
+    model_dir = tmp_path / "repo" / "resnet18_qdq"
+    (model_dir / "1").mkdir(parents=True)
+    shutil.copy(quantized / "resnet18_qdq.onnx", model_dir / "1" / "model.onnx")
+    (model_dir / "config.yaml").write_text(CONFIG)
+    server = ConvoyServer(tmp_path / "repo", tmp_path / "server.log")
+    server.start()
+    try:
+        x = np.random.default_rng().uniform(-1, 1, size=(4, 3, 64, 64)).astype(np.float32)
+        client = server.client()
+        request = grpcclient.InferInput("images", list(x.shape), "FP32")
+        request.set_data_from_numpy(x)
+        result = client.infer("resnet18_qdq", [request]).as_numpy("logits")
+        client.close()
+    finally:
+        assert server.stop() == 0, server.log_tail()
+    expected = ort.InferenceSession(str(quantized / "resnet18_qdq.onnx"),
+                                    providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]
+    compare_with_onnxruntime("resnet18", "served", result, expected)
