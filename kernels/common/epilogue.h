@@ -124,10 +124,12 @@ inline bool IsQuantizeDequantize(ActivationKind kind) {
 
 // ONNX QuantizeLinear + DequantizeLinear in FP32, as the spec and onnxruntime compute them: the quotient x / scale in
 // FP32 (not x times a reciprocal), rounded half to even (rintf in the default rounding mode), the zero point added,
-// saturated to [qmin, qmax]; then (q - zero_point) * scale. NaN saturates to qmin.
+// saturated to [qmin, qmax]; then (q - zero_point) * scale. NaN saturates to qmin. The clamps are comparisons, not
+// fminf/fmaxf, so the CPU loop vectorizes (divide, round, max, min on whole registers).
 CONVOY_HOST_DEVICE float QuantizeDequantize(float x, float scale, float zero_point, float qmin, float qmax) {
   float q = rintf(x / scale) + zero_point;
-  q = fminf(fmaxf(q, qmin), qmax);
+  q = q > qmin ? q : qmin;  // NaN compares false: qmin
+  q = q < qmax ? q : qmax;
   return (q - zero_point) * scale;
 }
 
