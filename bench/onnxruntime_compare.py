@@ -10,7 +10,11 @@ sequential execution, all graph optimizations), and times Convoy's tuned choice 
 (`convoy tune` for the batch sizes, then `convoy run --cache --threads=2 --repeat=N`, which prints the median of N
 timed runs after a warm-up run), in onnxruntime, and in OpenVINO (its CPU plugin reading the same ONNX file, 2
 inference threads, one stream, latency hint) twice: with INFERENCE_PRECISION_HINT=f32 set explicitly and with its
-default (bf16 on CPUs with AMX/AVX512-BF16, f32 elsewhere). ResNet-50, MobileNetV2 and EfficientNet-B0 (plus
+default (bf16 on CPUs with AMX/AVX512-BF16, f32 elsewhere). With `--precisions=...,int8` each model is also
+quantized by onnxruntime's quantize_static (tools/models/quantize_qdq.py: QDQ format, per-channel INT8 weights, UINT8
+activations, calibrated on 4 random 224x224 images) and that one QDQ file is timed in Convoy (which runs QDQ models in
+FP32 with each quantization simulated), in onnxruntime (its INT8 kernels after its QDQ fusion) and in OpenVINO (its
+default, which runs the QDQ file's convolutions in INT8). ResNet-50, MobileNetV2 and EfficientNet-B0 (plus
 --extra_models=NAME=PATH.onnx, e.g. the EfficientNet-Lite0 sample model), batch 1 and 8, FP32 and (--precisions)
 BF16: Convoy --precision=bf16 against OpenVINO with the bf16 hint and its default. Each round times every engine
 once (the engines alternate within the round, seconds apart); the median of --model_rounds rounds is reported, with
@@ -33,6 +37,8 @@ import time
 import numpy as np
 import onnx
 import onnxruntime as ort
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "models"))
 try:
     import openvino as ov
 except ImportError:  # the comparison still runs without it, with the OpenVINO columns empty
@@ -207,28 +213,35 @@ def whole_models(args, models, batches):
         for extra in filter(None, args.extra_models.split(",")):
             name, path = extra.split("=", 1)
             paths[name] = path
-        for model, path in paths.items():
-            with open(path, "rb") as f:
-                data = f.read()
+        for model in paths:
             for precision in precisions:
+                path = paths[model]
+                if precision == "int8":  # onnxruntime's QDQ file of the model; Convoy runs it as given
+                    from quantize_qdq import quantize
+                    path = quantize(paths[model], os.path.join(tmp, f"{model}_qdq.onnx"), size=224,
+                                    calibration_count=4)
+                with open(path, "rb") as f:
+                    data = f.read()
+                convoy_precision = "fp32" if precision == "int8" else precision
                 caches = {}
                 for index, (engine, convoy, layout) in enumerate(variants):
                     caches[engine] = os.path.join(tmp, f"{model}.{precision}.{index}.cache")
                     subprocess.run([convoy, "tune", f"--model={path}", f"--batch_sizes={','.join(map(str, batches))}",
                                     f"--cache={caches[engine]}", f"--threads={THREADS}",
-                                    f"--max_batch_size={max(batches)}", f"--precision={precision}", "--quiet",
+                                    f"--max_batch_size={max(batches)}", f"--precision={convoy_precision}", "--quiet",
                                     *layout_flags(layout)], check=True, capture_output=True)
                 for batch in batches:
                     engines = {}
                     for engine, convoy, layout in variants:
-                        engines[engine] = lambda b=batch, p=precision, c=caches[engine], m=path, x=convoy, l=layout: (
+                        engines[engine] = lambda b=batch, p=convoy_precision, c=caches[engine], m=path, x=convoy, l=layout: (
                             time_convoy_model(x, m, c, b, reps, tmp, p, l))
-                    if precision == "fp32":
+                    if precision in ("fp32", "int8"):
                         sess = ort_session(data)
                         engines["onnxruntime"] = lambda b=batch, s=sess: time_ort_session(s, [b, 3, 224, 224], reps)
                     if ov is not None and not args.skip_openvino:
                         hint = "f32" if precision == "fp32" else "bf16"
-                        for label, h in ((f"openvino_{hint}", hint), ("openvino_default", None)):
+                        hints = ((f"openvino_{hint}", hint), ("openvino_default", None))
+                        for label, h in hints if precision != "int8" else hints[1:]:
                             try:
                                 compiled, effective = ov_compiled(path, batch, h)
                             except RuntimeError as e:
@@ -317,7 +330,8 @@ def main():
     parser.add_argument("--whole_models", default="resnet50,mobilenetv2,efficientnet_b0",
                         help="torchvision models timed end to end (resnet50, resnet18, mobilenetv2, efficientnet_b0)")
     parser.add_argument("--extra_models", default="", help="NAME=PATH.onnx,... timed end to end as well")
-    parser.add_argument("--precisions", default="fp32,bf16", help="fp32 and/or bf16 whole-model rows")
+    parser.add_argument("--precisions", default="fp32,bf16",
+                        help="fp32, bf16 and/or int8 (onnxruntime's QDQ file of each model) whole-model rows")
     parser.add_argument("--skip_openvino", action="store_true", help="whole models against onnxruntime only")
     parser.add_argument("--statistic", choices=["median", "min"], default="median",
                         help="per engine and round: the median of the timed runs, or the fastest (a busy machine)")

@@ -88,6 +88,7 @@ python_packages=(
   "onnx==1.16.2"
   # CPU peers of bench/onnxruntime_compare.py (docs/performance.md); onnxruntime is also the tests' reference.
   "onnxruntime==1.31.1"
+  "ml_dtypes==0.7.0"                           # onnxruntime.quantization imports it (tools/models/quantize_qdq.py)
   "openvino==2026.4.1"
   "tritonclient[grpc,http]==2.41.1"           # its bundled perf_analyzer runs on glibc 2.36 (newer ones need 2.38);
                                               # [http]: tests/python/test_server_http*.py (sync and aio clients)

@@ -19,6 +19,8 @@ std::string ActivationName(ActivationKind kind) {
     case ActivationKind::kHardSigmoid: return "hard_sigmoid";
     case ActivationKind::kHardSwish: return "hard_swish";
     case ActivationKind::kGelu: return "gelu";
+    case ActivationKind::kQuantizeDequantizeU8: return "quantize_dequantize_u8";
+    case ActivationKind::kQuantizeDequantizeS8: return "quantize_dequantize_s8";
   }
   return "unknown";
 }
@@ -28,6 +30,9 @@ std::string ToString(const Activation& a) {
     case ActivationKind::kClip:
     case ActivationKind::kHardSigmoid: return absl::StrCat(ActivationName(a.kind), "(", a.alpha, ",", a.beta, ")");
     case ActivationKind::kLeakyRelu: return absl::StrCat(ActivationName(a.kind), "(", a.alpha, ")");
+    case ActivationKind::kQuantizeDequantizeU8:
+    case ActivationKind::kQuantizeDequantizeS8:
+      return absl::StrCat(ActivationName(a.kind), "(scale=", a.alpha, ",zero_point=", a.beta, ")");
     default: return ActivationName(a.kind);
   }
 }
@@ -39,6 +44,18 @@ std::string ToString(const Epilogue& e) {
   if (e.residual == ResidualMode::kBeforeActivation) absl::StrAppend(&s, "residual+");
   absl::StrAppend(&s, ToString(e.activation));
   if (e.residual == ResidualMode::kAfterActivation) absl::StrAppend(&s, "+residual");
+  return s;
+}
+
+std::string ToString(const QuantizedEpilogue& e) {
+  std::string s = absl::StrCat("src_zp=", e.src_zero_point);
+  if (e.has_bias) absl::StrAppend(&s, "+bias_s32");
+  absl::StrAppend(&s, "+requant");
+  if (e.residual == ResidualMode::kBeforeActivation) {
+    absl::StrAppend(&s, "+residual(", e.residual_scale, ",zp=", e.residual_zero_point, ")");
+  }
+  if (e.relu) absl::StrAppend(&s, "+relu");
+  absl::StrAppend(&s, "+dst_zp=", e.dst_zero_point);
   return s;
 }
 
@@ -55,6 +72,16 @@ double ApplyActivationReference(double x, const Activation& a) {
     case ActivationKind::kHardSigmoid: return std::max(0.0, std::min(1.0, alpha * x + beta));
     case ActivationKind::kHardSwish: return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
     case ActivationKind::kGelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    // ONNX defines the quotient x / scale in FP32: computing it in double would round differently at ties.
+    case ActivationKind::kQuantizeDequantizeU8:
+    case ActivationKind::kQuantizeDequantizeS8: {
+      const double qmin = a.kind == ActivationKind::kQuantizeDequantizeU8 ? 0 : -128;
+      const double qmax = a.kind == ActivationKind::kQuantizeDequantizeU8 ? 255 : 127;
+      const float quotient = static_cast<float>(x) / a.alpha;
+      if (std::isnan(quotient)) return (qmin - beta) * alpha;
+      const double q = std::min(std::max(std::nearbyint(static_cast<double>(quotient)) + beta, qmin), qmax);
+      return (q - beta) * alpha;
+    }
   }
   return x;
 }

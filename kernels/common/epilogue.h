@@ -30,6 +30,11 @@ enum class ActivationKind : uint8_t {
   kHardSigmoid,  // max(0, min(1, alpha * x + beta)); ONNX defaults alpha=0.2, beta=0.5 (PyTorch: 1/6, 0.5)
   kHardSwish,    // x * max(0, min(1, x / 6 + 0.5))
   kGelu,         // 0.5 x (1 + erf(x / sqrt(2)))
+  // ONNX QuantizeLinear then DequantizeLinear with one scale (alpha) and zero point (beta, an integer):
+  // q = saturate(round_half_even(x / scale) + zero_point), y = (q - zero_point) * scale, where saturate clamps to
+  // [0, 255] (U8) or [-128, 127] (S8). What a QDQ model computes between two quantized ops, in floating point.
+  kQuantizeDequantizeU8,
+  kQuantizeDequantizeS8,
 };
 
 struct Activation {
@@ -43,6 +48,12 @@ struct Activation {
   static Activation Clip(float lo, float hi) { return {ActivationKind::kClip, lo, hi}; }
   static Activation LeakyRelu(float slope) { return {ActivationKind::kLeakyRelu, slope, 0}; }
   static Activation Of(ActivationKind kind, float alpha = 0, float beta = 0) { return {kind, alpha, beta}; }
+  static Activation QuantizeDequantizeU8(float scale, int zero_point) {
+    return {ActivationKind::kQuantizeDequantizeU8, scale, static_cast<float>(zero_point)};
+  }
+  static Activation QuantizeDequantizeS8(float scale, int zero_point) {
+    return {ActivationKind::kQuantizeDequantizeS8, scale, static_cast<float>(zero_point)};
+  }
 
   auto Tie() const { return std::tie(kind, alpha, beta); }
   bool operator==(const Activation& o) const { return Tie() == o.Tie(); }
@@ -75,6 +86,53 @@ struct Epilogue {
 
 std::string ToString(const Epilogue& epilogue);
 
+// The epilogue of a quantized (INT8) convolution, on the exact INT32 accumulator
+//   acc = sum (x - src_zero_point) * w                            (w symmetric INT8: no weight zero point)
+//   v   = float(acc + bias[k]) * scale[k]                          (one FP32 product; scale = sx * sw[k] / sy)
+//   v  += residual_scale * float(r - residual_zero_point)          (residual = kBeforeActivation)
+//   v   = max(v, 0)                                                (relu)
+//   y   = saturate(round_half_even(v) + dst_zero_point)            (INT8 / UINT8 output)
+//   y   = v                                                        (FP32 output: dst_zero_point must be 0)
+// bias is INT32 (the form ONNX QDQ models store), scale[k] the per-output-channel requantization multiplier, r the
+// residual element at y's position in the output's type. The zero points and the residual's scale are problem fields
+// (so the algorithm cache keys them); the per-channel arrays travel in the arguments like a float epilogue's.
+struct QuantizedEpilogue {
+  int src_zero_point = 0;
+  int dst_zero_point = 0;
+  bool has_bias = false;
+  bool relu = false;
+  ResidualMode residual = ResidualMode::kNone;  // kNone or kBeforeActivation
+  float residual_scale = 1.0f;
+  int residual_zero_point = 0;
+
+  auto Tie() const {
+    return std::tie(src_zero_point, dst_zero_point, has_bias, relu, residual, residual_scale, residual_zero_point);
+  }
+  bool operator==(const QuantizedEpilogue& o) const { return Tie() == o.Tie(); }
+  bool operator!=(const QuantizedEpilogue& o) const { return !(*this == o); }
+  template <typename H>
+  friend H AbslHashValue(H h, const QuantizedEpilogue& e) {
+    return H::combine(std::move(h), e.Tie());
+  }
+};
+
+std::string ToString(const QuantizedEpilogue& epilogue);
+
+inline bool IsQuantizeDequantize(ActivationKind kind) {
+  return kind == ActivationKind::kQuantizeDequantizeU8 || kind == ActivationKind::kQuantizeDequantizeS8;
+}
+
+// ONNX QuantizeLinear + DequantizeLinear in FP32, as the spec and onnxruntime compute them: the quotient x / scale in
+// FP32 (not x times a reciprocal), rounded half to even (rintf in the default rounding mode), the zero point added,
+// saturated to [qmin, qmax]; then (q - zero_point) * scale. NaN saturates to qmin. The clamps are comparisons, not
+// fminf/fmaxf, so the CPU loop vectorizes (divide, round, max, min on whole registers).
+CONVOY_HOST_DEVICE float QuantizeDequantize(float x, float scale, float zero_point, float qmin, float qmax) {
+  float q = rintf(x / scale) + zero_point;
+  q = q > qmin ? q : qmin;  // NaN compares false: qmin
+  q = q < qmax ? q : qmax;
+  return (q - zero_point) * scale;
+}
+
 CONVOY_HOST_DEVICE float ApplyActivation(float x, ActivationKind kind, float alpha, float beta) {
   switch (kind) {
     case ActivationKind::kIdentity: return x;
@@ -87,6 +145,8 @@ CONVOY_HOST_DEVICE float ApplyActivation(float x, ActivationKind kind, float alp
     case ActivationKind::kHardSigmoid: return fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
     case ActivationKind::kHardSwish: return x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f));
     case ActivationKind::kGelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case ActivationKind::kQuantizeDequantizeU8: return QuantizeDequantize(x, alpha, beta, 0.0f, 255.0f);
+    case ActivationKind::kQuantizeDequantizeS8: return QuantizeDequantize(x, alpha, beta, -128.0f, 127.0f);
   }
   return x;
 }

@@ -82,6 +82,7 @@ absl::string_view OpKindName(OpKind kind) {
     case OpKind::kTranspose: return "transpose";
     case OpKind::kResize: return "resize";
     case OpKind::kArgMax: return "argmax";
+    case OpKind::kQuantizedConv2d: return "quantized_conv2d";
   }
   return "unknown";
 }
@@ -92,6 +93,49 @@ std::string Conv2dProblem::ToString() const {
                       PadString(pad_top, pad_bottom, pad_left, pad_right), " stride=", stride_h, ",", stride_w,
                       " dilation=", dilation_h, ",", dilation_w, " groups=", groups, " ", DataTypeName(dtype), " ",
                       LayoutName(layout), allow_tf32 ? " tf32" : "", " epilogue=", convoy::ToString(epilogue));
+}
+
+std::string QuantizedConv2dProblem::ToString() const {
+  return absl::StrCat("quantized_conv2d n=", n, " h=", h, " w=", w, " c=", c, " k=", k, " r=", r, " s=", s, " ",
+                      PadString(pad_top, pad_bottom, pad_left, pad_right), " stride=", stride_h, ",", stride_w,
+                      " dilation=", dilation_h, ",", dilation_w, " groups=", groups, " ", DataTypeName(src_type),
+                      "->", DataTypeName(dst_type), " ", LayoutName(layout),
+                      " epilogue=", convoy::ToString(epilogue));
+}
+
+absl::Status QuantizedConv2dProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"h", h}, {"w", w}, {"c", c}, {"k", k}, {"r", r}, {"s", this->s},
+                                    {"stride_h", stride_h}, {"stride_w", stride_w}, {"dilation_h", dilation_h},
+                                    {"dilation_w", dilation_w}, {"groups", groups}});
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = CheckPads(name, pad_top, pad_bottom, pad_left, pad_right); !st.ok()) return st;
+  if (src_type != DataType::kUInt8 && src_type != DataType::kInt8) {
+    return Invalid(name, absl::StrCat("the input must be UINT8 or INT8, got ", DataTypeName(src_type)));
+  }
+  if (dst_type != DataType::kUInt8 && dst_type != DataType::kInt8 && dst_type != DataType::kFloat32) {
+    return Invalid(name, absl::StrCat("the output must be UINT8, INT8 or FP32, got ", DataTypeName(dst_type)));
+  }
+  auto in_range = [](int v, DataType t) { return t == DataType::kUInt8 ? v >= 0 && v <= 255 : v >= -128 && v <= 127; };
+  if (!in_range(epilogue.src_zero_point, src_type)) {
+    return Invalid(name, absl::StrCat("src zero point ", epilogue.src_zero_point, " is outside ", DataTypeName(src_type)));
+  }
+  if (dst_type == DataType::kFloat32 ? epilogue.dst_zero_point != 0 : !in_range(epilogue.dst_zero_point, dst_type)) {
+    return Invalid(name, absl::StrCat("dst zero point ", epilogue.dst_zero_point, " does not fit ",
+                                      DataTypeName(dst_type)));
+  }
+  if (epilogue.residual == ResidualMode::kAfterActivation) {
+    return Invalid(name, "a quantized residual is added before the activation only");
+  }
+  if (c % groups != 0 || k % groups != 0) {
+    return Invalid(name, absl::StrCat("groups=", groups, " must divide c=", c, " and k=", k));
+  }
+  if (p() <= 0 || q() <= 0) {
+    return Invalid(name, absl::StrCat("output would be ", p(), "x", q(), ": the dilated filter is larger than the padded input"));
+  }
+  return CheckBlockedLayout(name, layout, true, {k});
 }
 
 absl::Status Conv2dProblem::Validate() const {

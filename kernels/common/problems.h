@@ -41,6 +41,7 @@ enum class OpKind : uint8_t {
   kTranspose,
   kResize,
   kArgMax,
+  kQuantizedConv2d,
 };
 absl::string_view OpKindName(OpKind kind);
 
@@ -91,6 +92,48 @@ struct Conv2dArgs {
   const float* scale = nullptr;   // [K] when epilogue.has_scale
   const void* residual = nullptr; // output-shaped when epilogue.residual != kNone
   void* y = nullptr;              // output, problem.output_desc()
+};
+
+// ---- quantized conv2d (INT8): y = QuantizedEpilogue(sum (x - src_zp) * w) -------------------------------------------
+// x is UINT8 or INT8, w INT8 (symmetric, per-output-channel scales folded into args.scale), the accumulator exact
+// INT32; y UINT8, INT8 (requantized) or FP32. Same geometry fields and filter conventions as Conv2dProblem.
+struct QuantizedConv2dProblem {
+  static constexpr OpKind kKind = OpKind::kQuantizedConv2d;
+  int n = 1, h = 1, w = 1, c = 1;
+  int k = 1, r = 1, s = 1;
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int stride_h = 1, stride_w = 1;
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;
+  DataType src_type = DataType::kUInt8;  // kUInt8 or kInt8
+  DataType dst_type = DataType::kUInt8;  // kUInt8, kInt8 or kFloat32
+  Layout layout = Layout::kNHWC;
+  QuantizedEpilogue epilogue;
+
+  int p() const { return (h + pad_top + pad_bottom - dilation_h * (r - 1) - 1) / stride_h + 1; }
+  int q() const { return (w + pad_left + pad_right - dilation_w * (s - 1) - 1) / stride_w + 1; }
+  int c_per_group() const { return c / groups; }
+  int k_per_group() const { return k / groups; }
+  TensorDesc input_desc() const { return TensorDesc::Image(src_type, n, c, h, w, layout); }
+  TensorDesc output_desc() const { return TensorDesc::Image(dst_type, n, k, p(), q(), layout); }
+  int64_t filter_elements() const { return int64_t{k} * c_per_group() * r * s; }
+  int64_t flops() const { return 2 * int64_t{n} * k * p() * q() * c_per_group() * r * s; }
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const {
+    return std::tie(n, h, w, c, k, r, s, pad_top, pad_bottom, pad_left, pad_right, stride_h, stride_w, dilation_h,
+                    dilation_w, groups, src_type, dst_type, layout, epilogue);
+  }
+  CONVOY_PROBLEM_COMPARISONS(QuantizedConv2dProblem)
+};
+
+struct QuantizedConv2dArgs {
+  const void* x = nullptr;         // input, problem.input_desc()
+  const int8_t* w = nullptr;       // INT8 filter, Conv2dProblem's convention for the layout (or the packed filter)
+  const int32_t* bias = nullptr;   // [K] when epilogue.has_bias
+  const float* scale = nullptr;    // [K] requantization multipliers, always
+  const void* residual = nullptr;  // output-shaped, dst_type, when epilogue.residual != kNone
+  void* y = nullptr;               // output, problem.output_desc(); may equal residual
 };
 
 // ---- pooling -----------------------------------------------------------------------------------------------------

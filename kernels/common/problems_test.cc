@@ -208,12 +208,30 @@ TEST(ProblemsTest, ActivationsMatchDoubleReference) {
       Activation::Identity(), Activation::Relu(), Activation::Relu6(), Activation::LeakyRelu(0.1f),
       Activation::Of(ActivationKind::kSigmoid), Activation::Of(ActivationKind::kTanh),
       Activation::Of(ActivationKind::kSilu), Activation::Of(ActivationKind::kHardSigmoid, 0.2f, 0.5f),
-      Activation::Of(ActivationKind::kHardSwish), Activation::Of(ActivationKind::kGelu)};
+      Activation::Of(ActivationKind::kHardSwish), Activation::Of(ActivationKind::kGelu),
+      Activation::QuantizeDequantizeU8(0.05f, 128), Activation::QuantizeDequantizeS8(0.03f, -7)};
   for (const Activation& a : activations) {
     for (float x = -8.0f; x <= 8.0f; x += 0.37f) {
       EXPECT_NEAR(ApplyActivation(x, a), ApplyActivationReference(x, a), 1e-5 * (1 + std::fabs(x)))
           << ToString(a) << " at " << x;
     }
+  }
+}
+
+TEST(ProblemsTest, QuantizeDequantizeRoundsHalfToEvenAndSaturates) {
+  const Activation u8 = Activation::QuantizeDequantizeU8(0.5f, 10);
+  EXPECT_EQ(ApplyActivation(0.25f, u8), 0.0f);     // 0.5 -> 0 (even)
+  EXPECT_EQ(ApplyActivation(0.75f, u8), 1.0f);     // 1.5 -> 2
+  EXPECT_EQ(ApplyActivation(-1.25f, u8), -1.0f);   // -2.5 -> -2
+  EXPECT_EQ(ApplyActivation(-100.0f, u8), -5.0f);  // saturates at q = 0: (0 - 10) * 0.5
+  EXPECT_EQ(ApplyActivation(1000.0f, u8), 122.5f); // saturates at q = 255
+  const Activation s8 = Activation::QuantizeDequantizeS8(0.25f, -3);
+  EXPECT_EQ(ApplyActivation(-1000.0f, s8), -31.25f);  // q = -128
+  EXPECT_EQ(ApplyActivation(1000.0f, s8), 32.5f);     // q = 127
+  EXPECT_EQ(ApplyActivation(std::nanf(""), s8), -31.25f);
+  for (float x = -40.0f; x <= 40.0f; x += 0.0625f) {
+    EXPECT_EQ(ApplyActivation(x, u8), static_cast<float>(ApplyActivationReference(x, u8))) << x;
+    EXPECT_EQ(ApplyActivation(x, s8), static_cast<float>(ApplyActivationReference(x, s8))) << x;
   }
 }
 

@@ -22,6 +22,10 @@ void ApplyActivationInPlace(float* x, int64_t n, const Activation& a) {
     case ActivationKind::kHardSigmoid: return ActivationLoop<ActivationKind::kHardSigmoid>(x, n, a.alpha, a.beta);
     case ActivationKind::kHardSwish: return ActivationLoop<ActivationKind::kHardSwish>(x, n, a.alpha, a.beta);
     case ActivationKind::kGelu: return ActivationLoop<ActivationKind::kGelu>(x, n, a.alpha, a.beta);
+    case ActivationKind::kQuantizeDequantizeU8:
+      return ActivationLoop<ActivationKind::kQuantizeDequantizeU8>(x, n, a.alpha, a.beta);
+    case ActivationKind::kQuantizeDequantizeS8:
+      return ActivationLoop<ActivationKind::kQuantizeDequantizeS8>(x, n, a.alpha, a.beta);
   }
 }
 

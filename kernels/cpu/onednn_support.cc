@@ -104,6 +104,10 @@ absl::Status AppendActivation(const Activation& a, dnnl::post_ops& ops) {
       break;
     case ActivationKind::kHardSwish: ops.append_eltwise(1.f, algorithm::eltwise_hardswish, 0.f, 0.f); break;
     case ActivationKind::kGelu: ops.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
+    // oneDNN 2.6 would multiply by 1 / scale where ONNX divides by scale (results differ at rounding ties).
+    case ActivationKind::kQuantizeDequantizeU8:
+    case ActivationKind::kQuantizeDequantizeS8:
+      return absl::UnimplementedError(absl::StrCat("oneDNN post-ops do not implement ", ToString(a)));
   }
   return absl::OkStatus();
 }

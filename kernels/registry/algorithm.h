@@ -124,6 +124,8 @@ using PreprocessOp = OpTraits<PreprocessProblem, PreprocessArgs>;
 using TransposeOp = OpTraits<TransposeProblem, TransposeArgs>;
 using ResizeOp = OpTraits<ResizeProblem, ResizeArgs>;
 using ArgMaxOp = OpTraits<ArgMaxProblem, ArgMaxArgs>;
+// INT8 convolution: CPU (oneDNN) only so far, and not yet planned; not in ForEachOp until a CUDA algorithm exists.
+using QuantizedConv2dOp = OpTraits<QuantizedConv2dProblem, QuantizedConv2dArgs>;
 
 using Conv2dAlgorithm = Conv2dOp::AlgorithmType;
 using Pool2dAlgorithm = Pool2dOp::AlgorithmType;
@@ -141,6 +143,7 @@ using PreprocessAlgorithm = PreprocessOp::AlgorithmType;
 using TransposeAlgorithm = TransposeOp::AlgorithmType;
 using ResizeAlgorithm = ResizeOp::AlgorithmType;
 using ArgMaxAlgorithm = ArgMaxOp::AlgorithmType;
+using QuantizedConv2dAlgorithm = QuantizedConv2dOp::AlgorithmType;
 
 // Names one op for ForEachOp's visitor: `using Op = typename decltype(tag)::type;`.
 template <typename Op>

@@ -174,7 +174,12 @@ std::vector<BatchNormProblem> BatchNormProblems() {
 std::vector<ActivationProblem> ActivationProblems() {
   std::vector<ActivationProblem> out;
   const int64_t counts[] = {1, 37, 1031};
-  for (const Activation& a : AllActivations()) {
+  std::vector<Activation> activations = AllActivations();
+  // QDQ models' quantize-dequantize (standalone only: never fused into a conv): a fine step (many levels, both ends
+  // saturating on inputs of magnitude 1) and a coarse one with an off-center zero point.
+  activations.push_back(Activation::QuantizeDequantizeU8(1.0f / 200, 57));
+  activations.push_back(Activation::QuantizeDequantizeS8(0.0625f, -5));
+  for (const Activation& a : activations) {
     for (DataType dtype : kDtypes) {
       for (int64_t count : counts) {
         ActivationProblem p;

@@ -17,6 +17,7 @@
 #include "kernels/common/status_macros.h"
 #include "server/repository/onnx_constant_evaluator.h"
 #include "server/repository/onnx_proto_reader.h"
+#include "server/repository/onnx_quantization.h"
 #include "server/repository/onnx_resize_import.h"
 #include "server/runtime/reference_interpreter.h"
 
@@ -97,6 +98,10 @@ class OnnxImporter {
                                   const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                                   const std::vector<int64_t>& steps);
 
+  // QuantizeLinear / DequantizeLinear (onnx_quantization.h).
+  absl::Status QuantizeLinearOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status DequantizeLinearOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+
   absl::StatusOr<runtime::Window2d> ResolveWindow(const OnnxAttributes& a, const Shape& x, int64_t kernel_h,
                                                   int64_t kernel_w, bool allow_dilation);
 
@@ -111,6 +116,14 @@ class OnnxImporter {
   std::set<std::string> constants_in_graph_;
   std::set<std::string> node_names_;
   std::string current_label_;  // the node being imported, for errors raised below its handler
+  // Outputs of QuantizeLinear on runtime tensors: only a DequantizeLinear may read them (onnx_quantization.h).
+  struct QuantizedTensor {
+    std::string source;  // the float tensor quantized
+    QuantizationParams params;
+    std::string producer;  // the QuantizeLinear's label
+  };
+  std::map<std::string, QuantizedTensor> quantized_;
+  absl::Status QuantizedTensorError(const std::string& name) const;
 };
 
 const std::map<std::string, OnnxImporter::Handler>& OnnxImporter::Handlers() {
@@ -153,6 +166,8 @@ const std::map<std::string, OnnxImporter::Handler>& OnnxImporter::Handlers() {
       {"Squeeze", &OnnxImporter::SqueezeOp},
       {"Cast", &OnnxImporter::CastOp},
       {"Slice", &OnnxImporter::SliceOp},
+      {"QuantizeLinear", &OnnxImporter::QuantizeLinearOp},
+      {"DequantizeLinear", &OnnxImporter::DequantizeLinearOp},
   };
   return *handlers;
 }
@@ -279,6 +294,7 @@ const KnownValue* OnnxImporter::Known(const std::string& name) const {
 
 absl::StatusOr<Shape> OnnxImporter::ShapeOf(const std::string& name) const {
   if (const KnownValue* v = Known(name)) return v->shape;
+  if (quantized_.count(name)) return QuantizedTensorError(name);
   auto it = shapes_.find(name);
   if (it == shapes_.end()) {
     return absl::InvalidArgumentError(absl::StrCat(source_, ": tensor '", name, "' is used before it is produced"));
@@ -289,6 +305,7 @@ absl::StatusOr<Shape> OnnxImporter::ShapeOf(const std::string& name) const {
 // The name of `name` as a graph tensor, adding a known float value to the graph as a constant on first use.
 absl::StatusOr<std::string> OnnxImporter::GraphTensor(const std::string& name) {
   if (shapes_.count(name)) return name;
+  if (quantized_.count(name)) return QuantizedTensorError(name);
   const KnownValue* v = Known(name);
   if (!v) return absl::InvalidArgumentError(absl::StrCat(source_, ": tensor '", name, "' has no producer"));
   if (v->is_int()) {
@@ -1102,6 +1119,54 @@ absl::Status OnnxImporter::SliceOp(const onnx::NodeProto& n, const OnnxAttribute
     }
   }
   return SliceRuntimeTensor(n, a, starts, ends, axes, steps);
+}
+
+absl::Status OnnxImporter::QuantizedTensorError(const std::string& name) const {
+  const QuantizedTensor& q = quantized_.at(name);
+  return absl::UnimplementedError(absl::StrCat(
+      current_label_, ": tensor '", name, "' is the ", q.params.Describe(), " output of ", q.producer,
+      "; Convoy reads quantized tensors only through a DequantizeLinear"));
+}
+
+absl::Status OnnxImporter::QuantizeLinearOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 3));
+  CONVOY_ASSIGN_OR_RETURN(Shape x_shape, ShapeOf(n.input(0)));
+  const KnownValue* zero_point = n.input_size() > 2 && !n.input(2).empty() ? Known(n.input(2)) : nullptr;
+  CONVOY_ASSIGN_OR_RETURN(QuantizationParams params,
+                          ReadQuantizationParams(n, a, opset_, x_shape, 0, Known(n.input(1)), zero_point));
+  if (const KnownValue* x = Known(n.input(0))) {
+    CONVOY_ASSIGN_OR_RETURN(known_[n.output(0)], QuantizeConstant(params, *x, a.label()));
+    return absl::OkStatus();
+  }
+  quantized_[n.output(0)] = QuantizedTensor{n.input(0), std::move(params), a.label()};
+  return absl::OkStatus();
+}
+
+absl::Status OnnxImporter::DequantizeLinearOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 3));
+  const KnownValue* zero_point = n.input_size() > 2 && !n.input(2).empty() ? Known(n.input(2)) : nullptr;
+  const KnownValue* x = Known(n.input(0));
+  auto pending = quantized_.find(n.input(0));
+  if (!x && pending == quantized_.end()) {
+    CONVOY_ASSIGN_OR_RETURN(Shape shape, ShapeOf(n.input(0)));
+    return absl::UnimplementedError(absl::StrCat(
+        a.label(), ": input 0 ('", n.input(0), "', ", runtime::ShapeToString(shape),
+        ") is a runtime tensor no QuantizeLinear produced; Convoy imports DequantizeLinear of constants and of "
+        "QuantizeLinear outputs"));
+  }
+  if (x) {
+    CONVOY_ASSIGN_OR_RETURN(QuantizationParams params,
+                            ReadQuantizationParams(n, a, opset_, x->shape, x->type, Known(n.input(1)), zero_point));
+    CONVOY_ASSIGN_OR_RETURN(known_[n.output(0)], DequantizeConstant(params, *x, a.label()));
+    return absl::OkStatus();
+  }
+  const QuantizedTensor q = pending->second;
+  CONVOY_ASSIGN_OR_RETURN(Shape x_shape, ShapeOf(q.source));
+  CONVOY_ASSIGN_OR_RETURN(QuantizationParams params, ReadQuantizationParams(n, a, opset_, x_shape, q.params.type,
+                                                                            Known(n.input(1)), zero_point));
+  CONVOY_ASSIGN_OR_RETURN(runtime::Activation act, QuantizeDequantizeActivation(q.params, params, a.label()));
+  return Emit(n.name().empty() ? "quantize_dequantize" : n.name(), runtime::ActivationAttrs{act}, {q.source},
+              {n.output(0)});
 }
 
 }  // namespace

@@ -51,6 +51,8 @@ const char* ActivationKindName(ActivationKind kind) {
     case ActivationKind::kHardSigmoid: return "hard_sigmoid";
     case ActivationKind::kHardSwish: return "hard_swish";
     case ActivationKind::kGelu: return "gelu";
+    case ActivationKind::kQuantizeDequantizeU8: return "quantize_dequantize_u8";
+    case ActivationKind::kQuantizeDequantizeS8: return "quantize_dequantize_s8";
   }
   return "?";
 }
@@ -67,6 +69,13 @@ float ApplyActivation(const Activation& a, float x) {
     case ActivationKind::kHardSigmoid: return std::min(std::max(a.alpha * x + a.beta, 0.0f), 1.0f);
     case ActivationKind::kHardSwish: return x * std::min(std::max(x / 6.0f + 0.5f, 0.0f), 1.0f);
     case ActivationKind::kGelu: return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
+    case ActivationKind::kQuantizeDequantizeU8:
+    case ActivationKind::kQuantizeDequantizeS8: {
+      const float qmin = a.kind == ActivationKind::kQuantizeDequantizeU8 ? 0.0f : -128.0f;
+      const float qmax = a.kind == ActivationKind::kQuantizeDequantizeU8 ? 255.0f : 127.0f;
+      const float q = std::min(std::max(std::nearbyint(x / a.alpha) + a.beta, qmin), qmax);
+      return (q - a.beta) * a.alpha;
+    }
   }
   return x;
 }

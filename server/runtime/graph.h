@@ -58,6 +58,11 @@ enum class ActivationKind {
   kHardSigmoid,  // clamp(alpha * x + beta, 0, 1)
   kHardSwish,    // x * clamp(x / 6 + 1 / 2, 0, 1)
   kGelu,         // exact (erf) form
+  // ONNX QuantizeLinear + DequantizeLinear with one scale (alpha) and integer zero point (beta):
+  // (saturate(round_half_even(x / scale) + zero_point) - zero_point) * scale, saturating to [0, 255] (U8) or
+  // [-128, 127] (S8). The QDQ importer (onnx_quantization.h) emits it for each Q -> DQ pair on an activation.
+  kQuantizeDequantizeU8,
+  kQuantizeDequantizeS8,
 };
 const char* ActivationKindName(ActivationKind kind);
 

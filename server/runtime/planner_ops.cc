@@ -23,6 +23,10 @@ convoy::Activation KernelActivation(const Activation& a) {
       return convoy::Activation::Of(convoy::ActivationKind::kHardSigmoid, a.alpha, a.beta);
     case ActivationKind::kHardSwish: return convoy::Activation::Of(convoy::ActivationKind::kHardSwish);
     case ActivationKind::kGelu: return convoy::Activation::Of(convoy::ActivationKind::kGelu);
+    case ActivationKind::kQuantizeDequantizeU8:
+      return convoy::Activation::Of(convoy::ActivationKind::kQuantizeDequantizeU8, a.alpha, a.beta);
+    case ActivationKind::kQuantizeDequantizeS8:
+      return convoy::Activation::Of(convoy::ActivationKind::kQuantizeDequantizeS8, a.alpha, a.beta);
   }
   return convoy::Activation::Identity();
 }

@@ -18,6 +18,9 @@ namespace convoy::reference {
 // Conv2d: Y = epilogue(X * W) with the filter in the problem's layout convention (see problems.h); args.w is the
 // raw (never packed) filter.
 absl::Status Conv2d(const Conv2dProblem& problem, const Conv2dArgs& args);
+// QuantizedConv2d: exact INT32 (here INT64) accumulation of (x - src_zero_point) * w, then QuantizedEpilogue's
+// requantization in FP32, rounded half to even and saturated: the exact integer oracle of the INT8 algorithms.
+absl::Status QuantizedConv2d(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args);
 // Gemm: Y[m, n] = epilogue(sum_k A[m, k] * B[n, k]); args.b is the raw [n, k] weight.
 absl::Status Gemm(const GemmProblem& problem, const GemmArgs& args);
 // Pool2d: max / average (PyTorch divisor rules: count_include_pad counts the window clipped to the padded input) and
@@ -60,6 +63,7 @@ inline absl::Status Run(const PreprocessProblem& p, const PreprocessArgs& a) { r
 inline absl::Status Run(const TransposeProblem& p, const TransposeArgs& a) { return Transpose(p, a); }
 inline absl::Status Run(const ResizeProblem& p, const ResizeArgs& a) { return Resize(p, a); }
 inline absl::Status Run(const ArgMaxProblem& p, const ArgMaxArgs& a) { return ArgMax(p, a); }
+inline absl::Status Run(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& a) { return QuantizedConv2d(p, a); }
 
 }  // namespace convoy::reference
 

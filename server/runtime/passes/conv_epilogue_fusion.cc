@@ -3,7 +3,8 @@
 //     folded into the weights and bias;
 //   - Add of a same-shaped runtime tensor: the residual, before the activation when none is fused yet (ResNet's
 //     relu(conv + x) once the activation follows), after it when one is (MobileNet's projection is the other order);
-//   - an activation, when no activation and no after-activation residual is fused yet.
+//   - an activation, when no activation and no after-activation residual is fused yet; not a quantize-dequantize
+//     (QDQ models), which stays its own step: oneDNN's post-ops cannot round it the way ONNX does.
 #include <set>
 
 #include "kernels/common/status_macros.h"
@@ -41,7 +42,9 @@ bool TryAbsorb(Graph& graph, Node& conv, const Node& reader) {
   const std::string& conv_out = conv.outputs[0];
   const bool plain = a.residual == ResidualPosition::kNone && a.activation.kind == ActivationKind::kIdentity;
   if (reader.op() == OpKind::kActivation) {
-    if (a.activation.kind != ActivationKind::kIdentity || a.residual == ResidualPosition::kAfterActivation) {
+    const ActivationKind kind = reader.As<ActivationAttrs>().activation.kind;
+    if (kind == ActivationKind::kQuantizeDequantizeU8 || kind == ActivationKind::kQuantizeDequantizeS8 ||
+        a.activation.kind != ActivationKind::kIdentity || a.residual == ResidualPosition::kAfterActivation) {
       return false;
     }
     a.activation = reader.As<ActivationAttrs>().activation;

@@ -1,0 +1,176 @@
+// CPU INT8 conv2d on oneDNN's convolution primitive; see quantized_conv2d_onednn.h.
+#include "kernels/cpu/quantized_conv2d_onednn.h"
+
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/registry/registry.h"
+
+namespace convoy::cpu {
+
+using dnnl::memory;
+
+struct OnednnQuantizedConvDescriptor {
+  dnnl::convolution_forward::primitive_desc pd;
+  memory::desc src, dst, user_weights, bias, scales;
+  std::string impl;
+};
+
+namespace {
+
+memory::data_type Int8TypeOf(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8: return memory::data_type::u8;
+    case DataType::kInt8: return memory::data_type::s8;
+    default: return memory::data_type::f32;  // the FP32 output (Validate admits nothing else)
+  }
+}
+
+memory::desc ImageDesc(DataType dtype, int64_t n, int64_t c, int64_t h, int64_t w, Layout layout) {
+  return memory::desc({n, c, h, w}, Int8TypeOf(dtype), onednn::ActivationTag(StoredLayout(layout, c)));
+}
+
+// The INT8 filter as the problem stores it (Conv2dProblem's convention): [K, C/g, R, S] for NCHW and NCHW8c,
+// [K, R, S, C/g] for NHWC; grouped problems see it as [g, K/g, C/g, R, S].
+memory::desc UserWeightsDesc(const QuantizedConv2dProblem& p) {
+  const memory::dim g = p.groups, o = p.k / p.groups, i = p.c_per_group(), r = p.r, s = p.s;
+  const bool hwc = p.layout == Layout::kNHWC;
+  const memory::dims ois = hwc ? memory::dims{r * s * i, 1, s * i, i} : memory::dims{i * r * s, r * s, s, 1};
+  if (p.groups == 1) return memory::desc({o, i, r, s}, memory::data_type::s8, ois);
+  return memory::desc({g, o, i, r, s}, memory::data_type::s8, {o * i * r * s, ois[0], ois[1], ois[2], ois[3]});
+}
+
+// The requantization as post-ops, so the per-channel multipliers stay run-time operands (oneDNN 2.6 has no
+// convolution taking run-time output scales): a per-channel binary multiply, the residual sum with its scale and
+// zero point, ReLU; the zero points are primitive attributes. oneDNN then computes
+// dst = saturate(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp).
+dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, const memory::desc& scales) {
+  const QuantizedEpilogue& e = p.epilogue;
+  dnnl::post_ops ops;
+  ops.append_binary(dnnl::algorithm::binary_mul, scales);
+  if (e.residual == ResidualMode::kBeforeActivation) {
+    ops.append_sum(e.residual_scale, e.residual_zero_point, memory::data_type::undef);
+  }
+  if (e.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  dnnl::primitive_attr attr = onednn::MakeAttr(ops);
+  if (e.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {e.src_zero_point});
+  if (e.dst_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {e.dst_zero_point});
+  return attr;
+}
+
+absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescriptor(const QuantizedConv2dProblem& p) {
+  auto d = std::make_shared<OnednnQuantizedConvDescriptor>();
+  d->src = ImageDesc(p.src_type, p.n, p.c, p.h, p.w, p.layout);
+  d->dst = ImageDesc(p.dst_type, p.n, p.k, p.p(), p.q(), p.layout);
+  d->user_weights = UserWeightsDesc(p);
+  d->scales = memory::desc({1, p.k, 1, 1}, memory::data_type::f32, memory::format_tag::abcd);
+  if (p.epilogue.has_bias) d->bias = memory::desc({p.k}, memory::data_type::s32, memory::format_tag::a);
+  try {
+    const memory::desc weights_any(d->user_weights.dims(), memory::data_type::s8, memory::format_tag::any);
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, d->src, weights_any, d->bias, d->dst,
+        {p.stride_h, p.stride_w}, {p.dilation_h - 1, p.dilation_w - 1}, {p.pad_top, p.pad_left},
+        {p.pad_bottom, p.pad_right});
+    d->pd = dnnl::convolution_forward::primitive_desc(desc, MakeQuantizedAttr(p, d->scales), onednn::Engine(),
+                                                      /*allow_empty=*/true);
+    if (!d->pd) {
+      return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no INT8 convolution for ",
+                                                   p.ToString()));
+    }
+    // As conv2d_onednn: walk past an implementation whose primitive cannot be created.
+    std::vector<std::string> skipped;
+    while (true) {
+      const std::string impl = d->pd.impl_info_str();
+      const absl::Status created = onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->pd);
+      if (created.ok()) break;
+      skipped.push_back(absl::StrCat(impl, " (", created.message(), ")"));
+      if (!d->pd.next_impl()) {
+        return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no usable INT8 convolution for ",
+                                                     p.ToString(), "; skipped ", absl::StrJoin(skipped, ", ")));
+      }
+    }
+    d->impl = d->pd.impl_info_str();
+  } catch (const dnnl::error& error) {
+    return onednn::FromError(error, p.ToString());
+  }
+  return std::shared_ptr<const OnednnQuantizedConvDescriptor>(std::move(d));
+}
+
+}  // namespace
+
+absl::string_view QuantizedConv2dOnednnNhwc::name() const { return "cpu.quantized_conv2d.onednn_nhwc"; }
+
+absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> QuantizedConv2dOnednnNhwc::Describe(
+    const QuantizedConv2dProblem& problem) const {
+  return descriptors_.Get(problem, MakeDescriptor);
+}
+
+absl::Status QuantizedConv2dOnednnNhwc::CanImplement(const QuantizedConv2dProblem& problem) const {
+  CONVOY_RETURN_IF_ERROR(problem.Validate());
+  if (problem.layout != Layout::kNHWC) return absl::UnimplementedError(absl::StrCat(name(), " takes NHWC only"));
+  CONVOY_ASSIGN_OR_RETURN(auto descriptor, Describe(problem));
+  return onednn::RejectReferenceImplementation(descriptor->impl, name());
+}
+
+absl::StatusOr<std::string> QuantizedConv2dOnednnNhwc::Implementation(const QuantizedConv2dProblem& problem) const {
+  CONVOY_ASSIGN_OR_RETURN(auto descriptor, Describe(problem));
+  return descriptor->impl;
+}
+
+size_t QuantizedConv2dOnednnNhwc::WorkspaceBytes(const QuantizedConv2dProblem& problem) const {
+  auto descriptor = Describe(problem);
+  return descriptor.ok() ? (*descriptor)->pd.scratchpad_desc().get_size() : 0;
+}
+
+size_t QuantizedConv2dOnednnNhwc::PackedFilterBytes(const QuantizedConv2dProblem& problem) const {
+  auto descriptor = Describe(problem);
+  return descriptor.ok() ? (*descriptor)->pd.weights_desc().get_size() : 0;
+}
+
+std::string QuantizedConv2dOnednnNhwc::PackedFilterLayout(const QuantizedConv2dProblem& problem) const {
+  auto descriptor = Describe(problem);
+  return descriptor.ok() ? onednn::LayoutString((*descriptor)->pd.weights_desc()) : "";
+}
+
+absl::Status QuantizedConv2dOnednnNhwc::PackFilter(const QuantizedConv2dProblem& problem, const void* filter,
+                                                        void* packed, const ExecutionContext& context) const {
+  CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
+  return onednn::Reorder(d->user_weights, filter, d->pd.weights_desc(), packed, context);
+}
+
+absl::StatusOr<std::unique_ptr<AlgorithmState>> QuantizedConv2dOnednnNhwc::Prepare(
+    const QuantizedConv2dProblem& problem, const ExecutionContext& context) const {
+  CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
+  return onednn::MakePrimitiveState<dnnl::convolution_forward>(d->pd, d->impl, context);
+}
+
+absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& problem,
+                                                 const QuantizedConv2dArgs& args, Workspace workspace,
+                                                 const ExecutionContext& context) const {
+  CONVOY_ASSIGN_OR_RETURN(const onednn::PrimitiveState* state, onednn::PreparedState(workspace, name()));
+  CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
+  if (problem.epilogue.residual != ResidualMode::kNone && args.residual != args.y) {
+    std::memcpy(args.y, args.residual, d->dst.get_size());  // the sum post-op accumulates onto the destination
+  }
+  try {
+    std::unordered_map<int, memory> run_args = {
+        {DNNL_ARG_SRC, onednn::Wrap(d->src, args.x)},
+        {DNNL_ARG_WEIGHTS, onednn::Wrap(d->pd.weights_desc(), args.w)},
+        {DNNL_ARG_DST, onednn::Wrap(d->dst, args.y)},
+        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, onednn::Wrap(d->scales, args.scale)},
+    };
+    if (problem.epilogue.has_bias) run_args.emplace(DNNL_ARG_BIAS, onednn::Wrap(d->bias, args.bias));
+    return onednn::Execute(*state, run_args, workspace, d->pd.scratchpad_desc().get_size(), context);
+  } catch (const dnnl::error& error) {
+    return onednn::FromError(error, problem.ToString());
+  }
+}
+
+CONVOY_REGISTER_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dOnednnNhwc);
+
+}  // namespace convoy::cpu

@@ -1,0 +1,56 @@
+// CPU INT8 conv2d on oneDNN 2.6's convolution primitive ("cpu.quantized_conv2d.onednn_nhwc"), NHWC only: oneDNN 2.6
+// has only its reference kernel for INT8 convolutions in NCHW and nChw8c (checked on an AVX-512 VNNI Xeon).
+// UINT8 or INT8 activations times symmetric INT8 weights with exact INT32 accumulation (VNNI on AVX-512 / AVX-VNNI
+// CPUs, vpmaddubsw on AVX2), and QuantizedEpilogue (problems.h) fused: the INT32 bias, the per-output-channel
+// requantization multipliers as a per-channel binary multiply post-op (run-time operands: 2.6 has no convolution
+// with run-time output scales), the residual as a sum post-op with its own
+// scale and zero point, ReLU as an eltwise post-op, the source and destination zero points as primitive attributes.
+// The output is UINT8, INT8 or FP32.
+//
+// As conv2d_onednn: the filter is reordered at plan time into the layout the primitive chose (PackFilter; for a
+// UINT8/INT8 source oneDNN appends the compensation terms its kernels need to the packed filter), the primitive is
+// made once per problem by Prepare, and Run executes it with the scratchpad in the workspace. A residual not already
+// in y is copied there first (the sum post-op reads the destination). CanImplement declines oneDNN's reference
+// implementation.
+#ifndef CONVOY_KERNELS_CPU_QUANTIZED_CONV2D_ONEDNN_H_
+#define CONVOY_KERNELS_CPU_QUANTIZED_CONV2D_ONEDNN_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kernels/cpu/onednn_support.h"
+#include "kernels/registry/algorithm.h"
+
+namespace convoy::cpu {
+
+struct OnednnQuantizedConvDescriptor;
+
+class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm {
+ public:
+  absl::string_view name() const override;
+  Backend backend() const override { return Backend::kCpu; }
+  absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override;
+  size_t WorkspaceBytes(const QuantizedConv2dProblem& problem) const override;
+  size_t PackedFilterBytes(const QuantizedConv2dProblem& problem) const override;
+  std::string PackedFilterLayout(const QuantizedConv2dProblem& problem) const override;
+  absl::Status PackFilter(const QuantizedConv2dProblem& problem, const void* filter, void* packed,
+                          const ExecutionContext& context) const override;
+  absl::StatusOr<std::unique_ptr<AlgorithmState>> Prepare(const QuantizedConv2dProblem& problem,
+                                                          const ExecutionContext& context) const override;
+  absl::Status Run(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args, Workspace workspace,
+                   const ExecutionContext& context) const override;
+
+  // The oneDNN implementation chosen for the problem ("brg:avx512_core_vnni", "jit_int8:avx512_core_vnni", ...).
+  absl::StatusOr<std::string> Implementation(const QuantizedConv2dProblem& problem) const;
+
+ private:
+  absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> Describe(
+      const QuantizedConv2dProblem& problem) const;
+
+  onednn::DescriptorCache<QuantizedConv2dProblem, OnednnQuantizedConvDescriptor> descriptors_;
+};
+
+}  // namespace convoy::cpu
+
+#endif  // CONVOY_KERNELS_CPU_QUANTIZED_CONV2D_ONEDNN_H_
