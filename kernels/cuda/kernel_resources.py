@@ -12,7 +12,7 @@ counts by class (tensor-core mma, async copies, ldmatrix, shared/global/local me
 
   kernel_resources.py [--markdown] [--fail_on_hot_spills] [--check_setmaxnreg] FILES...
 
---fail_on_hot_spills exits 1 when a hot kernel (every kernel but the SIMT fallbacks, see COLD_KERNELS) spills
+--fail_on_hot_spills exits 1 when a hot kernel (every kernel but the SIMT fallbacks, see COLD_KERNELS) spills more than CALL_SAVE_SPILL_BYTES allows
 registers on sm_90; a stack frame without spills (a local array) is listed, not failed.
 --check_setmaxnreg exits 1 when a kernel that uses setmaxnreg (SETMAXNREG_RULES: the split read from its name) does
 not fit its split with the register count ptxas compiled: the producer warpgroup's setmaxnreg.dec must not be above
@@ -37,6 +37,14 @@ SM90 = dict(regs=65536, reg_unit=256, max_regs_per_thread=255, warps=64, blocks=
 
 # Kernels allowed to spill (fallbacks that exist for coverage, not speed): matched against the demangled name.
 COLD_KERNELS = [r"DirectConv", r"Simt", r"SimtGemm", r"TransposeStrided"]
+
+# Hot kernels allowed a few bytes of spill, and how many at most: the register ptxas saves around the IEEE-exact float
+# division's slow-path subroutine (CALL.REL into the division's denormal / overflow path). ResizeKernel divides by
+# the axis scale per output element (the ONNX formula, kept exact so nearest rounding matches the reference); its
+# 8 bytes are stored and reloaded around those calls, not in the tap loop. SplitKReduceKernel<float> applies the
+# epilogue's activation by kind at run time, and ApplyActivation's quantize-dequantize case divides by the scale (QDQ
+# models; kernels/common/epilogue.h): 4 bytes saved around that division's slow path. Anything above a bound fails.
+CALL_SAVE_SPILL_BYTES = {r"ResizeKernel<": 8, r"SplitKReduceKernel<float>": 4}
 
 # Dynamic shared memory per launch, by demangled name: (regex, bytes from the match). Keep in step with the launchers.
 DYNAMIC_SHARED_RULES = [
@@ -269,7 +277,8 @@ def main():
         k["occupancy"] = f"{100 * warps / SM90['warps']:.0f}% ({warps} warps, {limiter})" if warps else limiter
         cold = any(re.search(p, k["name"]) for p in COLD_KERNELS)
         k["hot"] = not cold
-        if k["hot"] and (k.get("spill_stores", 0) or k.get("spill_loads", 0)):
+        allowance = next((b for p, b in CALL_SAVE_SPILL_BYTES.items() if re.search(p, k["name"])), 0)
+        if k["hot"] and max(k.get("spill_stores", 0), k.get("spill_loads", 0)) > allowance:
             hot_spills.append(k)
         elif k["hot"] and k.get("stack", 0):
             hot_stacks.append(k)
