@@ -39,12 +39,10 @@ SM90 = dict(regs=65536, reg_unit=256, max_regs_per_thread=255, warps=64, blocks=
 COLD_KERNELS = [r"DirectConv", r"Simt", r"SimtGemm", r"TransposeStrided"]
 
 # Hot kernels allowed a few bytes of spill, and how many at most: the register ptxas saves around the IEEE-exact float
-# division's slow-path subroutine (CALL.REL into the division's denormal / overflow path). ResizeKernel divides by
-# the axis scale per output element (the ONNX formula, kept exact so nearest rounding matches the reference); its
-# 8 bytes are stored and reloaded around those calls, not in the tap loop. SplitKReduceKernel<float> applies the
-# epilogue's activation by kind at run time, and ApplyActivation's quantize-dequantize case divides by the scale (QDQ
-# models; kernels/common/epilogue.h): 4 bytes saved around that division's slow path. Anything above a bound fails.
-CALL_SAVE_SPILL_BYTES = {r"ResizeKernel<": 8, r"SplitKReduceKernel<float>": 4}
+# division's slow-path subroutine (CALL.REL into the division's denormal / overflow path). SplitKReduceKernel<float>
+# applies the epilogue's activation by kind at run time, and ApplyActivation's quantize-dequantize case divides by the
+# scale (QDQ models; kernels/common/epilogue.h): 4 bytes are saved around that division. Anything above a bound fails.
+CALL_SAVE_SPILL_BYTES = {r"SplitKReduceKernel<float>": 4}
 
 # Dynamic shared memory per launch, by demangled name: (regex, bytes from the match). Keep in step with the launchers.
 DYNAMIC_SHARED_RULES = [

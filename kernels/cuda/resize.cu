@@ -25,50 +25,54 @@ __device__ __forceinline__ int64_t SourceOffset(const ResizeParams& p, int64_t n
 }
 
 // ---- kernel ----
+// One output element (index i of y): FP32 arithmetic on the converted source elements. Taps with zero weight are
+// skipped (they read nothing). Kept out of line from the grid-stride loop: on an H200 (CUDA 13.0), the same
+// arithmetic written inline in the loop with the tap loops unguarded computed wrong sums for linear and cubic while
+// the emulation was right; this form matches the CPU reference on the device (tests/gpu, docs/cuda_kernels.md).
+template <typename T>
+__device__ __noinline__ float ResizeOne(const T* x, const ResizeParams& p, int64_t i) {
+  int64_t rest = i;
+  int c, ox, oy;
+  if (p.channels_last) {  // i = ((n * out_h + oy) * out_w + ox) * C + c
+    c = static_cast<int>(rest % p.channels), rest /= p.channels;
+    ox = static_cast<int>(rest % p.axis_w.out), rest /= p.axis_w.out;
+    oy = static_cast<int>(rest % p.axis_h.out), rest /= p.axis_h.out;
+  } else {  // i = ((n * C + c) * out_h + oy) * out_w + ox
+    ox = static_cast<int>(rest % p.axis_w.out), rest /= p.axis_w.out;
+    oy = static_cast<int>(rest % p.axis_h.out), rest /= p.axis_h.out;
+    c = static_cast<int>(rest % p.channels), rest /= p.channels;
+  }
+  const int64_t n = rest;
+  const float fy = ResizeSourceCoordinate(p.axis_h, oy), fx = ResizeSourceCoordinate(p.axis_w, ox);
+  if (ResizeExtrapolates(p.axis_h, fy) || ResizeExtrapolates(p.axis_w, fx)) return p.extrapolation_value;
+  if (p.axis_h.mode == ResizeMode::kNearest) {
+    return ElementToFloat(x[SourceOffset(p, n, c, ResizeNearestIndex(p.axis_h, fy), ResizeNearestIndex(p.axis_w, fx))]);
+  }
+  const ResizeTaps ty = ResizeTapsOf(p.axis_h, fy), tx = ResizeTapsOf(p.axis_w, fx);
+  float acc = 0.0f, sum_y = 0.0f, sum_x = 0.0f;
+  for (int b = 0; b < tx.count; ++b) sum_x += ResizeTapWeight(p.axis_w, tx, b);
+  for (int a = 0; a < ty.count; ++a) {
+    const float wy = ResizeTapWeight(p.axis_h, ty, a);
+    sum_y += wy;
+    if (wy == 0.0f) continue;
+    const int sy = ResizeTapIndex(p.axis_h, ty, a);
+    float row = 0.0f;
+    for (int b = 0; b < tx.count; ++b) {
+      const float wx = ResizeTapWeight(p.axis_w, tx, b);
+      if (wx != 0.0f) row += wx * ElementToFloat(x[SourceOffset(p, n, c, sy, ResizeTapIndex(p.axis_w, tx, b))]);
+    }
+    acc += wy * row;
+  }
+  const float norm = sum_y * sum_x;
+  return norm != 0.0f ? acc / norm : 0.0f;
+}
+
 // x: [N, C, H, W] or [N, H, W, C]; y: the same with out_h, out_w.
 template <typename T>
-__global__ void __launch_bounds__(kElementwiseThreads)
-    ResizeKernel(const T* __restrict__ x, T* __restrict__ y, ResizeParams p) {
+__global__ void __launch_bounds__(kElementwiseThreads) ResizeKernel(const T* x, T* y, ResizeParams p) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < p.count; i += stride) {  // y element
-    int64_t rest = i;
-    int c, ox, oy;
-    if (p.channels_last) {  // i = ((n * out_h + oy) * out_w + ox) * C + c
-      c = static_cast<int>(rest % p.channels), rest /= p.channels;
-      ox = static_cast<int>(rest % p.axis_w.out), rest /= p.axis_w.out;
-      oy = static_cast<int>(rest % p.axis_h.out), rest /= p.axis_h.out;
-    } else {  // i = ((n * C + c) * out_h + oy) * out_w + ox
-      ox = static_cast<int>(rest % p.axis_w.out), rest /= p.axis_w.out;
-      oy = static_cast<int>(rest % p.axis_h.out), rest /= p.axis_h.out;
-      c = static_cast<int>(rest % p.channels), rest /= p.channels;
-    }
-    const int64_t n = rest;
-    const float fy = ResizeSourceCoordinate(p.axis_h, oy), fx = ResizeSourceCoordinate(p.axis_w, ox);
-    if (ResizeExtrapolates(p.axis_h, fy) || ResizeExtrapolates(p.axis_w, fx)) {
-      y[i] = FloatToElement<T>(p.extrapolation_value);
-      continue;
-    }
-    if (p.axis_h.mode == ResizeMode::kNearest) {
-      y[i] = x[SourceOffset(p, n, c, ResizeNearestIndex(p.axis_h, fy), ResizeNearestIndex(p.axis_w, fx))];
-      continue;
-    }
-    const ResizeTaps ty = ResizeTapsOf(p.axis_h, fy), tx = ResizeTapsOf(p.axis_w, fx);
-    float acc = 0.0f, sum_y = 0.0f, sum_x = 0.0f;
-    for (int b = 0; b < tx.count; ++b) sum_x += ResizeTapWeight(p.axis_w, tx, b);
-    for (int a = 0; a < ty.count; ++a) {
-      const float wy = ResizeTapWeight(p.axis_h, ty, a);
-      sum_y += wy;
-      if (wy == 0.0f) continue;
-      const int sy = ResizeTapIndex(p.axis_h, ty, a);
-      float row = 0.0f;
-      for (int b = 0; b < tx.count; ++b) {
-        const float wx = ResizeTapWeight(p.axis_w, tx, b);
-        if (wx != 0.0f) row += wx * ElementToFloat(x[SourceOffset(p, n, c, sy, ResizeTapIndex(p.axis_w, tx, b))]);
-      }
-      acc += wy * row;
-    }
-    const float norm = sum_y * sum_x;
-    y[i] = FloatToElement<T>(norm != 0.0f ? acc / norm : 0.0f);
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < p.count; i += stride) {
+    y[i] = FloatToElement<T>(ResizeOne(x, p, i));
   }
 }
 
