@@ -12,6 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
+#include "server/imaging/image_resize.h"
+#include "server/imaging/test_images.h"
 
 namespace convoy::grpc_server {
 namespace {
@@ -245,6 +247,39 @@ TEST(DecodeInferRequestTest, ParametersAndClassificationWithinRangeDecode) {
   EXPECT_EQ(decoded->spec.timeout, absl::Microseconds(1500));
   ASSERT_EQ(decoded->outputs.size(), 1u);
   EXPECT_EQ(decoded->outputs[0].classification, 10);
+}
+
+// Photos for an encoded_image input in contents.bytes_contents (one per batch item) decode like raw BYTES: the
+// payload holds each photo cropped and resized to the input's [H, W, 3] pixels, in batch order.
+TEST(DecodeInferRequestTest, PhotosInBytesContentsDecodeIntoThePixels) {
+  runtime::ModelSignature model{"photos", 4, {{"images", DataType::kUInt8, {-1, 6, 8, 3}}},
+                                {{"probabilities", DataType::kFloat32, {-1, 10}}}};
+  model.inputs[0].encoded_image = repository::EncodedImageConfig{};
+  imaging::RgbImage first = imaging::testing::RandomImage(30, 40, 1), second = imaging::testing::RandomImage(45, 20, 2);
+  const std::string pngs[] = {imaging::testing::EncodePng(first, imaging::testing::PngKind::kRgb),
+                              imaging::testing::EncodePng(second, imaging::testing::PngKind::kRgb)};
+  ModelInferRequest r;
+  r.set_model_name("photos");
+  auto* in = r.add_inputs();
+  in->set_name("images");
+  in->set_datatype("BYTES");
+  in->add_shape(2);
+  for (const std::string& png : pngs) in->mutable_contents()->add_bytes_contents(png);
+  absl::StatusOr<infer::DecodedRequest> decoded = DecodeInferRequest(r, model);
+  ASSERT_THAT(decoded.status(), IsOk());
+  EXPECT_EQ(decoded->spec.batch_size, 2);
+  ASSERT_EQ(decoded->payload->inputs[0].size(), 2u * 6 * 8 * 3);
+  for (int i = 0; i < 2; ++i) {
+    std::vector<uint8_t> expected(6 * 8 * 3);
+    ASSERT_THAT(imaging::CenterCropAndResize(i == 0 ? first : second, 6, 8, 0.875, expected.data()), IsOk());
+    const uint8_t* item = decoded->payload->inputs[0].as<uint8_t>() + i * expected.size();
+    EXPECT_EQ(std::memcmp(item, expected.data(), expected.size()), 0) << "batch item " << i;
+  }
+  // A third photo for a [2] shape is a count error naming both numbers.
+  in->mutable_contents()->add_bytes_contents(pngs[0]);
+  EXPECT_THAT(DecodeInferRequest(r, model).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 'images': expected 2 BYTES elements for shape [2], got 3")));
 }
 
 TEST(TopKClassesTest, HighestFirstWithLabels) {
