@@ -14,16 +14,13 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "kernels/benchmarks/resnet_conv_layers.h"
 using namespace dnnl;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-// A layer: input channels, input height = width, output channels, kernel, stride, uses in the model, epilogue
-// (0: bias + relu, 1: bias, 2: bias + residual + relu).
-struct L {
-  const char* model;
-  int c, h, k, r, stride, count;
-  int epi;
-};
+using L = convoy::benchmarks::ResNetConvLayer;
+
 int main(int argc, char** argv) {
   if (argc != 4) {
     std::fprintf(stderr, "usage: %s BATCH THREADS REPS\n", argv[0]);
@@ -31,47 +28,8 @@ int main(int argc, char** argv) {
   }
   const int N = std::atoi(argv[1]), thr = std::atoi(argv[2]), reps = std::atoi(argv[3]);
   omp_set_num_threads(thr);
-  std::vector<L> layers = {
-      {"resnet18", 3, 224, 64, 7, 2, 1, 0},
-      {"resnet18", 64, 56, 64, 3, 1, 2, 0},
-      {"resnet18", 64, 56, 64, 3, 1, 2, 2},
-      {"resnet18", 64, 56, 128, 3, 2, 1, 0},
-      {"resnet18", 128, 28, 128, 3, 1, 1, 0},
-      {"resnet18", 128, 28, 128, 3, 1, 2, 2},
-      {"resnet18", 64, 56, 128, 1, 2, 1, 1},
-      {"resnet18", 128, 28, 256, 3, 2, 1, 0},
-      {"resnet18", 256, 14, 256, 3, 1, 1, 0},
-      {"resnet18", 256, 14, 256, 3, 1, 2, 2},
-      {"resnet18", 128, 28, 256, 1, 2, 1, 1},
-      {"resnet18", 256, 14, 512, 3, 2, 1, 0},
-      {"resnet18", 512, 7, 512, 3, 1, 1, 0},
-      {"resnet18", 512, 7, 512, 3, 1, 2, 2},
-      {"resnet18", 256, 14, 512, 1, 2, 1, 1},
-      {"resnet50", 3, 224, 64, 7, 2, 1, 0},
-      {"resnet50", 64, 56, 64, 1, 1, 1, 0},
-      {"resnet50", 256, 56, 64, 1, 1, 2, 0},
-      {"resnet50", 64, 56, 64, 3, 1, 3, 0},
-      {"resnet50", 64, 56, 256, 1, 1, 3, 2},
-      {"resnet50", 64, 56, 256, 1, 1, 1, 1},
-      {"resnet50", 256, 56, 128, 1, 1, 1, 0},
-      {"resnet50", 128, 56, 128, 3, 2, 1, 0},
-      {"resnet50", 256, 56, 512, 1, 2, 1, 1},
-      {"resnet50", 512, 28, 128, 1, 1, 3, 0},
-      {"resnet50", 128, 28, 128, 3, 1, 3, 0},
-      {"resnet50", 128, 28, 512, 1, 1, 4, 2},
-      {"resnet50", 512, 28, 256, 1, 1, 1, 0},
-      {"resnet50", 256, 28, 256, 3, 2, 1, 0},
-      {"resnet50", 512, 28, 1024, 1, 2, 1, 1},
-      {"resnet50", 1024, 14, 256, 1, 1, 5, 0},
-      {"resnet50", 256, 14, 256, 3, 1, 5, 0},
-      {"resnet50", 256, 14, 1024, 1, 1, 6, 2},
-      {"resnet50", 1024, 14, 512, 1, 1, 1, 0},
-      {"resnet50", 512, 14, 512, 3, 2, 1, 0},
-      {"resnet50", 1024, 14, 2048, 1, 2, 1, 1},
-      {"resnet50", 2048, 7, 512, 1, 1, 2, 0},
-      {"resnet50", 512, 7, 512, 3, 1, 2, 0},
-      {"resnet50", 512, 7, 2048, 1, 1, 3, 2},
-  };
+  const std::vector<L>& layers = convoy::benchmarks::ResNetConvLayers();
+
   engine eng(engine::kind::cpu, 0);
   stream s(eng);
   double sum_first[2] = {0, 0}, sum_next[2] = {0, 0};
