@@ -52,16 +52,20 @@ def export(name, out_dir, size, seed):
     return path
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(models=None, export_model=None, description=__doc__):
+    """The command line: exports `models` (name -> constructor arguments) with `export_model(name, out, size, seed)`;
+    tools/models/export_torchvision_segmentation.py runs it with its own."""
+    models = MODELS if models is None else models
+    export_model = export if export_model is None else export_model
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--models", nargs="*", default=list(MODELS))
+    parser.add_argument("--models", nargs="*", default=list(models))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     for name in args.models:
-        print(export(name, args.out, args.size, args.seed))
+        print(export_model(name, args.out, args.size, args.seed))
 
 
 if __name__ == "__main__":

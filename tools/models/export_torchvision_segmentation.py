@@ -8,12 +8,11 @@ with Debian's python (torch 1.13, torchvision 0.14):
 Writes <out>/<model>.onnx (opset 13, dynamic batch): input `images`, output `logits` (the models' "out" map,
 [N, classes, size, size]). Their bilinear upsamplings export as Resize with sizes computed from the input's shape.
 """
-import argparse
-import pathlib
 
 import torch
 import torchvision
 
+import export_torchvision
 from export_torchvision import randomize_batch_norm
 from torch_export import export_with_dynamic_batch
 
@@ -46,17 +45,5 @@ def export(name, out_dir, size, seed):
     return path
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=pathlib.Path, required=True)
-    parser.add_argument("--size", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--models", nargs="*", default=list(MODELS))
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.models:
-        print(export(name, args.out, args.size, args.seed))
-
-
 if __name__ == "__main__":
-    main()
+    export_torchvision.main(MODELS, export, __doc__)
