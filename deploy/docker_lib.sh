@@ -1,8 +1,24 @@
 # Shared by deploy/test_image.sh and deploy/test_scale_out.sh (sourced, not run): finding or starting Docker, the
 # Debian base images (made with debootstrap where no registry is reachable), the CUDA image's stand-in, and building
-# deploy/Dockerfile's targets. The sourcing script defines say, elapsed, fail and skip, and the variables repo_root,
-# work (a scratch folder), mode (full|fast), results (an array), started_daemon_pid, cuda_root and cuda_image.
+# deploy/Dockerfile's targets; and the scripts' reporting (say, fail, skip, finish). The sourcing script sets
+# script_name, start_time, repo_root, work (a scratch folder), mode (full|fast), results (an array),
+# started_daemon_pid, cuda_root and cuda_image.
 # shellcheck shell=bash
+
+# ---- 0. Reporting ------------------------------------------------------------------------------------------------
+# say (timestamped, prefixed with $script_name), elapsed, and finish / fail / skip: the summary of $results, then the
+# closing line "<script_name>: PASSED|FAILED|SKIPPED..." and exit 0, 1 or 77 (timed from $start_time).
+say() { printf '[%s %s] %s\n' "$script_name" "$(date +%H:%M:%S)" "$*"; }
+elapsed() { echo $(( $(date +%s) - $1 )); }
+finish() {  # status (PASSED|FAILED|SKIPPED), message
+  say "summary:"
+  for r in "${results[@]}"; do echo "  $r"; done
+  echo "$script_name: $1${2:+: $2} ($(elapsed "$start_time") s)"
+  case "$1" in PASSED) exit 0 ;; SKIPPED) exit 77 ;; *) exit 1 ;; esac
+}
+fail() { say "FAILED: $*"; finish FAILED "$*"; }
+skip() { say "SKIPPED: $*"; finish SKIPPED "$*"; }
+
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
 
 # ---- 1. Docker ---------------------------------------------------------------------------------------------------

@@ -47,16 +47,8 @@ started_daemon_pid=""
 containers=()
 results=()   # "name: value" lines for the summary
 
-say() { printf '[test_image %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-elapsed() { echo $(( $(date +%s) - $1 )); }
-finish() {  # status (PASSED|FAILED|SKIPPED), message
-  say "summary:"
-  for r in "${results[@]}"; do echo "  $r"; done
-  echo "test_image: $1${2:+: $2} ($(elapsed "$start_time") s)"
-  case "$1" in PASSED) exit 0 ;; SKIPPED) exit 77 ;; *) exit 1 ;; esac
-}
-fail() { say "FAILED: $*"; finish FAILED "$*"; }
-skip() { say "SKIPPED: $*"; finish SKIPPED "$*"; }
+script_name=test_image
+source "$repo_root/deploy/docker_lib.sh"  # reporting, Docker, base images, builds (shared with test_scale_out.sh)
 
 cleanup() {
   for c in "${containers[@]}"; do docker rm -f -v "$c" >/dev/null 2>&1; done
@@ -72,8 +64,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Docker, base images, builds: deploy/docker_lib.sh (shared with deploy/test_scale_out.sh).
-source "$repo_root/deploy/docker_lib.sh"
 
 # ---- 4. Run and check --------------------------------------------------------------------------------------------
 run_and_check() {  # image tag

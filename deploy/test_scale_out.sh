@@ -62,16 +62,8 @@ started_daemon_pid=""
 containers=()
 results=()
 
-say() { printf '[test_scale_out %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-elapsed() { echo $(( $(date +%s) - $1 )); }
-finish() {  # status (PASSED|FAILED|SKIPPED), message
-  say "summary:"
-  for r in "${results[@]}"; do echo "  $r"; done
-  echo "test_scale_out: $1${2:+: $2} ($(elapsed "$start_time") s)"
-  case "$1" in PASSED) exit 0 ;; SKIPPED) exit 77 ;; *) exit 1 ;; esac
-}
-fail() { say "FAILED: $*"; finish FAILED "$*"; }
-skip() { say "SKIPPED: $*"; finish SKIPPED "$*"; }
+script_name=test_scale_out
+source "$repo_root/deploy/docker_lib.sh"  # reporting, Docker, base images and the Convoy image (as test_image.sh)
 
 cleanup() {
   [ -n "${pa_pid:-}" ] && kill "$pa_pid" 2>/dev/null
@@ -88,8 +80,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-source "$repo_root/deploy/docker_lib.sh"
 
 # ---- helpers -------------------------------------------------------------------------------------------------------
 # GET a URL, the body on stdout (nothing on an error); the virtualenv's Python, so the host needs no HTTP client.
