@@ -11,13 +11,13 @@
 #            --keep (leave the containers and network)  -h|--help
 #
 # Rolling restart: 2 replicas (--exit_delay_seconds=5) and the balancer on a network of their own; perf_analyzer
-# (gRPC, concurrency 4) runs through the balancer while each replica in turn gets `docker stop` (SIGTERM: readiness
-# NOT_SERVING, still serving for 5 s while HAProxy takes it out of rotation, drain, exit 0) and `docker start`, the
-# next one only once HAProxy has it UP again. PASSED when perf_analyzer saw no failed request (exit 0, no error), the
-# balancer logged only answered requests (status 200, no termination flags), every replica's /metrics shows served
-# requests and no failure (read before each stop and at the end), each stop drained cleanly (exit code 0,
-# readiness_withdrawn then shutdown_complete, no drain_incomplete), and perf_analyzer was still running after the
-# last restart.
+# over gRPC (concurrency 4) and a second one over HTTP/REST (concurrency 2) run through the balancer while each
+# replica in turn gets `docker stop` (SIGTERM: readiness NOT_SERVING, still serving for 5 s while HAProxy takes it out
+# of rotation, drain, exit 0) and `docker start`, the next one only once HAProxy has it UP again in both backends.
+# PASSED when neither perf_analyzer saw a failed request (exit 0, no error), the balancer logged only answered
+# requests (status 200, no termination flags; some of them HTTP), every replica's /metrics shows served requests and
+# no failure (read before each stop and at the end), each stop drained cleanly (exit code 0, readiness_withdrawn then
+# shutdown_complete, no drain_incomplete), and both perf_analyzers were still running after the last restart.
 #
 # Throughput: the replicas pinned to one core each (--cpuset-cpus, CONVOY_CPU_THREADS=1, OMP_NUM_THREADS=1), the
 # balancer and perf_analyzer left to the scheduler; perf_analyzer at concurrency 8 through the balancer with 1, then
@@ -67,6 +67,7 @@ source "$repo_root/deploy/docker_lib.sh"  # reporting, Docker, base images and t
 
 cleanup() {
   [ -n "${pa_pid:-}" ] && kill "$pa_pid" 2>/dev/null
+  [ -n "${pa_http_pid:-}" ] && kill "$pa_http_pid" 2>/dev/null
   if [ "$keep" != 1 ]; then
     for c in "${containers[@]}"; do docker rm -f -v "$c" >/dev/null 2>&1; done
     docker network rm "$network" >/dev/null 2>&1
@@ -114,16 +115,18 @@ start_balancer() {
   balancer_ip="$(ip_of "$balancer")"
 }
 
-# HAProxy's view: "name status" for each server slot that has an address (stats CSV: pxname,svname,...,status).
-balancer_servers() {
-  http_get "http://$balancer_ip:8404/stats;csv" \
-    | awk -F, '$1 == "convoy_grpc" && $2 != "BACKEND" && $2 != "FRONTEND" && $74 != "" {print $2, $18, $74}'
+# HAProxy's view of a backend (convoy_grpc by default, or convoy_http): "name status address" for each server slot
+# that has an address (stats CSV: pxname,svname,...,status).
+balancer_servers() {  # [backend]
+  http_get "http://$balancer_ip:8404/stats;csv" | awk -F, -v backend="${1:-convoy_grpc}" \
+    '$1 == backend && $2 != "BACKEND" && $2 != "FRONTEND" && $74 != "" {print $2, $18, $74}'
 }
-# Waits until the replica at this address is UP in the balancer.
-wait_up() {  # address, timeout seconds
-  local address="$1" limit="$2" t0=$(date +%s)
-  until grep -q "UP $address:8001\$" <<<"$(balancer_servers)"; do
-    [ "$(elapsed "$t0")" -ge "$limit" ] && { balancer_servers; return 1; }
+# Waits until the replica at this address is UP in the balancer's gRPC backend and, when asked, its HTTP one.
+wait_up() {  # address, timeout seconds, [also http: 1]
+  local address="$1" limit="$2" http="${3:-0}" t0=$(date +%s)
+  until grep -q "UP $address:8001\$" <<<"$(balancer_servers)" &&
+        { [ "$http" != 1 ] || grep -q "UP $address:8000\$" <<<"$(balancer_servers convoy_http)"; }; do
+    [ "$(elapsed "$t0")" -ge "$limit" ] && { balancer_servers; balancer_servers convoy_http; return 1; }
     sleep 0.25
   done
 }
@@ -188,9 +191,10 @@ rolling_restart() {
   for r in "${replicas[@]}"; do start_replica "$r"; served[$r]=0; failed[$r]=0; done
   start_balancer
   for r in "${replicas[@]}"; do
-    wait_up "$(ip_of "$r")" 180 || { docker logs "$r" 2>&1 | tail -20; fail "$r never came UP in the balancer"; }
+    wait_up "$(ip_of "$r")" 180 1 || { docker logs "$r" 2>&1 | tail -20; fail "$r never came UP in the balancer"; }
   done
-  say "2 replicas UP behind the balancer ($balancer_ip:8001): $(balancer_servers | tr '\n' ';')"
+  say "2 replicas UP behind the balancer (gRPC $balancer_ip:8001: $(balancer_servers | tr '\n' ';')" \
+      "HTTP $balancer_ip:8000: $(balancer_servers convoy_http | tr '\n' ';'))"
 
   # Long enough windows that the run outlasts both restarts (perf_analyzer needs at least 3 windows); the version
   # is given (-x 1) because the server-side statistics come from whichever replica answers, and a restarted one
@@ -200,8 +204,15 @@ rolling_restart() {
   "$pa" -m "$model" -x 1 -i grpc -u "$balancer_ip:8001" --concurrency-range 4 -p 20000 --max-trials 6 \
     --stability-percentage 100 -f "$work/perf_analyzer.csv" >"$pa_log" 2>&1 &
   pa_pid=$!
+  # HTTP/REST clients through the same balancer at the same time (KServe v2 JSON+binary on port 8000).
+  local pa_http_log="$work/perf_analyzer_http.log"
+  say "perf_analyzer -m $model -x 1 -i http -u $balancer_ip:8000 --concurrency-range 2 -p 20000 (through the balancer)"
+  "$pa" -m "$model" -x 1 -i http -u "$balancer_ip:8000" --concurrency-range 2 -p 20000 --max-trials 6 \
+    --stability-percentage 100 >"$pa_http_log" 2>&1 &
+  pa_http_pid=$!
   sleep 8
   kill -0 "$pa_pid" 2>/dev/null || { cat "$pa_log"; fail "perf_analyzer ended before the first restart"; }
+  kill -0 "$pa_http_pid" 2>/dev/null || { cat "$pa_http_log"; fail "perf_analyzer (HTTP) ended before the first restart"; }
 
   for r in "${replicas[@]}"; do
     address="$(ip_of "$r")"
@@ -222,26 +233,32 @@ rolling_restart() {
     local stopped=$(elapsed "$t0")
     docker start "$r" >/dev/null || fail "docker start $r"
     address="$(ip_of "$r")"
-    wait_up "$address" 180 || { docker logs "$r" 2>&1 | tail -20; fail "$r did not come back UP"; }
+    wait_up "$address" 180 1 || { docker logs "$r" 2>&1 | tail -20; fail "$r did not come back UP"; }
     say "$r stopped in $stopped s (exit 0, drained), started, UP again at $address after $(elapsed "$t0") s"
     results+=("restart $r: stop ${stopped} s, back UP after $(elapsed "$t0") s")
     kill -0 "$pa_pid" 2>/dev/null || { cat "$pa_log"; fail "perf_analyzer ended during the restarts (or failed)"; }
+    kill -0 "$pa_http_pid" 2>/dev/null || { cat "$pa_http_log"; fail "perf_analyzer (HTTP) ended during the restarts"; }
     sleep 3
   done
-  say "both replicas restarted; perf_analyzer still running; waiting for it to finish"
-  wait "$pa_pid"
-  local pa_rc=$?
-  pa_pid=""
-  sed 's/^/    /' "$pa_log" | grep -vE '^\s*$' | tail -25
-  # A failed request makes perf_analyzer print the error ("Thread [n] had error: ...") and exit non-zero. Not
-  # reaching its stability criterion is no failed request: noted, not failed.
-  if grep -qiE 'error|failed to maintain' "$pa_log"; then
-    fail "perf_analyzer reported failed requests (exit $pa_rc)"
-  fi
-  if [ "$pa_rc" != 0 ]; then
-    grep -qi 'stable' "$pa_log" || fail "perf_analyzer exited $pa_rc"
-    results+=("perf_analyzer: no stable measurement (exit $pa_rc), no request failed")
-  fi
+  say "both replicas restarted; both perf_analyzers still running; waiting for them to finish"
+  local protocol log pid pa_rc
+  for protocol in grpc http; do
+    if [ "$protocol" = grpc ]; then log="$pa_log" pid="$pa_pid"; else log="$pa_http_log" pid="$pa_http_pid"; fi
+    wait "$pid"
+    pa_rc=$?
+    say "perf_analyzer over $protocol:"
+    sed 's/^/    /' "$log" | grep -vE '^\s*$' | tail -25
+    # A failed request makes perf_analyzer print the error ("Thread [n] had error: ...") and exit non-zero. Not
+    # reaching its stability criterion is no failed request: noted, not failed.
+    if grep -qiE 'error|failed to maintain' "$log"; then
+      fail "perf_analyzer over $protocol reported failed requests (exit $pa_rc)"
+    fi
+    if [ "$pa_rc" != 0 ]; then
+      grep -qi 'stable' "$log" || fail "perf_analyzer over $protocol exited $pa_rc"
+      results+=("perf_analyzer over $protocol: no stable measurement (exit $pa_rc), no request failed")
+    fi
+  done
+  pa_pid="" pa_http_pid=""
 
   for r in "${replicas[@]}"; do
     address="$(ip_of "$r")"
@@ -256,24 +273,27 @@ rolling_restart() {
     [ "${failed[$r]}" = 0 ] || fail "$r counted ${failed[$r]} failed requests"
   done
 
-  # Every request the balancer logged was answered by a replica (HTTP 200, termination flags ----); gRPC's own
-  # status rides in the trailers, which perf_analyzer checked above.
-  local logged bad stats retries redispatches
+  # Every inference request the balancer logged (gRPC ModelInfer, HTTP POST .../infer) was answered by a replica
+  # (HTTP 200, termination flags ----); gRPC's own status rides in the trailers, which perf_analyzer checked above.
+  local logged bad stats retries redispatches http_logged infer='ModelInfer|POST /v2/models/[^ ]*/infer'
   docker logs "$balancer" >"$work/balancer.log" 2>&1
-  logged=$(grep -c 'ModelInfer' "$work/balancer.log")
-  bad=$(grep 'ModelInfer' "$work/balancer.log" | grep -vc ' 200 .* ---- ')
+  logged=$(grep -cE "$infer" "$work/balancer.log")
+  http_logged=$(grep -cE 'POST /v2/models/[^ ]*/infer' "$work/balancer.log")
+  [ "$http_logged" -gt 0 ] || fail "the balancer logged no HTTP inference request"
+  bad=$(grep -E "$infer" "$work/balancer.log" | grep -vc ' 200 .* ---- ')
   stats="$(http_get "http://$balancer_ip:8404/stats;csv" | awk -F, '$1 == "convoy_grpc" && $2 == "BACKEND"')"
   retries=$(echo "$stats" | cut -d, -f16)
   redispatches=$(echo "$stats" | cut -d, -f17)
-  say "balancer: $logged inference requests logged, $bad not answered with 200; retries $retries, redispatches $redispatches"
-  grep -E '^Server convoy_grpc' "$work/balancer.log" | sed 's/^/    /' | tail -12
-  results+=("balancer: $logged inference requests, $bad unanswered, $retries retries, $redispatches redispatches")
-  [ "$bad" = 0 ] || { grep 'ModelInfer' "$work/balancer.log" | grep -v ' 200 .* ---- ' | head; \
+  say "balancer: $logged inference requests logged ($http_logged over HTTP), $bad not answered with 200;" \
+      "gRPC retries $retries, redispatches $redispatches"
+  grep -E '^Server convoy_(grpc|http)' "$work/balancer.log" | sed 's/^/    /' | tail -12
+  results+=("balancer: $logged inference requests ($http_logged HTTP), $bad unanswered, $retries retries, $redispatches redispatches")
+  [ "$bad" = 0 ] || { grep -E "$infer" "$work/balancer.log" | grep -v ' 200 .* ---- ' | head; \
                       fail "the balancer logged $bad requests not answered"; }
   local throughput
   throughput="$(awk -F, 'NR == 2 {print $2}' "$work/perf_analyzer.csv" 2>/dev/null)"
   results+=("perf_analyzer: 0 failed requests through 2 rolling restarts; last window ${throughput:-?} infer/s")
-  finish PASSED "rolling restart of 2 replicas under load, 0 failed requests"
+  finish PASSED "rolling restart of 2 replicas under gRPC and HTTP load, 0 failed requests"
 }
 
 # ---- throughput ----------------------------------------------------------------------------------------------------

