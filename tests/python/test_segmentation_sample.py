@@ -17,7 +17,6 @@ the FP32 scores [21, 320, 320]). Inputs: scikit-image's photo `chelsea` prepared
   scores model it takes the argmax itself and writes the same mask.
 Without the generated model these tests FAIL, saying to run tools/setup.sh.
 """
-import importlib.util
 import pathlib
 import re
 import subprocess
@@ -29,7 +28,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 from PIL import Image
 
-from conftest import segmentation_model_dir, started_server, stop_and_check
+from conftest import load_tool, sample_photo, segmentation_model_dir, started_server, stop_and_check
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODEL, SCORES_MODEL = "lraspp_mobilenet_v3", "lraspp_scores"
@@ -39,22 +38,9 @@ STD = np.array([58.395, 57.12, 57.375], np.float32)
 RNG = np.random.default_rng()
 
 
-def load_tool(name):
-    sys.path.insert(0, str(REPO_ROOT / "tools"))
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def photo():
-    spec = importlib.util.find_spec("skimage")
-    if spec is None:
-        pytest.fail("scikit-image is not installed in this Python: run tools/setup.sh", pytrace=False)
-    path = pathlib.Path(spec.submodule_search_locations[0]) / "data" / "chelsea.png"
-    assert path.is_file(), f"{path} is missing from the scikit-image wheel"
-    return path
+    return sample_photo("chelsea")
 
 
 @pytest.fixture(scope="module")
