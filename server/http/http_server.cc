@@ -230,6 +230,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& opt
   static std::once_flag threads_once;
   std::call_once(threads_once, [] { evthread_use_pthreads(); });
   std::unique_ptr<HttpServer> server(new HttpServer(options));
+  WorkerPool::Options workers;
+  workers.threads = options.decode_threads;
+  workers.max_queued = options.max_queued_decodes;
+  workers.name = "HTTP request decoding";
+  workers.item = "request";
+  workers.limit_flag = "--http_decode_queue";
+  absl::StatusOr<std::unique_ptr<WorkerPool>> pool = WorkerPool::Create(workers);
+  if (!pool.ok()) return pool.status();
+  server->decode_workers_ = std::move(*pool);
   server->base_ = event_base_new();
   server->http_ = server->base_ != nullptr ? evhttp_new(server->base_) : nullptr;
   if (server->http_ == nullptr) return absl::InternalError("libevent could not create an event base");
@@ -265,6 +274,7 @@ HttpServer::HttpServer(const Options& options) : options_(options) {}
 
 HttpServer::~HttpServer() {
   Shutdown(absl::Now());
+  decode_workers_.reset();  // waits for the decodes running; their replies go to the (stopped) loop's queue
   if (tasks_ != nullptr) tasks_->Close();
   if (http_ != nullptr) evhttp_free(http_);
   if (base_ != nullptr) event_base_free(base_);
@@ -362,35 +372,70 @@ void HttpServer::Route(evhttp_request* req) {
   ReplyJson(req, 200, json);
 }
 
-// A request whose body is a photo (Content-Type image/jpeg or image/png): the view of one BYTES element for the
-// model's photo input, answered with the top classes of its classifier outputs; `?classification=K` sets how many
-// (default 5; 0 answers the output tensors).
-absl::StatusOr<std::unique_ptr<HttpInferRequest>> ParsePhotoRequest(evhttp_request* req, absl::string_view body,
-                                                                    const std::string& model,
-                                                                    const std::string& version) {
+// What an infer request carries from the loop thread to wherever it is decoded: what was read from the evhttp
+// request, its body, and the parsed request whose views point into the body. The decode task and the completion
+// callback share it; `req` is used only on the loop thread.
+struct HttpServer::InferCall {
+  evhttp_request* req = nullptr;
+  std::string model;
+  std::string version;
+  std::optional<size_t> header_length;
+  bool photo = false;               // Content-Type image/jpeg or image/png
+  int64_t photo_classification = 5;  // ?classification=K of a photo body
+  std::unique_ptr<evbuffer, void (*)(evbuffer*)> wire{nullptr, &evbuffer_free};  // the body, moved off the request
+  absl::string_view body;           // into the request's input buffer or `wire`
+  std::unique_ptr<HttpInferRequest> request;
+};
+
+// An infer request's answer, written by the loop thread.
+struct HttpServer::InferReply {
+  int code = 200;
+  std::string body;
+  const char* content_type = kJson;
+  std::optional<size_t> header_length;  // Inference-Header-Content-Length of a binary response
+
+  static InferReply Error(const absl::Status& status) {
+    InferReply reply;
+    reply.code = HttpStatusCode(status);
+    reply.body = ErrorJson(status.message());
+    return reply;
+  }
+};
+
+namespace {
+
+// A photo body's `?classification=K` (how many top classes each classifier output answers; default 5, 0: the
+// tensors).
+absl::StatusOr<int64_t> PhotoClassification(evhttp_request* req) {
+  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+  const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
+  int64_t classification = 5;
+  if (query == nullptr) return classification;
+  evkeyvalq pairs;
+  if (evhttp_parse_query_str(query, &pairs) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("query ", QuoteClientString(query), " cannot be parsed"));
+  }
+  const char* k = evhttp_find_header(&pairs, "classification");
+  const std::string value = k != nullptr ? k : "";
+  evhttp_clear_headers(&pairs);
+  if (k != nullptr && (!absl::SimpleAtoi(value, &classification) || classification < 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("query parameter 'classification': expected an integer >= 0, "
+                                                   "got ", QuoteClientString(value)));
+  }
+  return classification;
+}
+
+// A request whose body is a photo: the view of one BYTES element for the model's photo input, answered with the top
+// classes of its classifier outputs.
+std::unique_ptr<HttpInferRequest> ParsePhotoRequest(absl::string_view body, const std::string& model,
+                                                    const std::string& version, int64_t classification) {
   auto request = std::make_unique<HttpInferRequest>();
   request->model = model;
   request->version = version;
   request->view.model = request->model;
   request->view.version = request->version;
   request->view.photo_body = true;
-  request->view.photo_classification = 5;
-  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-  const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
-  if (query != nullptr) {
-    evkeyvalq pairs;
-    if (evhttp_parse_query_str(query, &pairs) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("query ", QuoteClientString(query), " cannot be parsed"));
-    }
-    const char* k = evhttp_find_header(&pairs, "classification");
-    const std::string value = k != nullptr ? k : "";
-    evhttp_clear_headers(&pairs);
-    if (k != nullptr && (!absl::SimpleAtoi(value, &request->view.photo_classification) ||
-                         request->view.photo_classification < 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("query parameter 'classification': expected an integer >= 0, "
-                                                     "got ", QuoteClientString(value)));
-    }
-  }
+  request->view.photo_classification = classification;
   infer::InputTensorView photo;
   photo.datatype = "BYTES";
   photo.bytes_elements = std::vector<absl::string_view>{body};
@@ -398,50 +443,94 @@ absl::StatusOr<std::unique_ptr<HttpInferRequest>> ParsePhotoRequest(evhttp_reque
   return request;
 }
 
-// Parses on the loop thread, queues through infer::StartInfer, encodes on the completing thread, and replies from
-// the loop. The request (and the evbuffer its view points into) lives until the reply: libevent keeps a request
-// whose client went away until it is answered.
+}  // namespace
+
+// The loop thread reads what it needs from the evhttp request, then the body is decoded (parsed, validated, copied
+// into the batch's buffers, photos decoded) here for a small body, else on a decode worker, so a large body or photo
+// never holds up the other connections. The request (and the evbuffer its view points into) lives until the reply:
+// libevent keeps a request whose client went away until it is answered.
 void HttpServer::Infer(evhttp_request* req, const std::string& model, const std::string& version) {
   absl::StatusOr<std::optional<size_t>> header_length = HeaderLength(req);
   if (!header_length.ok()) return ReplyStatus(req, header_length.status());
-  evbuffer* in = evhttp_request_get_input_buffer(req);
-  const size_t size = evbuffer_get_length(in);
-  const char* data = size > 0 ? reinterpret_cast<const char*>(evbuffer_pullup(in, -1)) : "";
+  auto call = std::make_shared<InferCall>();
+  call->req = req;
+  call->model = model;
+  call->version = version;
+  call->header_length = *header_length;
   const char* content_type = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
   const absl::string_view type = content_type != nullptr ? absl::string_view(content_type) : "";
-  const bool photo = absl::StartsWith(type, "image/jpeg") || absl::StartsWith(type, "image/png");
-  absl::StatusOr<std::unique_ptr<HttpInferRequest>> parsed =
-      photo ? ParsePhotoRequest(req, absl::string_view(data, size), model, version)
-            : ParseInferRequest(absl::string_view(data, size), *header_length, model, version);
-  if (!parsed.ok()) return ReplyStatus(req, parsed.status());
-  std::shared_ptr<HttpInferRequest> request = std::move(*parsed);
+  call->photo = absl::StartsWith(type, "image/jpeg") || absl::StartsWith(type, "image/png");
+  if (call->photo) {
+    absl::StatusOr<int64_t> classification = PhotoClassification(req);
+    if (!classification.ok()) return ReplyStatus(req, classification.status());
+    call->photo_classification = *classification;
+  }
+  evbuffer* in = evhttp_request_get_input_buffer(req);
+  const size_t size = evbuffer_get_length(in);
   ++in_flight_;
+  if (!call->photo && size <= options_.inline_decode_bytes) {
+    call->body = size > 0 ? absl::string_view(reinterpret_cast<const char*>(evbuffer_pullup(in, -1)), size) : "";
+    return Decode(call);
+  }
+  call->wire.reset(evbuffer_new());
+  if (call->wire == nullptr || evbuffer_add_buffer(call->wire.get(), in) != 0) {  // moves the chains: no copy
+    // Not movable (out of memory): the worker reads the body in the request's own buffer, pulled up here.
+    call->wire.reset();
+    call->body = size > 0 ? absl::string_view(reinterpret_cast<const char*>(evbuffer_pullup(in, -1)), size) : "";
+  }
+  absl::Status queued = decode_workers_->Submit([this, call] {
+    if (options_.before_worker_decode) options_.before_worker_decode();
+    const size_t length = call->wire != nullptr ? evbuffer_get_length(call->wire.get()) : 0;
+    if (length > 0) {
+      call->body = absl::string_view(reinterpret_cast<const char*>(evbuffer_pullup(call->wire.get(), -1)), length);
+    }
+    Decode(call);
+  });
+  if (!queued.ok()) {
+    --in_flight_;
+    ReplyStatus(req, queued);
+  }
+}
+
+// Parses and queues `call` on the loop thread or a decode worker, encodes the response on the thread that completes
+// it, and hands the reply to the loop. Uses `this` only on those two threads (the server outlives both); the
+// completion callback reaches the loop through the shared task queue alone, which drops it once the server is gone.
+void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
   std::shared_ptr<LoopTasks> tasks = tasks_;
-  infer::StartInfer(
-      *options_.manager, request->view, absl::InfiniteFuture(), nullptr,
-      [this, req, request, tasks](absl::Status status, const ServedModel* served,
-                                  const std::vector<infer::RequestedOutput>& outputs,
-                                  const repository::InferencePayload* payload) {
-        HttpInferResponse response;
-        if (status.ok()) {
-          absl::StatusOr<std::vector<infer::ResponseTensor>> tensors =
-              infer::ResponseTensors(*served, outputs, *payload);
-          if (tensors.ok()) {
-            response = EncodeInferResponse(served->name(), served->version(), *request, *tensors);
-          } else {
-            status = tensors.status();
-          }
-        }
-        tasks->Post([this, req, status, response = std::move(response)]() mutable {
-          if (!status.ok()) {
-            ReplyStatus(req, status);
-          } else {
-            Reply(req, 200, std::move(response.body),
-                  response.header_length.has_value() ? "application/octet-stream" : kJson, response.header_length);
-          }
-          --in_flight_;
-        });
-      });
+  if (call->photo) {
+    call->request = ParsePhotoRequest(call->body, call->model, call->version, call->photo_classification);
+  } else {
+    absl::StatusOr<std::unique_ptr<HttpInferRequest>> parsed =
+        ParseInferRequest(call->body, call->header_length, call->model, call->version);
+    if (!parsed.ok()) return PostReply(tasks, this, call, InferReply::Error(parsed.status()));
+    call->request = std::move(*parsed);
+  }
+  infer::StartInfer(*options_.manager, call->request->view, absl::InfiniteFuture(), nullptr,
+                    [server = this, call, tasks](absl::Status status, const ServedModel* served,
+                                                 const std::vector<infer::RequestedOutput>& outputs,
+                                                 const repository::InferencePayload* payload) {
+                      if (!status.ok()) return PostReply(tasks, server, call, InferReply::Error(status));
+                      absl::StatusOr<std::vector<infer::ResponseTensor>> tensors =
+                          infer::ResponseTensors(*served, outputs, *payload);
+                      if (!tensors.ok()) return PostReply(tasks, server, call, InferReply::Error(tensors.status()));
+                      HttpInferResponse response =
+                          EncodeInferResponse(served->name(), served->version(), *call->request, *tensors);
+                      InferReply reply;
+                      reply.content_type = response.header_length.has_value() ? "application/octet-stream" : kJson;
+                      reply.body = std::move(response.body);
+                      reply.header_length = response.header_length;
+                      PostReply(tasks, server, call, std::move(reply));
+                    });
+}
+
+// Runs on any thread: the reply is written by the loop, which then counts the request as answered. `server` is
+// dereferenced only there, while the loop runs (so while the server exists).
+void HttpServer::PostReply(const std::shared_ptr<LoopTasks>& tasks, HttpServer* server,
+                           const std::shared_ptr<InferCall>& call, InferReply reply) {
+  tasks->Post([server, req = call->req, reply = std::move(reply)]() mutable {
+    Reply(req, reply.code, std::move(reply.body), reply.content_type, reply.header_length);
+    --server->in_flight_;
+  });
 }
 
 }  // namespace convoy::http
