@@ -32,6 +32,7 @@
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "server/grpc/model_config_proto.h"
+#include "server/http/content_coding.h"
 #include "server/http/http_status.h"
 #include "server/http/infer_json.h"
 #include "server/inference/infer_dispatch.h"
@@ -86,9 +87,14 @@ using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 constexpr char kJson[] = "application/json";
 
 void Reply(evhttp_request* req, int code, std::string body, const char* content_type,
-           std::optional<size_t> header_length = std::nullopt, const char* allow = nullptr) {
+           std::optional<size_t> header_length = std::nullopt, const char* allow = nullptr,
+           const char* content_encoding = nullptr) {
   evkeyvalq* headers = evhttp_request_get_output_headers(req);
   evhttp_add_header(headers, "Content-Type", content_type);
+  if (content_encoding != nullptr) {
+    evhttp_add_header(headers, "Content-Encoding", content_encoding);
+    evhttp_add_header(headers, "Vary", "Accept-Encoding");
+  }
   if (header_length.has_value()) {
     evhttp_add_header(headers, "Inference-Header-Content-Length", absl::StrCat(*header_length).c_str());
   }
@@ -382,8 +388,11 @@ struct HttpServer::InferCall {
   std::optional<size_t> header_length;
   bool photo = false;               // Content-Type image/jpeg or image/png
   int64_t photo_classification = 5;  // ?classification=K of a photo body
+  ContentCoding body_coding = ContentCoding::kIdentity;   // Content-Encoding
+  ContentCoding reply_coding = ContentCoding::kIdentity;  // chosen from Accept-Encoding
   std::unique_ptr<evbuffer, void (*)(evbuffer*)> wire{nullptr, &evbuffer_free};  // the body, moved off the request
-  absl::string_view body;           // into the request's input buffer or `wire`
+  std::string inflated;             // the body when it came compressed
+  absl::string_view body;           // into the request's input buffer, `wire` or `inflated`
   std::unique_ptr<HttpInferRequest> request;
 };
 
@@ -393,6 +402,7 @@ struct HttpServer::InferReply {
   std::string body;
   const char* content_type = kJson;
   std::optional<size_t> header_length;  // Inference-Header-Content-Length of a binary response
+  const char* content_encoding = nullptr;  // gzip or deflate when compressed
 
   static InferReply Error(const absl::Status& status) {
     InferReply reply;
@@ -457,7 +467,14 @@ void HttpServer::Infer(evhttp_request* req, const std::string& model, const std:
   call->model = model;
   call->version = version;
   call->header_length = *header_length;
-  const char* content_type = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+  evkeyvalq* headers = evhttp_request_get_input_headers(req);
+  absl::StatusOr<ContentCoding> body_coding = RequestCoding(evhttp_find_header(headers, "Content-Encoding"));
+  if (!body_coding.ok()) {  // RFC 9110: 415 for a content coding the server does not take
+    return Reply(req, 415, ErrorJson(body_coding.status().message()), kJson);
+  }
+  call->body_coding = *body_coding;
+  call->reply_coding = ResponseCoding(evhttp_find_header(headers, "Accept-Encoding"));
+  const char* content_type = evhttp_find_header(headers, "Content-Type");
   const absl::string_view type = content_type != nullptr ? absl::string_view(content_type) : "";
   call->photo = absl::StartsWith(type, "image/jpeg") || absl::StartsWith(type, "image/png");
   if (call->photo) {
@@ -468,7 +485,7 @@ void HttpServer::Infer(evhttp_request* req, const std::string& model, const std:
   evbuffer* in = evhttp_request_get_input_buffer(req);
   const size_t size = evbuffer_get_length(in);
   ++in_flight_;
-  if (!call->photo && size <= options_.inline_decode_bytes) {
+  if (!call->photo && call->body_coding == ContentCoding::kIdentity && size <= options_.inline_decode_bytes) {
     call->body = size > 0 ? absl::string_view(reinterpret_cast<const char*>(evbuffer_pullup(in, -1)), size) : "";
     return Decode(call);
   }
@@ -497,6 +514,18 @@ void HttpServer::Infer(evhttp_request* req, const std::string& model, const std:
 // completion callback reaches the loop through the shared task queue alone, which drops it once the server is gone.
 void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
   std::shared_ptr<LoopTasks> tasks = tasks_;
+  if (call->body_coding != ContentCoding::kIdentity) {
+    absl::StatusOr<std::string> inflated =
+        Inflate(call->body, call->body_coding, options_.max_body_bytes, "--http_max_body_bytes");
+    if (!inflated.ok()) {
+      InferReply reply = InferReply::Error(inflated.status());
+      if (absl::IsResourceExhausted(inflated.status())) reply.code = 413;  // as libevent answers a raw body too large
+      return PostReply(tasks, this, call, std::move(reply));
+    }
+    call->inflated = std::move(*inflated);
+    call->body = call->inflated;
+    call->wire.reset();
+  }
   if (call->photo) {
     call->request = ParsePhotoRequest(call->body, call->model, call->version, call->photo_classification);
   } else {
@@ -517,8 +546,17 @@ void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
                           EncodeInferResponse(served->name(), served->version(), *call->request, *tensors);
                       InferReply reply;
                       reply.content_type = response.header_length.has_value() ? "application/octet-stream" : kJson;
-                      reply.body = std::move(response.body);
                       reply.header_length = response.header_length;
+                      if (call->reply_coding == ContentCoding::kIdentity) {
+                        reply.body = std::move(response.body);
+                      } else {
+                        absl::StatusOr<std::string> compressed = Compress(response.body, call->reply_coding);
+                        if (!compressed.ok()) {
+                          return PostReply(tasks, server, call, InferReply::Error(compressed.status()));
+                        }
+                        reply.body = std::move(*compressed);
+                        reply.content_encoding = ContentCodingName(call->reply_coding);
+                      }
                       PostReply(tasks, server, call, std::move(reply));
                     });
 }
@@ -528,7 +566,8 @@ void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
 void HttpServer::PostReply(const std::shared_ptr<LoopTasks>& tasks, HttpServer* server,
                            const std::shared_ptr<InferCall>& call, InferReply reply) {
   tasks->Post([server, req = call->req, reply = std::move(reply)]() mutable {
-    Reply(req, reply.code, std::move(reply.body), reply.content_type, reply.header_length);
+    Reply(req, reply.code, std::move(reply.body), reply.content_type, reply.header_length, nullptr,
+          reply.content_encoding);
     --server->in_flight_;
   });
 }

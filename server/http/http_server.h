@@ -13,6 +13,10 @@
 // request reaches Convoy: 413 for a body over max_body_bytes or headers over max_header_bytes, and 400 for a request
 // line or headers that are not HTTP/1.x.
 //
+// Compression (content_coding.h): a body sent with Content-Encoding gzip or deflate is inflated before it is parsed
+// (413 when it inflates past max_body_bytes, 400 when it is corrupt, 415 for another coding); an infer response is
+// compressed with the coding Accept-Encoding prefers.
+//
 // Threads: one event loop thread accepts, reads and writes, and answers every route but infer itself. An infer body
 // is decoded (parsed, validated, photos decoded, tensors copied into the batch) and queued on a decode worker
 // (worker_pool.h; small bodies on the loop thread); a completed request is encoded on the batcher thread that
