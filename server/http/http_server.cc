@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -35,6 +36,7 @@
 #include "server/http/content_coding.h"
 #include "server/http/http_status.h"
 #include "server/http/infer_json.h"
+#include "server/http/tls_context.h"
 #include "server/inference/infer_dispatch.h"
 #include "server/repository/model_manager_served_model.h"
 #include "server/repository/model_names.h"
@@ -245,6 +247,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& opt
   absl::StatusOr<std::unique_ptr<WorkerPool>> pool = WorkerPool::Create(workers);
   if (!pool.ok()) return pool.status();
   server->decode_workers_ = std::move(*pool);
+  if (!options.tls_cert_pem.empty() || !options.tls_key_pem.empty() || !options.tls_client_ca_pem.empty()) {
+    TlsContext::Options tls;
+    tls.cert_pem = options.tls_cert_pem;
+    tls.key_pem = options.tls_key_pem;
+    tls.client_ca_pem = options.tls_client_ca_pem;
+    absl::StatusOr<std::unique_ptr<TlsContext>> context = TlsContext::Create(tls);
+    if (!context.ok()) return context.status();
+    server->tls_ = std::move(*context);
+  }
   server->base_ = event_base_new();
   server->http_ = server->base_ != nullptr ? evhttp_new(server->base_) : nullptr;
   if (server->http_ == nullptr) return absl::InternalError("libevent could not create an event base");
@@ -258,6 +269,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& opt
   evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE);
   evhttp_set_default_content_type(http, kJson);
   evhttp_set_gencb(http, &HttpServer::OnRequest, server.get());
+  if (server->tls_ != nullptr) evhttp_set_bevcb(http, &HttpServer::NewTlsConnection, server.get());
   evhttp_bound_socket* bound =
       evhttp_bind_socket_with_handle(http, options.host.c_str(), static_cast<uint16_t>(options.port));
   if (bound == nullptr) {
@@ -301,6 +313,25 @@ void HttpServer::Shutdown(absl::Time deadline) {
 }
 
 void HttpServer::OnRequest(evhttp_request* req, void* self) { static_cast<HttpServer*>(self)->Route(req); }
+
+// libevent asks for each accepted connection's bufferevent here (then sets its socket, which starts the handshake).
+// Without an SSL (OpenSSL out of memory) it must not get null back: evhttp would then serve the connection in plain
+// text. A bufferevent pair takes no socket, so evhttp drops the connection instead.
+bufferevent* HttpServer::NewTlsConnection(event_base* base, void* self) {
+  SSL* ssl = static_cast<HttpServer*>(self)->tls_->NewConnection();
+  bufferevent* connection =
+      ssl != nullptr ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)
+                     : nullptr;
+  if (connection == nullptr) {
+    bufferevent* pair[2] = {nullptr, nullptr};
+    bufferevent_pair_new(base, 0, pair);
+    if (pair[1] != nullptr) bufferevent_free(pair[1]);
+    return pair[0];
+  }
+  // A client that closes without TLS's close_notify ends its connection like any other close.
+  bufferevent_openssl_set_allow_dirty_shutdown(connection, 1);
+  return connection;
+}
 
 void HttpServer::Route(evhttp_request* req) {
   // Replies go out as soon as they are written: without TCP_NODELAY, Nagle's algorithm holds a response behind the

@@ -43,6 +43,7 @@
 #include "server/http/worker_pool.h"
 #include "server/repository/model_manager.h"
 
+struct bufferevent;
 struct event_base;
 struct evhttp;
 struct evhttp_bound_socket;
@@ -51,6 +52,7 @@ struct evhttp_request;
 namespace convoy::http {
 
 class LoopTasks;
+class TlsContext;
 
 class HttpServer {
  public:
@@ -75,18 +77,24 @@ class HttpServer {
     int decode_threads = 2;
     size_t max_queued_decodes = 64;
     size_t inline_decode_bytes = 16u << 10;
+    // TLS (HTTPS) when a certificate and key are given, as for gRPC and from the same PEM files (tls_context.h);
+    // with a client CA, clients must present a certificate it signed (mutual TLS). Empty: plain HTTP.
+    std::string tls_cert_pem;
+    std::string tls_key_pem;
+    std::string tls_client_ca_pem;
     // Tests only: runs on the decode worker before each body it decodes (a test holds it to keep a decode in flight).
     std::function<void()> before_worker_decode;
   };
 
-  // UNAVAILABLE naming the address when it cannot listen; INVALID_ARGUMENT without a manager or with fewer than one
-  // decode thread or queue place.
+  // UNAVAILABLE naming the address when it cannot listen; INVALID_ARGUMENT without a manager, with fewer than one
+  // decode thread or queue place, or with TLS files OpenSSL cannot use (naming the flag and the reason).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const Options& options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const { return port_; }
+  bool tls() const { return tls_ != nullptr; }
 
   // Stops accepting connections, waits until the infer requests in flight are answered or `deadline` passes, then
   // stops the loop. Idempotent.
@@ -95,6 +103,7 @@ class HttpServer {
  private:
   explicit HttpServer(const Options& options);
   static void OnRequest(evhttp_request* req, void* self);
+  static bufferevent* NewTlsConnection(event_base* base, void* self);
   void Route(evhttp_request* req);
   struct InferCall;
   struct InferReply;
@@ -109,6 +118,7 @@ class HttpServer {
   evhttp_bound_socket* bound_ = nullptr;  // the listening socket; used on the loop thread after Start
   std::shared_ptr<LoopTasks> tasks_;
   std::unique_ptr<WorkerPool> decode_workers_;
+  std::unique_ptr<TlsContext> tls_;  // null: plain HTTP
   int port_ = 0;
   std::atomic<int> in_flight_{0};
   std::atomic<bool> stopped_{false};
