@@ -129,7 +129,9 @@ void Key(JsonWriter& w, const char* key, absl::string_view value) {
 
 // What a path asks for: a route kind and, under /v2/models/, the model and version.
 struct Target {
-  enum Kind { kNone, kLive, kReady, kServerMetadata, kModelMetadata, kModelReady, kModelConfig, kInfer } kind = kNone;
+  enum Kind {
+    kNone, kLive, kReady, kServerMetadata, kModelMetadata, kModelReady, kModelConfig, kModelStats, kAllStats, kInfer
+  } kind = kNone;
   std::string model;
   std::string version;
 };
@@ -139,6 +141,7 @@ Target Parse(const std::string& path) {
   if (path == "/v2/health/live") t.kind = Target::kLive;
   if (path == "/v2/health/ready") t.kind = Target::kReady;
   if (path == "/v2" || path == "/v2/") t.kind = Target::kServerMetadata;
+  if (path == "/v2/models/stats") t.kind = Target::kAllStats;  // as Triton: every model's statistics
   constexpr absl::string_view kModels = "/v2/models/";
   if (t.kind != Target::kNone || !absl::StartsWith(path, kModels)) return t;
   std::vector<std::string> parts = absl::StrSplit(absl::string_view(path).substr(kModels.size()), '/');
@@ -154,6 +157,7 @@ Target Parse(const std::string& path) {
   } else if (parts.size() == next + 1) {
     if (parts[next] == "ready") t.kind = Target::kModelReady;
     if (parts[next] == "config") t.kind = Target::kModelConfig;
+    if (parts[next] == "stats") t.kind = Target::kModelStats;
     if (parts[next] == "infer") t.kind = Target::kInfer;
   }
   return t;
@@ -217,6 +221,71 @@ void ModelConfig(evhttp_request* req, const ServedModel& model, bool on_gpu) {
                                                              "' as JSON: ", printed.ToString())));
   }
   Reply(req, 200, std::move(json), kJson);
+}
+
+void Duration(JsonWriter& w, const char* key, const repository::DurationStat& d) {
+  w.Key(key);
+  w.StartObject();
+  w.Key("count");
+  w.Uint64(d.count);
+  w.Key("ns");
+  w.Uint64(d.ns);
+  w.EndObject();
+}
+
+// Triton's statistics extension: {"model_stats": [...]} with the fields of gRPC's ModelStatistics (the same
+// numbers), counts and nanoseconds as JSON numbers. An empty name: every model; a name: its READY versions (or
+// `version`); an unknown model or version is the lookup's error.
+void ModelStatistics(evhttp_request* req, repository::ModelManager& manager, const std::string& name,
+                     const std::string& version) {
+  if (!name.empty()) {
+    absl::StatusOr<std::shared_ptr<ServedModel>> served = manager.GetServedModel(name, version);
+    if (!served.ok()) return ReplyStatus(req, served.status());
+  }
+  rapidjson::StringBuffer json;
+  JsonWriter w(json);
+  w.StartObject();
+  w.Key("model_stats");
+  w.StartArray();
+  for (const auto& model : manager.ServedModels()) {
+    if (!name.empty() && model->name() != name) continue;
+    if (!version.empty() && absl::StrCat(model->version()) != version) continue;
+    const repository::ModelStats s = model->stats();
+    w.StartObject();
+    Key(w, "name", model->name());
+    Key(w, "version", absl::StrCat(model->version()));
+    w.Key("last_inference");
+    w.Uint64(s.last_inference_ms);
+    w.Key("inference_count");
+    w.Uint64(s.inference_count);
+    w.Key("execution_count");
+    w.Uint64(s.execution_count);
+    w.Key("inference_stats");
+    w.StartObject();
+    Duration(w, "success", s.success);
+    Duration(w, "fail", s.fail);
+    Duration(w, "queue", s.queue);
+    Duration(w, "compute_input", s.compute_input);
+    Duration(w, "compute_infer", s.compute_infer);
+    Duration(w, "compute_output", s.compute_output);
+    w.EndObject();
+    w.Key("batch_stats");
+    w.StartArray();
+    for (const auto& [size, batch] : s.batch_stats) {
+      w.StartObject();
+      w.Key("batch_size");
+      w.Int64(size);
+      Duration(w, "compute_input", batch.compute_input);
+      Duration(w, "compute_infer", batch.compute_infer);
+      Duration(w, "compute_output", batch.compute_output);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  ReplyJson(req, 200, json);
 }
 
 // The Inference-Header-Content-Length header: absent, or a non-negative decimal integer.
@@ -352,7 +421,7 @@ void HttpServer::Route(evhttp_request* req) {
     return ReplyStatus(req, absl::NotFoundError(absl::StrCat("unknown path ", QuoteClientString(path),
                                                              " (KServe v2: /v2/health/live, /v2/health/ready, /v2, "
                                                              "/v2/models/{model}[/versions/{v}][/ready|/config|"
-                                                             "/infer])")));
+                                                             "/stats|/infer], /v2/models/stats)")));
   }
   const evhttp_cmd_type method = evhttp_request_get_command(req);
   const bool post = target.kind == Target::kInfer;
@@ -387,13 +456,16 @@ void HttpServer::Route(evhttp_request* req) {
       Key(w, "version", options_.server_version);
       w.Key("extensions");
       w.StartArray();
-      for (const char* e : {"classification", "model_configuration", "binary_tensor_data", "schedule_policy"}) {
+      for (const char* e :
+           {"classification", "model_configuration", "binary_tensor_data", "schedule_policy", "statistics"}) {
         w.String(e);
       }
       w.EndArray();
       w.EndObject();
       return ReplyJson(req, 200, json);
     case Target::kInfer: return Infer(req, target.model, target.version);
+    case Target::kAllStats: return ModelStatistics(req, manager, "", "");
+    case Target::kModelStats: return ModelStatistics(req, manager, target.model, target.version);
     default: break;
   }
   absl::StatusOr<std::shared_ptr<ServedModel>> served = manager.GetServedModel(target.model, target.version);

@@ -6,6 +6,7 @@
 //   GET  /v2                                            server metadata
 //   GET  /v2/models/{m}[/versions/{v}]                  model metadata
 //   GET  /v2/models/{m}[/versions/{v}]/ready | /config  model readiness (200, else the lookup's error) / config
+//   GET  /v2/models/{m}[/versions/{v}]/stats, /v2/models/stats  the statistics extension (gRPC's ModelStatistics)
 //   POST /v2/models/{m}[/versions/{v}]/infer            JSON tensors or the binary tensor data extension
 //
 // Errors are {"error": "<message>"} with the status http_status.h maps (400 bad request, 404 unknown model, version

@@ -71,15 +71,20 @@ def json_header_only(inputs):
 TINY = "/v2/models/tiny_onnx/infer"
 CLS = "output 'logits': parameter 'classification' (the 5 classes of [-1,5]): "
 NOT_FOUND_PATH = ("unknown path '{}' (KServe v2: /v2/health/live, /v2/health/ready, /v2, "
-                  "/v2/models/{{model}}[/versions/{{v}}][/ready|/config|/infer])")
+                  "/v2/models/{{model}}[/versions/{{v}}][/ready|/config|/stats|/infer], /v2/models/stats)")
 
 # (id, method, path, body, headers, status, message)
 CASES = [
     # Paths and methods.
     ("unknown_root", "GET", "/v1/models", b"", None, 404, NOT_FOUND_PATH.format("/v1/models")),
     ("empty_model_name", "GET", "/v2/models/", b"", None, 404, NOT_FOUND_PATH.format("/v2/models/")),
-    ("unknown_model_action", "GET", "/v2/models/tiny_onnx/stats", b"", None, 404,
-     NOT_FOUND_PATH.format("/v2/models/tiny_onnx/stats")),
+    ("unknown_model_action", "GET", "/v2/models/tiny_onnx/statistics", b"", None, 404,
+     NOT_FOUND_PATH.format("/v2/models/tiny_onnx/statistics")),
+    ("unknown_model_stats", "GET", "/v2/models/nope/stats", b"", None, 404, "unknown model 'nope'"),
+    ("unknown_version_stats", "GET", "/v2/models/tiny_onnx/versions/7/stats", b"", None, 404,
+     "model 'tiny_onnx' has no version '7'"),
+    ("post_to_stats", "POST", "/v2/models/stats", b"{}", None, 405,
+     "method POST is not allowed on '/v2/models/stats'; allowed: GET, HEAD"),
     ("too_many_segments", "POST", "/v2/models/tiny_onnx/versions/1/infer/x", tiny(), None, 404,
      NOT_FOUND_PATH.format("/v2/models/tiny_onnx/versions/1/infer/x")),
     ("unknown_model_metadata", "GET", "/v2/models/nope", b"", None, 404, "unknown model 'nope'"),
