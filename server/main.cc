@@ -40,6 +40,10 @@ ABSL_FLAG(int, grpc_port, 8001, "Port of the KServe v2 gRPC service and the heal
 ABSL_FLAG(int, http_port, 8000, "Port of the KServe v2 HTTP/REST service; 0 takes a free port, -1 serves none.");
 ABSL_FLAG(int64_t, http_max_body_bytes, 0,
           "Largest HTTP request body; 0 derives it: 4x the gRPC message limit (JSON text is larger than binary).");
+ABSL_FLAG(int, http_decode_threads, 2,
+          "Threads that decode HTTP infer bodies (JSON, binary tensors, photos) off the HTTP event loop.");
+ABSL_FLAG(int, http_decode_queue, 64,
+          "HTTP infer requests that may wait for a decode thread; more are answered 503 at once.");
 ABSL_FLAG(int, metrics_port, 8002, "Port of the Prometheus /metrics endpoint; 0 takes a free port, -1 serves none.");
 ABSL_FLAG(std::string, model_control_mode, "none", "none (load all at start), poll (rescan), explicit (on request).");
 ABSL_FLAG(bool, strict_readiness, true, "Ready only when every model is READY (else: when one is).");
@@ -50,7 +54,7 @@ ABSL_FLAG(int, exit_delay_seconds, 0,
           "signal ends it early.");
 ABSL_FLAG(std::string, algorithm_cache_file, "", "Kernel algorithm cache loaded at start and saved at exit.");
 ABSL_FLAG(std::string, device, "auto", "auto (CUDA when a GPU and the CUDA backend are there, else CPU), cpu, cuda.");
-ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate: serve gRPC over TLS (with --tls_key).");
+ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate: serve gRPC and HTTP over TLS (with --tls_key).");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require client certificates it signed (mutual TLS).");
 ABSL_FLAG(int, max_message_bytes, 0, "Largest gRPC message; 0 derives it from the largest model input or output at max batch.");
@@ -213,7 +217,10 @@ void PrintSummary(const SelectedDevice& device, const repository::ModelManager& 
   absl::StrAppend(&text, "  grpc:            0.0.0.0:", grpc_port, tls ? (mtls ? " (mutual TLS)" : " (TLS)") : " (plaintext)",
                   "\n");
   absl::StrAppend(&text, "  http:            ",
-                  http_port > 0 ? absl::StrCat("http://0.0.0.0:", http_port, "/v2 (plaintext)") : "off", "\n");
+                  http_port > 0 ? absl::StrCat(tls ? "https" : "http", "://0.0.0.0:", http_port, "/v2",
+                                               tls ? (mtls ? " (mutual TLS)" : " (TLS)") : " (plaintext)")
+                                : "off",
+                  "\n");
   absl::StrAppend(&text, "  metrics:         ",
                   metrics_port > 0 ? absl::StrCat("http://0.0.0.0:", metrics_port, "/metrics") : "off", "\n");
   absl::StrAppend(&text, "  algorithm cache: ",
@@ -335,6 +342,15 @@ int Run() {
     const int64_t body_flag = absl::GetFlag(FLAGS_http_max_body_bytes);
     http_options.max_body_bytes = body_flag > 0 ? static_cast<size_t>(body_flag)
                                                 : 4 * static_cast<size_t>(server_options.max_message_bytes);
+    for (auto [flag, value] : {std::make_pair("--http_decode_threads", absl::GetFlag(FLAGS_http_decode_threads)),
+                               std::make_pair("--http_decode_queue", absl::GetFlag(FLAGS_http_decode_queue))}) {
+      if (value < 1) return fail(absl::InvalidArgumentError(absl::StrCat(flag, " must be >= 1, got ", value)));
+    }
+    http_options.tls_cert_pem = server_options.tls_cert_pem;  // the same files as gRPC's TLS
+    http_options.tls_key_pem = server_options.tls_key_pem;
+    http_options.tls_client_ca_pem = server_options.tls_client_ca_pem;
+    http_options.decode_threads = absl::GetFlag(FLAGS_http_decode_threads);
+    http_options.max_queued_decodes = static_cast<size_t>(absl::GetFlag(FLAGS_http_decode_queue));
     absl::StatusOr<std::unique_ptr<http::HttpServer>> started_http = http::HttpServer::Start(http_options);
     if (!started_http.ok()) return fail(started_http.status());
     http_server = std::move(*started_http);

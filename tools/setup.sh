@@ -28,6 +28,7 @@ debian_packages=(
   libonnx-dev python3-onnx
   libopenblas-dev libboost-context-dev
   # The HTTP/REST edge (server/http/): libevent's evhttp and RapidJSON; docs/server.md says why these two.
+  # libevent-dev also ships libevent_openssl (HTTPS, with libssl-dev); zlib1g-dev below inflates gzip / deflate bodies.
   libevent-dev rapidjson-dev
   # oneDNN 2.6 (OpenMP runtime): the CPU convolution / pooling / GEMM / reorder primitives behind
   # kernels/cpu/*_onednn (docs/kernels.md says why this build and not PyPI's). Required: the build fails without it.

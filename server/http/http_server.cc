@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -32,8 +33,10 @@
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "server/grpc/model_config_proto.h"
+#include "server/http/content_coding.h"
 #include "server/http/http_status.h"
 #include "server/http/infer_json.h"
+#include "server/http/tls_context.h"
 #include "server/inference/infer_dispatch.h"
 #include "server/repository/model_manager_served_model.h"
 #include "server/repository/model_names.h"
@@ -86,9 +89,14 @@ using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 constexpr char kJson[] = "application/json";
 
 void Reply(evhttp_request* req, int code, std::string body, const char* content_type,
-           std::optional<size_t> header_length = std::nullopt, const char* allow = nullptr) {
+           std::optional<size_t> header_length = std::nullopt, const char* allow = nullptr,
+           const char* content_encoding = nullptr) {
   evkeyvalq* headers = evhttp_request_get_output_headers(req);
   evhttp_add_header(headers, "Content-Type", content_type);
+  if (content_encoding != nullptr) {
+    evhttp_add_header(headers, "Content-Encoding", content_encoding);
+    evhttp_add_header(headers, "Vary", "Accept-Encoding");
+  }
   if (header_length.has_value()) {
     evhttp_add_header(headers, "Inference-Header-Content-Length", absl::StrCat(*header_length).c_str());
   }
@@ -121,7 +129,9 @@ void Key(JsonWriter& w, const char* key, absl::string_view value) {
 
 // What a path asks for: a route kind and, under /v2/models/, the model and version.
 struct Target {
-  enum Kind { kNone, kLive, kReady, kServerMetadata, kModelMetadata, kModelReady, kModelConfig, kInfer } kind = kNone;
+  enum Kind {
+    kNone, kLive, kReady, kServerMetadata, kModelMetadata, kModelReady, kModelConfig, kModelStats, kAllStats, kInfer
+  } kind = kNone;
   std::string model;
   std::string version;
 };
@@ -131,6 +141,7 @@ Target Parse(const std::string& path) {
   if (path == "/v2/health/live") t.kind = Target::kLive;
   if (path == "/v2/health/ready") t.kind = Target::kReady;
   if (path == "/v2" || path == "/v2/") t.kind = Target::kServerMetadata;
+  if (path == "/v2/models/stats") t.kind = Target::kAllStats;  // as Triton: every model's statistics
   constexpr absl::string_view kModels = "/v2/models/";
   if (t.kind != Target::kNone || !absl::StartsWith(path, kModels)) return t;
   std::vector<std::string> parts = absl::StrSplit(absl::string_view(path).substr(kModels.size()), '/');
@@ -146,6 +157,7 @@ Target Parse(const std::string& path) {
   } else if (parts.size() == next + 1) {
     if (parts[next] == "ready") t.kind = Target::kModelReady;
     if (parts[next] == "config") t.kind = Target::kModelConfig;
+    if (parts[next] == "stats") t.kind = Target::kModelStats;
     if (parts[next] == "infer") t.kind = Target::kInfer;
   }
   return t;
@@ -211,6 +223,71 @@ void ModelConfig(evhttp_request* req, const ServedModel& model, bool on_gpu) {
   Reply(req, 200, std::move(json), kJson);
 }
 
+void Duration(JsonWriter& w, const char* key, const repository::DurationStat& d) {
+  w.Key(key);
+  w.StartObject();
+  w.Key("count");
+  w.Uint64(d.count);
+  w.Key("ns");
+  w.Uint64(d.ns);
+  w.EndObject();
+}
+
+// Triton's statistics extension: {"model_stats": [...]} with the fields of gRPC's ModelStatistics (the same
+// numbers), counts and nanoseconds as JSON numbers. An empty name: every model; a name: its READY versions (or
+// `version`); an unknown model or version is the lookup's error.
+void ModelStatistics(evhttp_request* req, repository::ModelManager& manager, const std::string& name,
+                     const std::string& version) {
+  if (!name.empty()) {
+    absl::StatusOr<std::shared_ptr<ServedModel>> served = manager.GetServedModel(name, version);
+    if (!served.ok()) return ReplyStatus(req, served.status());
+  }
+  rapidjson::StringBuffer json;
+  JsonWriter w(json);
+  w.StartObject();
+  w.Key("model_stats");
+  w.StartArray();
+  for (const auto& model : manager.ServedModels()) {
+    if (!name.empty() && model->name() != name) continue;
+    if (!version.empty() && absl::StrCat(model->version()) != version) continue;
+    const repository::ModelStats s = model->stats();
+    w.StartObject();
+    Key(w, "name", model->name());
+    Key(w, "version", absl::StrCat(model->version()));
+    w.Key("last_inference");
+    w.Uint64(s.last_inference_ms);
+    w.Key("inference_count");
+    w.Uint64(s.inference_count);
+    w.Key("execution_count");
+    w.Uint64(s.execution_count);
+    w.Key("inference_stats");
+    w.StartObject();
+    Duration(w, "success", s.success);
+    Duration(w, "fail", s.fail);
+    Duration(w, "queue", s.queue);
+    Duration(w, "compute_input", s.compute_input);
+    Duration(w, "compute_infer", s.compute_infer);
+    Duration(w, "compute_output", s.compute_output);
+    w.EndObject();
+    w.Key("batch_stats");
+    w.StartArray();
+    for (const auto& [size, batch] : s.batch_stats) {
+      w.StartObject();
+      w.Key("batch_size");
+      w.Int64(size);
+      Duration(w, "compute_input", batch.compute_input);
+      Duration(w, "compute_infer", batch.compute_infer);
+      Duration(w, "compute_output", batch.compute_output);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  ReplyJson(req, 200, json);
+}
+
 // The Inference-Header-Content-Length header: absent, or a non-negative decimal integer.
 absl::StatusOr<std::optional<size_t>> HeaderLength(evhttp_request* req) {
   const char* value = evhttp_find_header(evhttp_request_get_input_headers(req), "Inference-Header-Content-Length");
@@ -230,6 +307,24 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& opt
   static std::once_flag threads_once;
   std::call_once(threads_once, [] { evthread_use_pthreads(); });
   std::unique_ptr<HttpServer> server(new HttpServer(options));
+  WorkerPool::Options workers;
+  workers.threads = options.decode_threads;
+  workers.max_queued = options.max_queued_decodes;
+  workers.name = "HTTP request decoding";
+  workers.item = "request";
+  workers.limit_flag = "--http_decode_queue";
+  absl::StatusOr<std::unique_ptr<WorkerPool>> pool = WorkerPool::Create(workers);
+  if (!pool.ok()) return pool.status();
+  server->decode_workers_ = std::move(*pool);
+  if (!options.tls_cert_pem.empty() || !options.tls_key_pem.empty() || !options.tls_client_ca_pem.empty()) {
+    TlsContext::Options tls;
+    tls.cert_pem = options.tls_cert_pem;
+    tls.key_pem = options.tls_key_pem;
+    tls.client_ca_pem = options.tls_client_ca_pem;
+    absl::StatusOr<std::unique_ptr<TlsContext>> context = TlsContext::Create(tls);
+    if (!context.ok()) return context.status();
+    server->tls_ = std::move(*context);
+  }
   server->base_ = event_base_new();
   server->http_ = server->base_ != nullptr ? evhttp_new(server->base_) : nullptr;
   if (server->http_ == nullptr) return absl::InternalError("libevent could not create an event base");
@@ -243,6 +338,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& opt
   evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE);
   evhttp_set_default_content_type(http, kJson);
   evhttp_set_gencb(http, &HttpServer::OnRequest, server.get());
+  if (server->tls_ != nullptr) evhttp_set_bevcb(http, &HttpServer::NewTlsConnection, server.get());
   evhttp_bound_socket* bound =
       evhttp_bind_socket_with_handle(http, options.host.c_str(), static_cast<uint16_t>(options.port));
   if (bound == nullptr) {
@@ -265,6 +361,7 @@ HttpServer::HttpServer(const Options& options) : options_(options) {}
 
 HttpServer::~HttpServer() {
   Shutdown(absl::Now());
+  decode_workers_.reset();  // waits for the decodes running; their replies go to the (stopped) loop's queue
   if (tasks_ != nullptr) tasks_->Close();
   if (http_ != nullptr) evhttp_free(http_);
   if (base_ != nullptr) event_base_free(base_);
@@ -286,6 +383,25 @@ void HttpServer::Shutdown(absl::Time deadline) {
 
 void HttpServer::OnRequest(evhttp_request* req, void* self) { static_cast<HttpServer*>(self)->Route(req); }
 
+// libevent asks for each accepted connection's bufferevent here (then sets its socket, which starts the handshake).
+// Without an SSL (OpenSSL out of memory) it must not get null back: evhttp would then serve the connection in plain
+// text. A bufferevent pair takes no socket, so evhttp drops the connection instead.
+bufferevent* HttpServer::NewTlsConnection(event_base* base, void* self) {
+  SSL* ssl = static_cast<HttpServer*>(self)->tls_->NewConnection();
+  bufferevent* connection =
+      ssl != nullptr ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)
+                     : nullptr;
+  if (connection == nullptr) {
+    bufferevent* pair[2] = {nullptr, nullptr};
+    bufferevent_pair_new(base, 0, pair);
+    if (pair[1] != nullptr) bufferevent_free(pair[1]);
+    return pair[0];
+  }
+  // A client that closes without TLS's close_notify ends its connection like any other close.
+  bufferevent_openssl_set_allow_dirty_shutdown(connection, 1);
+  return connection;
+}
+
 void HttpServer::Route(evhttp_request* req) {
   // Replies go out as soon as they are written: without TCP_NODELAY, Nagle's algorithm holds a response behind the
   // client's delayed ACK of the previous segment (tens of ms per request on keep-alive connections).
@@ -305,7 +421,7 @@ void HttpServer::Route(evhttp_request* req) {
     return ReplyStatus(req, absl::NotFoundError(absl::StrCat("unknown path ", QuoteClientString(path),
                                                              " (KServe v2: /v2/health/live, /v2/health/ready, /v2, "
                                                              "/v2/models/{model}[/versions/{v}][/ready|/config|"
-                                                             "/infer])")));
+                                                             "/stats|/infer], /v2/models/stats)")));
   }
   const evhttp_cmd_type method = evhttp_request_get_command(req);
   const bool post = target.kind == Target::kInfer;
@@ -340,13 +456,16 @@ void HttpServer::Route(evhttp_request* req) {
       Key(w, "version", options_.server_version);
       w.Key("extensions");
       w.StartArray();
-      for (const char* e : {"classification", "model_configuration", "binary_tensor_data", "schedule_policy"}) {
+      for (const char* e :
+           {"classification", "model_configuration", "binary_tensor_data", "schedule_policy", "statistics"}) {
         w.String(e);
       }
       w.EndArray();
       w.EndObject();
       return ReplyJson(req, 200, json);
     case Target::kInfer: return Infer(req, target.model, target.version);
+    case Target::kAllStats: return ModelStatistics(req, manager, "", "");
+    case Target::kModelStats: return ModelStatistics(req, manager, target.model, target.version);
     default: break;
   }
   absl::StatusOr<std::shared_ptr<ServedModel>> served = manager.GetServedModel(target.model, target.version);
@@ -362,35 +481,74 @@ void HttpServer::Route(evhttp_request* req) {
   ReplyJson(req, 200, json);
 }
 
-// A request whose body is a photo (Content-Type image/jpeg or image/png): the view of one BYTES element for the
-// model's photo input, answered with the top classes of its classifier outputs; `?classification=K` sets how many
-// (default 5; 0 answers the output tensors).
-absl::StatusOr<std::unique_ptr<HttpInferRequest>> ParsePhotoRequest(evhttp_request* req, absl::string_view body,
-                                                                    const std::string& model,
-                                                                    const std::string& version) {
+// What an infer request carries from the loop thread to wherever it is decoded: what was read from the evhttp
+// request, its body, and the parsed request whose views point into the body. The decode task and the completion
+// callback share it; `req` is used only on the loop thread.
+struct HttpServer::InferCall {
+  evhttp_request* req = nullptr;
+  std::string model;
+  std::string version;
+  std::optional<size_t> header_length;
+  bool photo = false;               // Content-Type image/jpeg or image/png
+  int64_t photo_classification = 5;  // ?classification=K of a photo body
+  ContentCoding body_coding = ContentCoding::kIdentity;   // Content-Encoding
+  ContentCoding reply_coding = ContentCoding::kIdentity;  // chosen from Accept-Encoding
+  std::unique_ptr<evbuffer, void (*)(evbuffer*)> wire{nullptr, &evbuffer_free};  // the body, moved off the request
+  std::string inflated;             // the body when it came compressed
+  absl::string_view body;           // into the request's input buffer, `wire` or `inflated`
+  std::unique_ptr<HttpInferRequest> request;
+};
+
+// An infer request's answer, written by the loop thread.
+struct HttpServer::InferReply {
+  int code = 200;
+  std::string body;
+  const char* content_type = kJson;
+  std::optional<size_t> header_length;  // Inference-Header-Content-Length of a binary response
+  const char* content_encoding = nullptr;  // gzip or deflate when compressed
+
+  static InferReply Error(const absl::Status& status) {
+    InferReply reply;
+    reply.code = HttpStatusCode(status);
+    reply.body = ErrorJson(status.message());
+    return reply;
+  }
+};
+
+namespace {
+
+// A photo body's `?classification=K` (how many top classes each classifier output answers; default 5, 0: the
+// tensors).
+absl::StatusOr<int64_t> PhotoClassification(evhttp_request* req) {
+  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+  const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
+  int64_t classification = 5;
+  if (query == nullptr) return classification;
+  evkeyvalq pairs;
+  if (evhttp_parse_query_str(query, &pairs) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("query ", QuoteClientString(query), " cannot be parsed"));
+  }
+  const char* k = evhttp_find_header(&pairs, "classification");
+  const std::string value = k != nullptr ? k : "";
+  evhttp_clear_headers(&pairs);
+  if (k != nullptr && (!absl::SimpleAtoi(value, &classification) || classification < 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("query parameter 'classification': expected an integer >= 0, "
+                                                   "got ", QuoteClientString(value)));
+  }
+  return classification;
+}
+
+// A request whose body is a photo: the view of one BYTES element for the model's photo input, answered with the top
+// classes of its classifier outputs.
+std::unique_ptr<HttpInferRequest> ParsePhotoRequest(absl::string_view body, const std::string& model,
+                                                    const std::string& version, int64_t classification) {
   auto request = std::make_unique<HttpInferRequest>();
   request->model = model;
   request->version = version;
   request->view.model = request->model;
   request->view.version = request->version;
   request->view.photo_body = true;
-  request->view.photo_classification = 5;
-  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-  const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
-  if (query != nullptr) {
-    evkeyvalq pairs;
-    if (evhttp_parse_query_str(query, &pairs) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("query ", QuoteClientString(query), " cannot be parsed"));
-    }
-    const char* k = evhttp_find_header(&pairs, "classification");
-    const std::string value = k != nullptr ? k : "";
-    evhttp_clear_headers(&pairs);
-    if (k != nullptr && (!absl::SimpleAtoi(value, &request->view.photo_classification) ||
-                         request->view.photo_classification < 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("query parameter 'classification': expected an integer >= 0, "
-                                                     "got ", QuoteClientString(value)));
-    }
-  }
+  request->view.photo_classification = classification;
   infer::InputTensorView photo;
   photo.datatype = "BYTES";
   photo.bytes_elements = std::vector<absl::string_view>{body};
@@ -398,50 +556,123 @@ absl::StatusOr<std::unique_ptr<HttpInferRequest>> ParsePhotoRequest(evhttp_reque
   return request;
 }
 
-// Parses on the loop thread, queues through infer::StartInfer, encodes on the completing thread, and replies from
-// the loop. The request (and the evbuffer its view points into) lives until the reply: libevent keeps a request
-// whose client went away until it is answered.
+}  // namespace
+
+// The loop thread reads what it needs from the evhttp request, then the body is decoded (parsed, validated, copied
+// into the batch's buffers, photos decoded) here for a small body, else on a decode worker, so a large body or photo
+// never holds up the other connections. The request (and the evbuffer its view points into) lives until the reply:
+// libevent keeps a request whose client went away until it is answered.
 void HttpServer::Infer(evhttp_request* req, const std::string& model, const std::string& version) {
   absl::StatusOr<std::optional<size_t>> header_length = HeaderLength(req);
   if (!header_length.ok()) return ReplyStatus(req, header_length.status());
+  auto call = std::make_shared<InferCall>();
+  call->req = req;
+  call->model = model;
+  call->version = version;
+  call->header_length = *header_length;
+  evkeyvalq* headers = evhttp_request_get_input_headers(req);
+  absl::StatusOr<ContentCoding> body_coding = RequestCoding(evhttp_find_header(headers, "Content-Encoding"));
+  if (!body_coding.ok()) {  // RFC 9110: 415 for a content coding the server does not take
+    return Reply(req, 415, ErrorJson(body_coding.status().message()), kJson);
+  }
+  call->body_coding = *body_coding;
+  call->reply_coding = ResponseCoding(evhttp_find_header(headers, "Accept-Encoding"));
+  const char* content_type = evhttp_find_header(headers, "Content-Type");
+  const absl::string_view type = content_type != nullptr ? absl::string_view(content_type) : "";
+  call->photo = absl::StartsWith(type, "image/jpeg") || absl::StartsWith(type, "image/png");
+  if (call->photo) {
+    absl::StatusOr<int64_t> classification = PhotoClassification(req);
+    if (!classification.ok()) return ReplyStatus(req, classification.status());
+    call->photo_classification = *classification;
+  }
   evbuffer* in = evhttp_request_get_input_buffer(req);
   const size_t size = evbuffer_get_length(in);
-  const char* data = size > 0 ? reinterpret_cast<const char*>(evbuffer_pullup(in, -1)) : "";
-  const char* content_type = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-  const absl::string_view type = content_type != nullptr ? absl::string_view(content_type) : "";
-  const bool photo = absl::StartsWith(type, "image/jpeg") || absl::StartsWith(type, "image/png");
-  absl::StatusOr<std::unique_ptr<HttpInferRequest>> parsed =
-      photo ? ParsePhotoRequest(req, absl::string_view(data, size), model, version)
-            : ParseInferRequest(absl::string_view(data, size), *header_length, model, version);
-  if (!parsed.ok()) return ReplyStatus(req, parsed.status());
-  std::shared_ptr<HttpInferRequest> request = std::move(*parsed);
   ++in_flight_;
+  if (!call->photo && call->body_coding == ContentCoding::kIdentity && size <= options_.inline_decode_bytes) {
+    call->body = size > 0 ? absl::string_view(reinterpret_cast<const char*>(evbuffer_pullup(in, -1)), size) : "";
+    return Decode(call);
+  }
+  call->wire.reset(evbuffer_new());
+  if (call->wire == nullptr || evbuffer_add_buffer(call->wire.get(), in) != 0) {  // moves the chains: no copy
+    // Not movable (out of memory): the worker reads the body in the request's own buffer, pulled up here.
+    call->wire.reset();
+    call->body = size > 0 ? absl::string_view(reinterpret_cast<const char*>(evbuffer_pullup(in, -1)), size) : "";
+  }
+  absl::Status queued = decode_workers_->Submit([this, call] {
+    if (options_.before_worker_decode) options_.before_worker_decode();
+    const size_t length = call->wire != nullptr ? evbuffer_get_length(call->wire.get()) : 0;
+    if (length > 0) {
+      call->body = absl::string_view(reinterpret_cast<const char*>(evbuffer_pullup(call->wire.get(), -1)), length);
+    }
+    Decode(call);
+  });
+  if (!queued.ok()) {
+    --in_flight_;
+    ReplyStatus(req, queued);
+  }
+}
+
+// Parses and queues `call` on the loop thread or a decode worker, encodes the response on the thread that completes
+// it, and hands the reply to the loop. Uses `this` only on those two threads (the server outlives both); the
+// completion callback reaches the loop through the shared task queue alone, which drops it once the server is gone.
+void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
   std::shared_ptr<LoopTasks> tasks = tasks_;
-  infer::StartInfer(
-      *options_.manager, request->view, absl::InfiniteFuture(), nullptr,
-      [this, req, request, tasks](absl::Status status, const ServedModel* served,
-                                  const std::vector<infer::RequestedOutput>& outputs,
-                                  const repository::InferencePayload* payload) {
-        HttpInferResponse response;
-        if (status.ok()) {
-          absl::StatusOr<std::vector<infer::ResponseTensor>> tensors =
-              infer::ResponseTensors(*served, outputs, *payload);
-          if (tensors.ok()) {
-            response = EncodeInferResponse(served->name(), served->version(), *request, *tensors);
-          } else {
-            status = tensors.status();
-          }
-        }
-        tasks->Post([this, req, status, response = std::move(response)]() mutable {
-          if (!status.ok()) {
-            ReplyStatus(req, status);
-          } else {
-            Reply(req, 200, std::move(response.body),
-                  response.header_length.has_value() ? "application/octet-stream" : kJson, response.header_length);
-          }
-          --in_flight_;
-        });
-      });
+  if (call->body_coding != ContentCoding::kIdentity) {
+    absl::StatusOr<std::string> inflated =
+        Inflate(call->body, call->body_coding, options_.max_body_bytes, "--http_max_body_bytes");
+    if (!inflated.ok()) {
+      InferReply reply = InferReply::Error(inflated.status());
+      if (absl::IsResourceExhausted(inflated.status())) reply.code = 413;  // as libevent answers a raw body too large
+      return PostReply(tasks, this, call, std::move(reply));
+    }
+    call->inflated = std::move(*inflated);
+    call->body = call->inflated;
+    call->wire.reset();
+  }
+  if (call->photo) {
+    call->request = ParsePhotoRequest(call->body, call->model, call->version, call->photo_classification);
+  } else {
+    absl::StatusOr<std::unique_ptr<HttpInferRequest>> parsed =
+        ParseInferRequest(call->body, call->header_length, call->model, call->version);
+    if (!parsed.ok()) return PostReply(tasks, this, call, InferReply::Error(parsed.status()));
+    call->request = std::move(*parsed);
+  }
+  infer::StartInfer(*options_.manager, call->request->view, absl::InfiniteFuture(), nullptr,
+                    [server = this, call, tasks](absl::Status status, const ServedModel* served,
+                                                 const std::vector<infer::RequestedOutput>& outputs,
+                                                 const repository::InferencePayload* payload) {
+                      if (!status.ok()) return PostReply(tasks, server, call, InferReply::Error(status));
+                      absl::StatusOr<std::vector<infer::ResponseTensor>> tensors =
+                          infer::ResponseTensors(*served, outputs, *payload);
+                      if (!tensors.ok()) return PostReply(tasks, server, call, InferReply::Error(tensors.status()));
+                      HttpInferResponse response =
+                          EncodeInferResponse(served->name(), served->version(), *call->request, *tensors);
+                      InferReply reply;
+                      reply.content_type = response.header_length.has_value() ? "application/octet-stream" : kJson;
+                      reply.header_length = response.header_length;
+                      if (call->reply_coding == ContentCoding::kIdentity) {
+                        reply.body = std::move(response.body);
+                      } else {
+                        absl::StatusOr<std::string> compressed = Compress(response.body, call->reply_coding);
+                        if (!compressed.ok()) {
+                          return PostReply(tasks, server, call, InferReply::Error(compressed.status()));
+                        }
+                        reply.body = std::move(*compressed);
+                        reply.content_encoding = ContentCodingName(call->reply_coding);
+                      }
+                      PostReply(tasks, server, call, std::move(reply));
+                    });
+}
+
+// Runs on any thread: the reply is written by the loop, which then counts the request as answered. `server` is
+// dereferenced only there, while the loop runs (so while the server exists).
+void HttpServer::PostReply(const std::shared_ptr<LoopTasks>& tasks, HttpServer* server,
+                           const std::shared_ptr<InferCall>& call, InferReply reply) {
+  tasks->Post([server, req = call->req, reply = std::move(reply)]() mutable {
+    Reply(req, reply.code, std::move(reply.body), reply.content_type, reply.header_length, nullptr,
+          reply.content_encoding);
+    --server->in_flight_;
+  });
 }
 
 }  // namespace convoy::http

@@ -40,6 +40,7 @@ const char* HttpReasonPhrase(int code) {
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
     case 429: return "Too Many Requests";
     case 499: return "Client Closed Request";
     case 500: return "Internal Server Error";

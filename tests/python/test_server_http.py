@@ -1,6 +1,7 @@
 """KServe v2 HTTP/REST through tritonclient.http (sync, gevent async_infer, and the asyncio client) against a real
 server: JSON and binary inputs and outputs, every datatype a model serves (FP32, FP16, UINT8), nested and flat JSON
-data, the classification extension, request ids, priority and timeout, metadata, config and readiness. Each result
+data, the classification extension, request ids, priority and timeout, metadata, config and readiness, and
+the statistics extension (the same numbers as gRPC's ModelStatistics). Each result
 is compared with onnxruntime (relative error <= 1e-4 for FP32, 1e-2 for FP16) and with the gRPC path on the same
 input (the two protocols share one decoder and one batcher: same bytes in, same outputs out, <= 1e-6).
 """
@@ -261,3 +262,42 @@ def test_readme_curl_examples_print_what_the_readme_shows(shared_server):
             assert [e.split(":")[1] for e in gd] == [e.split(":")[1] for e in wd]
             assert max(abs(float(a.split(":")[0]) - float(b.split(":")[0])) for a, b in zip(gd, wd)) <= 1e-5
         assert g == w
+
+
+def _stat_numbers(entry):
+    """The numbers of one model_stats entry, whichever protocol printed it (gRPC's JSON prints uint64 as strings and
+    leaves zeros out)."""
+    def d(x):
+        return int((x or {}).get("count", 0)), int((x or {}).get("ns", 0))
+    stats = entry.get("inference_stats", {})
+    return {"name": entry["name"], "version": entry["version"],
+            "inference_count": int(entry.get("inference_count", 0)),
+            "execution_count": int(entry.get("execution_count", 0)),
+            "last_inference": int(entry.get("last_inference", 0)),
+            **{k: d(stats.get(k)) for k in ("success", "fail", "queue", "compute_input", "compute_infer",
+                                            "compute_output")},
+            "batches": sorted((int(b["batch_size"]), d(b.get("compute_infer"))) for b in entry.get("batch_stats", []))}
+
+
+def test_statistics_extension_matches_grpc(shared_server, http_client):
+    before = _stat_numbers(http_client.get_inference_statistics("tiny_onnx")["model_stats"][0])
+    for _ in range(3):
+        x = RNG.uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32)
+        t = httpclient.InferInput("x", list(x.shape), "FP32")
+        t.set_data_from_numpy(x)
+        http_client.infer("tiny_onnx", [t])
+    over_http = http_client.get_inference_statistics("tiny_onnx")["model_stats"]
+    with grpcclient.InferenceServerClient(shared_server.url) as c:
+        over_grpc = c.get_inference_statistics("tiny_onnx", as_json=True)["model_stats"]
+        every_grpc = c.get_inference_statistics(as_json=True)["model_stats"]
+    assert [_stat_numbers(e) for e in over_http] == [_stat_numbers(e) for e in over_grpc]
+    after = _stat_numbers(over_http[0])
+    assert after["inference_count"] == before["inference_count"] + 6
+    assert after["success"][0] == before["success"][0] + 3
+    assert after["success"][1] > before["success"][1] and after["last_inference"] >= before["last_inference"]
+    every = http_client.get_inference_statistics()["model_stats"]
+    assert sorted(e["name"] for e in every) == sorted(e["name"] for e in every_grpc) == \
+           ["resnet_classifier", "simple_cnn", "tiny_fp16", "tiny_onnx", "tiny_uint8"]
+    assert http_client.get_inference_statistics("tiny_onnx", "1")["model_stats"] == over_http
+    meta = http_client.get_server_metadata()
+    assert "statistics" in meta["extensions"]

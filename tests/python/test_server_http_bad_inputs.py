@@ -1,16 +1,19 @@
 """The HTTP/REST bad-input battery: every case is a request a client can get wrong (paths, methods, malformed and
 truncated JSON, wrong types, shapes, values and parameters, binary data sizes that disagree with the JSON header,
-oversized bodies and headers, garbage request lines) or a connection it can handle oddly (pipelined, half-closed,
+compressed bodies that are not what their Content-Encoding says or inflate past the body limit, oversized bodies and
+headers, garbage request lines) or a connection it can handle oddly (pipelined, half-closed,
 slow). Each asserts the exact status and, where Convoy answers, the exact {"error": ...} message; after each the
 server still answers /v2/health/live and an inference. 413 and the 400 for a request line that is not HTTP come from
 libevent before a request reaches Convoy: only their status is asserted.
 """
+import gzip
 import http.client
 import json
 import re
 import socket
 import struct
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -68,15 +71,20 @@ def json_header_only(inputs):
 TINY = "/v2/models/tiny_onnx/infer"
 CLS = "output 'logits': parameter 'classification' (the 5 classes of [-1,5]): "
 NOT_FOUND_PATH = ("unknown path '{}' (KServe v2: /v2/health/live, /v2/health/ready, /v2, "
-                  "/v2/models/{{model}}[/versions/{{v}}][/ready|/config|/infer])")
+                  "/v2/models/{{model}}[/versions/{{v}}][/ready|/config|/stats|/infer], /v2/models/stats)")
 
 # (id, method, path, body, headers, status, message)
 CASES = [
     # Paths and methods.
     ("unknown_root", "GET", "/v1/models", b"", None, 404, NOT_FOUND_PATH.format("/v1/models")),
     ("empty_model_name", "GET", "/v2/models/", b"", None, 404, NOT_FOUND_PATH.format("/v2/models/")),
-    ("unknown_model_action", "GET", "/v2/models/tiny_onnx/stats", b"", None, 404,
-     NOT_FOUND_PATH.format("/v2/models/tiny_onnx/stats")),
+    ("unknown_model_action", "GET", "/v2/models/tiny_onnx/statistics", b"", None, 404,
+     NOT_FOUND_PATH.format("/v2/models/tiny_onnx/statistics")),
+    ("unknown_model_stats", "GET", "/v2/models/nope/stats", b"", None, 404, "unknown model 'nope'"),
+    ("unknown_version_stats", "GET", "/v2/models/tiny_onnx/versions/7/stats", b"", None, 404,
+     "model 'tiny_onnx' has no version '7'"),
+    ("post_to_stats", "POST", "/v2/models/stats", b"{}", None, 405,
+     "method POST is not allowed on '/v2/models/stats'; allowed: GET, HEAD"),
     ("too_many_segments", "POST", "/v2/models/tiny_onnx/versions/1/infer/x", tiny(), None, 404,
      NOT_FOUND_PATH.format("/v2/models/tiny_onnx/versions/1/infer/x")),
     ("unknown_model_metadata", "GET", "/v2/models/nope", b"", None, 404, "unknown model 'nope'"),
@@ -217,6 +225,27 @@ CASES = [
      "(Inference-Header-Content-Length {})"),
     ("binary_size_wrong_for_shape", "POST", TINY, *binary_request([764], 764), 400,
      "input 'x': expected 768 bytes for shape [1,3,8,8] FP32, got 764"),
+    # Compressed bodies (Content-Encoding): the limit applies to the inflated size.
+    ("gzip_header_on_plain_body", "POST", TINY, tiny(), {"Content-Encoding": "gzip"}, 400,
+     "request body (Content-Encoding: gzip): not valid gzip data (incorrect header check)"),
+    ("deflate_header_on_gzip_body", "POST", TINY, gzip.compress(tiny().encode()), {"Content-Encoding": "deflate"},
+     400, "request body (Content-Encoding: deflate): not valid deflate data (incorrect header check)"),
+    ("gzip_truncated", "POST", TINY, gzip.compress(tiny().encode())[:100], {"Content-Encoding": "gzip"}, 400,
+     "request body (Content-Encoding: gzip): the gzip data ends early (truncated after 100 bytes)"),
+    ("deflate_trailing_bytes", "POST", TINY, zlib.compress(tiny().encode()) + b"xyz", {"Content-Encoding": "deflate"},
+     400, "request body (Content-Encoding: deflate): 3 bytes follow the end of the deflate data"),
+    ("gzip_bomb", "POST", TINY, gzip.compress(b" " * (20 * MAX_BODY)), {"Content-Encoding": "gzip"}, 413,
+     f"request body (Content-Encoding: gzip): inflates to more than {MAX_BODY} bytes, the largest request body this "
+     "server takes (--http_max_body_bytes)"),
+    ("deflate_just_over_the_limit", "POST", TINY, zlib.compress(b" " * (MAX_BODY + 1)), {"Content-Encoding": "deflate"},
+     413, f"request body (Content-Encoding: deflate): inflates to more than {MAX_BODY} bytes, the largest request body "
+     "this server takes (--http_max_body_bytes)"),
+    ("gzip_malformed_json", "POST", TINY, gzip.compress(b'{"inputs":['), {"Content-Encoding": "gzip"}, 400,
+     "malformed JSON at byte 11 of the 11-byte request: Invalid value."),
+    ("unsupported_coding", "POST", TINY, tiny(), {"Content-Encoding": "br"}, 415,
+     "Content-Encoding 'br' is not supported: send the body as it is or with gzip or deflate"),
+    ("two_codings", "POST", TINY, tiny(), {"Content-Encoding": "gzip, gzip"}, 415,
+     "Content-Encoding 'gzip, gzip' is not supported: send the body as it is or with gzip or deflate"),
 ]
 
 
