@@ -257,6 +257,9 @@ int WaitForSignal(const sigset_t& signals, absl::Duration timeout) {
 
 int Run() {
   const absl::Time started = absl::Now();
+  // A client that closes its connection while a reply is being written must not end the server: writes to such a
+  // socket (libevent's evbuffer_write does plain write/writev) then fail with EPIPE instead of raising SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   // SIGTERM/SIGINT are taken by sigwait below; block them before any thread starts so none of them gets one.
   sigset_t signals;
   sigemptyset(&signals);
