@@ -316,6 +316,12 @@ int Run() {
     state_logger.Refresh();
     (*manager)->AddListener([&state_logger] { state_logger.Refresh(); });
   }
+  // On every return (a start-up failure below included) the manager shuts down, notifying its listeners, while
+  // state_logger still exists; after the orderly drain at the end this finds it shut down and does nothing.
+  struct ShutdownOnReturn {
+    repository::ModelManager* manager;
+    ~ShutdownOnReturn() { manager->Shutdown(absl::Now()).IgnoreError(); }
+  } shutdown_on_return{manager->get()};
 
   grpc_server::GrpcServer::Options server_options;
   server_options.address = absl::StrCat("0.0.0.0:", absl::GetFlag(FLAGS_grpc_port));

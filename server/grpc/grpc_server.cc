@@ -42,6 +42,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& opt
   server->inference_ = std::make_unique<InferenceService>(service_options);
   server->health_ = std::make_unique<HealthService>(options.manager);
   grpc::ServerBuilder builder;
+  // gRPC would set SO_REUSEPORT: a second server started on a port another one listens on would then share that
+  // port's connections with it silently. Off, the second one fails to start, naming the port (as Triton's default).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.address, *credentials, &server->port_);
   builder.RegisterService(server->inference_.get());
   builder.RegisterService(server->health_.get());
@@ -64,7 +67,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& opt
 }
 
 void GrpcServer::Shutdown(absl::Time deadline) {
-  if (shut_down_) return;
+  if (shut_down_ || server_ == nullptr) return;  // null: Start failed (e.g. the port is taken) before serving
   shut_down_ = true;
   {
     convoy::MutexLock lock(&health_link_->mu);

@@ -4,12 +4,16 @@ tensor, the expected and the actual values); NaN/Inf inputs (served); client dea
 must still answer correctly. Malformed requests that tritonclient refuses to build are sent with the generated gRPC
 stub directly. test_server_bad_inputs.py is the full battery (cancellation while queued and while running included).
 """
+import subprocess
+
 import grpc
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
+
+from conftest import server_binary
 
 RNG = np.random.default_rng()
 
@@ -161,3 +165,21 @@ def test_priority_levels(client):
         client.infer("resnet_classifier", [make_input("images", images(1, h=224, w=224), "FP32")], priority=3)
     assert "INVALID_ARGUMENT" in str(err.value.status())
     assert "priority" in err.value.message() and "3" in err.value.message(), err.value.message()
+
+
+@pytest.mark.parametrize("flag,message", [("grpc_port", "gRPC: cannot listen on 0.0.0.0:{port}"),
+                                          ("http_port", "HTTP: cannot listen on 0.0.0.0:{port}"),
+                                          ("metrics_port", "metrics endpoint cannot listen on 0.0.0.0:{port}")])
+def test_a_second_server_on_a_taken_port_fails_to_start_cleanly(shared_server, flag, message):
+    """A server started on a port another one listens on exits with status 1 at start-up, logging startup_failed with
+    the port (after its models loaded: no crash while they are unloaded), instead of sharing the port's connections
+    (gRPC's SO_REUSEPORT is off); the first server keeps serving."""
+    port = getattr(shared_server, flag)
+    ports = {"grpc_port": 0, "http_port": 0, "metrics_port": 0, flag: port}
+    proc = subprocess.run([server_binary(), f"--model_repository={shared_server.repository}", "--device=cpu",
+                           *(f"--{name}={value}" for name, value in ports.items())],
+                          capture_output=True, text=True, timeout=120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, f"exit {proc.returncode}\n{output[-2000:]}"
+    assert "event=startup_failed" in output and message.format(port=port) in output, output[-2000:]
+    assert shared_server.health_status("readiness") == 1  # SERVING
