@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <iterator>
 #include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/registry/residual_in_output.h"
 #include "kernels/registry/verification.h"
 #include "server/runtime/planner_internal.h"
 
@@ -161,6 +164,44 @@ absl::StatusOr<int> PlanBuilder::Require(int id, DataType dtype, Layout layout, 
   auto bind = [id, out](TensorPointers t) { return ConvertArgs{t[id], t[out]}; };
   CONVOY_RETURN_IF_ERROR(AddKernelStep<ConvertOp>(converted.name, {id}, {out}, problem_for, bind));
   return out;
+}
+
+bool PlanBuilder::PlaceOutputOverResidual(const Node& node, const std::string& residual_name, int x, int residual,
+                                          int y) {
+  auto* step = dynamic_cast<KernelStep<Conv2dOp>*>(plan_->steps_.back().get());
+  if (step == nullptr || residual_name.empty()) return false;
+  for (const auto& variant : step->variants()) {
+    if (!AccumulatesOntoOutput(*variant.algorithm, variant.problem)) return false;
+  }
+  const PlanTensor& r = plan_->tensors_[residual];
+  const PlanTensor& out = plan_->tensors_[y];
+  if (r.alias_of >= 0 || r.external || producer_[residual] < 0 || Root(x) == residual) return false;
+  if (r.shape.size() != 4 || r.shape != out.shape || r.dtype != out.dtype ||
+      StoredLayout(r.layout, r.shape[1]) != StoredLayout(out.layout, out.shape[1])) {
+    return false;
+  }
+  for (int i = 0; i < static_cast<int>(plan_->tensors_.size()); ++i) {
+    if (i != residual && Root(i) == residual) return false;  // a view would see the overwrite
+  }
+  // Nodes run in the graph's order, one step after another: a node after this one reads the residual after the
+  // step overwrote it.
+  const std::vector<Node>& nodes = graph_.nodes();
+  const ptrdiff_t here = &node - nodes.data();
+  if (here < 0 || here >= static_cast<ptrdiff_t>(nodes.size())) return false;
+  for (size_t i = static_cast<size_t>(here) + 1; i < nodes.size(); ++i) {
+    for (const std::string& input : nodes[i].inputs) {
+      if (input == residual_name) return false;
+    }
+  }
+  for (const std::string& output : graph_.outputs()) {
+    if (output == residual_name) return false;
+  }
+  // A conversion made for this node must not be handed out again (nothing later asks for one, by the checks above).
+  for (auto it = conversions_.begin(); it != conversions_.end();) {
+    it = it->second == residual ? conversions_.erase(it) : std::next(it);
+  }
+  plan_->tensors_[y].alias_of = residual;
+  return true;
 }
 
 absl::StatusOr<int> PlanBuilder::ComputeInput(const Node& node, size_t index) {
