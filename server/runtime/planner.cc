@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <initializer_list>
 #include <iterator>
 #include <set>
 
@@ -173,34 +174,41 @@ bool PlanBuilder::PlaceOutputOverResidual(const Node& node, const std::string& r
   for (const auto& variant : step->variants()) {
     if (!AccumulatesOntoOutput(*variant.algorithm, variant.problem)) return false;
   }
-  const PlanTensor& r = plan_->tensors_[residual];
+  // The storage y would take: the residual's root (itself, or the buffer it is a view of, e.g. the output of an
+  // earlier conv that took its own residual's storage).
+  const int root = Root(residual);
+  const PlanTensor& r = plan_->tensors_[root];
   const PlanTensor& out = plan_->tensors_[y];
-  if (r.alias_of >= 0 || r.external || producer_[residual] < 0 || Root(x) == residual) return false;
-  if (r.shape.size() != 4 || r.shape != out.shape || r.dtype != out.dtype ||
-      StoredLayout(r.layout, r.shape[1]) != StoredLayout(out.layout, out.shape[1])) {
-    return false;
+  if (r.external || producer_[root] < 0 || Root(x) == root) return false;
+  for (const PlanTensor* t : std::initializer_list<const PlanTensor*>{&plan_->tensors_[residual], &r}) {
+    if (t->shape.size() != 4 || t->shape != out.shape || t->dtype != out.dtype ||
+        StoredLayout(t->layout, t->shape[1]) != StoredLayout(out.layout, out.shape[1])) {
+      return false;
+    }
   }
-  for (int i = 0; i < static_cast<int>(plan_->tensors_.size()); ++i) {
-    if (i != residual && Root(i) == residual) return false;  // a view would see the overwrite
+  // Every graph tensor that lives in that storage (the residual and its views) must be read by no later node and be
+  // no graph output: nodes run in the graph's order, one step after another, so a later node would read it after
+  // this step overwrote it.
+  std::set<std::string> names = {residual_name};
+  for (const auto& [name, id] : values_) {
+    if (Root(id) == root) names.insert(name);
   }
-  // Nodes run in the graph's order, one step after another: a node after this one reads the residual after the
-  // step overwrote it.
   const std::vector<Node>& nodes = graph_.nodes();
   const ptrdiff_t here = &node - nodes.data();
   if (here < 0 || here >= static_cast<ptrdiff_t>(nodes.size())) return false;
   for (size_t i = static_cast<size_t>(here) + 1; i < nodes.size(); ++i) {
     for (const std::string& input : nodes[i].inputs) {
-      if (input == residual_name) return false;
+      if (names.count(input) > 0) return false;
     }
   }
   for (const std::string& output : graph_.outputs()) {
-    if (output == residual_name) return false;
+    if (names.count(output) > 0) return false;
   }
-  // A conversion made for this node must not be handed out again (nothing later asks for one, by the checks above).
+  // A conversion that lies in that storage must not be handed out again.
   for (auto it = conversions_.begin(); it != conversions_.end();) {
-    it = it->second == residual ? conversions_.erase(it) : std::next(it);
+    it = Root(it->second) == root ? conversions_.erase(it) : std::next(it);
   }
-  plan_->tensors_[y].alias_of = residual;
+  plan_->tensors_[y].alias_of = root;
   return true;
 }
 
