@@ -1,85 +1,122 @@
-// What oneDNN's brgconv kernels buy on an AVX-512 CPU: every conv layer of ResNet-18 and ResNet-50 (224x224, NHWC,
-// FP32, the layer's fused epilogue: bias + relu, bias, or bias + residual + relu) run by the implementation oneDNN
-// picks first (brgconv where it offers one) and by the first one that is not brgconv (what Convoy ran while brgconv
-// was skipped, docs/kernels.md "brgconv"); the fastest of REPS runs per layer (after 2 warm-up runs), and the sums
-// weighted by each layer's use count. oneDNN directly, no Convoy code: the kernels alone.
+// What the residual as oneDNN's sum post-op buys on an AVX-512 CPU: every conv layer of ResNet-18 and ResNet-50
+// (224x224, NHWC, FP32, the layer's fused epilogue: bias + relu, bias, or bias + residual + relu) run by Convoy's
+// cpu.conv2d.onednn_nhwc as it is registered (the residual as the sum post-op where that gets oneDNN's brgconv
+// kernels, with the residual already in the output buffer, as plans place it) and with the residual as a full-tensor
+// binary_add (what Convoy ran before: oneDNN 2.6's brgconv declines it, and jit:avx512_core runs those layers).
+// Each line names the oneDNN implementation (and with it the ISA) both ran; the fastest of REPS runs per layer after
+// 2 warm-up runs, and the sums weighted by each layer's use count. The CPU's model name and oneDNN's version head the
+// output.
 //
 //   bazel build //kernels/benchmarks:onednn_brgconv_layers
 //   bazel-bin/kernels/benchmarks/onednn_brgconv_layers BATCH THREADS REPS     # e.g. 1 1 10
-#include <dnnl.hpp>
-#include <omp.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "kernels/benchmarks/resnet_conv_layers.h"
-using namespace dnnl;
-using tag = memory::format_tag;
-using dt = memory::data_type;
-using L = convoy::benchmarks::ResNetConvLayer;
+#include "kernels/common/thread_pool.h"
+#include "kernels/cpu/conv2d_onednn.h"
+#include "kernels/cpu/onednn_support.h"
 
-int main(int argc, char** argv) {
+namespace convoy {
+namespace {
+
+using L = benchmarks::ResNetConvLayer;
+using Form = cpu::Conv2dOnednnNhwc::ResidualForm;
+
+// The first "model name" line of /proc/cpuinfo (what lscpu prints), or "unknown CPU".
+std::string CpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown CPU";
+}
+
+struct Timed {
+  double ms = -1;  // negative: the algorithm declined or failed
+  std::string impl = "-";
+  bool sum = false;
+};
+
+// The fastest of `reps` runs (after 2 warm-up runs) of `algorithm` on `p`, with the residual (if any) already in y
+// where the algorithm adds it onto the output.
+Timed Time(const cpu::Conv2dOnednnNhwc& algorithm, const Conv2dProblem& p, const ExecutionContext& context,
+           int reps) {
+  Timed t;
+  if (!algorithm.CanImplement(p).ok()) return t;
+  auto state = algorithm.Prepare(p, context);
+  auto workspace = HostBuffer::Allocate(algorithm.WorkspaceBytes(p));
+  auto packed = HostBuffer::Allocate(algorithm.PackedFilterBytes(p));
+  auto impl = algorithm.Implementation(p);
+  if (!state.ok() || !workspace.ok() || !packed.ok() || !impl.ok()) return t;
+  const size_t x_count = size_t(p.n) * p.c * p.h * p.w, y_count = size_t(p.output_desc().num_elements());
+  std::vector<float> x(x_count, 0.5f), w(size_t(p.filter_elements()), 0.01f), bias(p.k, 0.1f), y(y_count, 0.25f),
+      residual(y_count, 0.25f);
+  if (!algorithm.PackFilter(p, w.data(), packed->data(), context).ok()) return t;
+  t.impl = *impl;
+  t.sum = algorithm.AccumulatesOntoOutput(p);
+  const Conv2dArgs args{x.data(), packed->data(), bias.data(), nullptr, t.sum ? y.data() : residual.data(), y.data()};
+  const Workspace ws{workspace->data(), workspace->size(), state->get()};
+  double best = 1e30;
+  for (int i = 0; i < reps + 2; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!algorithm.Run(p, args, ws, context).ok()) return t;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= 2 && ms < best) best = ms;
+  }
+  t.ms = best;
+  return t;
+}
+
+int Main(int argc, char** argv) {
   if (argc != 4) {
     std::fprintf(stderr, "usage: %s BATCH THREADS REPS\n", argv[0]);
     return 2;
   }
-  const int N = std::atoi(argv[1]), thr = std::atoi(argv[2]), reps = std::atoi(argv[3]);
-  omp_set_num_threads(thr);
-  const std::vector<L>& layers = convoy::benchmarks::ResNetConvLayers();
-
-  engine eng(engine::kind::cpu, 0);
-  stream s(eng);
-  double sum_first[2] = {0, 0}, sum_next[2] = {0, 0};
-  for (const L& l : layers) {
-    const int pad = l.r / 2, P = (l.h + 2 * pad - l.r) / l.stride + 1;
-    memory::desc src({N, l.c, l.h, l.h}, dt::f32, tag::nhwc), dst({N, l.k, P, P}, dt::f32, tag::nhwc),
-        w({l.k, l.c, l.r, l.r}, dt::f32, tag::any), b({l.k}, dt::f32, tag::a);
-    post_ops ops;
-    if (l.epi == 2) ops.append_binary(algorithm::binary_add, dst);
-    if (l.epi != 1) ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
-    primitive_attr attr;
-    attr.set_post_ops(ops);
-    attr.set_scratchpad_mode(scratchpad_mode::user);
-    convolution_forward::desc cd(prop_kind::forward_inference, algorithm::convolution_direct, src, w, b, dst,
-                                 {l.stride, l.stride}, {0, 0}, {pad, pad}, {pad, pad});
-    convolution_forward::primitive_desc pd(cd, attr, eng);
-    auto time_pd = [&](const convolution_forward::primitive_desc& p) {
-      convolution_forward prim(p);
-      std::vector<float> x(src.get_size() / 4, 0.5f), y(dst.get_size() / 4), r(dst.get_size() / 4, 0.25f),
-          wt(p.weights_desc().get_size() / 4, 0.01f), bias(l.k, 0.1f);
-      std::vector<char> scratch(p.scratchpad_desc().get_size());
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(src, eng, x.data())},
-                                           {DNNL_ARG_WEIGHTS, memory(p.weights_desc(), eng, wt.data())},
-                                           {DNNL_ARG_BIAS, memory(b, eng, bias.data())},
-                                           {DNNL_ARG_DST, memory(dst, eng, y.data())},
-                                           {DNNL_ARG_SCRATCHPAD, memory(p.scratchpad_desc(), eng, scratch.data())}};
-      if (l.epi == 2) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, memory(dst, eng, r.data()));
-      double best = 1e30;
-      for (int i = 0; i < reps + 2; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        prim.execute(s, args);
-        s.wait();
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (i >= 2 && ms < best) best = ms;
-      }
-      return best;
-    };
-    const std::string first = pd.impl_info_str();
-    const double t_first = time_pd(pd);
-    convolution_forward::primitive_desc next = pd;
-    while (std::string(next.impl_info_str()).find("brgconv") != std::string::npos) next.next_impl();
-    const std::string next_name = next.impl_info_str();
-    const double t_next = first == next_name ? t_first : time_pd(next);
+  const int n = std::atoi(argv[1]), threads = std::atoi(argv[2]), reps = std::atoi(argv[3]);
+  ThreadPool pool(threads);
+  const ExecutionContext context{Backend::kCpu, &pool};
+  cpu::onednn::UseContextThreads(context);  // the descriptors are made for the pool's thread count
+  std::printf("CPU: %s; oneDNN %s; batch %d, %d thread(s), fastest of %d runs\n", CpuModelName().c_str(),
+              cpu::onednn::Version().c_str(), n, threads, reps);
+  const cpu::Conv2dOnednnNhwc registered, binary_add(Form::kBinaryAdd);
+  double sum_now[2] = {0, 0}, sum_before[2] = {0, 0}, residual_now[2] = {0, 0}, residual_before[2] = {0, 0};
+  for (const L& l : benchmarks::ResNetConvLayers()) {
+    Conv2dProblem p;
+    p.n = n, p.c = l.c, p.h = p.w = l.h, p.k = l.k, p.r = p.s = l.r, p.stride_h = p.stride_w = l.stride;
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = l.r / 2;
+    p.layout = Layout::kNHWC;
+    p.epilogue.has_bias = true;
+    p.epilogue.activation = l.epi == 1 ? Activation::Identity() : Activation::Relu();
+    p.epilogue.residual = l.epi == 2 ? ResidualMode::kBeforeActivation : ResidualMode::kNone;
+    const Timed now = Time(registered, p, context, reps);
+    const Timed before = l.epi == 2 ? Time(binary_add, p, context, reps) : now;
     const int m = std::string(l.model) == "resnet18" ? 0 : 1;
-    sum_first[m] += l.count * t_first;
-    sum_next[m] += l.count * t_next;
-    printf("%s c%d h%d k%d r%d s%d x%d epi%d: %-24s %8.3f ms | %-22s %8.3f ms | %.2f\n", l.model, l.c, l.h, l.k, l.r,
-           l.stride, l.count, l.epi, first.c_str(), t_first, next_name.c_str(), t_next, t_first / t_next);
+    sum_now[m] += l.count * now.ms;
+    sum_before[m] += l.count * before.ms;
+    if (l.epi == 2) {
+      residual_now[m] += l.count * now.ms;
+      residual_before[m] += l.count * before.ms;
+    }
+    std::printf("%s c%d h%d k%d r%d s%d x%d epi%d: now %-22s %-10s %8.3f ms | binary_add %-22s %8.3f ms | %.2f\n",
+                l.model, l.c, l.h, l.k, l.r, l.stride, l.count, l.epi, now.impl.c_str(),
+                l.epi != 2 ? "" : now.sum ? "(sum)" : "(binary)", now.ms, before.impl.c_str(), before.ms,
+                now.ms / before.ms);
   }
-  for (int m = 0; m < 2; ++m)
-    printf("SUM %s batch %d threads %d: brgconv allowed %.2f ms, skipped %.2f ms, ratio %.3f\n",
-           m ? "resnet50" : "resnet18", N, thr, sum_first[m], sum_next[m], sum_first[m] / sum_next[m]);
+  for (int m = 0; m < 2; ++m) {
+    std::printf("SUM %s batch %d threads %d: now %.2f ms, binary_add %.2f ms, ratio %.3f; residual layers now %.2f ms, "
+                "binary_add %.2f ms, ratio %.3f\n",
+                m ? "resnet50" : "resnet18", n, threads, sum_now[m], sum_before[m], sum_now[m] / sum_before[m],
+                residual_now[m], residual_before[m], residual_now[m] / residual_before[m]);
+  }
+  return 0;
 }
+
+}  // namespace
+}  // namespace convoy
+
+int main(int argc, char** argv) { return convoy::Main(argc, argv); }

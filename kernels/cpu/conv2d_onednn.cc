@@ -1,10 +1,12 @@
 // CPU conv2d on oneDNN's convolution primitive; see conv2d_onednn.h.
 #include "kernels/cpu/conv2d_onednn.h"
 
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
@@ -20,6 +22,7 @@ struct OnednnConvDescriptor {
   memory::desc src, dst, user_weights, bias;
   memory::dims channel_dims;
   std::string impl;
+  bool residual_sum = false;  // the residual is the sum post-op: it must be in the output buffer when pd runs
 };
 
 namespace {
@@ -35,13 +38,18 @@ memory::desc UserWeightsDesc(const Conv2dProblem& p, memory::data_type type) {
   return memory::desc({g, o, i, r, s}, type, {o * i * r * s, ois[0], ois[1], ois[2], ois[3]});
 }
 
-absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> MakeDescriptor(const Conv2dProblem& p) {
+using Descriptor = absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>>;
+
+// The descriptor of `p` with the residual (if any) as `residual_as`: the first implementation oneDNN offers whose
+// primitive can be created.
+Descriptor DescribeWith(const Conv2dProblem& p, onednn::ResidualPostOp residual_as) {
   auto d = std::make_shared<OnednnConvDescriptor>();
   CONVOY_ASSIGN_OR_RETURN(const memory::data_type type, onednn::DataTypeOf(p.dtype));
   CONVOY_ASSIGN_OR_RETURN(d->src, onednn::ActivationDesc(p.dtype, p.n, p.c, p.h, p.w, p.layout));
   CONVOY_ASSIGN_OR_RETURN(d->dst, onednn::ActivationDesc(p.dtype, p.n, p.k, p.p(), p.q(), p.layout));
   d->channel_dims = {1, p.k, 1, 1};
-  CONVOY_ASSIGN_OR_RETURN(d->post_ops, onednn::MakePostOps(p.epilogue, d->dst, d->channel_dims));
+  d->residual_sum = p.epilogue.residual != ResidualMode::kNone && residual_as == onednn::ResidualPostOp::kSum;
+  CONVOY_ASSIGN_OR_RETURN(d->post_ops, onednn::MakePostOps(p.epilogue, d->dst, d->channel_dims, residual_as));
   d->user_weights = UserWeightsDesc(p, type);
   try {
     const memory::desc weights_any(d->user_weights.dims(), type, memory::format_tag::any);
@@ -85,6 +93,28 @@ absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> MakeDescriptor(const
   return std::shared_ptr<const OnednnConvDescriptor>(std::move(d));
 }
 
+bool IsBrgconv(const Descriptor& d) { return d.ok() && absl::StrContains((*d)->impl, "brgconv"); }
+
+// The residual's form (Conv2dOnednn::ResidualForm). oneDNN 2.6 on AVX-512 runs NHWC residual layers with binary_add
+// on jit:avx512_core / jit_1x1:avx512_core (brgconv declines it) and with sum on brgconv / brgconv_1x1; without
+// AVX-512 there is no brgconv, and the binary form stays.
+template <typename Form>
+Descriptor MakeDescriptor(const Conv2dProblem& p, Form form) {
+  using onednn::ResidualPostOp;
+  if (p.epilogue.residual == ResidualMode::kNone || form == Form::kBinaryAdd) {
+    return DescribeWith(p, ResidualPostOp::kBinaryAdd);
+  }
+  if (form == Form::kSum) {
+    Descriptor sum = DescribeWith(p, ResidualPostOp::kSum);
+    if (sum.ok() && !absl::StartsWith((*sum)->impl, "ref")) return sum;
+    return DescribeWith(p, ResidualPostOp::kBinaryAdd);
+  }
+  Descriptor binary = DescribeWith(p, ResidualPostOp::kBinaryAdd);
+  if (!onednn::HasAvx512Kernels() || IsBrgconv(binary)) return binary;  // 2.6 has brgconv on AVX-512 only
+  Descriptor sum = DescribeWith(p, ResidualPostOp::kSum);
+  return IsBrgconv(sum) ? sum : binary;
+}
+
 }  // namespace
 
 template <Layout kLayout>
@@ -100,7 +130,7 @@ absl::string_view Conv2dOnednn<kLayout>::name() const {
 template <Layout kLayout>
 absl::StatusOr<std::shared_ptr<const OnednnConvDescriptor>> Conv2dOnednn<kLayout>::Describe(
     const Conv2dProblem& problem) const {
-  return descriptors_.Get(problem, MakeDescriptor);
+  return descriptors_.Get(problem, [this](const Conv2dProblem& p) { return MakeDescriptor(p, residual_form_); });
 }
 
 template <Layout kLayout>
@@ -118,6 +148,12 @@ template <Layout kLayout>
 absl::StatusOr<std::string> Conv2dOnednn<kLayout>::Implementation(const Conv2dProblem& problem) const {
   CONVOY_ASSIGN_OR_RETURN(auto descriptor, Describe(problem));
   return descriptor->impl;
+}
+
+template <Layout kLayout>
+bool Conv2dOnednn<kLayout>::AccumulatesOntoOutput(const Conv2dProblem& problem) const {
+  auto descriptor = Describe(problem);
+  return descriptor.ok() && (*descriptor)->residual_sum;
 }
 
 template <Layout kLayout>
@@ -164,6 +200,15 @@ absl::Status Conv2dOnednn<kLayout>::Run(const Conv2dProblem& problem, const Conv
                                         const ExecutionContext& context) const {
   CONVOY_ASSIGN_OR_RETURN(const onednn::PrimitiveState* state, onednn::PreparedState(workspace, name()));
   CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
+  if (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(name(), ": the epilogue of ", problem.ToString(),
+                                                   " adds a residual, and the residual pointer is null"));
+  }
+  if (d->residual_sum && args.residual != args.y) {
+    // The sum post-op adds what the output holds. Plans usually give the output the residual's storage, so that
+    // this copy is not needed (AccumulatesOntoOutput).
+    std::memcpy(args.y, args.residual, d->dst.get_size());
+  }
   try {
     std::unordered_map<int, memory> run_args = {
         {DNNL_ARG_SRC, onednn::Wrap(d->src, args.x)},

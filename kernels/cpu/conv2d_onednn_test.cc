@@ -4,6 +4,10 @@
 // grouped NHWC / NCHW8c with scale + SiLU, whose primitive oneDNN 2.6 offers but cannot create) and what it accepts
 // must match.
 //
+// The residual in both post-op forms (a full-tensor binary_add, oneDNN's sum onto the output), with the residual in
+// a buffer of its own and already in the output, on ResNet's and MobileNetV2's residual layer kinds; on AVX-512 the
+// registered algorithm must take the sum form, and with it brgconv, for ResNet's NHWC residual layers.
+//
 // BrgconvFilterLayoutFollowsTheBatch is the reproducer of the wrong brgconv results once seen in whole-model NHWC
 // plans on AVX-512 CPUs (docs/kernels.md, "brgconv"): the filter packed for one batch size read by another's
 // primitive, whose layout differs.
@@ -14,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_macros.h"
@@ -27,8 +33,10 @@
 namespace convoy::cpu {
 namespace {
 
+using ::convoy::cpu::testing::CheckConv2dAgainstReference;
 using ::convoy::cpu::testing::CheckEveryEpilogue;
 using ::convoy::cpu::testing::Conv;
+using ::convoy::cpu::testing::ResidualPlacement;
 using ::convoy::testing::IsOk;
 using ::convoy::testing::Tolerance;
 
@@ -124,13 +132,120 @@ TEST(Conv2dOnednnTest, Bf16Nchw8cDeclinesOrMatchesReference) {
   CheckAllShapesInBf16<Conv2dOnednnNchw8c>(Layout::kNCHW8c);
 }
 
-// ---- the brgconv reproducer ---------------------------------------------------------------------------------------
-
 bool CpuHasAvx512() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
   return (isa & avx512) == avx512;
 }
+
+// ---- the residual as binary_add or as sum -------------------------------------------------------------------------
+
+// The layers that carry a residual in ResNet-18 (3x3, 64 -> 64), ResNet-50 (the 1x1 expansion of a bottleneck,
+// 64 -> 256) and MobileNetV2 (the 1x1 projection, 144 -> 24), on small images.
+std::vector<Conv2dProblem> ResidualShapes(Layout layout) {
+  return {
+      Conv(2, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, layout),
+      Conv(2, 64, 14, 14, 256, 1, 1, 1, 0, 1, 1, layout),
+      Conv(2, 144, 16, 16, 24, 1, 1, 1, 0, 1, 1, layout),
+  };
+}
+
+// EpiloguesToTest() and ResNet's own (a folded batch norm: conv bias, the residual, relu; oneDNN's chain is then
+// [sum, relu], the order its AVX2 kernels take the sum in, so the sum form runs on every CPU).
+std::vector<Epilogue> ResidualEpilogues() {
+  std::vector<Epilogue> out = testing::EpiloguesToTest();
+  Epilogue resnet;
+  resnet.has_bias = true;
+  resnet.residual = ResidualMode::kBeforeActivation;
+  resnet.activation = Activation::Relu();
+  out.push_back(resnet);
+  return out;
+}
+
+// Every residual shape with every epilogue of ResidualEpilogues(), through three instances of the algorithm: the binary_add form, the sum
+// form (with the residual in its own buffer, which Run copies into the output, and already in the output), and the
+// registered default, which must take the sum form exactly where that is brgconv and binary_add is not. On AVX-512
+// CPUs, ResNet's NHWC FP32 residual layers must get brgconv through the sum form.
+template <typename AlgorithmT>
+void CheckBothResidualForms(Layout layout) {
+  using Form = typename AlgorithmT::ResidualForm;
+  const AlgorithmT binary(Form::kBinaryAdd), sum(Form::kSum), chosen;
+  uint32_t seed = 1000 + 100 * static_cast<int>(layout);
+  int summed = 0, chosen_sum = 0;
+  for (Conv2dProblem problem : ResidualShapes(layout)) {
+    for (const Epilogue& epilogue : ResidualEpilogues()) {
+      problem.epilogue = epilogue;
+      const std::string what = absl::StrCat(problem.ToString(), " epilogue ", ToString(epilogue));
+      EXPECT_THAT(CheckConv2dAgainstReference(binary, problem, kFp32, seed++), IsOk());
+      EXPECT_FALSE(binary.AccumulatesOntoOutput(problem)) << what;
+      EXPECT_THAT(CheckConv2dAgainstReference(sum, problem, kFp32, seed++), IsOk());
+      if (sum.AccumulatesOntoOutput(problem)) {
+        ++summed;
+        EXPECT_THAT(CheckConv2dAgainstReference(sum, problem, kFp32, seed++, 2, ResidualPlacement::kInOutput),
+                    IsOk());
+      }
+      if (epilogue.residual == ResidualMode::kNone) {
+        EXPECT_FALSE(sum.AccumulatesOntoOutput(problem)) << what;
+        EXPECT_FALSE(chosen.AccumulatesOntoOutput(problem)) << what;
+        continue;
+      }
+      CONVOY_ASSERT_OK_AND_ASSIGN(const std::string binary_impl, binary.Implementation(problem));
+      CONVOY_ASSERT_OK_AND_ASSIGN(const std::string sum_impl, sum.Implementation(problem));
+      CONVOY_ASSERT_OK_AND_ASSIGN(const std::string chosen_impl, chosen.Implementation(problem));
+      const bool sum_pays = sum.AccumulatesOntoOutput(problem) && absl::StrContains(sum_impl, "brgconv") &&
+                            !absl::StrContains(binary_impl, "brgconv");
+      EXPECT_EQ(chosen.AccumulatesOntoOutput(problem), sum_pays)
+          << what << ": binary_add form " << binary_impl << ", sum form " << sum_impl;
+      EXPECT_EQ(chosen_impl, sum_pays ? sum_impl : binary_impl) << what;
+      if (chosen.AccumulatesOntoOutput(problem)) {
+        ++chosen_sum;
+        EXPECT_THAT(CheckConv2dAgainstReference(chosen, problem, kFp32, seed++, 2, ResidualPlacement::kInOutput),
+                    IsOk());
+      }
+      if (CpuHasAvx512() && layout == Layout::kNHWC && problem.k != 24) {
+        EXPECT_THAT(chosen_impl, ::testing::HasSubstr("brgconv")) << what;
+        EXPECT_TRUE(chosen.AccumulatesOntoOutput(problem)) << what;
+      }
+      std::printf("%s: binary_add %s, sum %s%s -> %s\n", what.c_str(), binary_impl.c_str(), sum_impl.c_str(),
+                  sum.AccumulatesOntoOutput(problem) ? "" : " (no sum form: binary_add)", chosen_impl.c_str());
+    }
+  }
+  std::printf("%s: the sum form ran %d problems; the registered algorithm chose it for %d\n",
+              std::string(chosen.name()).c_str(), summed, chosen_sum);
+}
+
+TEST(Conv2dOnednnTest, ResidualAsBinaryAddOrSumMatchesReferenceInNhwc) {
+  CheckBothResidualForms<Conv2dOnednnNhwc>(Layout::kNHWC);
+}
+TEST(Conv2dOnednnTest, ResidualAsBinaryAddOrSumMatchesReferenceInNchw8c) {
+  CheckBothResidualForms<Conv2dOnednnNchw8c>(Layout::kNCHW8c);
+}
+TEST(Conv2dOnednnTest, ResidualAsBinaryAddOrSumMatchesReferenceInNchw) {
+  CheckBothResidualForms<Conv2dOnednnNchw>(Layout::kNCHW);
+}
+
+// A residual epilogue without a residual pointer is refused with the problem named, in either form.
+TEST(Conv2dOnednnTest, MissingResidualIsInvalidArgument) {
+  for (auto form : {Conv2dOnednnNhwc::ResidualForm::kBinaryAdd, Conv2dOnednnNhwc::ResidualForm::kSum}) {
+    const Conv2dOnednnNhwc algorithm(form);
+    Conv2dProblem problem = Conv(1, 16, 4, 4, 16, 1, 1, 1, 0, 1, 1, Layout::kNHWC);
+    problem.epilogue.residual = ResidualMode::kBeforeActivation;
+    ASSERT_THAT(algorithm.CanImplement(problem), IsOk());
+    ThreadPool pool(1);
+    const ExecutionContext context{Backend::kCpu, &pool};
+    CONVOY_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AlgorithmState> state, algorithm.Prepare(problem, context));
+    std::vector<float> x(16 * 16, 1.0f), w(algorithm.PackedFilterBytes(problem) / sizeof(float), 1.0f), y(16 * 16);
+    std::vector<char> scratch(algorithm.WorkspaceBytes(problem));
+    const Conv2dArgs args{x.data(), w.data(), nullptr, nullptr, nullptr, y.data()};
+    const absl::Status status =
+        algorithm.Run(problem, args, {scratch.data(), scratch.size(), state.get()}, context);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(status.message(), ::testing::HasSubstr("residual pointer is null"));
+    EXPECT_THAT(status.message(), ::testing::HasSubstr(problem.ToString()));
+  }
+}
+
+// ---- the brgconv reproducer ---------------------------------------------------------------------------------------
 
 // Runs `problem` with the given (already packed) filter on fresh random inputs, the output poisoned with NaN, and
 // compares it with the reference run on the raw filter: OK, or the mismatch.

@@ -1,6 +1,7 @@
 // Test support for the CPU conv2d and GEMM algorithms; see conv2d_test_harness.h.
 #include "kernels/cpu/conv2d_test_harness.h"
 
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -61,7 +62,8 @@ absl::Status Annotate(const absl::Status& status, absl::string_view algorithm, c
 }  // namespace
 
 absl::Status CheckConv2dAgainstReference(const Conv2dAlgorithm& algorithm, const Conv2dProblem& p,
-                                         const convoy::testing::Tolerance& tolerance, uint32_t seed, int threads) {
+                                         const convoy::testing::Tolerance& tolerance, uint32_t seed, int threads,
+                                         ResidualPlacement placement) {
   ThreadPool pool(threads);
   ExecutionContext context{Backend::kCpu, &pool};
   const int64_t y_count = p.output_desc().num_elements();
@@ -70,9 +72,14 @@ absl::Status CheckConv2dAgainstReference(const Conv2dAlgorithm& algorithm, const
   auto filter = PrepareAlgorithm(algorithm, p, o, context);
   if (!filter.ok()) return Annotate(filter.status(), algorithm.name(), p.ToString());
   Conv2dArgs args{o.x.data(), *filter, o.bias.as<float>(), o.scale.as<float>(), o.residual.data(), o.y.data()};
+  if (placement == ResidualPlacement::kInOutput && p.epilogue.residual != ResidualMode::kNone) {
+    std::memcpy(o.y.data(), o.residual.data(), o.y.size());
+    args.residual = o.y.data();
+  }
   const Workspace workspace{o.workspace.data(), o.workspace.size(), o.state.get()};
   CONVOY_RETURN_IF_ERROR(Annotate(algorithm.Run(p, args, workspace, context), algorithm.name(), p.ToString()));
   args.w = o.w.data();
+  args.residual = o.residual.data();
   args.y = o.y_reference.data();
   CONVOY_RETURN_IF_ERROR(reference::Conv2d(p, args));
   return Annotate(CompareFloats(ToFloats(o.y.data(), p.dtype, y_count), ToFloats(o.y_reference.data(), p.dtype, y_count),

@@ -15,10 +15,16 @@
 
 namespace convoy::cpu::testing {
 
+// Where a conv check puts the residual: in a buffer of its own, or already in the output buffer (args.residual ==
+// args.y), as a plan arranges for an algorithm that AccumulatesOntoOutput. In the output, the output starts as the
+// residual instead of NaN: an element the algorithm does not write still differs from the reference.
+enum class ResidualPlacement { kOwnBuffer, kInOutput };
+
 // OK when the algorithm's output matches the reference within `tolerance`; otherwise the mismatch, naming the
 // problem. `threads` sizes the pool the algorithm runs on.
 absl::Status CheckConv2dAgainstReference(const Conv2dAlgorithm& algorithm, const Conv2dProblem& problem,
-                                         const convoy::testing::Tolerance& tolerance, uint32_t seed, int threads = 2);
+                                         const convoy::testing::Tolerance& tolerance, uint32_t seed, int threads = 2,
+                                         ResidualPlacement placement = ResidualPlacement::kOwnBuffer);
 absl::Status CheckGemmAgainstReference(const GemmAlgorithm& algorithm, const GemmProblem& problem,
                                        const convoy::testing::Tolerance& tolerance, uint32_t seed, int threads = 2);
 

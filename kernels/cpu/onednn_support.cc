@@ -42,6 +42,12 @@ bool HasBf16Compute() {
   return (isa & bf16) == bf16;
 }
 
+bool HasAvx512Kernels() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & avx512) == avx512;
+}
+
 absl::StatusOr<memory::data_type> DataTypeOf(DataType dtype) {
   switch (dtype) {
     case DataType::kFloat32: return memory::data_type::f32;
@@ -121,11 +127,20 @@ memory::desc ChannelDesc(const memory::dims& channel_dims) {
 
 }  // namespace
 
-absl::StatusOr<PostOps> MakePostOps(const Epilogue& e, const memory::desc& dst, const memory::dims& channel_dims) {
+absl::StatusOr<PostOps> MakePostOps(const Epilogue& e, const memory::desc& dst, const memory::dims& channel_dims,
+                                    ResidualPostOp residual_as) {
   PostOps out;
   auto append_binary = [&](algorithm alg, const memory::desc& src1, PostOps::Operand operand) {
     out.binary_args.emplace_back(out.ops.len(), operand);
     out.ops.append_binary(alg, src1);
+  };
+  // dst += r: the sum post-op (scale 1, the output's own data type) reads r from the output buffer itself.
+  auto append_residual = [&] {
+    if (residual_as == ResidualPostOp::kSum) {
+      out.ops.append_sum(1.f);
+    } else {
+      append_binary(algorithm::binary_add, dst, PostOps::Operand::kResidual);
+    }
   };
   try {
     if (e.has_scale) append_binary(algorithm::binary_mul, ChannelDesc(channel_dims), PostOps::Operand::kScale);
@@ -133,13 +148,9 @@ absl::StatusOr<PostOps> MakePostOps(const Epilogue& e, const memory::desc& dst, 
       append_binary(algorithm::binary_add, ChannelDesc(channel_dims), PostOps::Operand::kBias);
     }
     out.conv_bias = e.has_bias && !e.has_scale;
-    if (e.residual == ResidualMode::kBeforeActivation) {
-      append_binary(algorithm::binary_add, dst, PostOps::Operand::kResidual);
-    }
+    if (e.residual == ResidualMode::kBeforeActivation) append_residual();
     if (absl::Status st = AppendActivation(e.activation, out.ops); !st.ok()) return st;
-    if (e.residual == ResidualMode::kAfterActivation) {
-      append_binary(algorithm::binary_add, dst, PostOps::Operand::kResidual);
-    }
+    if (e.residual == ResidualMode::kAfterActivation) append_residual();
   } catch (const dnnl::error& error) {
     return FromError(error, "building the epilogue's post-ops");
   }

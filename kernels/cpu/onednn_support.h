@@ -39,6 +39,11 @@ std::string Version();
 // accumulation. False on AVX2-only CPUs, where oneDNN 2.6 has no BF16 convolution at all.
 bool HasBf16Compute();
 
+// Whether oneDNN dispatches its AVX-512 kernels on this CPU (avx512_core or above): where its convolutions run
+// brgconv / jit:avx512_core kernels on NHWC activations, while its blocked nChw8c kernels stay AVX2. False on
+// AVX2-only CPUs.
+bool HasAvx512Kernels();
+
 // f32 / bf16; UNIMPLEMENTED for other dtypes.
 absl::StatusOr<dnnl::memory::data_type> DataTypeOf(DataType dtype);
 
@@ -55,10 +60,18 @@ std::string LayoutString(const dnnl::memory::desc& desc);
 absl::StatusOr<dnnl::memory::desc> ActivationDesc(DataType dtype, int64_t n, int64_t c, int64_t h, int64_t w,
                                                   Layout layout);
 
+// How the residual r of an epilogue becomes a post-op:
+//  - kBinaryAdd: a full-tensor binary_add whose operand is the residual buffer (the output is only written);
+//  - kSum: oneDNN's sum post-op, which adds what the output buffer holds when the primitive runs, so the residual
+//    must be in the output buffer first (the caller's job: Conv2dOnednn copies it there unless the plan already put
+//    it there). oneDNN 2.6's brgconv kernels take sum and decline the full-tensor binary_add.
+enum class ResidualPostOp { kBinaryAdd, kSum };
+
 // The epilogue act(acc * scale + bias [+ r]) [+ r] as post-ops. `dst` describes the output (the residual has its
 // shape, dtype and layout); `channel_dims` the shape of a per-channel operand broadcast over it ({1, K, 1, 1} for
 // convolution, {1, N} for GEMM). Bias goes into the primitive's own bias when there is no scale (conv_bias is then
-// true); otherwise scale and bias are binary post-ops. UNIMPLEMENTED for an activation oneDNN 2.6 lacks.
+// true); otherwise scale and bias are binary post-ops. The residual as `residual_as` says. UNIMPLEMENTED for an
+// activation oneDNN 2.6 lacks.
 struct PostOps {
   dnnl::post_ops ops;
   bool conv_bias = false;  // the primitive takes the bias itself
@@ -67,7 +80,8 @@ struct PostOps {
   std::vector<std::pair<int, Operand>> binary_args;  // (post-op index, operand)
 };
 absl::StatusOr<PostOps> MakePostOps(const Epilogue& epilogue, const dnnl::memory::desc& dst,
-                                    const dnnl::memory::dims& channel_dims);
+                                    const dnnl::memory::dims& channel_dims,
+                                    ResidualPostOp residual_as = ResidualPostOp::kBinaryAdd);
 
 // Pointers of the epilogue operands for PostOps::binary_args.
 struct EpilogueOperands {

@@ -95,6 +95,10 @@ absl::StatusOr<PreprocessProblem> MakePreprocessProblem(const repository::Tensor
 
 }  // namespace
 
+Layout DefaultCpuLayout(bool avx512_kernels, bool grouped_convs) {
+  return avx512_kernels && !grouped_convs ? Layout::kNHWC : Layout::kNCHW8c;
+}
+
 std::vector<int64_t> ModelRuntime::ConcreteDims(const TensorMetadata& t, int batch_size) const {
   std::vector<int64_t> dims = t.dims;
   if (max_batch_size_ > 0) dims[0] = batch_size;
@@ -197,10 +201,15 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
                       bf16_compute ? " (the CPU computes BF16: AMX or AVX512-BF16)"
                                    : " (no BF16 compute on this device: AMX/AVX512-BF16 absent or not a CPU)"));
   }
-  // The CPU default is the blocked plan: oneDNN's AVX2 convolutions and pooling keep activations in NCHW8c between
-  // steps (docs/runtime.md, "Layouts"); CUDA's tensor-core kernels want NHWC.
-  planner.layout =
-      options.layout.value_or(options.device->backend() == Backend::kCpu ? kCpuDefaultLayout : Layout::kNHWC);
+  // The CPU default follows oneDNN's kernels on this CPU (DefaultCpuLayout; docs/runtime.md, "Layouts"); CUDA's
+  // tensor-core kernels want NHWC.
+  const bool cpu = options.device->backend() == Backend::kCpu;
+  bool grouped_convs = false;
+  for (const Node& node : graph_.nodes()) {
+    grouped_convs |= node.op() == OpKind::kConv2d && node.As<Conv2dAttrs>().groups > 1;
+  }
+  planner.layout = options.layout.value_or(
+      cpu ? DefaultCpuLayout(cpu::onednn::HasAvx512Kernels(), grouped_convs) : Layout::kNHWC);
   planner.max_batch_size = std::max(1, max_batch_size_);
   planner.selection = options.selection.value_or(optimization.algorithm_selection == repository::AlgorithmSelection::kTune
                                                      ? AlgorithmSelection::kTune

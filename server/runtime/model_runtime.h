@@ -42,9 +42,12 @@
 
 namespace convoy::runtime {
 
-// The layout a CPU plan runs in unless told otherwise: blocked (NCHW8c), where oneDNN's convolutions and pooling take
-// it, NCHW elsewhere (planner.h).
-inline constexpr Layout kCpuDefaultLayout = Layout::kNCHW8c;
+// The layout a CPU plan runs in unless told otherwise (planner.h), by what oneDNN runs on the CPU and what the model
+// has: NHWC where oneDNN has AVX-512 kernels (`avx512_kernels`: its brgconv convolutions take NHWC, while its
+// blocked kernels stay AVX2) and the model has no grouped or depthwise convolution (`grouped_convs`: MobileNetV2's
+// and EfficientNet's ran slower in NHWC than blocked there); blocked NCHW8c elsewhere (oneDNN's AVX2 convolutions
+// and pooling keep activations in nChw8c between steps). The measurements are in docs/performance.md.
+Layout DefaultCpuLayout(bool avx512_kernels, bool grouped_convs);
 
 struct ModelRuntimeOptions {
   // model.onnx or a Convoy model.yaml. Required.
@@ -61,7 +64,7 @@ struct ModelRuntimeOptions {
   std::vector<int> tune_batch_sizes;  // empty: the config's, or every batch size
   // Override of the config's `cuda_graphs`: record a CUDA graph per batch size in each instance (see executor.h).
   std::optional<bool> cuda_graphs;
-  // Default: kCpuDefaultLayout (NCHW8c) on the CPU, NHWC elsewhere (tensor-core kernels want it).
+  // Default: DefaultCpuLayout on the CPU, NHWC elsewhere (tensor-core kernels want it).
   std::optional<Layout> layout;
   TuningOptions tuning;
   AlgorithmCache* cache = nullptr;  // null: AlgorithmCache::Global()

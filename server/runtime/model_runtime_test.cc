@@ -4,7 +4,9 @@
 #include "server/runtime/model_runtime.h"
 
 #include <random>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
@@ -40,10 +42,13 @@ TEST(ModelRuntimeTest, MatchesReferenceInterpreterAndLogsEachPhase) {
   EXPECT_EQ(model->inputs()[0].dims, (std::vector<int64_t>{-1, 3, 32, 32}));
   EXPECT_EQ(model->outputs()[0].dims, (std::vector<int64_t>{-1, 10}));
   EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: imported and optimized")));
-  // The CPU default is the blocked plan: 6 kernel steps plus 1 reorder (the C=3 stem reads the NCHW image and writes
-  // blocked; the Flatten before the classifier reads NCHW).
-  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: planned 7 steps")));
-  EXPECT_THAT(log, ::testing::Contains(HasSubstr("(fp32, NCHW8c)")));
+  // The CPU default follows oneDNN's kernels (DefaultCpuLayout). Blocked: 6 kernel steps plus 1 reorder (the C=3
+  // stem reads the NCHW image and writes blocked; the Flatten before the classifier reads NCHW). NHWC: 6 kernel steps
+  // plus 2 conversions (the NCHW image into NHWC, the pooled 8x8 map back to NCHW before the Flatten).
+  const Layout layout = DefaultCpuLayout(cpu::onednn::HasAvx512Kernels(), false);
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr(layout == Layout::kNCHW8c ? "simple_cnn: planned 7 steps"
+                                                                           : "simple_cnn: planned 8 steps")));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr(absl::StrCat("(fp32, ", LayoutName(layout), ")"))));
   EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: memory at batch 32: arena")));
   EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: warmed up in")));
 
@@ -70,7 +75,24 @@ TEST(ModelRuntimeTest, PrecisionAutoResolvesByTheCpusBf16Compute) {
   CONVOY_ASSERT_OK_AND_ASSIGN(auto model, ModelRuntime::Create(options));
   const bool bf16 = cpu::onednn::HasBf16Compute();
   EXPECT_THAT(log, ::testing::Contains(HasSubstr(bf16 ? "precision auto -> bf16" : "precision auto -> fp32")));
-  EXPECT_THAT(log, ::testing::Contains(HasSubstr(bf16 ? "(bf16, NCHW8c)" : "(fp32, NCHW8c)")));
+  const std::string layout(LayoutName(DefaultCpuLayout(cpu::onednn::HasAvx512Kernels(), false)));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr(absl::StrCat(bf16 ? "(bf16, " : "(fp32, ", layout, ")"))));
+}
+
+// NHWC where oneDNN has AVX-512 kernels (brgconv) and the model no grouped convolution, blocked elsewhere; a plan of
+// simple_cnn (no grouped convolution) made without a layout follows it on this CPU.
+TEST(ModelRuntimeTest, DefaultCpuLayoutFollowsOnednnsKernelsAndTheModel) {
+  EXPECT_EQ(DefaultCpuLayout(true, false), Layout::kNHWC);
+  EXPECT_EQ(DefaultCpuLayout(true, true), Layout::kNCHW8c);
+  EXPECT_EQ(DefaultCpuLayout(false, false), Layout::kNCHW8c);
+  EXPECT_EQ(DefaultCpuLayout(false, true), Layout::kNCHW8c);
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelRuntimeOptions options, SimpleCnnOptions());
+  options.warmup = false;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto model, ModelRuntime::Create(options));
+  EXPECT_EQ(model->plan().layout(), DefaultCpuLayout(cpu::onednn::HasAvx512Kernels(), false));
+  options.layout = Layout::kNCHW8c;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto blocked, ModelRuntime::Create(options));
+  EXPECT_EQ(blocked->plan().layout(), Layout::kNCHW8c);
 }
 
 TEST(ModelRuntimeTest, ValidateInputNamesTheTensorAndTheNumbers) {

@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <initializer_list>
+#include <iterator>
 #include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/registry/residual_in_output.h"
 #include "kernels/registry/verification.h"
 #include "server/runtime/planner_internal.h"
 
@@ -161,6 +165,51 @@ absl::StatusOr<int> PlanBuilder::Require(int id, DataType dtype, Layout layout, 
   auto bind = [id, out](TensorPointers t) { return ConvertArgs{t[id], t[out]}; };
   CONVOY_RETURN_IF_ERROR(AddKernelStep<ConvertOp>(converted.name, {id}, {out}, problem_for, bind));
   return out;
+}
+
+bool PlanBuilder::PlaceOutputOverResidual(const Node& node, const std::string& residual_name, int x, int residual,
+                                          int y) {
+  auto* step = dynamic_cast<KernelStep<Conv2dOp>*>(plan_->steps_.back().get());
+  if (step == nullptr || residual_name.empty()) return false;
+  for (const auto& variant : step->variants()) {
+    if (!AccumulatesOntoOutput(*variant.algorithm, variant.problem)) return false;
+  }
+  // The storage y would take: the residual's root (itself, or the buffer it is a view of, e.g. the output of an
+  // earlier conv that took its own residual's storage).
+  const int root = Root(residual);
+  const PlanTensor& r = plan_->tensors_[root];
+  const PlanTensor& out = plan_->tensors_[y];
+  if (r.external || producer_[root] < 0 || Root(x) == root) return false;
+  for (const PlanTensor* t : std::initializer_list<const PlanTensor*>{&plan_->tensors_[residual], &r}) {
+    if (t->shape.size() != 4 || t->shape != out.shape || t->dtype != out.dtype ||
+        StoredLayout(t->layout, t->shape[1]) != StoredLayout(out.layout, out.shape[1])) {
+      return false;
+    }
+  }
+  // Every graph tensor that lives in that storage (the residual and its views) must be read by no later node and be
+  // no graph output: nodes run in the graph's order, one step after another, so a later node would read it after
+  // this step overwrote it.
+  std::set<std::string> names = {residual_name};
+  for (const auto& [name, id] : values_) {
+    if (Root(id) == root) names.insert(name);
+  }
+  const std::vector<Node>& nodes = graph_.nodes();
+  const ptrdiff_t here = &node - nodes.data();
+  if (here < 0 || here >= static_cast<ptrdiff_t>(nodes.size())) return false;
+  for (size_t i = static_cast<size_t>(here) + 1; i < nodes.size(); ++i) {
+    for (const std::string& input : nodes[i].inputs) {
+      if (names.count(input) > 0) return false;
+    }
+  }
+  for (const std::string& output : graph_.outputs()) {
+    if (names.count(output) > 0) return false;
+  }
+  // A conversion that lies in that storage must not be handed out again.
+  for (auto it = conversions_.begin(); it != conversions_.end();) {
+    it = Root(it->second) == root ? conversions_.erase(it) : std::next(it);
+  }
+  plan_->tensors_[y].alias_of = root;
+  return true;
 }
 
 absl::StatusOr<int> PlanBuilder::ComputeInput(const Node& node, size_t index) {

@@ -132,6 +132,15 @@ class PlanBuilder {
 
   absl::Status NodeError(const Node& node, const std::string& what) const;
 
+  // Makes conv output `y` a view of `residual`'s storage (the step just added reads input `x`, adds `residual`, graph
+  // tensor `residual_name`, and writes `y`) when the step's algorithm at every batch size AccumulatesOntoOutput
+  // (kernels/registry/residual_in_output.h) and
+  // the overwrite is safe: the residual's storage (its root) is a step's output in the arena, of y's shape, dtype
+  // and layout, not the conv's input, and no later node and no graph output reads any graph tensor that lies in it
+  // (the residual, `residual_name`, and its views). Otherwise leaves the plan as it is (the algorithm then copies).
+  // Returns whether it did.
+  bool PlaceOutputOverResidual(const Node& node, const std::string& residual_name, int x, int residual, int y);
+
  private:
   absl::Status AddGraphInputs();
   absl::Status AddPreprocessedInput(const GraphInput& input, const PreprocessProblem& configured);

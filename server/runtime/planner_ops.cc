@@ -130,7 +130,9 @@ absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
     CONVOY_ASSIGN_OR_RETURN(scale.constant, b.UploadFloats(t->data));
   }
   std::vector<int> inputs = {x};
+  std::string residual_name;
   if (a.residual != ResidualPosition::kNone) {
+    if (next < node.inputs.size()) residual_name = node.inputs[next];
     CONVOY_ASSIGN_OR_RETURN(residual.tensor, b.ComputeInput(node, next++, layout));
     inputs.push_back(residual.tensor);
   }
@@ -140,7 +142,11 @@ absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
     return Conv2dArgs{t[x], w, static_cast<const float*>(bias.constant), static_cast<const float*>(scale.constant),
                       residual.Get(t), t[y]};
   };
-  return b.AddKernelStep<Conv2dOp>(node.name, inputs, {y}, problem_for, bind, w);
+  CONVOY_RETURN_IF_ERROR(b.AddKernelStep<Conv2dOp>(node.name, inputs, {y}, problem_for, bind, w));
+  // An algorithm that adds the residual onto the output buffer (oneDNN's sum post-op) gets the residual's storage
+  // for its output where nothing reads the residual afterwards; elsewhere it copies the residual there itself.
+  if (residual.tensor >= 0) b.PlaceOutputOverResidual(node, residual_name, x, residual.tensor, y);
+  return absl::OkStatus();
 }
 
 absl::Status PlanPool2d(PlanBuilder& b, const Node& node) {

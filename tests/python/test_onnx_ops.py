@@ -1,6 +1,7 @@
 """Per-op tests: a single-op ONNX model built with the onnx helper, evaluated by onnxruntime and by Convoy on every
 path a model can take: the reference interpreter (import, with and without the optimization passes) and the real
-kernel runtime (import, optimize, plan, run) on the CPU in NCHW, NHWC and the blocked NCHW8c (the CPU default) and on
+kernel runtime (import, optimize, plan, run) on the CPU in NCHW, NHWC and the blocked NCHW8c (the CPU defaults are
+NHWC with AVX-512 for models without grouped convolutions, NCHW8c otherwise) and on
 the emulated GPU (the CUDA kernels on the CPU). Outputs must agree with onnxruntime to 1e-5 relative error (max |diff| / max |ref|): FP32 on
 both sides, a different summation order at most. Fresh random inputs and weights each run.
 
@@ -38,7 +39,7 @@ def make_model(nodes, inputs, output_names, initializers=(), opset=13, dynamic_b
 # The kernel runtime's paths: (name, binary, flags).
 KERNEL_PATHS = [("cpu nchw", cli_path, ["--device=cpu", "--layout=nchw"]),
                 ("cpu nhwc", cli_path, ["--device=cpu", "--layout=nhwc"]),
-                ("cpu nchw8c", cli_path, ["--device=cpu", "--layout=nchw8c"]),  # the CPU default, blocked
+                ("cpu nchw8c", cli_path, ["--device=cpu", "--layout=nchw8c"]),  # blocked
                 ("emulated gpu", lambda: built_binary("server/tools/convoy_emulated_gpu"), ["--device=cuda"])]
 
 
