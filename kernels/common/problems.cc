@@ -1,5 +1,6 @@
 #include "kernels/common/problems.h"
 
+#include <cmath>
 #include <functional>
 #include <numeric>
 
@@ -358,13 +359,38 @@ absl::Status PadProblem::Validate() const {
 std::string ConvertProblem::ToString() const {
   return absl::StrCat("convert ", ImageString(n, c, h, w), " ", DataTypeName(src_dtype), " ", LayoutName(src_layout),
                       " -> ", DataTypeName(dst_dtype), " ", LayoutName(dst_layout),
-                      dst_c > 0 ? absl::StrCat(" padded to c=", dst_c) : "");
+                      dst_c > 0 ? absl::StrCat(" padded to c=", dst_c) : "",
+                      quantized() || scale != 0.0f || zero_point != 0
+                          ? absl::StrCat(" scale ", scale, " zero_point ", zero_point)
+                          : "");
 }
 
 absl::Status ConvertProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
   if (dst_c != 0 && dst_c < c) return Invalid(name, absl::StrCat("dst_c ", dst_c, " is below c ", c));
+  if (quantized()) {
+    const DataType q = IsQuantizedType(src_dtype) ? src_dtype : dst_dtype;
+    const DataType other = IsQuantizedType(src_dtype) ? dst_dtype : src_dtype;
+    if (other != DataType::kFloat32) {
+      return Invalid(name, absl::StrCat("a quantize or dequantize converts between FP32 and ", DataTypeName(q),
+                                        ", got ", DataTypeName(other)));
+    }
+    if (!(scale > 0.0f) || !std::isfinite(scale)) {
+      return Invalid(name, absl::StrCat("scale must be positive and finite, got ", scale));
+    }
+    const int lo = q == DataType::kUInt8 ? 0 : -128, hi = q == DataType::kUInt8 ? 255 : 127;
+    if (zero_point < lo || zero_point > hi) {
+      return Invalid(name, absl::StrCat("zero_point ", zero_point, " is outside ", DataTypeName(q), " [", lo, ", ",
+                                        hi, "]"));
+    }
+    if (dst_c != 0) return Invalid(name, "a quantize or dequantize pads no channels");
+    if (auto st = CheckBlockedLayout(name, src_layout, true, {c}); !st.ok()) return st;
+    return CheckBlockedLayout(name, dst_layout, true, {c});
+  }
+  if (scale != 0.0f || zero_point != 0) {
+    return Invalid(name, "scale and zero_point apply only to a UINT8 or INT8 side");
+  }
   if (auto st = CheckComputeType(name, src_dtype); !st.ok()) return st;
   if (auto st = CheckBlockedLayout(name, src_layout, true, {c}); !st.ok()) return st;
   if (auto st = CheckBlockedLayout(name, dst_layout, true, {c}); !st.ok()) return st;

@@ -47,6 +47,25 @@ size_t PlanTensor::Bytes(int batch_size) const {
 
 TensorDesc PlanTensor::Desc(int batch_size) const { return TensorDesc(dtype, Dims(batch_size), layout); }
 
+std::string ExecutionPlan::QuantizationSummary() const {
+  if (quantized_layers_.empty()) return "";
+  int int8 = 0;
+  const QuantizedLayerChoice* first_fp32 = nullptr;
+  for (const QuantizedLayerChoice& layer : quantized_layers_) {
+    if (layer.int8) {
+      ++int8;
+    } else if (first_fp32 == nullptr) {
+      first_fp32 = &layer;
+    }
+  }
+  std::string out = absl::StrCat(int8, " of ", quantized_layers_.size(), " quantized convolutions run INT8");
+  if (first_fp32 != nullptr) {
+    absl::StrAppend(&out, "; ", quantized_layers_.size() - int8, " stay FP32 with simulated quantization (first: '",
+                    first_fp32->node, "': ", first_fp32->reason, ")");
+  }
+  return out;
+}
+
 std::string ExecutionPlan::ToString(int batch_size) const {
   std::string out = absl::StrFormat("plan: %d steps, %d tensors, precision %s, layout %s, device %s\n",
                                     steps_.size(), tensors_.size(), PrecisionName(precision_),
@@ -68,6 +87,13 @@ std::string ExecutionPlan::ToString(int batch_size) const {
     absl::StrAppend(&out, "\n");
     if (const std::string launch = step.LaunchSummary(batch_size); !launch.empty()) {
       absl::StrAppend(&out, "      launch ", launch, "\n");
+    }
+  }
+  if (!quantized_layers_.empty()) {
+    absl::StrAppend(&out, "quantization: ", QuantizationSummary(), "\n");
+    for (const QuantizedLayerChoice& layer : quantized_layers_) {
+      absl::StrAppend(&out, "  ", layer.node, ": ", layer.int8 ? "INT8" : absl::StrCat("FP32 (", layer.reason, ")"),
+                      "\n");
     }
   }
   // Every tensor with its layout: where a blocked (NCHW8c) plan keeps activations blocked, and where it reorders.
