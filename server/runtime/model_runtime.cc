@@ -202,6 +202,7 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
   planner.layout =
       options.layout.value_or(options.device->backend() == Backend::kCpu ? kCpuDefaultLayout : Layout::kNHWC);
   planner.max_batch_size = std::max(1, max_batch_size_);
+  planner.int8_convolutions = options.int8_convolutions.value_or(true);
   planner.selection = options.selection.value_or(optimization.algorithm_selection == repository::AlgorithmSelection::kTune
                                                      ? AlgorithmSelection::kTune
                                                      : AlgorithmSelection::kHeuristic);
