@@ -84,6 +84,7 @@ absl::string_view OpKindName(OpKind kind) {
     case OpKind::kResize: return "resize";
     case OpKind::kArgMax: return "argmax";
     case OpKind::kQuantizedConv2d: return "quantized_conv2d";
+    case OpKind::kQuantizedAdd: return "quantized_add";
   }
   return "unknown";
 }
@@ -137,6 +138,37 @@ absl::Status QuantizedConv2dProblem::Validate() const {
     return Invalid(name, absl::StrCat("output would be ", p(), "x", q(), ": the dilated filter is larger than the padded input"));
   }
   return CheckBlockedLayout(name, layout, true, {k});
+}
+
+std::string QuantizedAddProblem::ToString() const {
+  return absl::StrCat("quantized_add count=", count, " ", DataTypeName(a_type), "(", a_scale, ",", a_zero_point, ") + ",
+                      DataTypeName(b_type), "(", b_scale, ",", b_zero_point, ") -> ", DataTypeName(y_type), "(",
+                      y_scale, ",", y_zero_point, ")");
+}
+
+absl::Status QuantizedAddProblem::Validate() const {
+  const std::string name = ToString();
+  if (count <= 0) return Invalid(name, absl::StrCat("count must be positive, got ", count));
+  const struct {
+    const char* what;
+    DataType type;
+    float scale;
+    int zero_point;
+  } operands[] = {{"a", a_type, a_scale, a_zero_point}, {"b", b_type, b_scale, b_zero_point},
+                  {"y", y_type, y_scale, y_zero_point}};
+  for (const auto& o : operands) {
+    if (o.type != DataType::kUInt8 && o.type != DataType::kInt8) {
+      return Invalid(name, absl::StrCat(o.what, " must be UINT8 or INT8, got ", DataTypeName(o.type)));
+    }
+    if (!(o.scale > 0.0f) || !std::isfinite(o.scale)) {
+      return Invalid(name, absl::StrCat(o.what, "'s scale must be positive and finite, got ", o.scale));
+    }
+    const int lo = o.type == DataType::kUInt8 ? 0 : -128, hi = o.type == DataType::kUInt8 ? 255 : 127;
+    if (o.zero_point < lo || o.zero_point > hi) {
+      return Invalid(name, absl::StrCat(o.what, "'s zero point ", o.zero_point, " is outside ", DataTypeName(o.type)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Conv2dProblem::Validate() const {

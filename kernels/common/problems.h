@@ -42,6 +42,7 @@ enum class OpKind : uint8_t {
   kResize,
   kArgMax,
   kQuantizedConv2d,
+  kQuantizedAdd,
 };
 absl::string_view OpKindName(OpKind kind);
 
@@ -134,6 +135,33 @@ struct QuantizedConv2dArgs {
   const float* scale = nullptr;    // [K] requantization multipliers, always
   const void* residual = nullptr;  // output-shaped, dst_type, when epilogue.residual != kNone
   void* y = nullptr;               // output, problem.output_desc(); may equal residual
+};
+
+// ---- quantized element-wise add (INT8): y = Q_y(DQ_a(a) + DQ_b(b)) -------------------------------------------------
+// Two UINT8/INT8 tensors of `count` elements in the same layout, each with its scale and zero point, into a UINT8/INT8
+// output: y = saturate(round_half_even(((a - a_zp) * a_scale + (b - b_zp) * b_scale) / y_scale) + y_zp), each
+// operation in FP32 in that order: what a QDQ graph's DequantizeLinear, DequantizeLinear -> Add -> QuantizeLinear
+// computes (the residual adds of quantized ResNets and MobileNets).
+struct QuantizedAddProblem {
+  static constexpr OpKind kKind = OpKind::kQuantizedAdd;
+  int64_t count = 1;
+  DataType a_type = DataType::kUInt8, b_type = DataType::kUInt8, y_type = DataType::kUInt8;
+  float a_scale = 1.0f, b_scale = 1.0f, y_scale = 1.0f;
+  int a_zero_point = 0, b_zero_point = 0, y_zero_point = 0;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const {
+    return std::tie(count, a_type, b_type, y_type, a_scale, b_scale, y_scale, a_zero_point, b_zero_point,
+                    y_zero_point);
+  }
+  CONVOY_PROBLEM_COMPARISONS(QuantizedAddProblem)
+};
+
+struct QuantizedAddArgs {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* y = nullptr;  // may equal a or b
 };
 
 // ---- pooling -----------------------------------------------------------------------------------------------------

@@ -49,19 +49,27 @@ TensorDesc PlanTensor::Desc(int batch_size) const { return TensorDesc(dtype, Dim
 
 std::string ExecutionPlan::QuantizationSummary() const {
   if (quantized_layers_.empty()) return "";
-  int int8 = 0;
+  int convs = 0, convs_int8 = 0, adds = 0, adds_int8 = 0, fp32 = 0;
   const QuantizedLayerChoice* first_fp32 = nullptr;
   for (const QuantizedLayerChoice& layer : quantized_layers_) {
-    if (layer.int8) {
-      ++int8;
-    } else if (first_fp32 == nullptr) {
-      first_fp32 = &layer;
+    if (layer.add) {
+      ++adds;
+      adds_int8 += layer.int8;
+    } else {
+      ++convs;
+      convs_int8 += layer.int8;
+    }
+    if (!layer.int8) {
+      ++fp32;
+      if (first_fp32 == nullptr) first_fp32 = &layer;
     }
   }
-  std::string out = absl::StrCat(int8, " of ", quantized_layers_.size(), " quantized convolutions run INT8");
+  std::string out = absl::StrCat(convs_int8, " of ", convs, " quantized convolutions");
+  if (adds > 0) absl::StrAppend(&out, " and ", adds_int8, " of ", adds, " quantized adds");
+  absl::StrAppend(&out, " run INT8");
   if (first_fp32 != nullptr) {
-    absl::StrAppend(&out, "; ", quantized_layers_.size() - int8, " stay FP32 with simulated quantization (first: '",
-                    first_fp32->node, "': ", first_fp32->reason, ")");
+    absl::StrAppend(&out, "; ", fp32, " stay FP32 with simulated quantization (first: '", first_fp32->node, "': ",
+                    first_fp32->reason, ")");
   }
   return out;
 }

@@ -102,10 +102,11 @@ struct PlanBinding {
   int tensor = -1;
 };
 
-// How one convolution of a QDQ model runs (quantized_conv_folding.h): in INT8 (its step's algorithm is a
-// QuantizedConv2dOp one), or on the FP32 path with the quantization simulated, and why.
+// How one convolution or residual add of a QDQ model runs (quantized_conv_folding.h): in INT8 (its step's algorithm
+// is a QuantizedConv2dOp / QuantizedAddOp one), or on the FP32 path with the quantization simulated, and why.
 struct QuantizedLayerChoice {
   std::string node;
+  bool add = false;  // a residual add; else a convolution
   bool int8 = false;
   std::string reason;  // why it stays FP32; empty for INT8
 };
@@ -131,9 +132,10 @@ class ExecutionPlan {
   size_t workspace_bytes() const { return workspace_bytes_; }
   size_t weight_bytes() const { return weight_bytes_; }
 
-  // Every convolution next to a quantize-dequantize step (QDQ models), in graph order; empty for other models.
+  // Every convolution and add next to a quantize-dequantize step (QDQ models), in graph order; empty for others.
   const std::vector<QuantizedLayerChoice>& quantized_layers() const { return quantized_layers_; }
-  // "52 of 53 convolutions run INT8" (with the first FP32 one's reason), or "" when the model has none.
+  // "52 of 53 quantized convolutions and 16 of 16 quantized adds run INT8" (with the first FP32 one's reason), or ""
+  // when the model has none.
   std::string QuantizationSummary() const;
 
   // Steps with their problems, algorithms and tuned times at `batch_size`, then the memory plan for each batch size.

@@ -281,7 +281,7 @@ absl::Status PlanBuilder::ChooseQuantizedConvs() {
   for (auto& [name, fold] : analysis.folds) {
     std::string reason;
     if (!options_.int8_convolutions) {
-      reason = "INT8 convolutions are turned off for this plan";
+      reason = "INT8 steps are turned off for this plan";
     } else if (compute_dtype() != DataType::kFloat32) {
       reason = absl::StrCat("the plan computes in ", DataTypeName(compute_dtype()), "; INT8 steps join FP32 plans only");
     }
@@ -305,11 +305,32 @@ absl::Status PlanBuilder::ChooseQuantizedConvs() {
       quantized_.fp32_reasons[name] = reason;
     }
   }
+  for (auto& [name, fold] : analysis.adds) {
+    std::string reason;
+    if (!options_.int8_convolutions) {
+      reason = "INT8 steps are turned off for this plan";
+    } else if (compute_dtype() != DataType::kFloat32) {
+      reason = absl::StrCat("the plan computes in ", DataTypeName(compute_dtype()), "; INT8 steps join FP32 plans only");
+    } else {
+      QuantizedAddProblem probe = fold.quantization;
+      auto algorithm = OpRegistry<QuantizedAddOp>::Global().Heuristic(probe, backend);
+      if (!algorithm.ok()) {
+        reason = absl::StrCat("no INT8 algorithm of this device implements ", probe.ToString(), ": ",
+                              algorithm.status().message());
+      }
+    }
+    if (reason.empty()) {
+      quantized_.adds.emplace(name, std::move(fold));
+    } else {
+      quantized_.fp32_reasons[name] = reason;
+    }
+  }
   for (const Node& node : graph_.nodes()) {
-    if (quantized_.Find(node.name) != nullptr) {
-      plan_->quantized_layers_.push_back({node.name, true, ""});
+    const bool add = node.op() == OpKind::kBinary;
+    if (quantized_.Find(node.name) != nullptr || quantized_.FindAdd(node.name) != nullptr) {
+      plan_->quantized_layers_.push_back({node.name, add, true, ""});
     } else if (auto it = quantized_.fp32_reasons.find(node.name); it != quantized_.fp32_reasons.end()) {
-      plan_->quantized_layers_.push_back({node.name, false, it->second});
+      plan_->quantized_layers_.push_back({node.name, add, false, it->second});
     }
   }
   return absl::OkStatus();
@@ -396,9 +417,11 @@ absl::Status PlanBuilder::PlanNode(const Node& node) {
     case OpKind::kPool2d: return PlanPool2d(*this, node);
     case OpKind::kBatchNorm: return PlanBatchNorm(*this, node);
     case OpKind::kActivation:
-      if (!quantized_.folds.empty()) return PlanQuantizeDequantize(*this, node);
+      if (!quantized_.folds.empty() || !quantized_.adds.empty()) return PlanQuantizeDequantize(*this, node);
       return PlanActivation(*this, node);
-    case OpKind::kBinary: return PlanBinary(*this, node);
+    case OpKind::kBinary:
+      if (const QuantizedAddFold* fold = quantized_.FindAdd(node.name)) return PlanQuantizedAdd(*this, node, *fold);
+      return PlanBinary(*this, node);
     case OpKind::kConcat: return PlanConcat(*this, node);
     case OpKind::kSplit: return PlanSplit(*this, node);
     case OpKind::kChannelShuffle: return PlanChannelShuffle(*this, node);

@@ -190,6 +190,7 @@ absl::Status PlanArgMax(PlanBuilder& b, const Node& node);
 absl::Status PlanAlias(PlanBuilder& b, const Node& node);
 // A folded convolution's INT8 step, and a QDQ node between INT8 steps and FP32 ops (planner_quantized.cc).
 absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const QuantizedConvFold& fold);
+absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedAddFold& fold);
 absl::Status PlanQuantizeDequantize(PlanBuilder& b, const Node& node);
 
 // ---- template definitions ----------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // The INT8 mappings of QDQ models (quantized_conv_folding.h): a folded convolution becomes one QuantizedConv2dOp
-// step on 8-bit NHWC tensors, and each quantize-dequantize node between such steps and FP32 ops becomes the Convert
+// step on 8-bit NHWC tensors, a folded residual add one QuantizedAddOp step, and each quantize-dequantize node between such steps and FP32 ops becomes the Convert
 // steps the edge needs (or none, between two INT8 steps).
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
@@ -36,6 +36,19 @@ absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const Quantiz
   return b.AddKernelStep<QuantizedConv2dOp>(node.name, {x}, {y}, problem_for, bind, w);
 }
 
+absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedAddFold& fold) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.QuantizedValue(fold.a));
+  CONVOY_ASSIGN_OR_RETURN(int z, b.QuantizedValue(fold.b));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddQuantizedOutput(fold.output, fold.quantization.y_type));
+  auto problem_for = [&b, &fold, y](int batch) {
+    QuantizedAddProblem p = fold.quantization;
+    p.count = NumElements(b.tensor(y).shape, batch);
+    return p;
+  };
+  auto bind = [x, z, y](TensorPointers t) { return QuantizedAddArgs{t[x], t[z], t[y]}; };
+  return b.AddKernelStep<QuantizedAddOp>(node.name, {x, z}, {y}, problem_for, bind);
+}
+
 // A quantize-dequantize node in a plan with INT8 steps. Its output has up to two values: 8-bit (written by the folded
 // conv it follows, or quantized here from its FP32 input for the folded convs reading it) and FP32 (for every other
 // reader and the caller: the simulated step, or a dequantize of the 8-bit value; both are exactly
@@ -49,8 +62,7 @@ absl::Status PlanQuantizeDequantize(PlanBuilder& b, const Node& node) {
   const std::string& out = node.outputs[0];
   bool int8_readers = false, fp32_readers = graph.IsGraphOutput(out);
   for (int reader : graph.ConsumerIndices(out)) {
-    const QuantizedConvFold* fold = b.quantized().Find(graph.nodes()[reader].name);
-    if (fold != nullptr && fold->input == out) {
+    if (b.quantized().ReadsQuantized(graph.nodes()[reader].name, out)) {
       int8_readers = true;
     } else {
       fp32_readers = true;

@@ -137,16 +137,73 @@ absl::Status Fold(const Graph& graph, const Node& conv, const QdqParams& in, con
 
 }  // namespace
 
-const QuantizedConvFold* QuantizedConvAnalysis::WritingThrough(const std::string& qdq_node) const {
-  for (const auto& [name, fold] : folds) {
-    if (fold.output_node == qdq_node) return &fold;
-  }
-  return nullptr;
+bool QuantizedConvAnalysis::ReadsQuantized(const std::string& reader, const std::string& tensor) const {
+  if (const QuantizedConvFold* conv = Find(reader)) return conv->input == tensor;
+  if (const QuantizedAddFold* add = FindAdd(reader)) return add->a == tensor || add->b == tensor;
+  return false;
 }
+
+namespace {
+
+// The QDQ node alone reading `tensor` (not a graph output), or -1.
+int SoleQdqReader(const Graph& graph, const std::string& tensor, QdqParams& params) {
+  const std::vector<int> readers = graph.ConsumerIndices(tensor);
+  if (readers.size() != 1 || graph.IsGraphOutput(tensor)) return -1;
+  const Node& reader = graph.nodes()[readers[0]];
+  return AsQdq(reader, params) && reader.inputs[0] == tensor ? readers[0] : -1;
+}
+
+// The QDQ parameters of the node producing `tensor`, if a QDQ node does.
+bool ProducedByQdq(const Graph& graph, const std::string& tensor, QdqParams& params) {
+  const int producer = graph.ProducerIndex(tensor);
+  return producer >= 0 && AsQdq(graph.nodes()[producer], params);
+}
+
+// A residual Add between QDQ nodes: folded into analysis.adds, or its reason recorded.
+void AnalyzeAdd(const Graph& graph, const Node& add, QuantizedConvAnalysis& analysis) {
+  if (add.As<BinaryAttrs>().kind != BinaryKind::kAdd || add.inputs.size() != 2) return;
+  QdqParams a, b, y;
+  const bool a_quantized = ProducedByQdq(graph, add.inputs[0], a);
+  const bool b_quantized = ProducedByQdq(graph, add.inputs[1], b);
+  const int reader = SoleQdqReader(graph, add.outputs[0], y);
+  if (!a_quantized && !b_quantized && reader < 0) return;  // not part of the model's quantized layers
+  std::string reason;
+  auto shape_of = [&graph](const std::string& t) {
+    auto s = graph.ShapeOf(t);
+    return s.ok() ? *s : Shape{};
+  };
+  const Shape out = shape_of(add.outputs[0]);
+  if (!a_quantized || !b_quantized) {
+    reason = absl::StrCat("its operand '", add.inputs[a_quantized ? 1 : 0], "' is not quantized");
+  } else if (reader < 0) {
+    reason = absl::StrCat("its sum '", add.outputs[0], "' is not read by a QuantizeLinear -> DequantizeLinear alone");
+  } else if (out.size() != 4 || shape_of(add.inputs[0]) != out || shape_of(add.inputs[1]) != out) {
+    reason = absl::StrCat("its operands ", ShapeToString(shape_of(add.inputs[0])), " and ",
+                          ShapeToString(shape_of(add.inputs[1])), " broadcast; the INT8 add takes two images of "
+                          "the sum's shape");
+  }
+  if (!reason.empty()) {
+    analysis.fp32_reasons[add.name] = reason;
+    return;
+  }
+  QuantizedAddFold fold;
+  fold.add = add.name;
+  fold.a = add.inputs[0], fold.b = add.inputs[1];
+  fold.output_node = graph.nodes()[reader].name;
+  fold.output = graph.nodes()[reader].outputs[0];
+  QuantizedAddProblem& q = fold.quantization;
+  q.a_type = a.type, q.a_scale = a.scale, q.a_zero_point = a.zero_point;
+  q.b_type = b.type, q.b_scale = b.scale, q.b_zero_point = b.zero_point;
+  q.y_type = y.type, q.y_scale = y.scale, q.y_zero_point = y.zero_point;
+  analysis.adds.emplace(add.name, std::move(fold));
+}
+
+}  // namespace
 
 QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
   QuantizedConvAnalysis analysis;
   for (const Node& conv : graph.nodes()) {
+    if (conv.op() == OpKind::kBinary) AnalyzeAdd(graph, conv, analysis);
     if (conv.op() != OpKind::kConv2d) continue;
     QdqParams in, out;
     const int producer = graph.ProducerIndex(conv.inputs[0]);

@@ -17,8 +17,12 @@
 //   acc = sum (x_q - x_zero_point) * w_q                  exact INT32
 //   y_q = saturate(round_half_even(float(acc + bias_q) * (x_scale * w_scale[k] / y_scale)) + y_zero_point)
 //
-// The planner quantizes where a folded conv's input comes from an FP32 op, and dequantizes where an FP32 op (or the
-// caller) reads a folded conv's output. Every other convolution next to a QDQ node stays on the FP32 path with the
+// A residual Add folds the same way when both its operands are QDQ nodes' outputs of its own shape and a QDQ node
+// alone reads its sum: the INT8 step (QuantizedAddOp) computes DequantizeLinear, DequantizeLinear, Add,
+// QuantizeLinear in FP32 on each element, bit for bit what the FP32 path computes, and keeps the block's tensors 8-bit.
+//
+// The planner quantizes where a folded step's input comes from an FP32 op, and dequantizes where an FP32 op (or the
+// caller) reads a folded step's output. Every other convolution next to a QDQ node stays on the FP32 path with the
 // quantization simulated by the QDQ nodes, and the analysis says why (a residual fused into it, weights that are
 // not INT8, a Sigmoid, ...): `convoy inspect` and the load log print it.
 #ifndef CONVOY_SERVER_RUNTIME_QUANTIZED_CONV_FOLDING_H_
@@ -51,20 +55,34 @@ struct QuantizedConvFold {
   std::vector<float> multipliers;    // [K]: x_scale * w_scale[k] / y_scale, in FP32 as onnxruntime forms it
 };
 
+// One residual Add that runs in INT8: the kernel problem's quantization, and the graph tensors it reads and writes.
+struct QuantizedAddFold {
+  std::string add;          // the Binary (Add) node
+  std::string a, b;         // its operands, QDQ nodes' outputs, read 8-bit
+  std::string output_node;  // the QDQ node reading its sum
+  std::string output;       // that node's output: written 8-bit
+  QuantizedAddProblem quantization;  // every field but count
+};
+
 struct QuantizedConvAnalysis {
   std::map<std::string, QuantizedConvFold> folds;   // by conv node name
-  std::map<std::string, std::string> fp32_reasons;  // conv node name -> why it stays FP32 (QDQ neighbours only)
+  std::map<std::string, QuantizedAddFold> adds;     // by add node name
+  std::map<std::string, std::string> fp32_reasons;  // conv or add node name -> why it stays FP32 (QDQ neighbours only)
 
   const QuantizedConvFold* Find(const std::string& conv) const {
     auto it = folds.find(conv);
     return it == folds.end() ? nullptr : &it->second;
   }
-  // The fold whose output QDQ node is `qdq_node`, or null.
-  const QuantizedConvFold* WritingThrough(const std::string& qdq_node) const;
+  const QuantizedAddFold* FindAdd(const std::string& add) const {
+    auto it = adds.find(add);
+    return it == adds.end() ? nullptr : &it->second;
+  }
+  // Whether node `reader` runs as an INT8 step that reads graph tensor `tensor` as 8-bit.
+  bool ReadsQuantized(const std::string& reader, const std::string& tensor) const;
 };
 
-// Every Conv2d next to a QDQ node (reading one's output or read by one) of a finalized graph, folded or with the
-// reason it is not. Convolutions with no QDQ node next to them (FP32 models) appear in neither map.
+// Every Conv2d and Add next to a QDQ node (reading one's output or read by one) of a finalized graph, folded or with
+// the reason it is not. Nodes with no QDQ node next to them (FP32 models) appear in no map.
 QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph);
 
 // The kernel problem of a fold at one input size (n, c, h, w of the input, NHWC).

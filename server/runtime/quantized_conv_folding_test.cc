@@ -1,5 +1,5 @@
-// INT8 planning of QDQ models: which convolutions fold (AnalyzeQuantizedConvs) and why the others do not; plans
-// with the folded convolutions as QuantizedConv2dOp steps on 8-bit tensors, the quantize / dequantize steps only
+// INT8 planning of QDQ models: which convolutions and residual adds fold (AnalyzeQuantizedConvs) and why the others
+// do not; plans with them as QuantizedConv2dOp / QuantizedAddOp steps on 8-bit tensors, the quantize / dequantize steps only
 // where FP32 ops meet them, in NCHW, blocked and NHWC plans at several batch sizes, run by the executor on fresh
 // random inputs (outputs poisoned with NaN) and compared with the reference interpreter, which simulates every
 // quantization in FP32 exactly as the QDQ graph defines it.
@@ -88,6 +88,7 @@ TEST(QuantizedConvFoldingTest, FoldsConvsBetweenQdqNodesAndSaysWhyTheOthersStayF
   for (const char* conv : {"conv_a", "conv_b", "conv_c", "conv_e"}) {
     EXPECT_NE(analysis.Find(conv), nullptr) << conv << ": " << analysis.fp32_reasons.count(conv);
   }
+  EXPECT_NE(analysis.FindAdd("add"), nullptr);
   ASSERT_EQ(analysis.fp32_reasons.count("conv_d"), 1u);
   EXPECT_THAT(analysis.fp32_reasons.at("conv_d"), HasSubstr("activation sigmoid is fused into it"));
 
@@ -145,8 +146,9 @@ TEST(QuantizedConvFoldingTest, PlansRunFoldedConvsInInt8AndMatchTheSimulationWit
     SCOPED_TRACE(LayoutName(layout));
     CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(layout, 3)));
     EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 4) << plan->ToString(1);
-    // Quantized: x (for conv_a) and the add's output (for conv_c). Dequantized: conv_a's and conv_b's outputs for
-    // the add, conv_e's for conv_d and the caller. conv_c's 8-bit output goes straight to conv_e.
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedAdd), 1) << plan->ToString(1);
+    // Quantized: x, for conv_a. Dequantized: conv_e's output, for conv_d and the caller. Everything from conv_a to
+    // conv_e (the add included) stays 8-bit.
     int quantize = 0, dequantize = 0;
     for (const auto& step : plan->steps()) {
       if (step->op() != convoy::OpKind::kConvert) continue;
@@ -154,15 +156,16 @@ TEST(QuantizedConvFoldingTest, PlansRunFoldedConvsInInt8AndMatchTheSimulationWit
       quantize += problem.find("-> UINT8") != std::string::npos || problem.find("-> INT8") != std::string::npos;
       dequantize += problem.find("INT8 NHWC -> FP32") != std::string::npos;  // UINT8 too
     }
-    EXPECT_EQ(quantize, 2) << plan->ToString(1);
-    EXPECT_EQ(dequantize, 3) << plan->ToString(1);
+    EXPECT_EQ(quantize, 1) << plan->ToString(1);
+    EXPECT_EQ(dequantize, 1) << plan->ToString(1);
     for (const auto& step : plan->steps()) {
       if (step->op() == convoy::OpKind::kQuantizedConv2d) {
         EXPECT_EQ(step->AlgorithmName(1), "cpu.quantized_conv2d.onednn_nhwc");
       }
     }
-    ASSERT_EQ(plan->quantized_layers().size(), 5u);
-    EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("4 of 5 quantized convolutions run INT8"));
+    ASSERT_EQ(plan->quantized_layers().size(), 6u);
+    EXPECT_THAT(plan->QuantizationSummary(),
+                HasSubstr("4 of 5 quantized convolutions and 1 of 1 quantized adds run INT8; 1 stay FP32"));
     EXPECT_THAT(plan->ToString(1), HasSubstr("conv_d: FP32 (activation sigmoid is fused into it"));
     for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, steps);
   }
@@ -175,8 +178,9 @@ TEST(QuantizedConvFoldingTest, TurnedOffEveryQuantizationIsSimulated) {
   CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, options));
   EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 0);
   EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConv2d), 5);
-  EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("0 of 5 quantized convolutions run INT8"));
-  EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("INT8 convolutions are turned off"));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedAdd), 0);
+  EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("0 of 5 quantized convolutions and 0 of 1 quantized adds"));
+  EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("INT8 steps are turned off"));
   ExpectWithinOneStep(graph, plan, 2, {{"y", 1.0f / 255}, {"y2", 12.0f / 255}});
 }
 

@@ -5,11 +5,11 @@ tools/models/quantize_qdq.py), run by `convoy run` on the CPU (import, passes, p
 onnxruntime's INT8 output (its default optimizations fuse the QDQ patterns into integer QLinearConv / QLinearAdd /
 QLinearMatMul) on fresh random batches.
 
-By default Convoy runs every convolution between quantize-dequantize steps as an INT8 step
+By default Convoy runs every convolution and residual add between quantize-dequantize steps as an INT8 step
 (server/runtime/quantized_conv_folding.h): exact INT32 accumulation and the requantization onnxruntime's QLinearConv
-computes, 8-bit tensors from one such step to the next; the rest of the graph (the residual adds, pooling, the
-classifier) stays FP32 with its quantization simulated exactly. Both models fold every convolution (the load log
-says so, and the test checks it). Asserted against onnxruntime's INT8 logits: at least 99.9 % within one
+computes, the adds dequantized, summed and requantized per element, 8-bit tensors from one such step to the next;
+the rest of the graph (pooling, the classifier) stays FP32 with its quantization simulated exactly. Both models fold
+every convolution and add (the load log says so, and the test checks it). Asserted against onnxruntime's INT8 logits: at least 99.9 % within one
 quantization step, top-1 equal on every image whose top-1 leads its runner-up by more than 4 steps. Measured here
 (2 layouts x 32 images x 10 logits per model): MEASURED_INT8.
 
@@ -114,8 +114,8 @@ def test_qdq_model_runs_int8_within_one_step_of_onnxruntime(quantized, tmp_path,
     model = qdq_model(quantized, name)
     x = np.random.default_rng().uniform(-1, 1, size=(32, 3, 64, 64)).astype(np.float32)
     actual, log = run_convoy(model, x, tmp_path, f"--layout={layout}")
-    folded = re.search(r"(\d+) of (\d+) quantized convolutions run INT8", log)
-    assert folded and folded.group(1) == folded.group(2), log[-3000:]
+    folded = re.search(r"(\d+) of (\d+) quantized convolutions and (\d+) of (\d+) quantized adds run INT8", log)
+    assert folded and folded.group(1) == folded.group(2) and folded.group(3) == folded.group(4), log[-3000:]
     compare_int8_with_onnxruntime(name, layout, actual, onnxruntime_int8(model, x))
 
 
@@ -124,7 +124,7 @@ def test_qdq_model_simulated_in_fp32_stays_close_to_onnxruntime(quantized, tmp_p
     model = qdq_model(quantized, name)
     x = np.random.default_rng().uniform(-1, 1, size=(8, 3, 64, 64)).astype(np.float32)
     actual, log = run_convoy(model, x, tmp_path, "--int8=false")
-    assert re.search(r"\b0 of \d+ quantized convolutions run INT8", log), log[-3000:]
+    assert re.search(r"\b0 of \d+ quantized convolutions and 0 of \d+ quantized adds run INT8", log), log[-3000:]
     compare_simulated_with_onnxruntime(name, "nchw8c", actual, onnxruntime_int8(model, x))
 
 
