@@ -141,7 +141,7 @@ TEST(QuantizedConvFoldingTest, ClipInsideTheOutputRangeIsNotFolded) {
 
 TEST(QuantizedConvFoldingTest, PlansRunFoldedConvsInInt8AndMatchTheSimulationWithinOneStep) {
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(FreshSeed()));
-  const std::map<std::string, float> steps = {{"y", 1.0f / 255}, {"y2", 12.0f / 255}};
+  const std::map<std::string, float> steps = {{"y", 4.0f / 255}, {"y2", 12.0f / 255}};
   for (Layout layout : {Layout::kNCHW, Layout::kNCHW8c, Layout::kNHWC}) {
     SCOPED_TRACE(LayoutName(layout));
     CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(layout, 3)));
@@ -181,7 +181,7 @@ TEST(QuantizedConvFoldingTest, TurnedOffEveryQuantizationIsSimulated) {
   EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedAdd), 0);
   EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("0 of 5 quantized convolutions and 0 of 1 quantized adds"));
   EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("INT8 steps are turned off"));
-  ExpectWithinOneStep(graph, plan, 2, {{"y", 1.0f / 255}, {"y2", 12.0f / 255}});
+  ExpectWithinOneStep(graph, plan, 2, {{"y", 4.0f / 255}, {"y2", 12.0f / 255}});
 }
 
 }  // namespace
