@@ -1,5 +1,6 @@
 #include "kernels/common/problems.h"
 
+#include <cmath>
 #include <functional>
 #include <numeric>
 
@@ -83,6 +84,7 @@ absl::string_view OpKindName(OpKind kind) {
     case OpKind::kResize: return "resize";
     case OpKind::kArgMax: return "argmax";
     case OpKind::kQuantizedConv2d: return "quantized_conv2d";
+    case OpKind::kQuantizedAdd: return "quantized_add";
   }
   return "unknown";
 }
@@ -136,6 +138,37 @@ absl::Status QuantizedConv2dProblem::Validate() const {
     return Invalid(name, absl::StrCat("output would be ", p(), "x", q(), ": the dilated filter is larger than the padded input"));
   }
   return CheckBlockedLayout(name, layout, true, {k});
+}
+
+std::string QuantizedAddProblem::ToString() const {
+  return absl::StrCat("quantized_add count=", count, " ", DataTypeName(a_type), "(", a_scale, ",", a_zero_point, ") + ",
+                      DataTypeName(b_type), "(", b_scale, ",", b_zero_point, ") -> ", DataTypeName(y_type), "(",
+                      y_scale, ",", y_zero_point, ")");
+}
+
+absl::Status QuantizedAddProblem::Validate() const {
+  const std::string name = ToString();
+  if (count <= 0) return Invalid(name, absl::StrCat("count must be positive, got ", count));
+  const struct {
+    const char* what;
+    DataType type;
+    float scale;
+    int zero_point;
+  } operands[] = {{"a", a_type, a_scale, a_zero_point}, {"b", b_type, b_scale, b_zero_point},
+                  {"y", y_type, y_scale, y_zero_point}};
+  for (const auto& o : operands) {
+    if (o.type != DataType::kUInt8 && o.type != DataType::kInt8) {
+      return Invalid(name, absl::StrCat(o.what, " must be UINT8 or INT8, got ", DataTypeName(o.type)));
+    }
+    if (!(o.scale > 0.0f) || !std::isfinite(o.scale)) {
+      return Invalid(name, absl::StrCat(o.what, "'s scale must be positive and finite, got ", o.scale));
+    }
+    const int lo = o.type == DataType::kUInt8 ? 0 : -128, hi = o.type == DataType::kUInt8 ? 255 : 127;
+    if (o.zero_point < lo || o.zero_point > hi) {
+      return Invalid(name, absl::StrCat(o.what, "'s zero point ", o.zero_point, " is outside ", DataTypeName(o.type)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Conv2dProblem::Validate() const {
@@ -358,13 +391,38 @@ absl::Status PadProblem::Validate() const {
 std::string ConvertProblem::ToString() const {
   return absl::StrCat("convert ", ImageString(n, c, h, w), " ", DataTypeName(src_dtype), " ", LayoutName(src_layout),
                       " -> ", DataTypeName(dst_dtype), " ", LayoutName(dst_layout),
-                      dst_c > 0 ? absl::StrCat(" padded to c=", dst_c) : "");
+                      dst_c > 0 ? absl::StrCat(" padded to c=", dst_c) : "",
+                      quantized() || scale != 0.0f || zero_point != 0
+                          ? absl::StrCat(" scale ", scale, " zero_point ", zero_point)
+                          : "");
 }
 
 absl::Status ConvertProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}}); !st.ok()) return st;
   if (dst_c != 0 && dst_c < c) return Invalid(name, absl::StrCat("dst_c ", dst_c, " is below c ", c));
+  if (quantized()) {
+    const DataType q = IsQuantizedType(src_dtype) ? src_dtype : dst_dtype;
+    const DataType other = IsQuantizedType(src_dtype) ? dst_dtype : src_dtype;
+    if (other != DataType::kFloat32) {
+      return Invalid(name, absl::StrCat("a quantize or dequantize converts between FP32 and ", DataTypeName(q),
+                                        ", got ", DataTypeName(other)));
+    }
+    if (!(scale > 0.0f) || !std::isfinite(scale)) {
+      return Invalid(name, absl::StrCat("scale must be positive and finite, got ", scale));
+    }
+    const int lo = q == DataType::kUInt8 ? 0 : -128, hi = q == DataType::kUInt8 ? 255 : 127;
+    if (zero_point < lo || zero_point > hi) {
+      return Invalid(name, absl::StrCat("zero_point ", zero_point, " is outside ", DataTypeName(q), " [", lo, ", ",
+                                        hi, "]"));
+    }
+    if (dst_c != 0) return Invalid(name, "a quantize or dequantize pads no channels");
+    if (auto st = CheckBlockedLayout(name, src_layout, true, {c}); !st.ok()) return st;
+    return CheckBlockedLayout(name, dst_layout, true, {c});
+  }
+  if (scale != 0.0f || zero_point != 0) {
+    return Invalid(name, "scale and zero_point apply only to a UINT8 or INT8 side");
+  }
   if (auto st = CheckComputeType(name, src_dtype); !st.ok()) return st;
   if (auto st = CheckBlockedLayout(name, src_layout, true, {c}); !st.ok()) return st;
   if (auto st = CheckBlockedLayout(name, dst_layout, true, {c}); !st.ok()) return st;

@@ -42,6 +42,7 @@ enum class OpKind : uint8_t {
   kResize,
   kArgMax,
   kQuantizedConv2d,
+  kQuantizedAdd,
 };
 absl::string_view OpKindName(OpKind kind);
 
@@ -134,6 +135,33 @@ struct QuantizedConv2dArgs {
   const float* scale = nullptr;    // [K] requantization multipliers, always
   const void* residual = nullptr;  // output-shaped, dst_type, when epilogue.residual != kNone
   void* y = nullptr;               // output, problem.output_desc(); may equal residual
+};
+
+// ---- quantized element-wise add (INT8): y = Q_y(DQ_a(a) + DQ_b(b)) -------------------------------------------------
+// Two UINT8/INT8 tensors of `count` elements in the same layout, each with its scale and zero point, into a UINT8/INT8
+// output: y = saturate(round_half_even(((a - a_zp) * a_scale + (b - b_zp) * b_scale) / y_scale) + y_zp), each
+// operation in FP32 in that order: what a QDQ graph's DequantizeLinear, DequantizeLinear -> Add -> QuantizeLinear
+// computes (the residual adds of quantized ResNets and MobileNets).
+struct QuantizedAddProblem {
+  static constexpr OpKind kKind = OpKind::kQuantizedAdd;
+  int64_t count = 1;
+  DataType a_type = DataType::kUInt8, b_type = DataType::kUInt8, y_type = DataType::kUInt8;
+  float a_scale = 1.0f, b_scale = 1.0f, y_scale = 1.0f;
+  int a_zero_point = 0, b_zero_point = 0, y_zero_point = 0;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const {
+    return std::tie(count, a_type, b_type, y_type, a_scale, b_scale, y_scale, a_zero_point, b_zero_point,
+                    y_zero_point);
+  }
+  CONVOY_PROBLEM_COMPARISONS(QuantizedAddProblem)
+};
+
+struct QuantizedAddArgs {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* y = nullptr;  // may equal a or b
 };
 
 // ---- pooling -----------------------------------------------------------------------------------------------------
@@ -369,6 +397,10 @@ struct PadArgs {
 };
 
 // ---- layout and dtype conversion of a 4-D tensor (a flat array is n=count, c=h=w=1) -----------------------------
+// Between floating-point types, or an ONNX QuantizeLinear / DequantizeLinear with one scale and zero point (per
+// tensor) between FP32 and UINT8 / INT8: quantize y = saturate(round_half_even(x / scale) + zero_point) (NaN -> the
+// type's minimum), dequantize y = float(x - zero_point) * scale, each in FP32 as ONNX and onnxruntime compute it.
+// The planner quantizes and dequantizes this way at the edges of the INT8 steps of a QDQ model.
 struct ConvertProblem {
   static constexpr OpKind kKind = OpKind::kConvert;
   int n = 1, c = 1, h = 1, w = 1;
@@ -377,11 +409,19 @@ struct ConvertProblem {
   // Channels of the destination when it is padded (> c; the extra channels are written as zeros), or 0: c. The
   // planner pads few-channel images (RGB) to 16 bytes of channels so the first conv can run on tensor cores.
   int dst_c = 0;
+  // The quantization of the UINT8 / INT8 side (quantized() problems only; 0 and 0 otherwise).
+  float scale = 0.0f;
+  int zero_point = 0;
 
   int output_c() const { return dst_c > 0 ? dst_c : c; }
+  // One side is UINT8 or INT8: a quantize (dst) or dequantize (src) with scale and zero_point.
+  bool quantized() const { return IsQuantizedType(src_dtype) || IsQuantizedType(dst_dtype); }
+  static bool IsQuantizedType(DataType dtype) { return dtype == DataType::kUInt8 || dtype == DataType::kInt8; }
   absl::Status Validate() const;
   std::string ToString() const;
-  auto Tie() const { return std::tie(n, c, h, w, src_dtype, dst_dtype, src_layout, dst_layout, dst_c); }
+  auto Tie() const {
+    return std::tie(n, c, h, w, src_dtype, dst_dtype, src_layout, dst_layout, dst_c, scale, zero_point);
+  }
   CONVOY_PROBLEM_COMPARISONS(ConvertProblem)
 };
 

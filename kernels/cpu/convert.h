@@ -3,6 +3,8 @@
 // chunks; NCHW <-> NHWC walks the destination contiguously, one (n, h) row at a time; a reorder into or out of NCHW8c
 // (convert_onednn's where oneDNN takes the data types, this algorithm's for FP16, e.g. a blocked plan's FP16 output)
 // addresses both sides through their strides. Both data types are dispatched once per Run.
+// It is also the quantize and dequantize of QDQ plans (ConvertProblem::quantized(): FP32 <-> UINT8 / INT8 with one
+// scale and zero point, in any of those layouts), the steps at the edges of the INT8 convolutions.
 #ifndef CONVOY_KERNELS_CPU_CONVERT_H_
 #define CONVOY_KERNELS_CPU_CONVERT_H_
 

@@ -126,6 +126,8 @@ using ResizeOp = OpTraits<ResizeProblem, ResizeArgs>;
 using ArgMaxOp = OpTraits<ArgMaxProblem, ArgMaxArgs>;
 // INT8 convolution: CPU (oneDNN) only so far, and not yet planned; not in ForEachOp until a CUDA algorithm exists.
 using QuantizedConv2dOp = OpTraits<QuantizedConv2dProblem, QuantizedConv2dArgs>;
+// INT8 residual add of QDQ plans: CPU only so far, like QuantizedConv2dOp.
+using QuantizedAddOp = OpTraits<QuantizedAddProblem, QuantizedAddArgs>;
 
 using Conv2dAlgorithm = Conv2dOp::AlgorithmType;
 using Pool2dAlgorithm = Pool2dOp::AlgorithmType;
@@ -144,6 +146,7 @@ using TransposeAlgorithm = TransposeOp::AlgorithmType;
 using ResizeAlgorithm = ResizeOp::AlgorithmType;
 using ArgMaxAlgorithm = ArgMaxOp::AlgorithmType;
 using QuantizedConv2dAlgorithm = QuantizedConv2dOp::AlgorithmType;
+using QuantizedAddAlgorithm = QuantizedAddOp::AlgorithmType;
 
 // Names one op for ForEachOp's visitor: `using Op = typename decltype(tag)::type;`.
 template <typename Op>

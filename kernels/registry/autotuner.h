@@ -97,6 +97,8 @@ inline void SetFilter(Conv2dArgs& args, const void* filter) { args.w = filter; }
 inline const void* GetFilter(const Conv2dArgs& args) { return args.w; }
 inline void SetFilter(GemmArgs& args, const void* filter) { args.b = filter; }
 inline const void* GetFilter(const GemmArgs& args) { return args.b; }
+inline void SetFilter(QuantizedConv2dArgs& args, const void* filter) { args.w = static_cast<const int8_t*>(filter); }
+inline const void* GetFilter(const QuantizedConv2dArgs& args) { return args.w; }
 template <typename Args>
 void SetFilter(Args&, const void*) {}
 template <typename Args>

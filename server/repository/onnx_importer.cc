@@ -123,6 +123,8 @@ class OnnxImporter {
     std::string producer;  // the QuantizeLinear's label
   };
   std::map<std::string, QuantizedTensor> quantized_;
+  // Float constants made by a DequantizeLinear of INT8/UINT8 constants, with their quantization.
+  std::map<std::string, runtime::ConstantQuantization> dequantized_;
   absl::Status QuantizedTensorError(const std::string& name) const;
 };
 
@@ -315,6 +317,7 @@ absl::StatusOr<std::string> OnnxImporter::GraphTensor(const std::string& name) {
   }
   if (constants_in_graph_.insert(name).second) {
     CONVOY_RETURN_IF_ERROR(graph_.AddConstant(name, runtime::Tensor{v->shape, v->floats}));
+    if (auto d = dequantized_.find(name); d != dequantized_.end()) graph_.SetConstantQuantization(name, d->second);
   }
   return name;
 }
@@ -1158,6 +1161,11 @@ absl::Status OnnxImporter::DequantizeLinearOp(const onnx::NodeProto& n, const On
     CONVOY_ASSIGN_OR_RETURN(QuantizationParams params,
                             ReadQuantizationParams(n, a, opset_, x->shape, x->type, Known(n.input(1)), zero_point));
     CONVOY_ASSIGN_OR_RETURN(known_[n.output(0)], DequantizeConstant(params, *x, a.label()));
+    // Remembered for the INT8 planning of the weights, should the value become a graph constant (GraphTensor).
+    if (params.type == onnx::TensorProto::INT8 || params.type == onnx::TensorProto::UINT8) {
+      dequantized_[n.output(0)] = runtime::ConstantQuantization{params.type == onnx::TensorProto::INT8, params.axis,
+                                                                params.scales, params.zero_points};
+    }
     return absl::OkStatus();
   }
   const QuantizedTensor q = pending->second;

@@ -180,6 +180,11 @@ const Tensor* Graph::FindConstant(const std::string& name) const {
   return it == constants_.end() ? nullptr : &it->second;
 }
 
+const ConstantQuantization* Graph::FindConstantQuantization(const std::string& name) const {
+  auto it = constant_quantization_.find(name);
+  return it == constant_quantization_.end() || !IsConstant(name) ? nullptr : &it->second;
+}
+
 absl::StatusOr<Shape> Graph::ShapeOf(const std::string& name) const {
   auto it = shapes_.find(name);
   if (it == shapes_.end()) return absl::NotFoundError(absl::StrCat("tensor '", name, "' has no known shape"));

@@ -256,6 +256,17 @@ struct Node {
 // Builds a node; the op kind follows from the attribute type.
 Node MakeNode(std::string name, NodeAttrs attrs, std::vector<std::string> inputs, std::vector<std::string> outputs);
 
+// How an FP32 constant was made at import by a DequantizeLinear of integers (QDQ models): value.data[i] is exactly
+// float(q[i] - zero_points[j]) * scales[j], j the index along `axis` (-1: one scale and zero point for the whole
+// tensor). The INT8 planning (quantized_conv_folding.h) recovers q from it; it checks that the data still dequantize
+// exactly, so a pass that rewrote the constant leaves a stale record that simply does not apply.
+struct ConstantQuantization {
+  bool is_signed = true;  // INT8 (true) or UINT8 integers
+  int64_t axis = -1;
+  std::vector<float> scales;
+  std::vector<int64_t> zero_points;
+};
+
 struct GraphInput {
   std::string name;
   Shape shape;
@@ -283,6 +294,13 @@ class Graph {
   const std::map<std::string, Tensor>& constants() const { return constants_; }
   std::map<std::string, Tensor>& mutable_constants() { return constants_; }
 
+  // Records how constant `name` was dequantized at import (the importer of QDQ models calls it).
+  void SetConstantQuantization(const std::string& name, ConstantQuantization quantization) {
+    constant_quantization_[name] = std::move(quantization);
+  }
+  // The record for constant `name`, or null (also when the constant no longer exists).
+  const ConstantQuantization* FindConstantQuantization(const std::string& name) const;
+
   bool IsConstant(const std::string& name) const { return constants_.count(name) > 0; }
   const Tensor* FindConstant(const std::string& name) const;
   // Shape of any tensor, valid after Finalize.
@@ -306,6 +324,7 @@ class Graph {
 
   std::vector<GraphInput> inputs_;
   std::map<std::string, Tensor> constants_;
+  std::map<std::string, ConstantQuantization> constant_quantization_;
   std::vector<Node> nodes_;
   std::vector<std::string> outputs_;
   std::map<std::string, Shape> shapes_;

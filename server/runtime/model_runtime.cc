@@ -211,6 +211,7 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
   planner.layout = options.layout.value_or(
       cpu ? DefaultCpuLayout(cpu::onednn::HasAvx512Kernels(), grouped_convs) : Layout::kNHWC);
   planner.max_batch_size = std::max(1, max_batch_size_);
+  planner.int8_convolutions = options.int8_convolutions.value_or(true);
   planner.selection = options.selection.value_or(optimization.algorithm_selection == repository::AlgorithmSelection::kTune
                                                      ? AlgorithmSelection::kTune
                                                      : AlgorithmSelection::kHeuristic);
@@ -306,6 +307,9 @@ absl::StatusOr<std::unique_ptr<ModelRuntime>> ModelRuntime::Create(const ModelRu
                       LayoutName(plan.layout()), model->records_graphs_ ? ", a CUDA graph per batch size" : "",
                       model->report_.plan_seconds, FormatBytes(plan.weight_bytes()), FormatBytes(plan.arena_bytes()),
                       FormatBytes(plan.workspace_bytes())));
+  if (const std::string quantization = plan.QuantizationSummary(); !quantization.empty()) {
+    log(absl::StrCat(model->name_, ": ", quantization, " (`convoy inspect` lists each)"));
+  }
   for (int b : {1, plan.max_batch_size()}) {
     log(absl::StrCat(model->name_, ": memory at batch ", b, ": ", DescribeMemoryPlan(plan.memory_plan(b))));
     if (plan.max_batch_size() == 1) break;

@@ -64,6 +64,9 @@ struct ModelRuntimeOptions {
   std::vector<int> tune_batch_sizes;  // empty: the config's, or every batch size
   // Override of the config's `cuda_graphs`: record a CUDA graph per batch size in each instance (see executor.h).
   std::optional<bool> cuda_graphs;
+  // QDQ models: run the convolutions between quantize-dequantize nodes in INT8 (PlannerOptions::int8_convolutions;
+  // default true). False simulates every quantization in FP32.
+  std::optional<bool> int8_convolutions;
   // Default: DefaultCpuLayout on the CPU, NHWC elsewhere (tensor-core kernels want it).
   std::optional<Layout> layout;
   TuningOptions tuning;

@@ -47,6 +47,33 @@ size_t PlanTensor::Bytes(int batch_size) const {
 
 TensorDesc PlanTensor::Desc(int batch_size) const { return TensorDesc(dtype, Dims(batch_size), layout); }
 
+std::string ExecutionPlan::QuantizationSummary() const {
+  if (quantized_layers_.empty()) return "";
+  int convs = 0, convs_int8 = 0, adds = 0, adds_int8 = 0, fp32 = 0;
+  const QuantizedLayerChoice* first_fp32 = nullptr;
+  for (const QuantizedLayerChoice& layer : quantized_layers_) {
+    if (layer.add) {
+      ++adds;
+      adds_int8 += layer.int8;
+    } else {
+      ++convs;
+      convs_int8 += layer.int8;
+    }
+    if (!layer.int8) {
+      ++fp32;
+      if (first_fp32 == nullptr) first_fp32 = &layer;
+    }
+  }
+  std::string out = absl::StrCat(convs_int8, " of ", convs, " quantized convolutions");
+  if (adds > 0) absl::StrAppend(&out, " and ", adds_int8, " of ", adds, " quantized adds");
+  absl::StrAppend(&out, " run INT8");
+  if (first_fp32 != nullptr) {
+    absl::StrAppend(&out, "; ", fp32, " stay FP32 with simulated quantization (first: '", first_fp32->node, "': ",
+                    first_fp32->reason, ")");
+  }
+  return out;
+}
+
 std::string ExecutionPlan::ToString(int batch_size) const {
   std::string out = absl::StrFormat("plan: %d steps, %d tensors, precision %s, layout %s, device %s\n",
                                     steps_.size(), tensors_.size(), PrecisionName(precision_),
@@ -68,6 +95,13 @@ std::string ExecutionPlan::ToString(int batch_size) const {
     absl::StrAppend(&out, "\n");
     if (const std::string launch = step.LaunchSummary(batch_size); !launch.empty()) {
       absl::StrAppend(&out, "      launch ", launch, "\n");
+    }
+  }
+  if (!quantized_layers_.empty()) {
+    absl::StrAppend(&out, "quantization: ", QuantizationSummary(), "\n");
+    for (const QuantizedLayerChoice& layer : quantized_layers_) {
+      absl::StrAppend(&out, "  ", layer.node, ": ", layer.int8 ? "INT8" : absl::StrCat("FP32 (", layer.reason, ")"),
+                      "\n");
     }
   }
   // Every tensor with its layout: where a blocked (NCHW8c) plan keeps activations blocked, and where it reorders.

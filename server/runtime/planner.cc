@@ -249,6 +249,142 @@ absl::StatusOr<const void*> PlanBuilder::UploadFloats(const std::vector<float>& 
   return Upload(t, DataType::kFloat32, Layout::kNCHW);
 }
 
+absl::StatusOr<const void*> PlanBuilder::UploadBytes(const void* data, size_t bytes) {
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation allocation, options_.device->Allocate(std::max<size_t>(bytes, 1)));
+  CONVOY_RETURN_IF_ERROR(options_.device->CopyToDevice(allocation.data(), data, bytes));
+  const void* out = allocation.data();
+  plan_->weight_bytes_ += bytes;
+  plan_->weights_.push_back(std::move(allocation));
+  return out;
+}
+
+// ---- INT8 steps of QDQ models ------------------------------------------------------------------------------------
+
+absl::StatusOr<int> PlanBuilder::QuantizedValue(const std::string& name) const {
+  auto it = quantized_values_.find(name);
+  if (it == quantized_values_.end()) {
+    return absl::InternalError(absl::StrCat("tensor '", name, "' has no 8-bit value for an INT8 step"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<int> PlanBuilder::AddQuantizedOutput(const std::string& name, DataType dtype) {
+  CONVOY_ASSIGN_OR_RETURN(Shape shape, graph_.ShapeOf(name));
+  if (shape.size() != 4) {
+    return absl::InternalError(absl::StrCat("8-bit tensor '", name, "' must be 4-D, got ", ShapeToString(shape)));
+  }
+  PlanTensor t{absl::StrCat(name, ":", absl::AsciiStrToLower(DataTypeName(dtype))), shape, dtype, Layout::kNHWC};
+  plan_->tensors_.push_back(std::move(t));
+  producer_.push_back(-1);
+  const int id = static_cast<int>(plan_->tensors_.size()) - 1;
+  quantized_values_[name] = id;
+  return id;
+}
+
+absl::Status PlanBuilder::Quantize(const std::string& source, const std::string& name, DataType dtype, float scale,
+                                   int zero_point) {
+  CONVOY_ASSIGN_OR_RETURN(int x, Value(source));
+  CONVOY_ASSIGN_OR_RETURN(x, Require(x, DataType::kFloat32, tensor(x).layout));
+  const Layout src_layout = StoredLayout(tensor(x).layout, tensor(x).shape.size() == 4 ? tensor(x).shape[1] : 1);
+  CONVOY_ASSIGN_OR_RETURN(int y, AddQuantizedOutput(name, dtype));
+  auto problem_for = [this, x, dtype, src_layout, scale, zero_point](int b) {
+    const ImageDims d = Dims(x, b);
+    ConvertProblem p;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
+    p.src_dtype = DataType::kFloat32, p.dst_dtype = dtype, p.src_layout = src_layout, p.dst_layout = Layout::kNHWC;
+    p.scale = scale, p.zero_point = zero_point;
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return ConvertArgs{t[x], t[y]}; };
+  return AddKernelStep<ConvertOp>(absl::StrCat(name, ":quantize"), {x}, {y}, problem_for, bind);
+}
+
+absl::Status PlanBuilder::Dequantize(const std::string& name, float scale, int zero_point) {
+  CONVOY_ASSIGN_OR_RETURN(int x, QuantizedValue(name));
+  const int64_t channels = tensor(x).shape[1];
+  // Into the layout the plan's FP32 ops take: blocked where the block divides the channels.
+  const Layout layout =
+      options_.layout == Layout::kNCHW8c && channels % kLayoutChannelBlock == 0 ? Layout::kNCHW8c : this->layout();
+  const DataType src_dtype = tensor(x).dtype;
+  CONVOY_ASSIGN_OR_RETURN(int y, AddOutput(name, DataType::kFloat32, layout));
+  auto problem_for = [this, x, src_dtype, layout, scale, zero_point](int b) {
+    const ImageDims d = Dims(x, b);
+    ConvertProblem p;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
+    p.src_dtype = src_dtype, p.dst_dtype = DataType::kFloat32, p.src_layout = Layout::kNHWC, p.dst_layout = layout;
+    p.scale = scale, p.zero_point = zero_point;
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return ConvertArgs{t[x], t[y]}; };
+  return AddKernelStep<ConvertOp>(absl::StrCat(name, ":dequantize"), {x}, {y}, problem_for, bind);
+}
+
+// Keeps the analysis's folds that this plan can run: an FP32 plan on a device with a QuantizedConv2dOp algorithm
+// implementing the fold at every batch size. The others join the analysis's FP32 layers with the reason.
+absl::Status PlanBuilder::ChooseQuantizedConvs() {
+  QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(graph_);
+  quantized_.fp32_reasons = analysis.fp32_reasons;
+  std::map<std::string, const Node*> nodes;
+  for (const Node& node : graph_.nodes()) nodes[node.name] = &node;
+  const Backend backend = options_.device->backend();
+  for (auto& [name, fold] : analysis.folds) {
+    std::string reason;
+    if (!options_.int8_convolutions) {
+      reason = "INT8 steps are turned off for this plan";
+    } else if (compute_dtype() != DataType::kFloat32) {
+      reason = absl::StrCat("the plan computes in ", DataTypeName(compute_dtype()), "; INT8 steps join FP32 plans only");
+    }
+    CONVOY_ASSIGN_OR_RETURN(const Shape input_shape, graph_.ShapeOf(fold.input));
+    if (reason.empty() && input_shape.size() != 4) {
+      reason = absl::StrCat("its input is ", ShapeToString(input_shape), ", not an image [N,C,H,W]");
+    }
+    for (int b = 1; reason.empty() && b <= max_batch_size(); ++b) {
+      const Shape d = ConcreteShape(input_shape, b);
+      const QuantizedConv2dProblem problem = MakeQuantizedConvProblem(
+          nodes.at(name)->As<Conv2dAttrs>(), fold, int(d[0]), int(d[1]), int(d[2]), int(d[3]));
+      auto algorithm = OpRegistry<QuantizedConv2dOp>::Global().Heuristic(problem, backend);
+      if (!algorithm.ok()) {
+        reason = absl::StrCat("no INT8 algorithm of this device implements ", problem.ToString(), ": ",
+                              algorithm.status().message());
+      }
+    }
+    if (reason.empty()) {
+      quantized_.folds.emplace(name, std::move(fold));
+    } else {
+      quantized_.fp32_reasons[name] = reason;
+    }
+  }
+  for (auto& [name, fold] : analysis.adds) {
+    std::string reason;
+    if (!options_.int8_convolutions) {
+      reason = "INT8 steps are turned off for this plan";
+    } else if (compute_dtype() != DataType::kFloat32) {
+      reason = absl::StrCat("the plan computes in ", DataTypeName(compute_dtype()), "; INT8 steps join FP32 plans only");
+    } else {
+      QuantizedAddProblem probe = fold.quantization;
+      auto algorithm = OpRegistry<QuantizedAddOp>::Global().Heuristic(probe, backend);
+      if (!algorithm.ok()) {
+        reason = absl::StrCat("no INT8 algorithm of this device implements ", probe.ToString(), ": ",
+                              algorithm.status().message());
+      }
+    }
+    if (reason.empty()) {
+      quantized_.adds.emplace(name, std::move(fold));
+    } else {
+      quantized_.fp32_reasons[name] = reason;
+    }
+  }
+  for (const Node& node : graph_.nodes()) {
+    const bool add = node.op() == OpKind::kBinary;
+    if (quantized_.Find(node.name) != nullptr || quantized_.FindAdd(node.name) != nullptr) {
+      plan_->quantized_layers_.push_back({node.name, add, true, ""});
+    } else if (auto it = quantized_.fp32_reasons.find(node.name); it != quantized_.fp32_reasons.end()) {
+      plan_->quantized_layers_.push_back({node.name, add, false, it->second});
+    }
+  }
+  return absl::OkStatus();
+}
+
 // A UINT8 image input: plan input `input.name` is [N,] H, W, C bytes; a PreprocessOp step writes the graph's
 // [N,] C, H, W tensor in the compute type (FP32 when the kernels cannot write it directly) and the plan layout.
 absl::Status PlanBuilder::AddPreprocessedInput(const GraphInput& input, const PreprocessProblem& configured) {
@@ -324,11 +460,17 @@ absl::Status PlanBuilder::AddGraphInputs() {
 
 absl::Status PlanBuilder::PlanNode(const Node& node) {
   switch (node.op()) {
-    case OpKind::kConv2d: return PlanConv2d(*this, node);
+    case OpKind::kConv2d:
+      if (const QuantizedConvFold* fold = quantized_.Find(node.name)) return PlanQuantizedConv2d(*this, node, *fold);
+      return PlanConv2d(*this, node);
     case OpKind::kPool2d: return PlanPool2d(*this, node);
     case OpKind::kBatchNorm: return PlanBatchNorm(*this, node);
-    case OpKind::kActivation: return PlanActivation(*this, node);
-    case OpKind::kBinary: return PlanBinary(*this, node);
+    case OpKind::kActivation:
+      if (!quantized_.folds.empty() || !quantized_.adds.empty()) return PlanQuantizeDequantize(*this, node);
+      return PlanActivation(*this, node);
+    case OpKind::kBinary:
+      if (const QuantizedAddFold* fold = quantized_.FindAdd(node.name)) return PlanQuantizedAdd(*this, node, *fold);
+      return PlanBinary(*this, node);
     case OpKind::kConcat: return PlanConcat(*this, node);
     case OpKind::kSplit: return PlanSplit(*this, node);
     case OpKind::kChannelShuffle: return PlanChannelShuffle(*this, node);
@@ -417,6 +559,7 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanBuilder::Build() {
   }
   plan_->max_batch_size_ = plan_->has_batch_dimension_ ? options_.max_batch_size : 1;
   CONVOY_RETURN_IF_ERROR(AddGraphInputs());
+  CONVOY_RETURN_IF_ERROR(ChooseQuantizedConvs());
   const std::vector<Node>& nodes = graph_.nodes();
   const auto start = std::chrono::steady_clock::now();
   auto last_progress = start;

@@ -18,6 +18,10 @@
 // by default) and Convert steps are inserted where a tensor's dtype or layout has to change: at the graph edges and,
 // in NHWC plans, before Flatten/Reshape/Softmax/Transpose of spatial tensors.
 // Precision: FP16/BF16 convert the weights at load and run every kernel in that type; TF32 sets allow_tf32.
+// QDQ models (quantized_conv_folding.h): in FP32 plans on the CPU, each convolution between quantize-dequantize
+// nodes that a QuantizedConv2dOp algorithm implements at every batch size runs in INT8 on 8-bit NHWC tensors, which
+// stay 8-bit from one such step to the next; Convert steps quantize and dequantize where FP32 ops meet them. The
+// plan lists every such convolution with its precision and, for the FP32 ones, the reason (quantized_layers()).
 // Algorithms: for every batch size 1..max_batch_size through SelectAlgorithm (kHeuristic, or kTune for the
 // configured batch sizes, timing each layer at load); packed filters are made once per (step, algorithm).
 #ifndef CONVOY_SERVER_RUNTIME_PLANNER_H_
@@ -54,6 +58,9 @@ struct PlannerOptions {
   TuningOptions tuning;
   // Null: AlgorithmCache::Global().
   AlgorithmCache* cache = nullptr;
+  // QDQ models: run the convolutions that fold (quantized_conv_folding.h) as INT8 steps. Off: every quantization
+  // is simulated in FP32 (the QDQ nodes as activation steps), as onnxruntime computes with its optimizations off.
+  bool int8_convolutions = true;
   // Data type in which each graph input/output (by name) is exchanged with the caller; FP32 when absent.
   std::map<std::string, DataType> io_dtypes;
   // Graph inputs (by name) that arrive as UINT8 images, [N,] H, W, C, and are normalized on the device by a

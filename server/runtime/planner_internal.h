@@ -16,6 +16,7 @@
 #include "kernels/registry/autotuner.h"
 #include "server/runtime/plan.h"
 #include "server/runtime/planner.h"
+#include "server/runtime/quantized_conv_folding.h"
 
 namespace convoy::runtime {
 
@@ -120,6 +121,22 @@ class PlanBuilder {
   // Copies values into plan-owned device memory as `dtype`; rank-4 NCHW data is permuted to NHWC when asked.
   absl::StatusOr<const void*> Upload(const Tensor& value, DataType dtype, Layout layout);
   absl::StatusOr<const void*> UploadFloats(const std::vector<float>& values);
+  // Copies raw bytes (INT8 filters, INT32 biases) into plan-owned device memory.
+  absl::StatusOr<const void*> UploadBytes(const void* data, size_t bytes);
+
+  // ---- INT8 steps of QDQ models (quantized_conv_folding.h) ------------------------------------------------------
+  // The convolutions that run INT8 in this plan (the analysis less those no algorithm implements).
+  const QuantizedConvAnalysis& quantized() const { return quantized_; }
+  // The 8-bit NHWC plan tensor holding graph tensor `name` (a QDQ node's output), or an error.
+  absl::StatusOr<int> QuantizedValue(const std::string& name) const;
+  bool HasQuantizedValue(const std::string& name) const { return quantized_values_.count(name) > 0; }
+  // A new 8-bit NHWC step output for graph tensor `name`.
+  absl::StatusOr<int> AddQuantizedOutput(const std::string& name, DataType dtype);
+  // Quantizes the FP32 value of graph tensor `source` into an 8-bit NHWC tensor registered as graph tensor `name`.
+  absl::Status Quantize(const std::string& source, const std::string& name, DataType dtype, float scale,
+                        int zero_point);
+  // Dequantizes the 8-bit value of graph tensor `name` into its FP32 value (in the plan's layout).
+  absl::Status Dequantize(const std::string& name, float scale, int zero_point);
 
   ImageDims Dims(int id, int batch_size) const;
 
@@ -143,6 +160,7 @@ class PlanBuilder {
 
  private:
   absl::Status AddGraphInputs();
+  absl::Status ChooseQuantizedConvs();
   absl::Status AddPreprocessedInput(const GraphInput& input, const PreprocessProblem& configured);
   absl::Status PlanNode(const Node& node);
   absl::Status BindGraphOutputs();
@@ -159,6 +177,8 @@ class PlanBuilder {
   std::map<std::string, int> values_;                               // graph tensor -> plan tensor
   std::map<std::tuple<int, DataType, Layout, int>, int> conversions_;  // (source, dtype, layout, channels) -> tensor
   std::vector<int> producer_;                                       // plan tensor -> step index (-1: graph input)
+  QuantizedConvAnalysis quantized_;                                 // the folds this plan runs INT8
+  std::map<std::string, int> quantized_values_;                     // graph tensor -> its 8-bit plan tensor
 };
 
 // One mapping per graph op (planner_ops.cc).
@@ -177,6 +197,10 @@ absl::Status PlanTranspose(PlanBuilder& b, const Node& node);
 absl::Status PlanResize(PlanBuilder& b, const Node& node);
 absl::Status PlanArgMax(PlanBuilder& b, const Node& node);
 absl::Status PlanAlias(PlanBuilder& b, const Node& node);
+// A folded convolution's INT8 step, and a QDQ node between INT8 steps and FP32 ops (planner_quantized.cc).
+absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const QuantizedConvFold& fold);
+absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedAddFold& fold);
+absl::Status PlanQuantizeDequantize(PlanBuilder& b, const Node& node);
 
 // ---- template definitions ----------------------------------------------------------------------------------------
 

@@ -148,4 +148,80 @@ absl::StatusOr<Graph> ProjectionGraph(uint32_t seed) {
   return g;
 }
 
+namespace {
+
+Activation Qdq(bool u8, float scale, int zero_point) {
+  return {u8 ? ActivationKind::kQuantizeDequantizeU8 : ActivationKind::kQuantizeDequantizeS8, scale,
+          static_cast<float>(zero_point)};
+}
+
+// Random INT8 weights [K, C/g, R, S] with `scales` (one, or one per output channel) dequantized into constant `name`,
+// recorded as such when `annotate`; a bias `name`_b that is a random INT32 at input_scale * weight scale.
+void AddQuantizedWeights(Graph& g, const std::string& name, Shape shape, const std::vector<float>& scales,
+                         float input_scale, bool annotate, std::mt19937& rng) {
+  std::uniform_int_distribution<int> q(-127, 127), qb(-2000, 2000);
+  Tensor w = Tensor::Zeros(shape);
+  const int64_t k = shape[0], per_channel = NumElements(shape) / k;
+  auto scale_of = [&scales](int64_t channel) { return scales.size() == 1 ? scales[0] : scales[channel]; };
+  for (size_t i = 0; i < w.data.size(); ++i) w.data[i] = static_cast<float>(q(rng)) * scale_of(i / per_channel);
+  Tensor b = Tensor::Zeros({k});
+  for (int64_t i = 0; i < k; ++i) b.data[i] = static_cast<float>(qb(rng)) * (input_scale * scale_of(i));
+  (void)g.AddConstant(name, std::move(w));
+  (void)g.AddConstant(absl::StrCat(name, "_b"), std::move(b));
+  if (annotate) {
+    g.SetConstantQuantization(name, ConstantQuantization{true, scales.size() == 1 ? -1 : 0, scales,
+                                                         std::vector<int64_t>(scales.size(), 0)});
+  }
+}
+
+std::vector<float> RandomScales(int64_t count, float lo, float hi, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> out(count);
+  for (float& v : out) v = dist(rng);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a) {
+  std::mt19937 rng(seed);
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 16, 8, 8}));
+  auto add = [&g](const std::string& name, NodeAttrs attrs, std::vector<std::string> in,
+                  std::vector<std::string> out) { return g.AddNode(MakeNode(name, std::move(attrs), in, out)); };
+  auto qdq = [&add](const std::string& name, const std::string& in, bool u8, float scale, int zero_point) {
+    return add(name, ActivationAttrs{Qdq(u8, scale, zero_point)}, {in}, {absl::StrCat(in, "_q")});
+  };
+  const float sx = 2.0f / 255, sa = 4.0f / 255, sb = 8.0f / 255, ss = 0.06f, sc = 6.0f / 255, se = 12.0f / 255;
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_x", "x", true, sx, 128));
+  AddQuantizedWeights(g, "wa", {32, 16, 3, 3}, RandomScales(32, 0.0015f, 0.0025f, rng), sx, annotate_conv_a, rng);
+  CONVOY_RETURN_IF_ERROR(add("conv_a", Conv(3, 1, true, Activation::Relu()), {"x_q", "wa", "wa_b"}, {"a"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_a", "a", true, sa, 0));
+  // One weight scale, drawn: a round one (0.004f) puts whole families of accumulators next to rounding ties.
+  AddQuantizedWeights(g, "wb", {32, 32, 1, 1}, RandomScales(1, 0.0035f, 0.0045f, rng), sa, true, rng);
+  CONVOY_RETURN_IF_ERROR(add("conv_b", Conv(1, 0, true, Activation{}), {"a_q", "wb", "wb_b"}, {"b"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_b", "b", true, sb, 128));
+  CONVOY_RETURN_IF_ERROR(add("add", BinaryAttrs{BinaryKind::kAdd}, {"b_q", "a_q"}, {"s"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_s", "s", true, ss, 100));
+  AddQuantizedWeights(g, "wc", {32, 1, 3, 3}, RandomScales(32, 0.008f, 0.012f, rng), ss, true, rng);
+  Conv2dAttrs depthwise = Conv(3, 1, true, Activation::Clip(0.0f, 6.0f));
+  depthwise.groups = 32;
+  CONVOY_RETURN_IF_ERROR(add("conv_c", depthwise, {"s_q", "wc", "wc_b"}, {"c"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_c", "c", false, sc, -128));
+  AddQuantizedWeights(g, "we", {16, 32, 1, 1}, RandomScales(16, 0.0025f, 0.0035f, rng), sc, true, rng);
+  CONVOY_RETURN_IF_ERROR(add("conv_e", Conv(1, 0, true, Activation{}), {"c_q", "we", "we_b"}, {"e"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_e", "e", true, se, 128));
+  AddQuantizedWeights(g, "wd", {8, 16, 1, 1}, RandomScales(8, 0.0025f, 0.0035f, rng), se, true, rng);
+  CONVOY_RETURN_IF_ERROR(add("conv_d", Conv(1, 0, true, Activation{ActivationKind::kSigmoid, 0, 0}),
+                             {"e_q", "wd", "wd_b"}, {"d"}));
+  // Coarse enough that a one-step difference in e_q moves y by less than one of its steps (sigmoid slope <= 1/4).
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_d", "d", true, 4.0f / 255, 0));
+  CONVOY_RETURN_IF_ERROR(add("rename_y", IdentityAttrs{}, {"d_q"}, {"y"}));
+  CONVOY_RETURN_IF_ERROR(add("rename_y2", IdentityAttrs{}, {"e_q"}, {"y2"}));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("y2"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
 }  // namespace convoy::runtime::testing

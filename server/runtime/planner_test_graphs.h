@@ -36,6 +36,17 @@ absl::StatusOr<Graph> ConvChainGraph(int length, uint32_t seed);
 // from batch 2 on (docs/kernels.md, "brgconv").
 absl::StatusOr<Graph> ProjectionGraph(uint32_t seed);
 
+// A QDQ model's graph as the ONNX importer makes it (quantize-dequantize activation nodes, INT8 weights as exactly
+// dequantized FP32 constants with their ConstantQuantization records, biases that are INT32 values at input scale x
+// weight scale):
+//   x [N,16,8,8] -> qdq_x (UINT8) -> conv_a 3x3 16->32 relu (per-channel weights) -> qdq_a (UINT8, zero point 0)
+//   -> conv_b 1x1 32->32 (one weight scale) -> qdq_b; add(qdq_b, qdq_a) -> qdq_s
+//   -> conv_c depthwise 3x3 clip(0, 6) -> qdq_c (INT8, zero point -128, range ending at 6)
+//   -> conv_e 1x1 32->16 -> qdq_e -> output "y2", and conv_d 1x1 16->8 sigmoid -> qdq_d -> output "y".
+// conv_a, b, c and e fold into INT8 steps; conv_d (a sigmoid) does not. Without `annotate_conv_a`, conv_a's weights
+// carry no quantization record (an FP32 convolution between QDQ nodes), so conv_a stays FP32 too.
+absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = true);
+
 }  // namespace convoy::runtime::testing
 
 #endif  // CONVOY_SERVER_RUNTIME_PLANNER_TEST_GRAPHS_H_

@@ -68,6 +68,7 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|auto  --layout=
          --max_batch_size=N (model files without a config; default 8)  --cache=FILE (algorithm cache to load)
          --threads=N (CPU threads)  --quiet (no load log)
          --cuda_graphs[=true|false] (on a GPU: record a CUDA graph per batch size; default: the config's)
+         --int8=true|false (QDQ models: convolutions between quantize-dequantize steps run INT8; default true)
 --output_dir=DIR writes output i to DIR/i.npy, in the model's output order.
 --repeat=N times N more runs after the first (warm-up) one and prints their median and fastest wall time.
 --profile_runs=R (inspect) times each step in R runs after the warm-up run and prints each step's median.
@@ -179,6 +180,13 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
       return absl::InvalidArgumentError(absl::StrCat("--cuda_graphs must be true or false, got '", value, "'"));
     }
     options.cuda_graphs = value == "true";
+  }
+  if (flags.Has("int8")) {
+    const std::string value = flags.Get("int8");
+    if (value != "true" && value != "false") {
+      return absl::InvalidArgumentError(absl::StrCat("--int8 must be true or false, got '", value, "'"));
+    }
+    options.int8_convolutions = value == "true";
   }
   if (flags.Has("max_batch_size")) {
     CONVOY_ASSIGN_OR_RETURN(options.default_max_batch_size, ParsePositive("max_batch_size", flags.Get("max_batch_size")));
@@ -507,7 +515,7 @@ absl::Status Main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "jobs") return JobsCommand(argv[0]);
   const std::vector<std::string> common = {"model", "device", "precision", "layout", "max_batch_size",
-                                           "cache", "threads", "quiet", "cuda_graphs"};
+                                           "cache", "threads", "quiet", "cuda_graphs", "int8"};
   auto with = [&common](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;

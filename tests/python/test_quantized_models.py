@@ -3,21 +3,34 @@ statistics, 64x64; tools/models/export_torchvision.py) quantized by onnxruntime'
 INT8 per-channel weights, UINT8 activations, INT32 biases, min-max calibration on 8 seeded random images;
 tools/models/quantize_qdq.py), run by `convoy run` on the CPU (import, passes, planner, kernels) and compared with
 onnxruntime's INT8 output (its default optimizations fuse the QDQ patterns into integer QLinearConv / QLinearAdd /
-QLinearMatMul) on a fresh random batch of 8.
+QLinearMatMul) on fresh random batches.
 
-Convoy runs a QDQ model in FP32 with every Q -> DQ pair simulated exactly (a quantize-dequantize step rounding half to
-even and saturating); onnxruntime accumulates in INT32 and requantizes. The two land on the same grid, but where an
-intermediate value lies at a rounding tie they pick neighbouring steps, and that step travels on through the layers:
-onnxruntime's own FP32-simulated run (optimizations off) differs from its INT8 run by up to 4 steps on ResNet-18.
-Measured here (Convoy vs onnxruntime INT8, 80 logits, over 30 random batches): ResNet-18 2 to 5 steps at most, 75 to
-97.5 % within one step; MobileNetV2 0 to 2 steps at most, 97.5 to 100 % within one step; top-1 equal on every image. The
-issue's bound (within one step on 99.9 % of the outputs) needs Convoy's convolutions to run in INT8 with onnxruntime's
-requantization, which the kernels have (kernels/cpu/quantized_conv2d_onednn.h) but plans do not use yet. Asserted:
-every logit within 8 steps, at least 60 % within one step, and top-1 equal on every image whose top-1 leads its
-runner-up by more than 16 steps (twice the bound on each logit). One more test serves the QDQ
-ResNet-18 over gRPC and checks the response the same way.
+By default Convoy runs every convolution and residual add between quantize-dequantize steps as an INT8 step
+(server/runtime/quantized_conv_folding.h): exact INT32 accumulation and the requantization onnxruntime's QLinearConv
+computes, the adds dequantized, summed and requantized per element, 8-bit tensors from one such step to the next;
+the rest of the graph (max pooling, global average pooling, the classifier) stays FP32 with its quantization simulated
+exactly. Both models fold every convolution and add (the load log says so, and the test checks it). Against
+onnxruntime's INT8 logits (32 images x 10 logits per model and layout), measured on an AVX-512 VNNI Xeon over 5 runs:
+MobileNetV2 0.997-1.000 within one quantization step (0.95-1.00 identical, at most 2 steps); ResNet-18 0.93-0.975
+within one step, 0.73-0.86 identical, at most 3-4 steps (the FP32 simulation: 0.85-0.93, at most 3). Neither meets
+the issue's bound (at least 99.9 % within one step) reliably: a one-step difference in an early layer (a value at a
+rounding tie in one of the ops still simulated in FP32, or in onnxruntime's own QLinearAdd /
+QLinearGlobalAveragePool arithmetic, which differs from ONNX's in the last bits) travels on, and ResNet-18's residual
+stack amplifies it where MobileNetV2's projections damp it. Asserted: MobileNetV2 at least 99 % within one step and
+none more than 2 steps off; ResNet-18 at least 85 % and none more than 5 steps off; both top-1 equal on every image
+whose top-1 leads its runner-up by more than twice the step bound.
+
+`--int8=false` simulates every quantization in FP32 (the path all QDQ models took before the INT8 steps). Where an
+intermediate value lies at a rounding tie the simulation and onnxruntime's integers pick neighbouring steps, and the
+step travels on through the layers (onnxruntime's own FP32-simulated run, optimizations off, differs from its INT8 run
+by up to 4 steps on ResNet-18). Measured before the INT8 steps (80 logits, over 30 random batches): ResNet-18 2 to 5
+steps at most, 75 to 97.5 % within one step; MobileNetV2 0 to 2 steps at most, 97.5 to 100 % within one step. The
+simulated path keeps the old, looser bounds: every logit within 8 steps, at least 60 % within one step, and top-1
+equal where the lead is more than 16 steps. One more test serves the QDQ ResNet-18 over gRPC (INT8 steps) and checks
+the response with the INT8 bounds.
 """
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -46,35 +59,86 @@ def quantized(tmp_path_factory):
     return out
 
 
-def compare_with_onnxruntime(name, what, actual, expected):
-    """The asserted bounds of the module docstring; prints the measured numbers."""
+def steps_from_onnxruntime(actual, expected):
+    """|actual - expected| in units of the logits' quantization step: the smallest gap between distinct values
+    onnxruntime wrote (its last Q -> DQ)."""
     assert actual.shape == expected.shape
-    # The logits' quantization step: the smallest gap between distinct values onnxruntime wrote (its last Q -> DQ).
     step = float(np.min(np.diff(np.unique(expected))))
-    steps = np.abs(actual.astype(np.float64) - expected) / step
+    return step, np.abs(actual.astype(np.float64) - expected) / step
+
+
+def top1_agrees_where_confident(actual, expected, step, lead_steps):
+    ranked = np.sort(expected, axis=1)
+    confident = (ranked[:, -1] - ranked[:, -2]) > lead_steps * step
+    assert np.array_equal(actual.argmax(1)[confident], expected.argmax(1)[confident])
+
+
+# INT8 bounds per model (module docstring): the fraction of logits within one step, and the most steps any may be off.
+INT8_BOUNDS = {"mobilenet_v2": (0.99, 2), "resnet18": (0.85, 5)}
+
+
+def compare_int8_with_onnxruntime(name, what, actual, expected):
+    """The INT8 bounds of the module docstring; prints the measured numbers."""
+    step, steps = steps_from_onnxruntime(actual, expected)
     within_one = float(np.mean(steps <= 1.001))
-    print(f"{name} {what}: step {step:.3g}, max {steps.max():.2f} steps, {within_one:.3f} within one step")
+    exact = float(np.mean(steps <= 0.001))
+    print(f"{name} {what} INT8: step {step:.3g}, max {steps.max():.2f} steps, {within_one:.4f} within one step, "
+          f"{exact:.4f} identical ({steps.size} logits)")
+    min_within_one, max_steps = INT8_BOUNDS[name]
+    assert within_one >= min_within_one, f"{name}: only {within_one:.4f} of the logits within one step"
+    assert steps.max() <= max_steps + 0.001, f"{name}: a logit is {steps.max():.2f} steps from onnxruntime's"
+    top1_agrees_where_confident(actual, expected, step, 2 * max_steps)
+
+
+def compare_simulated_with_onnxruntime(name, what, actual, expected):
+    """The looser bounds of the FP32-simulated path (--int8=false); prints the measured numbers."""
+    step, steps = steps_from_onnxruntime(actual, expected)
+    within_one = float(np.mean(steps <= 1.001))
+    print(f"{name} {what} simulated: step {step:.3g}, max {steps.max():.2f} steps, {within_one:.3f} within one step")
     assert steps.max() <= 8.001, f"{name}: a logit is {steps.max():.2f} steps from onnxruntime's"
     assert within_one >= 0.6, f"{name}: only {within_one:.3f} of the logits within one step"
-    ranked = np.sort(expected, axis=1)
-    confident = (ranked[:, -1] - ranked[:, -2]) > 16 * step
-    assert np.array_equal(actual.argmax(1)[confident], expected.argmax(1)[confident])
+    top1_agrees_where_confident(actual, expected, step, 16)
+
+
+def run_convoy(model, x, tmp_path, *flags):
+    """`convoy run` of the QDQ model on x; returns its output and its load log."""
+    np.save(tmp_path / "x.npy", x)
+    proc = subprocess.run([cli_path(), "run", f"--model={model}", f"--input={tmp_path / 'x.npy'}",
+                           f"--output={tmp_path / 'y.npy'}", f"--max_batch_size={len(x)}", *flags],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return np.load(tmp_path / "y.npy"), proc.stderr
+
+
+def qdq_model(quantized, name):
+    model = quantized / f"{name}_qdq.onnx"
+    if not model.exists():
+        pytest.fail(f"{name} was not exported (CONVOY_TORCHVISION_MODELS leaves it out?)")
+    return model
+
+
+def onnxruntime_int8(model, x):
+    return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]
 
 
 @pytest.mark.parametrize("layout", ["nchw8c", "nhwc"])
 @pytest.mark.parametrize("name", QDQ_MODELS)
-def test_qdq_model_matches_onnxruntime_int8(quantized, tmp_path, name, layout):
-    model = quantized / f"{name}_qdq.onnx"
-    if not model.exists():
-        pytest.fail(f"{name} was not exported (CONVOY_TORCHVISION_MODELS leaves it out?)")
+def test_qdq_model_runs_int8_within_one_step_of_onnxruntime(quantized, tmp_path, name, layout):
+    model = qdq_model(quantized, name)
+    x = np.random.default_rng().uniform(-1, 1, size=(32, 3, 64, 64)).astype(np.float32)
+    actual, log = run_convoy(model, x, tmp_path, f"--layout={layout}")
+    folded = re.search(r"(\d+) of (\d+) quantized convolutions and (\d+) of (\d+) quantized adds run INT8", log)
+    assert folded and folded.group(1) == folded.group(2) and folded.group(3) == folded.group(4), log[-3000:]
+    compare_int8_with_onnxruntime(name, layout, actual, onnxruntime_int8(model, x))
+
+
+@pytest.mark.parametrize("name", QDQ_MODELS)
+def test_qdq_model_simulated_in_fp32_stays_close_to_onnxruntime(quantized, tmp_path, name):
+    model = qdq_model(quantized, name)
     x = np.random.default_rng().uniform(-1, 1, size=(8, 3, 64, 64)).astype(np.float32)
-    expected = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]
-    np.save(tmp_path / "x.npy", x)
-    proc = subprocess.run([cli_path(), "run", f"--model={model}", f"--input={tmp_path / 'x.npy'}",
-                           f"--output={tmp_path / 'y.npy'}", f"--layout={layout}", "--quiet"],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    compare_with_onnxruntime(name, layout, np.load(tmp_path / "y.npy"), expected)
+    actual, log = run_convoy(model, x, tmp_path, "--int8=false")
+    assert re.search(r"\b0 of \d+ quantized convolutions and 0 of \d+ quantized adds run INT8", log), log[-3000:]
+    compare_simulated_with_onnxruntime(name, "nchw8c", actual, onnxruntime_int8(model, x))
 
 
 CONFIG = """name: resnet18_qdq
@@ -113,4 +177,4 @@ def test_server_serves_a_qdq_model(quantized, tmp_path):
         assert server.stop() == 0, server.log_tail()
     expected = ort.InferenceSession(str(quantized / "resnet18_qdq.onnx"),
                                     providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]
-    compare_with_onnxruntime("resnet18", "served", result, expected)
+    compare_int8_with_onnxruntime("resnet18", "served", result, expected)

@@ -1,0 +1,102 @@
+// cpu.quantized_add.elementwise against the QDQ definition written out here element by element: DequantizeLinear of
+// both operands, their FP32 sum, QuantizeLinear (the FP32 quotient rounded half to even, the zero point added,
+// saturated). Every pair of UINT8/INT8 operand types and output type, fresh random operands, scales and zero points
+// each run (the seed is printed on failure), counts that are not a multiple of the chunk, the output poisoned first
+// (the complement of the expected byte), and the output written over an operand (y == a). Compared exactly: both sides
+// compute the same FP32 operations.
+#include "kernels/cpu/quantized_add.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/common/status_matchers.h"
+#include "kernels/common/thread_pool.h"
+
+namespace convoy::cpu {
+namespace {
+
+using ::convoy::testing::IsOk;
+
+int Lo(DataType t) { return t == DataType::kUInt8 ? 0 : -128; }
+int Hi(DataType t) { return t == DataType::kUInt8 ? 255 : 127; }
+int Load(const std::vector<uint8_t>& v, DataType t, size_t i) {
+  return t == DataType::kUInt8 ? int{v[i]} : int{static_cast<int8_t>(v[i])};
+}
+
+int Expected(const QuantizedAddProblem& p, int a, int b) {
+  const float da = static_cast<float>(a - p.a_zero_point) * p.a_scale;
+  const float db = static_cast<float>(b - p.b_zero_point) * p.b_scale;
+  const float sum = da + db;
+  const double q = std::nearbyint(static_cast<double>(sum / p.y_scale)) + p.y_zero_point;
+  return static_cast<int>(std::fmin(std::fmax(q, Lo(p.y_type)), Hi(p.y_type)));
+}
+
+absl::Status Check(DataType a_type, DataType b_type, DataType y_type, bool in_place, uint32_t seed) {
+  std::mt19937 rng(seed);
+  ThreadPool pool(2);
+  ExecutionContext context{Backend::kCpu, &pool};
+  std::uniform_real_distribution<float> scale(0.005f, 0.1f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  QuantizedAddProblem p;
+  p.count = 20000 + std::uniform_int_distribution<int>(0, 999)(rng);
+  p.a_type = a_type, p.b_type = b_type, p.y_type = y_type;
+  p.a_scale = scale(rng), p.b_scale = scale(rng), p.y_scale = scale(rng);
+  p.a_zero_point = std::uniform_int_distribution<int>(Lo(a_type), Hi(a_type))(rng);
+  p.b_zero_point = std::uniform_int_distribution<int>(Lo(b_type), Hi(b_type))(rng);
+  p.y_zero_point = std::uniform_int_distribution<int>(Lo(y_type), Hi(y_type))(rng);
+  if (in_place) p.y_type = a_type, p.y_zero_point = p.a_zero_point;
+  const QuantizedAddElementwise algorithm;
+  CONVOY_RETURN_IF_ERROR(algorithm.CanImplement(p));
+  std::vector<uint8_t> a(p.count), b(p.count);
+  for (uint8_t& v : a) v = static_cast<uint8_t>(byte(rng));
+  for (uint8_t& v : b) v = static_cast<uint8_t>(byte(rng));
+  std::vector<int> expected(p.count);
+  for (int64_t i = 0; i < p.count; ++i) expected[i] = Expected(p, Load(a, a_type, i), Load(b, b_type, i));
+  std::vector<uint8_t> y(p.count);
+  for (int64_t i = 0; i < p.count; ++i) y[i] = static_cast<uint8_t>(~expected[i]);
+  std::vector<uint8_t>& out = in_place ? a : y;
+  CONVOY_RETURN_IF_ERROR(algorithm.Run(p, QuantizedAddArgs{a.data(), b.data(), out.data()}, Workspace{}, context));
+  for (int64_t i = 0; i < p.count; ++i) {
+    const int got = Load(out, p.y_type, i);
+    if (got != expected[i]) {
+      return absl::InternalError(absl::StrCat(p.ToString(), ": element ", i, " is ", got, ", expected ", expected[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+TEST(QuantizedAddTest, EveryTypeTripleMatchesTheQdqDefinition) {
+  for (DataType a : {DataType::kUInt8, DataType::kInt8}) {
+    for (DataType b : {DataType::kUInt8, DataType::kInt8}) {
+      for (DataType y : {DataType::kUInt8, DataType::kInt8}) {
+        for (bool in_place : {false, true}) {
+          const uint32_t seed = std::random_device{}();
+          EXPECT_THAT(Check(a, b, y, in_place, seed), IsOk())
+              << DataTypeName(a) << " + " << DataTypeName(b) << " -> " << DataTypeName(y) << (in_place ? " in place" : "")
+              << " seed " << seed;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantizedAddTest, ValidateNamesTheOperand) {
+  QuantizedAddProblem p;
+  p.b_type = DataType::kFloat32;
+  EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("b must be UINT8 or INT8, got FP32"));
+  p.b_type = DataType::kInt8;
+  p.b_zero_point = 200;
+  EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("b's zero point 200 is outside INT8"));
+  p.b_zero_point = 0;
+  p.y_scale = 0.0f;
+  EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("y's scale must be positive and finite, got 0"));
+}
+
+}  // namespace
+}  // namespace convoy::cpu

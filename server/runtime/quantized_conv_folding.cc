@@ -1,0 +1,261 @@
+// Finds the convolutions of a QDQ model that run in INT8; see quantized_conv_folding.h.
+#include "server/runtime/quantized_conv_folding.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+namespace convoy::runtime {
+namespace {
+
+// The quantization of a QDQ node's output (scale, zero point, 8-bit type), or null for any other node.
+struct QdqParams {
+  DataType type = DataType::kUInt8;
+  float scale = 1.0f;
+  int zero_point = 0;
+  int qmin() const { return type == DataType::kUInt8 ? 0 : -128; }
+  int qmax() const { return type == DataType::kUInt8 ? 255 : 127; }
+  // ONNX QuantizeLinear of one value (the FP32 quotient rounded half to even), saturated.
+  int Quantize(float x) const {
+    const double q = std::nearbyint(static_cast<double>(x / scale)) + zero_point;
+    return static_cast<int>(std::fmin(std::fmax(q, qmin()), qmax()));
+  }
+};
+
+bool AsQdq(const Node& node, QdqParams& out) {
+  if (node.op() != OpKind::kActivation) return false;
+  const Activation& a = node.As<ActivationAttrs>().activation;
+  if (a.kind != ActivationKind::kQuantizeDequantizeU8 && a.kind != ActivationKind::kQuantizeDequantizeS8) return false;
+  out.type = a.kind == ActivationKind::kQuantizeDequantizeU8 ? DataType::kUInt8 : DataType::kInt8;
+  out.scale = a.alpha;
+  out.zero_point = static_cast<int>(a.beta);
+  return true;
+}
+
+// The INT8 weights of `conv` and their per-output-channel scales, or why there are none.
+absl::Status ReadWeights(const Graph& graph, const Node& conv, QuantizedConvFold& fold,
+                         std::vector<float>& weight_scales) {
+  const std::string& name = conv.inputs[1];
+  const Tensor* w = graph.FindConstant(name);
+  const ConstantQuantization* q = graph.FindConstantQuantization(name);
+  if (w == nullptr || q == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("its weights '", name, "' are not a DequantizeLinear of an INT8 constant"));
+  }
+  if (!q->is_signed) {
+    return absl::FailedPreconditionError(absl::StrCat("its weights '", name, "' are UINT8; the INT8 kernels take INT8"));
+  }
+  for (int64_t zp : q->zero_points) {
+    if (zp != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("its weights '", name, "' have zero point ", zp,
+                                                        "; the INT8 kernels take symmetric weights (zero point 0)"));
+    }
+  }
+  const int64_t k = w->shape.empty() ? 0 : w->shape[0];
+  if (w->shape.size() != 4 || (q->axis != -1 && q->axis != 0) || (q->axis == 0 && int64_t(q->scales.size()) != k)) {
+    return absl::FailedPreconditionError(absl::StrCat("its weights '", name, "' ", ShapeToString(w->shape),
+                                                      " are quantized along axis ", q->axis,
+                                                      "; the INT8 kernels take one scale or one per output channel"));
+  }
+  weight_scales.assign(k, q->scales[0]);
+  if (q->axis == 0) weight_scales = q->scales;
+  const int64_t per_channel = NumElements(w->shape) / k;
+  fold.weight_shape = w->shape;
+  fold.weights.resize(w->data.size());
+  for (size_t i = 0; i < w->data.size(); ++i) {
+    const float scale = weight_scales[i / per_channel];
+    const double v = std::nearbyint(static_cast<double>(w->data[i]) / scale);
+    // The value must still be exactly what DequantizeLinear made of an INT8 (a pass may have rewritten it).
+    if (!(v >= -128 && v <= 127) || static_cast<float>(v) * scale != w->data[i]) {
+      return absl::FailedPreconditionError(absl::StrCat("its weights '", name, "' no longer dequantize exactly from ",
+                                                        "INT8 (element ", i, " is ", w->data[i], ")"));
+    }
+    fold.weights[i] = static_cast<int8_t>(v);
+  }
+  return absl::OkStatus();
+}
+
+// Whether the conv's fused activation, followed by the output's saturation, is what the kernel computes (nothing
+// or a ReLU); sets fold.relu.
+absl::Status ReadActivation(const Activation& a, const QdqParams& out, QuantizedConvFold& fold) {
+  switch (a.kind) {
+    case ActivationKind::kIdentity: fold.relu = false; return absl::OkStatus();
+    case ActivationKind::kRelu: fold.relu = true; return absl::OkStatus();
+    case ActivationKind::kClip: {
+      // Quantize is monotone, so Q(clip(v, lo, hi)) = clamp(Q(v), Q(lo), Q(hi)): the clip is the output's own
+      // saturation when Q(hi) is the top of the range, and a ReLU (or nothing) when Q(lo) is Q(0) (or the bottom).
+      const int qlo = out.Quantize(a.alpha), qhi = out.Quantize(a.beta);
+      if (qhi == out.qmax() && (qlo == out.qmin() || qlo == out.zero_point)) {
+        fold.relu = qlo != out.qmin();
+        return absl::OkStatus();
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "its Clip(", a.alpha, ", ", a.beta, ") lands on steps ", qlo, "..", qhi, " of its output's ",
+          DataTypeName(out.type), " range ", out.qmin(), "..", out.qmax(), " (zero point ", out.zero_point,
+          "), which the INT8 kernels' ReLU and saturation do not express"));
+    }
+    default:
+      return absl::FailedPreconditionError(absl::StrCat("activation ", ActivationKindName(a.kind),
+                                                        " is fused into it; the INT8 kernels fuse ReLU only"));
+  }
+}
+
+// The fold of one convolution whose input and output QDQ nodes are known, or why there is none.
+absl::Status Fold(const Graph& graph, const Node& conv, const QdqParams& in, const QdqParams& out,
+                  QuantizedConvFold& fold) {
+  const auto& a = conv.As<Conv2dAttrs>();
+  if (a.residual != ResidualPosition::kNone) return absl::FailedPreconditionError("a residual add is fused into it");
+  if (a.has_channel_scale) return absl::FailedPreconditionError("a per-channel scale is fused into it");
+  std::vector<float> weight_scales;
+  if (absl::Status s = ReadWeights(graph, conv, fold, weight_scales); !s.ok()) return s;
+  if (absl::Status s = ReadActivation(a.activation, out, fold); !s.ok()) return s;
+  const int64_t k = fold.weight_shape[0];
+  fold.src_type = in.type, fold.src_scale = in.scale, fold.src_zero_point = in.zero_point;
+  fold.dst_type = out.type, fold.dst_scale = out.scale, fold.dst_zero_point = out.zero_point;
+  fold.multipliers.resize(k);
+  for (int64_t i = 0; i < k; ++i) fold.multipliers[i] = in.scale * weight_scales[i] / out.scale;
+  if (a.has_bias) {
+    const Tensor* bias = graph.FindConstant(conv.inputs[2]);
+    if (bias == nullptr || NumElements(bias->shape) != k) {
+      return absl::FailedPreconditionError(absl::StrCat("its bias '", conv.inputs[2], "' is not a constant [", k, "]"));
+    }
+    fold.bias.resize(k);
+    for (int64_t i = 0; i < k; ++i) {
+      const double q = std::nearbyint(static_cast<double>(bias->data[i]) /
+                                      (static_cast<double>(in.scale) * static_cast<double>(weight_scales[i])));
+      if (!(std::fabs(q) <= std::numeric_limits<int32_t>::max())) {
+        return absl::FailedPreconditionError(absl::StrCat("its bias ", i, " (", bias->data[i],
+                                                          ") does not fit INT32 at the input x weight scale"));
+      }
+      fold.bias[i] = static_cast<int32_t>(q);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool QuantizedConvAnalysis::ReadsQuantized(const std::string& reader, const std::string& tensor) const {
+  if (const QuantizedConvFold* conv = Find(reader)) return conv->input == tensor;
+  if (const QuantizedAddFold* add = FindAdd(reader)) return add->a == tensor || add->b == tensor;
+  return false;
+}
+
+namespace {
+
+// The QDQ node alone reading `tensor` (not a graph output), or -1.
+int SoleQdqReader(const Graph& graph, const std::string& tensor, QdqParams& params) {
+  const std::vector<int> readers = graph.ConsumerIndices(tensor);
+  if (readers.size() != 1 || graph.IsGraphOutput(tensor)) return -1;
+  const Node& reader = graph.nodes()[readers[0]];
+  return AsQdq(reader, params) && reader.inputs[0] == tensor ? readers[0] : -1;
+}
+
+// The QDQ parameters of the node producing `tensor`, if a QDQ node does.
+bool ProducedByQdq(const Graph& graph, const std::string& tensor, QdqParams& params) {
+  const int producer = graph.ProducerIndex(tensor);
+  return producer >= 0 && AsQdq(graph.nodes()[producer], params);
+}
+
+// A residual Add between QDQ nodes: folded into analysis.adds, or its reason recorded.
+void AnalyzeAdd(const Graph& graph, const Node& add, QuantizedConvAnalysis& analysis) {
+  if (add.As<BinaryAttrs>().kind != BinaryKind::kAdd || add.inputs.size() != 2) return;
+  QdqParams a, b, y;
+  const bool a_quantized = ProducedByQdq(graph, add.inputs[0], a);
+  const bool b_quantized = ProducedByQdq(graph, add.inputs[1], b);
+  const int reader = SoleQdqReader(graph, add.outputs[0], y);
+  if (!a_quantized && !b_quantized && reader < 0) return;  // not part of the model's quantized layers
+  std::string reason;
+  auto shape_of = [&graph](const std::string& t) {
+    auto s = graph.ShapeOf(t);
+    return s.ok() ? *s : Shape{};
+  };
+  const Shape out = shape_of(add.outputs[0]);
+  if (!a_quantized || !b_quantized) {
+    reason = absl::StrCat("its operand '", add.inputs[a_quantized ? 1 : 0], "' is not quantized");
+  } else if (reader < 0) {
+    reason = absl::StrCat("its sum '", add.outputs[0], "' is not read by a QuantizeLinear -> DequantizeLinear alone");
+  } else if (out.size() != 4 || shape_of(add.inputs[0]) != out || shape_of(add.inputs[1]) != out) {
+    reason = absl::StrCat("its operands ", ShapeToString(shape_of(add.inputs[0])), " and ",
+                          ShapeToString(shape_of(add.inputs[1])), " broadcast; the INT8 add takes two images of "
+                          "the sum's shape");
+  }
+  if (!reason.empty()) {
+    analysis.fp32_reasons[add.name] = reason;
+    return;
+  }
+  QuantizedAddFold fold;
+  fold.add = add.name;
+  fold.a = add.inputs[0], fold.b = add.inputs[1];
+  fold.output_node = graph.nodes()[reader].name;
+  fold.output = graph.nodes()[reader].outputs[0];
+  QuantizedAddProblem& q = fold.quantization;
+  q.a_type = a.type, q.a_scale = a.scale, q.a_zero_point = a.zero_point;
+  q.b_type = b.type, q.b_scale = b.scale, q.b_zero_point = b.zero_point;
+  q.y_type = y.type, q.y_scale = y.scale, q.y_zero_point = y.zero_point;
+  analysis.adds.emplace(add.name, std::move(fold));
+}
+
+}  // namespace
+
+QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
+  QuantizedConvAnalysis analysis;
+  for (const Node& conv : graph.nodes()) {
+    if (conv.op() == OpKind::kBinary) AnalyzeAdd(graph, conv, analysis);
+    if (conv.op() != OpKind::kConv2d) continue;
+    QdqParams in, out;
+    const int producer = graph.ProducerIndex(conv.inputs[0]);
+    const bool quantized_input = producer >= 0 && AsQdq(graph.nodes()[producer], in);
+    const std::string& y = conv.outputs[0];
+    const std::vector<int> readers = graph.ConsumerIndices(y);
+    const bool quantized_output =
+        readers.size() == 1 && !graph.IsGraphOutput(y) && AsQdq(graph.nodes()[readers[0]], out) &&
+        graph.nodes()[readers[0]].inputs[0] == y;
+    if (!quantized_input && !quantized_output) continue;  // not part of the model's quantized layers
+    if (!quantized_input) {
+      analysis.fp32_reasons[conv.name] = absl::StrCat("its input '", conv.inputs[0], "' is not quantized (no "
+                                                      "QuantizeLinear -> DequantizeLinear before it)");
+      continue;
+    }
+    if (!quantized_output) {
+      analysis.fp32_reasons[conv.name] = absl::StrCat("its output '", y, "' is not read by a QuantizeLinear -> "
+                                                      "DequantizeLinear alone");
+      continue;
+    }
+    QuantizedConvFold fold;
+    fold.conv = conv.name;
+    fold.input = conv.inputs[0];
+    fold.output_node = graph.nodes()[readers[0]].name;
+    fold.output = graph.nodes()[readers[0]].outputs[0];
+    if (absl::Status s = Fold(graph, conv, in, out, fold); !s.ok()) {
+      analysis.fp32_reasons[conv.name] = std::string(s.message());
+      continue;
+    }
+    analysis.folds.emplace(conv.name, std::move(fold));
+  }
+  return analysis;
+}
+
+QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const QuantizedConvFold& fold, int n, int c,
+                                                int h, int w) {
+  const Window2d& win = attrs.window;
+  QuantizedConv2dProblem p;
+  p.n = n, p.c = c, p.h = h, p.w = w, p.k = static_cast<int>(fold.weight_shape[0]);
+  p.r = int(win.kernel_h), p.s = int(win.kernel_w);
+  p.pad_top = int(win.pad_top), p.pad_bottom = int(win.pad_bottom);
+  p.pad_left = int(win.pad_left), p.pad_right = int(win.pad_right);
+  p.stride_h = int(win.stride_h), p.stride_w = int(win.stride_w);
+  p.dilation_h = int(win.dilation_h), p.dilation_w = int(win.dilation_w);
+  p.groups = int(attrs.groups);
+  p.src_type = fold.src_type, p.dst_type = fold.dst_type;
+  p.layout = Layout::kNHWC;
+  p.epilogue.src_zero_point = fold.src_zero_point;
+  p.epilogue.dst_zero_point = fold.dst_zero_point;
+  p.epilogue.has_bias = !fold.bias.empty();
+  p.epilogue.relu = fold.relu;
+  return p;
+}
+
+}  // namespace convoy::runtime

@@ -1,0 +1,94 @@
+// Which convolutions of a QDQ model run in INT8, decided on the optimized graph before planning (the planner,
+// planner.cc, calls AnalyzeQuantizedConvs and maps each fold onto a QuantizedConv2dOp step).
+//
+// The ONNX importer (server/repository/onnx_quantization.h) turns a QDQ model into an FP32 graph: each
+// QuantizeLinear -> DequantizeLinear pair on an activation becomes a quantize-dequantize Activation node
+// (kQuantizeDequantize{U8,S8}, "QDQ node" below), and each DequantizeLinear of INT8 weights an FP32 constant with
+// its ConstantQuantization record (graph.h). A convolution folds when the graph reads
+//
+//   [QDQ node] -> Conv2d -> [QDQ node, the conv output's only reader]
+//
+// with symmetric INT8 weights (one scale, or one per output channel) that still dequantize exactly, any FP32 bias
+// (requantized to INT32 at input scale x weight scale, which recovers an ONNX INT32 bias exactly), and no activation,
+// a ReLU, or a Clip that the output's saturation turns into a ReLU or nothing (ReLU6 before a UINT8 output whose
+// range ends at 6). The folded step reads its input QDQ node's output as 8-bit integers and writes its output QDQ
+// node's output as 8-bit integers, computing what onnxruntime's QLinearConv computes:
+//
+//   acc = sum (x_q - x_zero_point) * w_q                  exact INT32
+//   y_q = saturate(round_half_even(float(acc + bias_q) * (x_scale * w_scale[k] / y_scale)) + y_zero_point)
+//
+// A residual Add folds the same way when both its operands are QDQ nodes' outputs of its own shape and a QDQ node
+// alone reads its sum: the INT8 step (QuantizedAddOp) computes DequantizeLinear, DequantizeLinear, Add,
+// QuantizeLinear in FP32 on each element, bit for bit what the FP32 path computes, and keeps the block's tensors 8-bit.
+//
+// The planner quantizes where a folded step's input comes from an FP32 op, and dequantizes where an FP32 op (or the
+// caller) reads a folded step's output. Every other convolution next to a QDQ node stays on the FP32 path with the
+// quantization simulated by the QDQ nodes, and the analysis says why (a residual fused into it, weights that are
+// not INT8, a Sigmoid, ...): `convoy inspect` and the load log print it.
+#ifndef CONVOY_SERVER_RUNTIME_QUANTIZED_CONV_FOLDING_H_
+#define CONVOY_SERVER_RUNTIME_QUANTIZED_CONV_FOLDING_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+#include "kernels/common/problems.h"
+#include "server/runtime/graph.h"
+
+namespace convoy::runtime {
+
+// One convolution that runs in INT8 and everything its step needs.
+struct QuantizedConvFold {
+  std::string conv;         // the Conv2d node
+  std::string input;        // its input, the output of the input QDQ node: read as src_type
+  std::string output_node;  // the QDQ node reading the conv's output
+  std::string output;       // that node's output: written as dst_type
+  DataType src_type = DataType::kUInt8, dst_type = DataType::kUInt8;
+  float src_scale = 1.0f, dst_scale = 1.0f;
+  int src_zero_point = 0, dst_zero_point = 0;
+  bool relu = false;
+  Shape weight_shape;                // [K, C/groups, R, S]
+  std::vector<int8_t> weights;       // in weight_shape's row-major order
+  std::vector<int32_t> bias;         // [K], empty without a bias
+  std::vector<float> multipliers;    // [K]: x_scale * w_scale[k] / y_scale, in FP32 as onnxruntime forms it
+};
+
+// One residual Add that runs in INT8: the kernel problem's quantization, and the graph tensors it reads and writes.
+struct QuantizedAddFold {
+  std::string add;          // the Binary (Add) node
+  std::string a, b;         // its operands, QDQ nodes' outputs, read 8-bit
+  std::string output_node;  // the QDQ node reading its sum
+  std::string output;       // that node's output: written 8-bit
+  QuantizedAddProblem quantization;  // every field but count
+};
+
+struct QuantizedConvAnalysis {
+  std::map<std::string, QuantizedConvFold> folds;   // by conv node name
+  std::map<std::string, QuantizedAddFold> adds;     // by add node name
+  std::map<std::string, std::string> fp32_reasons;  // conv or add node name -> why it stays FP32 (QDQ neighbours only)
+
+  const QuantizedConvFold* Find(const std::string& conv) const {
+    auto it = folds.find(conv);
+    return it == folds.end() ? nullptr : &it->second;
+  }
+  const QuantizedAddFold* FindAdd(const std::string& add) const {
+    auto it = adds.find(add);
+    return it == adds.end() ? nullptr : &it->second;
+  }
+  // Whether node `reader` runs as an INT8 step that reads graph tensor `tensor` as 8-bit.
+  bool ReadsQuantized(const std::string& reader, const std::string& tensor) const;
+};
+
+// Every Conv2d and Add next to a QDQ node (reading one's output or read by one) of a finalized graph, folded or with
+// the reason it is not. Nodes with no QDQ node next to them (FP32 models) appear in no map.
+QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph);
+
+// The kernel problem of a fold at one input size (n, c, h, w of the input, NHWC).
+QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const QuantizedConvFold& fold, int n, int c,
+                                                int h, int w);
+
+}  // namespace convoy::runtime
+
+#endif  // CONVOY_SERVER_RUNTIME_QUANTIZED_CONV_FOLDING_H_
