@@ -167,6 +167,9 @@ absl::Status PlanPad(PlanBuilder& b, const Node& node);
 absl::Status PlanTranspose(PlanBuilder& b, const Node& node);
 absl::Status PlanResize(PlanBuilder& b, const Node& node);
 absl::Status PlanArgMax(PlanBuilder& b, const Node& node);
+absl::Status PlanLayerNorm(PlanBuilder& b, const Node& node);
+absl::Status PlanConvTranspose2d(PlanBuilder& b, const Node& node);
+absl::Status PlanUnary(PlanBuilder& b, const Node& node);
 absl::Status PlanAlias(PlanBuilder& b, const Node& node);
 
 // ---- template definitions ----------------------------------------------------------------------------------------
