@@ -10,7 +10,7 @@ namespace convoy::cuda {
 namespace {
 
 struct ConvTransposeParams {
-  int64_t count;  // N * K * out_h * out_w
+  int count;  // N * K * out_h * out_w (below 2^31: CanImplement; 32-bit index arithmetic has no division call)
   int n, c, h, w, k, r, s, out_h, out_w, pad_top, pad_left, stride_h, stride_w, dilation_h, dilation_w, groups;
   bool nhwc, has_bias;
 };
@@ -21,10 +21,10 @@ template <typename T>
 __global__ void __launch_bounds__(kElementwiseThreads)
     ConvTranspose2dKernel(const T* __restrict__ x, const T* __restrict__ w, const float* __restrict__ bias,
                           T* __restrict__ y, ConvTransposeParams p) {
-  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  const int stride = static_cast<int>(gridDim.x * blockDim.x);
   const int c_per_group = p.c / p.groups, k_per_group = p.k / p.groups;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < p.count; i += stride) {  // y position
-    int64_t rest = i;
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < p.count; i += stride) {  // y position
+    int rest = i;
     int ox, oy, k;
     if (p.nhwc) {
       k = static_cast<int>(rest % p.k), rest /= p.k;
@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(kElementwiseThreads)
       oy = static_cast<int>(rest % p.out_h), rest /= p.out_h;
       k = static_cast<int>(rest % p.k), rest /= p.k;
     }
-    const int64_t n = rest;
+    const int n = rest;
     const int g = k / k_per_group, kk = k % k_per_group;
     float acc = p.has_bias ? bias[k] : 0.0f;
     for (int r = 0; r < p.r; ++r) {
@@ -48,8 +48,8 @@ __global__ void __launch_bounds__(kElementwiseThreads)
         const int ix = tx / p.stride_w;
         for (int cc = 0; cc < c_per_group; ++cc) {
           const int c = g * c_per_group + cc;
-          const int64_t xi = p.nhwc ? ((n * p.h + iy) * p.w + ix) * p.c + c : ((n * p.c + c) * p.h + iy) * p.w + ix;
-          const int64_t wi = ((int64_t{c} * k_per_group + kk) * p.r + r) * p.s + s;
+          const int xi = p.nhwc ? ((n * p.h + iy) * p.w + ix) * p.c + c : ((n * p.c + c) * p.h + iy) * p.w + ix;
+          const int wi = ((c * k_per_group + kk) * p.r + r) * p.s + s;
           acc += ElementToFloat(x[xi]) * ElementToFloat(w[wi]);
         }
       }
@@ -71,7 +71,15 @@ class CudaConvTranspose2dDirect final : public ConvTranspose2dAlgorithm {
  public:
   absl::string_view name() const override { return "cuda.conv_transpose2d.direct"; }
   Backend backend() const override { return Backend::kCuda; }
-  absl::Status CanImplement(const ConvTranspose2dProblem& problem) const override { return problem.Validate(); }
+  absl::Status CanImplement(const ConvTranspose2dProblem& problem) const override {
+    if (absl::Status s = problem.Validate(); !s.ok()) return s;
+    const int64_t limit = int64_t{1} << 31;
+    if (int64_t{problem.n} * problem.k * problem.out_h * problem.out_w >= limit ||
+        int64_t{problem.n} * problem.c * problem.h * problem.w >= limit) {
+      return absl::UnimplementedError("conv_transpose2d.direct: tensors of 2^31 elements or more");
+    }
+    return absl::OkStatus();
+  }
   absl::Status Run(const ConvTranspose2dProblem& p, const ConvTranspose2dArgs& args, Workspace,
                    const ExecutionContext& context) const override {
     if (absl::Status s = CanImplement(p); !s.ok()) return s;
@@ -79,7 +87,7 @@ class CudaConvTranspose2dDirect final : public ConvTranspose2dAlgorithm {
     if (p.has_bias) {
       if (absl::Status s = CheckArgs(p, {{"bias (has_bias)", args.bias}}); !s.ok()) return s;
     }
-    const ConvTransposeParams params{int64_t{p.n} * p.k * p.out_h * p.out_w,
+    const ConvTransposeParams params{p.n * p.k * p.out_h * p.out_w,
                                      p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.out_h, p.out_w, p.pad_top, p.pad_left,
                                      p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups,
                                      p.layout == Layout::kNHWC, p.has_bias};
