@@ -85,6 +85,9 @@ absl::string_view OpKindName(OpKind kind) {
     case OpKind::kArgMax: return "argmax";
     case OpKind::kQuantizedConv2d: return "quantized_conv2d";
     case OpKind::kQuantizedAdd: return "quantized_add";
+    case OpKind::kLayerNorm: return "layer_norm";
+    case OpKind::kConvTranspose2d: return "conv_transpose2d";
+    case OpKind::kUnary: return "unary";
   }
   return "unknown";
 }
@@ -596,6 +599,81 @@ absl::Status ArgMaxProblem::Validate() const {
                                       axis));
   }
   return absl::OkStatus();
+}
+
+// ---- layer norm ----
+std::string LayerNormProblem::ToString() const {
+  return absl::StrCat("layer_norm outer=", outer, " axis=", axis, " inner=", inner, " epsilon=", epsilon,
+                      has_bias ? " bias" : "", write_stats ? " stats" : "", " ", DataTypeName(dtype));
+}
+
+absl::Status LayerNormProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"outer", outer}, {"axis", axis}, {"inner", inner}}); !st.ok()) return st;
+  if (!(epsilon >= 0.0f)) return Invalid(name, absl::StrCat("epsilon must be >= 0, got ", epsilon));
+  return CheckComputeType(name, dtype);
+}
+
+// ---- conv transpose 2d ----
+std::string ConvTranspose2dProblem::ToString() const {
+  return absl::StrCat("conv_transpose2d ", ImageString(n, c, h, w), " k=", k, " r=", r, " s=", s, " out=", out_h, "x",
+                      out_w, " pad=", pad_top, ",", pad_left, " stride=", stride_h, ",", stride_w, " dilation=",
+                      dilation_h, ",", dilation_w, " groups=", groups, has_bias ? " bias" : "", " ",
+                      DataTypeName(dtype), " ", LayoutName(layout));
+}
+
+absl::Status ConvTranspose2dProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}, {"k", k}, {"r", r}, {"s", s},
+                                     {"out_h", out_h}, {"out_w", out_w}, {"stride_h", stride_h},
+                                     {"stride_w", stride_w}, {"dilation_h", dilation_h}, {"dilation_w", dilation_w},
+                                     {"groups", groups}});
+      !st.ok()) {
+    return st;
+  }
+  if (c % groups != 0 || k % groups != 0) {
+    return Invalid(name, absl::StrCat("groups ", groups, " must divide c ", c, " and k ", k));
+  }
+  if (layout == Layout::kNCHW8c) return Invalid(name, "the layout must be NCHW or NHWC");
+  return CheckComputeType(name, dtype);
+}
+
+// ---- unary ----
+absl::string_view UnaryKindName(UnaryKind kind) {
+  switch (kind) {
+    case UnaryKind::kElu: return "elu";
+    case UnaryKind::kSelu: return "selu";
+    case UnaryKind::kCelu: return "celu";
+    case UnaryKind::kSoftplus: return "softplus";
+    case UnaryKind::kSoftsign: return "softsign";
+    case UnaryKind::kMish: return "mish";
+    case UnaryKind::kThresholdedRelu: return "thresholded_relu";
+    case UnaryKind::kGeluTanh: return "gelu_tanh";
+    case UnaryKind::kErf: return "erf";
+    case UnaryKind::kExp: return "exp";
+    case UnaryKind::kLog: return "log";
+    case UnaryKind::kAbs: return "abs";
+    case UnaryKind::kNeg: return "neg";
+    case UnaryKind::kSqrt: return "sqrt";
+    case UnaryKind::kReciprocal: return "reciprocal";
+    case UnaryKind::kFloor: return "floor";
+    case UnaryKind::kCeil: return "ceil";
+    case UnaryKind::kRound: return "round";
+    case UnaryKind::kSign: return "sign";
+  }
+  return "unknown";
+}
+
+std::string UnaryProblem::ToString() const {
+  return absl::StrCat("unary ", UnaryKindName(kind), " count=", count, " alpha=", alpha, " beta=", beta, " ",
+                      DataTypeName(dtype));
+}
+
+absl::Status UnaryProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"count", count}}); !st.ok()) return st;
+  if (kind == UnaryKind::kCelu && alpha == 0.0f) return Invalid(name, "celu's alpha must not be 0");
+  return CheckComputeType(name, dtype);
 }
 
 }  // namespace convoy

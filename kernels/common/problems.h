@@ -21,6 +21,7 @@
 #include "kernels/common/dtype.h"
 #include "kernels/common/epilogue.h"
 #include "kernels/common/tensor.h"
+#include "kernels/common/unary_function.h"
 
 namespace convoy {
 
@@ -43,6 +44,9 @@ enum class OpKind : uint8_t {
   kArgMax,
   kQuantizedConv2d,
   kQuantizedAdd,
+  kLayerNorm,
+  kConvTranspose2d,
+  kUnary,
 };
 absl::string_view OpKindName(OpKind kind);
 
@@ -560,6 +564,95 @@ struct ArgMaxArgs {
   const void* x = nullptr;  // [outer, axis, inner] in dtype
   void* y = nullptr;        // [outer, inner] in index_dtype
 };
+
+// ---- normalization over the middle axis of a dense [outer, axis, inner] tensor ------------------------------------
+// ONNX LayerNormalization (every axis from `axis` on flattened into the middle, inner 1) and a LayerNorm over the
+// channels of an image: NCHW (outer N, inner H*W) or NHWC (outer N*H*W, inner 1), ConvNeXt's form. For each
+// (outer, inner) column: mean and variance (the mean of the squared deviations) in FP32,
+// y = (x - mean) / sqrt(variance + epsilon) * scale[a] + bias[a]. With write_stats the column's mean and
+// 1 / sqrt(variance + epsilon) are written too (ONNX's optional outputs Mean and InvStdDev).
+struct LayerNormProblem {
+  static constexpr OpKind kKind = OpKind::kLayerNorm;
+  int64_t outer = 1, axis = 1, inner = 1;
+  float epsilon = 1e-5f;
+  bool has_bias = false;
+  bool write_stats = false;
+  DataType dtype = DataType::kFloat32;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(outer, axis, inner, epsilon, has_bias, write_stats, dtype); }
+  CONVOY_PROBLEM_COMPARISONS(LayerNormProblem)
+};
+
+struct LayerNormArgs {
+  const void* x = nullptr;        // [outer, axis, inner] in dtype
+  const float* scale = nullptr;   // [axis]
+  const float* bias = nullptr;    // [axis], or null without has_bias
+  void* y = nullptr;              // [outer, axis, inner] in dtype
+  void* mean = nullptr;           // [outer, inner] in dtype, with write_stats
+  void* inv_std_dev = nullptr;    // [outer, inner] in dtype, with write_stats
+};
+
+// ---- 2-D transposed convolution (ONNX ConvTranspose, the gradient of a convolution with respect to its input) --------
+// x [N, C, H, W], filter [C, K/groups, R, S] (ONNX's layout, whatever the activations' layout), y [N, K, out_h, out_w]
+// in NCHW or NHWC:
+//   y[n, k, oy, ox] = bias[k] + sum over c of k's group, r, s with oy + pad_top - r * dilation_h = iy * stride_h
+//                     and ox + pad_left - s * dilation_w = ix * stride_w (iy, ix inside the input) of
+//                     x[n, c, iy, ix] * filter[c, k % (K/groups), r, s].
+// out_h and out_w are given (ONNX's output_shape, or stride * (H - 1) + output_padding + dilated kernel - pads);
+// the pads at the bottom and right follow from them. pad_top / pad_left may be negative (SAME padding of an
+// output_shape larger than the natural output).
+struct ConvTranspose2dProblem {
+  static constexpr OpKind kKind = OpKind::kConvTranspose2d;
+  int n = 1, c = 1, h = 1, w = 1;  // input
+  int k = 1, r = 1, s = 1;         // output channels, filter extent
+  int out_h = 1, out_w = 1;
+  int pad_top = 0, pad_left = 0;
+  int stride_h = 1, stride_w = 1;
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;
+  bool has_bias = false;
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const {
+    return std::tie(n, c, h, w, k, r, s, out_h, out_w, pad_top, pad_left, stride_h, stride_w, dilation_h, dilation_w,
+                    groups, has_bias, dtype, layout);
+  }
+  CONVOY_PROBLEM_COMPARISONS(ConvTranspose2dProblem)
+};
+
+struct ConvTranspose2dArgs {
+  const void* x = nullptr;        // [N, C, H, W] in layout
+  const void* w = nullptr;        // [C, K/groups, R, S] in dtype
+  const float* bias = nullptr;    // [K], or null without has_bias
+  void* y = nullptr;              // [N, K, out_h, out_w] in layout
+};
+
+// ---- unary element-wise functions beyond the epilogue's activations (unary_function.h) ------------------------------
+// Over `count` elements of a dense buffer in any layout (the function does not depend on the position). alpha and
+// beta are the function's parameters (Elu/Celu/ThresholdedRelu alpha; Selu alpha and gamma as beta).
+struct UnaryProblem {
+  static constexpr OpKind kKind = OpKind::kUnary;
+  int64_t count = 1;
+  UnaryKind kind = UnaryKind::kExp;
+  float alpha = 0.0f, beta = 0.0f;
+  DataType dtype = DataType::kFloat32;
+
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const { return std::tie(count, kind, alpha, beta, dtype); }
+  CONVOY_PROBLEM_COMPARISONS(UnaryProblem)
+};
+
+struct UnaryArgs {
+  const void* x = nullptr;
+  void* y = nullptr;  // may equal x
+};
+absl::string_view UnaryKindName(UnaryKind kind);
 
 #undef CONVOY_PROBLEM_COMPARISONS
 

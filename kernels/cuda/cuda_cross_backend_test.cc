@@ -1,10 +1,10 @@
 // The shared cross-backend suite (kernels/testing/cross_backend_suite.h) over every CUDA algorithm of pool2d,
 // batch_norm, activation, binary, concat, split, channel_shuffle, softmax, pad, convert, preprocess, transpose,
-// resize and argmax.
+// resize, argmax, layer_norm, conv_transpose2d and unary.
 //
 // Built against the emulation (cuda_cross_backend_emulated_test) the kernels run on the emulated CudaDevice; those
 // with barriers or warp collectives (pool2d's global reduction, softmax's warp per row, convert's and transpose's
-// shared-memory tiles) also run under the emulation's reverse and seeded-random thread orders, which expose a missing
+// shared-memory tiles, layer_norm's warp per row) also run under the emulation's reverse and seeded-random thread orders, which expose a missing
 // __syncthreads. Built by nvcc (cuda_cross_backend_test) it runs on the GPU, and skips where there is none.
 #include <memory>
 
@@ -78,6 +78,9 @@ TEST_P(CudaCrossBackendSynchronizingTest, Convert) {
 TEST_P(CudaCrossBackendSynchronizingTest, Transpose) {
   ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCuda, device());
 }
+TEST_P(CudaCrossBackendSynchronizingTest, LayerNorm) {
+  ExpectAllAlgorithmsMatchReference<LayerNormOp>(Backend::kCuda, device());
+}
 
 INSTANTIATE_TEST_SUITE_P(ThreadOrders, CudaCrossBackendSynchronizingTest,
                          ::testing::Values(Order::kForward, Order::kReverse, Order::kRandom));
@@ -98,6 +101,10 @@ TEST_P(CudaCrossBackendTest, ChannelShuffle) {
 TEST_P(CudaCrossBackendTest, Pad) { ExpectAllAlgorithmsMatchReference<PadOp>(Backend::kCuda, device()); }
 TEST_P(CudaCrossBackendTest, Resize) { ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCuda, device()); }
 TEST_P(CudaCrossBackendTest, ArgMax) { ExpectAllAlgorithmsMatchReference<ArgMaxOp>(Backend::kCuda, device()); }
+TEST_P(CudaCrossBackendTest, Unary) { ExpectAllAlgorithmsMatchReference<UnaryOp>(Backend::kCuda, device()); }
+TEST_P(CudaCrossBackendTest, ConvTranspose2d) {
+  ExpectAllAlgorithmsMatchReference<ConvTranspose2dOp>(Backend::kCuda, device());
+}
 TEST_P(CudaCrossBackendTest, Preprocess) {
   ExpectAllAlgorithmsMatchReference<PreprocessOp>(Backend::kCuda, device());
 }

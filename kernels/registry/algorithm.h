@@ -124,6 +124,9 @@ using PreprocessOp = OpTraits<PreprocessProblem, PreprocessArgs>;
 using TransposeOp = OpTraits<TransposeProblem, TransposeArgs>;
 using ResizeOp = OpTraits<ResizeProblem, ResizeArgs>;
 using ArgMaxOp = OpTraits<ArgMaxProblem, ArgMaxArgs>;
+using LayerNormOp = OpTraits<LayerNormProblem, LayerNormArgs>;
+using ConvTranspose2dOp = OpTraits<ConvTranspose2dProblem, ConvTranspose2dArgs>;
+using UnaryOp = OpTraits<UnaryProblem, UnaryArgs>;
 // INT8 convolution: CPU (oneDNN) only so far, and not yet planned; not in ForEachOp until a CUDA algorithm exists.
 using QuantizedConv2dOp = OpTraits<QuantizedConv2dProblem, QuantizedConv2dArgs>;
 // INT8 residual add of QDQ plans: CPU only so far, like QuantizedConv2dOp.
@@ -145,6 +148,9 @@ using PreprocessAlgorithm = PreprocessOp::AlgorithmType;
 using TransposeAlgorithm = TransposeOp::AlgorithmType;
 using ResizeAlgorithm = ResizeOp::AlgorithmType;
 using ArgMaxAlgorithm = ArgMaxOp::AlgorithmType;
+using LayerNormAlgorithm = LayerNormOp::AlgorithmType;
+using ConvTranspose2dAlgorithm = ConvTranspose2dOp::AlgorithmType;
+using UnaryAlgorithm = UnaryOp::AlgorithmType;
 using QuantizedConv2dAlgorithm = QuantizedConv2dOp::AlgorithmType;
 using QuantizedAddAlgorithm = QuantizedAddOp::AlgorithmType;
 
@@ -174,6 +180,9 @@ void ForEachOp(Visitor&& visit) {
   visit(OpTag<TransposeOp>{});
   visit(OpTag<ResizeOp>{});
   visit(OpTag<ArgMaxOp>{});
+  visit(OpTag<LayerNormOp>{});
+  visit(OpTag<ConvTranspose2dOp>{});
+  visit(OpTag<UnaryOp>{});
 }
 
 }  // namespace convoy

@@ -45,6 +45,11 @@ TEST(CpuCrossBackendTest, Preprocess) { ExpectAllAlgorithmsMatchReference<Prepro
 TEST(CpuCrossBackendTest, Transpose) { ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, Resize) { ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCpu, Device()); }
 TEST(CpuCrossBackendTest, ArgMax) { ExpectAllAlgorithmsMatchReference<ArgMaxOp>(Backend::kCpu, Device()); }
+TEST(CpuCrossBackendTest, LayerNorm) { ExpectAllAlgorithmsMatchReference<LayerNormOp>(Backend::kCpu, Device()); }
+TEST(CpuCrossBackendTest, Unary) { ExpectAllAlgorithmsMatchReference<UnaryOp>(Backend::kCpu, Device()); }
+TEST(CpuCrossBackendTest, ConvTranspose2d) {
+  ExpectAllAlgorithmsMatchReference<ConvTranspose2dOp>(Backend::kCpu, Device());
+}
 
 // The same kernels on a single-threaded pool (everything inline) and a 3-thread pool (uneven chunks).
 TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
@@ -61,6 +66,9 @@ TEST(CpuCrossBackendTest, ResultsDoNotDependOnThreadCount) {
     ExpectAllAlgorithmsMatchReference<TransposeOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<ResizeOp>(Backend::kCpu, **device);
     ExpectAllAlgorithmsMatchReference<ArgMaxOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<LayerNormOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<ConvTranspose2dOp>(Backend::kCpu, **device);
+    ExpectAllAlgorithmsMatchReference<UnaryOp>(Backend::kCpu, **device);
   }
 }
 

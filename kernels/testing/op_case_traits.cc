@@ -270,4 +270,70 @@ ArgMaxArgs OpCaseTraits<ArgMaxProblem>::MakeArgs(const ArgMaxProblem&, const std
 }
 Tolerance OpCaseTraits<ArgMaxProblem>::TolerancePerOutput(const ArgMaxProblem&) { return kExact; }
 
+// ---- layer norm ----
+// Inputs with an offset (mean far from 0) so a kernel that skips the centering pass or loses precision shows.
+std::vector<BufferSpec> OpCaseTraits<LayerNormProblem>::Inputs(const LayerNormProblem& p) {
+  return {{"x", p.dtype, p.outer * p.axis * p.inner, 1.0f, 5.0f},
+          {"scale", DataType::kFloat32, p.axis, 0.5f, 1.5f},
+          {"bias", DataType::kFloat32, p.has_bias ? p.axis : 0}};
+}
+std::vector<BufferSpec> OpCaseTraits<LayerNormProblem>::Outputs(const LayerNormProblem& p) {
+  const int64_t stats = p.write_stats ? p.outer * p.inner : 0;
+  return {{"y", p.dtype, p.outer * p.axis * p.inner}, {"mean", p.dtype, stats}, {"inv_std_dev", p.dtype, stats}};
+}
+LayerNormArgs OpCaseTraits<LayerNormProblem>::MakeArgs(const LayerNormProblem&, const std::vector<void*>& in,
+                                                       const std::vector<void*>& out) {
+  return LayerNormArgs{in[0], static_cast<const float*>(in[1]), static_cast<const float*>(in[2]), out[0], out[1],
+                       out[2]};
+}
+Tolerance OpCaseTraits<LayerNormProblem>::TolerancePerOutput(const LayerNormProblem& p) {
+  // Normalized outputs are O(1); the mean and variance each sum `axis` terms.
+  return ToleranceFor(p.dtype, static_cast<double>(p.axis));
+}
+
+// ---- conv transpose 2d ----
+std::vector<BufferSpec> OpCaseTraits<ConvTranspose2dProblem>::Inputs(const ConvTranspose2dProblem& p) {
+  return {{"x", p.dtype, Image(p.n, p.c, p.h, p.w)},
+          {"w", p.dtype, int64_t{p.c} * (p.k / p.groups) * p.r * p.s},
+          {"bias", DataType::kFloat32, p.has_bias ? p.k : 0}};
+}
+std::vector<BufferSpec> OpCaseTraits<ConvTranspose2dProblem>::Outputs(const ConvTranspose2dProblem& p) {
+  return {{"y", p.dtype, Image(p.n, p.k, p.out_h, p.out_w)}};
+}
+ConvTranspose2dArgs OpCaseTraits<ConvTranspose2dProblem>::MakeArgs(const ConvTranspose2dProblem&,
+                                                                   const std::vector<void*>& in,
+                                                                   const std::vector<void*>& out) {
+  return ConvTranspose2dArgs{in[0], in[1], static_cast<const float*>(in[2]), out[0]};
+}
+Tolerance OpCaseTraits<ConvTranspose2dProblem>::TolerancePerOutput(const ConvTranspose2dProblem& p) {
+  // At most C/groups * R * S products per output (fewer where the stride skips taps).
+  return ToleranceFor(p.dtype, double{1.0} * (p.c / p.groups) * p.r * p.s);
+}
+
+// ---- unary ----
+// Log and Sqrt read positive values, Reciprocal values away from 0; the rest [-4, 4) (both sides of every kink).
+std::vector<BufferSpec> OpCaseTraits<UnaryProblem>::Inputs(const UnaryProblem& p) {
+  const bool positive = p.kind == UnaryKind::kLog || p.kind == UnaryKind::kSqrt || p.kind == UnaryKind::kReciprocal;
+  return {{"x", p.dtype, p.count, positive ? 0.25f : -4.0f, 4.0f}};
+}
+std::vector<BufferSpec> OpCaseTraits<UnaryProblem>::Outputs(const UnaryProblem& p) {
+  return {{"y", p.dtype, p.count}};
+}
+UnaryArgs OpCaseTraits<UnaryProblem>::MakeArgs(const UnaryProblem&, const std::vector<void*>& in,
+                                               const std::vector<void*>& out) {
+  return UnaryArgs{in[0], out[0]};
+}
+Tolerance OpCaseTraits<UnaryProblem>::TolerancePerOutput(const UnaryProblem& p) {
+  switch (p.kind) {
+    case UnaryKind::kAbs:
+    case UnaryKind::kNeg:
+    case UnaryKind::kFloor:
+    case UnaryKind::kCeil:
+    case UnaryKind::kRound:
+    case UnaryKind::kSign:
+      return kExact;
+    default: return ToleranceFor(p.dtype, 1);
+  }
+}
+
 }  // namespace convoy::testing

@@ -81,6 +81,9 @@ CONVOY_DECLARE_OP_CASE_TRAITS(PreprocessProblem, PreprocessArgs);
 CONVOY_DECLARE_OP_CASE_TRAITS(TransposeProblem, TransposeArgs);
 CONVOY_DECLARE_OP_CASE_TRAITS(ResizeProblem, ResizeArgs);
 CONVOY_DECLARE_OP_CASE_TRAITS(ArgMaxProblem, ArgMaxArgs);
+CONVOY_DECLARE_OP_CASE_TRAITS(LayerNormProblem, LayerNormArgs);
+CONVOY_DECLARE_OP_CASE_TRAITS(ConvTranspose2dProblem, ConvTranspose2dArgs);
+CONVOY_DECLARE_OP_CASE_TRAITS(UnaryProblem, UnaryArgs);
 
 #undef CONVOY_DECLARE_OP_CASE_TRAITS
 

@@ -551,6 +551,96 @@ std::vector<ArgMaxProblem> ArgMaxProblems() {
   return out;
 }
 
+std::vector<LayerNormProblem> LayerNormProblems() {
+  std::vector<LayerNormProblem> out;
+  struct Shape {
+    int64_t outer, axis, inner;
+  };
+  // ONNX's last-axes form (inner 1: a [2,3,4,5] tensor over its last 3 axes, ConvNeXt's 96 channels of 7x7 NHWC
+  // pixels, a row longer than a warp's 32 lanes that is not a multiple of them), the channels of NCHW (inner H*W,
+  // more than one 64-position block), and a single-element axis (variance 0: y = bias).
+  for (Shape s : {Shape{2, 60, 1}, Shape{49, 96, 1}, Shape{3, 77, 1}, Shape{2, 24, 70}, Shape{4, 1, 3}}) {
+    for (DataType dtype : kDtypes) {
+      for (int variant = 0; variant < 3; ++variant) {
+        LayerNormProblem p;
+        p.outer = s.outer, p.axis = s.axis, p.inner = s.inner, p.dtype = dtype;
+        p.has_bias = variant != 1;
+        p.write_stats = variant == 2;
+        p.epsilon = variant == 2 ? 0.1f : 1e-5f;
+        out.push_back(p);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<ConvTranspose2dProblem> ConvTranspose2dProblems() {
+  std::vector<ConvTranspose2dProblem> out;
+  auto add = [&out](int c, int h, int w, int k, int r, int s, int stride, int pad, int dilation, int groups,
+                    int output_padding) {
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+      for (DataType dtype : kDtypes) {
+        ConvTranspose2dProblem p;
+        p.n = 2, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s;
+        p.stride_h = stride, p.stride_w = stride == 3 ? 2 : stride;  // stride 3 runs as 3x2 (unequal)
+        p.dilation_h = p.dilation_w = dilation;
+        p.pad_top = pad, p.pad_left = pad > 0 ? pad - 1 : 0;
+        p.groups = groups;
+        p.has_bias = (c + k) % 2 == 0;
+        // ONNX's output size: stride * (in - 1) + output_padding + dilated kernel - pads (begin and end equal).
+        p.out_h = p.stride_h * (h - 1) + output_padding + (r - 1) * dilation + 1 - 2 * p.pad_top;
+        p.out_w = p.stride_w * (w - 1) + output_padding + (s - 1) * dilation + 1 - 2 * p.pad_left;
+        p.dtype = dtype, p.layout = layout;
+        out.push_back(p);
+      }
+    }
+  };
+  add(3, 5, 6, 4, 3, 3, 1, 0, 1, 1, 0);   // stride 1: a full correlation
+  add(8, 7, 7, 6, 4, 4, 2, 1, 1, 1, 0);   // FCN's 2x upsampling (kernel 4, stride 2, pad 1)
+  add(4, 4, 5, 8, 3, 3, 3, 1, 1, 1, 2);   // strides 3 and 2, output_padding
+  add(6, 5, 5, 4, 3, 2, 2, 0, 2, 2, 1);   // dilation 2, 2 groups
+  add(4, 3, 3, 4, 3, 3, 2, 0, 1, 4, 0);   // depthwise (groups = C = K)
+  add(16, 2, 3, 5, 2, 2, 2, 0, 1, 1, 0);  // many input channels, few pixels
+  // Negative begin padding (SAME_UPPER with an output larger than the natural one): the first row and column are
+  // reached by no tap.
+  ConvTranspose2dProblem shifted;
+  shifted.n = 1, shifted.c = 2, shifted.h = 3, shifted.w = 3, shifted.k = 3, shifted.r = shifted.s = 3;
+  shifted.stride_h = shifted.stride_w = 2, shifted.pad_top = shifted.pad_left = -1;
+  shifted.out_h = shifted.out_w = 9, shifted.has_bias = true;
+  out.push_back(shifted);
+  return out;
+}
+
+std::vector<UnaryProblem> UnaryProblems() {
+  std::vector<UnaryProblem> out;
+  struct Function {
+    UnaryKind kind;
+    float alpha, beta;
+  };
+  // ONNX's defaults (Selu's alpha and gamma, Elu's and Celu's alpha 1) and a non-default alpha each.
+  const Function functions[] = {
+      {UnaryKind::kElu, 1.0f, 0.0f},       {UnaryKind::kElu, 0.5f, 0.0f},
+      {UnaryKind::kSelu, 1.67326319f, 1.05070102f}, {UnaryKind::kCelu, 2.0f, 0.0f},
+      {UnaryKind::kSoftplus, 0.0f, 0.0f},  {UnaryKind::kSoftsign, 0.0f, 0.0f},
+      {UnaryKind::kMish, 0.0f, 0.0f},      {UnaryKind::kThresholdedRelu, 1.5f, 0.0f},
+      {UnaryKind::kGeluTanh, 0.0f, 0.0f},  {UnaryKind::kErf, 0.0f, 0.0f},
+      {UnaryKind::kExp, 0.0f, 0.0f},       {UnaryKind::kLog, 0.0f, 0.0f},
+      {UnaryKind::kAbs, 0.0f, 0.0f},       {UnaryKind::kNeg, 0.0f, 0.0f},
+      {UnaryKind::kSqrt, 0.0f, 0.0f},      {UnaryKind::kReciprocal, 0.0f, 0.0f},
+      {UnaryKind::kFloor, 0.0f, 0.0f},     {UnaryKind::kCeil, 0.0f, 0.0f},
+      {UnaryKind::kRound, 0.0f, 0.0f},     {UnaryKind::kSign, 0.0f, 0.0f},
+  };
+  for (const Function& f : functions) {
+    for (DataType dtype : kDtypes) {
+      UnaryProblem p;
+      p.count = dtype == DataType::kFloat32 ? 5003 : 1031;  // odd sizes: no whole chunks or vectors
+      p.kind = f.kind, p.alpha = f.alpha, p.beta = f.beta, p.dtype = dtype;
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
 template <>
 std::vector<Conv2dProblem> ProblemsFor<Conv2dProblem>() { return Conv2dProblems(); }
 template <>
@@ -583,5 +673,11 @@ template <>
 std::vector<ResizeProblem> ProblemsFor<ResizeProblem>() { return ResizeProblems(); }
 template <>
 std::vector<ArgMaxProblem> ProblemsFor<ArgMaxProblem>() { return ArgMaxProblems(); }
+template <>
+std::vector<LayerNormProblem> ProblemsFor<LayerNormProblem>() { return LayerNormProblems(); }
+template <>
+std::vector<ConvTranspose2dProblem> ProblemsFor<ConvTranspose2dProblem>() { return ConvTranspose2dProblems(); }
+template <>
+std::vector<UnaryProblem> ProblemsFor<UnaryProblem>() { return UnaryProblems(); }
 
 }  // namespace convoy::testing

@@ -30,6 +30,9 @@ std::vector<PreprocessProblem> PreprocessProblems();
 std::vector<TransposeProblem> TransposeProblems();
 std::vector<ResizeProblem> ResizeProblems();
 std::vector<ArgMaxProblem> ArgMaxProblems();
+std::vector<LayerNormProblem> LayerNormProblems();
+std::vector<ConvTranspose2dProblem> ConvTranspose2dProblems();
+std::vector<UnaryProblem> UnaryProblems();
 
 // The blocked NCHW8c layout, which only CPU algorithms take (oneDNN's and the binary kernel; so these lists are
 // separate from the shared ones every backend runs): each shared NCHW problem whose channel counts are multiples of

@@ -19,7 +19,8 @@ class ProblemListTest : public ::testing::Test {};
 using ProblemTypes =
     ::testing::Types<Conv2dProblem, GemmProblem, Pool2dProblem, BatchNormProblem, ActivationProblem, BinaryProblem,
                      ConcatProblem, SplitProblem, ChannelShuffleProblem, SoftmaxProblem, PadProblem, ConvertProblem,
-                     PreprocessProblem, TransposeProblem, ResizeProblem, ArgMaxProblem>;
+                     PreprocessProblem, TransposeProblem, ResizeProblem, ArgMaxProblem,
+                     LayerNormProblem, ConvTranspose2dProblem, UnaryProblem>;
 TYPED_TEST_SUITE(ProblemListTest, ProblemTypes);
 
 TYPED_TEST(ProblemListTest, EveryProblemIsValidAndTheReferenceWritesFiniteOutputs) {

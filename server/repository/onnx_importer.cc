@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
 #include "server/repository/onnx_constant_evaluator.h"
+#include "server/repository/onnx_layer_norm_pattern.h"
 #include "server/repository/onnx_proto_reader.h"
 #include "server/repository/onnx_quantization.h"
 #include "server/repository/onnx_resize_import.h"
@@ -27,7 +28,7 @@ namespace {
 using runtime::Graph;
 using runtime::Shape;
 
-constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMinOpset = 1;
 constexpr int64_t kMaxOpset = 21;
 
 class OnnxImporter {
@@ -60,6 +61,8 @@ class OnnxImporter {
   std::string FreshNodeName(const std::string& stem);
   absl::Status ExpectInputs(const OnnxAttributes& a, const onnx::NodeProto& n, int min, int max);
   absl::Status OnlyFirstOutput(const OnnxAttributes& a, const onnx::NodeProto& n);
+  // BatchNormalization and Dropout before opset 7 run in training mode unless is_test is nonzero (its default is 0).
+  absl::Status InferenceModeBeforeOpset7(const OnnxAttributes& a);
 
   // Op handlers.
   absl::Status Conv(const onnx::NodeProto& n, const OnnxAttributes& a);
@@ -89,10 +92,30 @@ class OnnxImporter {
   absl::Status PadOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status ResizeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status ArgMaxOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status LayerNormalizationOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status InstanceOrGroupNormalizationOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status DepthSpaceOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status UnaryFunctionOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status PReluOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  // A tensor name new to the model, starting with `stem`.
+  std::string FreshTensorName(const std::string& stem) const;
+  // Float constant input `input` of `n` ([C], or [G] for GroupNormalization-18's per-group form expanded to [C])
+  // as a known value of shape [1, C, 1, ...] for a rank-`rank` image: broadcastable per channel.
+  absl::StatusOr<std::string> PerChannelConstant(const OnnxAttributes& a, const onnx::NodeProto& n, int input,
+                                                 int64_t channels, int64_t groups, size_t rank, const char* role);
+  absl::Status ConvTransposeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  // The constant input `input` of `n` broadcast (numpy, right-aligned) to `target`: its own name when it already
+  // has target's element count and broadcasts to it, else a new known value holding the expanded values.
+  absl::StatusOr<std::string> ConstantBroadcastTo(const OnnxAttributes& a, const onnx::NodeProto& n, int input,
+                                                  const Shape& target, const char* role);
+  // The decomposed layer normalization `p` (onnx_layer_norm_pattern.h) as one LayerNorm node, emitted when the
+  // importer reaches the pattern's last node (its other nodes are skipped).
+  absl::Status EmitLayerNormPattern(const LayerNormPattern& p);
   absl::Status ShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status UnsqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SqueezeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status CastOp(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status CastLikeOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SliceOp(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SliceRuntimeTensor(const onnx::NodeProto& n, const OnnxAttributes& a, const std::vector<int64_t>& starts,
                                   const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
@@ -116,6 +139,9 @@ class OnnxImporter {
   std::set<std::string> constants_in_graph_;
   std::set<std::string> node_names_;
   std::string current_label_;  // the node being imported, for errors raised below its handler
+  // Decomposed layer normalizations found before the nodes are imported: node index -> the pattern it belongs to.
+  std::vector<LayerNormPattern> layer_norms_;
+  std::map<int, const LayerNormPattern*> layer_norm_nodes_;
   // Outputs of QuantizeLinear on runtime tensors: only a DequantizeLinear may read them (onnx_quantization.h).
   struct QuantizedTensor {
     std::string source;  // the float tensor quantized
@@ -163,10 +189,37 @@ const std::map<std::string, OnnxImporter::Handler>& OnnxImporter::Handlers() {
       {"Resize", &OnnxImporter::ResizeOp},
       {"Upsample", &OnnxImporter::ResizeOp},
       {"ArgMax", &OnnxImporter::ArgMaxOp},
+      {"LayerNormalization", &OnnxImporter::LayerNormalizationOp},
+      {"InstanceNormalization", &OnnxImporter::InstanceOrGroupNormalizationOp},
+      {"GroupNormalization", &OnnxImporter::InstanceOrGroupNormalizationOp},
+      {"DepthToSpace", &OnnxImporter::DepthSpaceOp},
+      {"Elu", &OnnxImporter::UnaryFunctionOp},
+      {"Selu", &OnnxImporter::UnaryFunctionOp},
+      {"Celu", &OnnxImporter::UnaryFunctionOp},
+      {"Softplus", &OnnxImporter::UnaryFunctionOp},
+      {"Softsign", &OnnxImporter::UnaryFunctionOp},
+      {"Mish", &OnnxImporter::UnaryFunctionOp},
+      {"ThresholdedRelu", &OnnxImporter::UnaryFunctionOp},
+      {"Gelu", &OnnxImporter::UnaryFunctionOp},
+      {"Erf", &OnnxImporter::UnaryFunctionOp},
+      {"Exp", &OnnxImporter::UnaryFunctionOp},
+      {"Log", &OnnxImporter::UnaryFunctionOp},
+      {"Abs", &OnnxImporter::UnaryFunctionOp},
+      {"Neg", &OnnxImporter::UnaryFunctionOp},
+      {"Sqrt", &OnnxImporter::UnaryFunctionOp},
+      {"Reciprocal", &OnnxImporter::UnaryFunctionOp},
+      {"Floor", &OnnxImporter::UnaryFunctionOp},
+      {"Ceil", &OnnxImporter::UnaryFunctionOp},
+      {"Round", &OnnxImporter::UnaryFunctionOp},
+      {"Sign", &OnnxImporter::UnaryFunctionOp},
+      {"PRelu", &OnnxImporter::PReluOp},
+      {"SpaceToDepth", &OnnxImporter::DepthSpaceOp},
+      {"ConvTranspose", &OnnxImporter::ConvTransposeOp},
       {"Shape", &OnnxImporter::ShapeOp},
       {"Unsqueeze", &OnnxImporter::UnsqueezeOp},
       {"Squeeze", &OnnxImporter::SqueezeOp},
       {"Cast", &OnnxImporter::CastOp},
+      {"CastLike", &OnnxImporter::CastLikeOp},
       {"Slice", &OnnxImporter::SliceOp},
       {"QuantizeLinear", &OnnxImporter::QuantizeLinearOp},
       {"DequantizeLinear", &OnnxImporter::DequantizeLinearOp},
@@ -182,7 +235,18 @@ absl::StatusOr<Graph> OnnxImporter::Import(const onnx::ModelProto& model) {
     known_[init.name()] = std::move(v);
   }
   CONVOY_RETURN_IF_ERROR(ImportInputs(g));
-  for (int i = 0; i < g.node_size(); ++i) CONVOY_RETURN_IF_ERROR(ImportNode(g.node(i), i));
+  layer_norms_ = FindLayerNormPatterns(g);
+  for (const LayerNormPattern& p : layer_norms_) {
+    for (int i : p.nodes) layer_norm_nodes_[i] = &p;
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    auto folded = layer_norm_nodes_.find(i);
+    if (folded == layer_norm_nodes_.end()) {
+      CONVOY_RETURN_IF_ERROR(ImportNode(g.node(i), i));
+    } else if (i == folded->second->nodes.back()) {
+      CONVOY_RETURN_IF_ERROR(EmitLayerNormPattern(*folded->second));
+    }
+  }
   CONVOY_RETURN_IF_ERROR(ImportOutputs(g));
   CONVOY_RETURN_IF_ERROR(graph_.Finalize());
   return std::move(graph_);
@@ -414,6 +478,15 @@ absl::Status OnnxImporter::OnlyFirstOutput(const OnnxAttributes& a, const onnx::
   return absl::OkStatus();
 }
 
+absl::Status OnnxImporter::InferenceModeBeforeOpset7(const OnnxAttributes& a) {
+  if (opset_ >= 7) return absl::OkStatus();
+  CONVOY_ASSIGN_OR_RETURN(int64_t is_test, a.Int("is_test", 0));
+  if (is_test != 0) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(a.label(), ": training mode at opset ", opset_, " (attribute 'is_test' ",
+                                               a.Has("is_test") ? "0" : "absent, default 0",
+                                               "; inference needs is_test 1 before opset 7)"));
+}
+
 // Kernel, strides, dilations and padding (explicit or auto_pad) of a 2-D window over x [N,C,H,W].
 absl::StatusOr<runtime::Window2d> OnnxImporter::ResolveWindow(const OnnxAttributes& a, const Shape& x,
                                                               int64_t kernel_h, int64_t kernel_w,
@@ -616,6 +689,7 @@ absl::Status OnnxImporter::BatchNorm(const onnx::NodeProto& n, const OnnxAttribu
   if (training != 0 || spatial != 1) {
     return absl::UnimplementedError(absl::StrCat(a.label(), ": training_mode 1 / spatial 0 is not supported"));
   }
+  CONVOY_RETURN_IF_ERROR(InferenceModeBeforeOpset7(a));
   runtime::BatchNormAttrs bn;
   CONVOY_ASSIGN_OR_RETURN(bn.epsilon, a.Float("epsilon", 1e-5f));
   return Emit(n.name().empty() ? "batch_norm" : n.name(), bn,
@@ -827,6 +901,7 @@ absl::Status OnnxImporter::IdentityOp(const onnx::NodeProto& n, const OnnxAttrib
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"ratio", "seed", "is_test"}));
   CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, n.op_type() == "Dropout" ? 3 : 1));
   CONVOY_RETURN_IF_ERROR(OnlyFirstOutput(a, n));
+  if (n.op_type() == "Dropout") CONVOY_RETURN_IF_ERROR(InferenceModeBeforeOpset7(a));
   if (n.op_type() == "Dropout" && n.input_size() == 3 && !n.input(2).empty()) {
     CONVOY_ASSIGN_OR_RETURN(const KnownValue* training, RequireKnown(a, n, 2, false));
     bool on = training->is_int() ? training->ints.at(0) != 0 : training->floats.at(0) != 0.0f;
@@ -945,6 +1020,504 @@ absl::Status OnnxImporter::ArgMaxOp(const onnx::NodeProto& n, const OnnxAttribut
   return Emit(n.name().empty() ? "argmax" : n.name(), attrs, {n.input(0)}, {n.output(0)});
 }
 
+absl::StatusOr<std::string> OnnxImporter::ConstantBroadcastTo(const OnnxAttributes& a, const onnx::NodeProto& n,
+                                                              int input, const Shape& target, const char* role) {
+  const KnownValue* v = Known(n.input(input));
+  if (v == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": input ", input, " ('", n.input(input), "', the ", role,
+                                                 ") is computed at run time; Convoy needs it as a constant"));
+  }
+  if (v->is_int()) {
+    return a.Error(absl::StrCat("input ", input, " ('", n.input(input), "', the ", role,
+                                ") must be a float tensor, got ", v->Describe()));
+  }
+  Shape shape = v->shape;  // leading 1s broadcast against anything: dropped
+  while (shape.size() > target.size() && shape.front() == 1) shape.erase(shape.begin());
+  bool broadcasts = shape.size() <= target.size();
+  for (size_t d = 0; broadcasts && d < shape.size(); ++d) {
+    const int64_t t = target[target.size() - shape.size() + d];
+    broadcasts = shape[d] == t || shape[d] == 1;
+  }
+  if (!broadcasts) {
+    return a.Error(absl::StrCat("input ", input, " ('", n.input(input), "', the ", role, ") has shape ",
+                                runtime::ShapeToString(v->shape), ", which does not broadcast to the normalized shape ",
+                                runtime::ShapeToString(target)));
+  }
+  if (v->size() == runtime::NumElements(target)) return n.input(input);
+  // Expand: element i of target reads the element of `shape` at its right-aligned coordinates (extent-1 axes pinned).
+  std::vector<float> values(runtime::NumElements(target));
+  for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i) {
+    int64_t rest = i, index = 0, stride = 1;
+    for (int d = static_cast<int>(target.size()) - 1; d >= 0; --d) {
+      const int64_t coord = rest % target[d];
+      rest /= target[d];
+      const int sd = d - static_cast<int>(target.size() - shape.size());
+      if (sd < 0) continue;
+      if (shape[sd] != 1) index += coord * stride;
+      stride *= shape[sd];
+    }
+    values[i] = v->floats[index];
+  }
+  std::string name = absl::StrCat(n.input(input), "/broadcast");
+  for (int i = 1; known_.count(name) || shapes_.count(name); ++i) name = absl::StrCat(n.input(input), "/broadcast_", i);
+  known_[name] = KnownValue::Float(target, std::move(values));
+  return name;
+}
+
+absl::Status OnnxImporter::EmitLayerNormPattern(const LayerNormPattern& p) {
+  const std::string label = absl::StrCat(source_, ": the layer normalization computed by ReduceMean, Sub, Pow, ",
+                                         "ReduceMean, Add, Sqrt, Div", p.scale.empty() ? "" : ", Mul",
+                                         p.bias.empty() ? "" : ", Add", " into '", p.output, "'");
+  current_label_ = label;
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(p.x));
+  const int64_t rank = static_cast<int64_t>(x.size());
+  std::vector<int64_t> axes = p.axes;
+  for (int64_t& axis : axes) {
+    if (axis < -rank || axis >= rank) {
+      return absl::InvalidArgumentError(absl::StrCat(label, ": axis ", axis, " is out of range for '", p.x, "' ",
+                                                     runtime::ShapeToString(x)));
+    }
+    axis = axis < 0 ? axis + rank : axis;
+  }
+  std::sort(axes.begin(), axes.end());
+  bool trailing = axes.back() == rank - 1;
+  for (size_t i = 1; i < axes.size(); ++i) trailing &= axes[i] == axes[i - 1] + 1;
+  const bool channels = rank == 4 && axes == std::vector<int64_t>{1};
+  if (!trailing && !channels) {
+    return absl::UnimplementedError(absl::StrCat(label, ": normalizing over axes [", absl::StrJoin(axes, ","),
+                                                 "] of '", p.x, "' ", runtime::ShapeToString(x), " is not supported ",
+                                                 "(the trailing axes, or axis 1 of [N,C,H,W], are)"));
+  }
+  Shape normalized;
+  for (int64_t axis : axes) normalized.push_back(x[axis]);
+  if (std::count(normalized.begin(), normalized.end(), runtime::kBatch) > 0) {
+    return absl::UnimplementedError(absl::StrCat(label, ": it normalizes over the dynamic batch dimension of '", p.x,
+                                                 "' ", runtime::ShapeToString(x)));
+  }
+  runtime::LayerNormAttrs attrs;
+  attrs.axis = axes.front();
+  attrs.num_axes = channels ? 1 : 0;
+  attrs.epsilon = p.epsilon;
+  const int64_t count = runtime::NumElements(normalized);
+  // Scale and bias: constants with one value per normalized element once their leading 1s are dropped (a channel
+  // scale [C,1,1] of the NCHW form, a [C] of the trailing form), or broadcast onto the normalized shape.
+  auto per_element = [&](const std::string& tensor, float fill, const char* role) -> absl::StatusOr<std::string> {
+    const std::string name = FreshTensorName(absl::StrCat(p.output, "/", role));
+    if (tensor.empty()) {
+      known_[name] = KnownValue::Float({count}, std::vector<float>(count, fill));
+      return name;
+    }
+    const KnownValue* v = Known(tensor);
+    if (v == nullptr || v->is_int()) {
+      return absl::UnimplementedError(absl::StrCat(label, ": the ", role, " '", tensor, "' must be a float constant"));
+    }
+    std::vector<float> values;
+    if (v->size() == 1 || v->size() == count) {
+      values = v->size() == 1 ? std::vector<float>(count, v->floats[0]) : v->floats;
+    } else if (!channels && v->size() == normalized.back()) {  // a [C] repeated along the leading normalized axes
+      for (int64_t i = 0; i < count; ++i) values.push_back(v->floats[i % normalized.back()]);
+    } else {
+      return absl::UnimplementedError(absl::StrCat(label, ": the ", role, " '", tensor, "' (", v->Describe(),
+                                                   ") does not give one value per normalized element of ",
+                                                   runtime::ShapeToString(normalized)));
+    }
+    known_[name] = KnownValue::Float({count}, std::move(values));
+    return name;
+  };
+  absl::StatusOr<std::string> scale = per_element(p.scale, 1.0f, "scale");
+  absl::StatusOr<std::string> bias = p.bias.empty() ? absl::StatusOr<std::string>("") : per_element(p.bias, 0.0f, "bias");
+  if (scale.ok() && bias.ok()) {
+    std::vector<std::string> inputs = {p.x, *scale};
+    if (!p.bias.empty()) {
+      attrs.has_bias = true;
+      inputs.push_back(*bias);
+    }
+    return Emit(absl::StrCat(p.output, "/layer_norm"), attrs, inputs, {p.output});
+  }
+  // A scale or bias that broadcasts over more than the normalized axes: the LayerNorm without them, then the
+  // pattern's own Mul and Add.
+  CONVOY_ASSIGN_OR_RETURN(std::string unit, per_element("", 1.0f, "unit_scale"));
+  CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(p.normalized, "/layer_norm"), attrs, {p.x, unit}, {p.normalized}));
+  CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(p.scaled, "/scale"), runtime::BinaryAttrs{runtime::BinaryKind::kMul},
+                              {p.normalized, p.scale}, {p.scaled}));
+  if (p.bias.empty()) return absl::OkStatus();
+  return Emit(absl::StrCat(p.output, "/shift"), runtime::BinaryAttrs{runtime::BinaryKind::kAdd}, {p.scaled, p.bias},
+              {p.output});
+}
+
+// LayerNormalization (opset 17): Y = (X - mean) / sqrt(var + epsilon) * Scale + B over the axes from `axis` on;
+// Scale and B constants broadcast to the normalized shape; the optional outputs Mean and InvStdDev are computed
+// when the model names them.
+absl::Status OnnxImporter::LayerNormalizationOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  if (opset_ < 17) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": LayerNormalization is not part of ONNX opset ", opset_,
+                                                 " (it appears at opset 17)"));
+  }
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"axis", "epsilon", "stash_type"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 3));
+  CONVOY_ASSIGN_OR_RETURN(int64_t stash_type, a.Int("stash_type", 1));
+  if (stash_type != 1) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'stash_type' value ", stash_type,
+                                                 " is not supported (1, FLOAT statistics, is)"));
+  }
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  runtime::LayerNormAttrs attrs;
+  CONVOY_ASSIGN_OR_RETURN(attrs.axis, a.Int("axis", -1));
+  CONVOY_ASSIGN_OR_RETURN(attrs.epsilon, a.Float("epsilon", 1e-5f));
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (attrs.axis < -rank || attrs.axis >= rank) {
+    return a.Error(absl::StrCat("attribute 'axis' ", attrs.axis, " is out of range for input '", n.input(0), "' ",
+                                runtime::ShapeToString(x)));
+  }
+  const int64_t axis = attrs.axis < 0 ? attrs.axis + rank : attrs.axis;
+  const Shape normalized(x.begin() + axis, x.end());
+  if (std::count(normalized.begin(), normalized.end(), runtime::kBatch) > 0) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": axis ", attrs.axis, " normalizes over the dynamic ",
+                                                 "batch dimension of input '", n.input(0), "' ",
+                                                 runtime::ShapeToString(x), "; Convoy normalizes within each item"));
+  }
+  std::vector<std::string> inputs = {n.input(0)};
+  CONVOY_ASSIGN_OR_RETURN(std::string scale, ConstantBroadcastTo(a, n, 1, normalized, "Scale"));
+  inputs.push_back(scale);
+  if (n.input_size() == 3 && !n.input(2).empty()) {
+    attrs.has_bias = true;
+    CONVOY_ASSIGN_OR_RETURN(std::string bias, ConstantBroadcastTo(a, n, 2, normalized, "B"));
+    inputs.push_back(bias);
+  }
+  const std::string name = n.name().empty() ? "layer_norm" : n.name();
+  std::vector<std::string> outputs = {n.output(0)};
+  for (int i = 1; i < n.output_size() && i < 3; ++i) attrs.write_stats |= !n.output(i).empty();
+  if (n.output_size() > 3) return a.Error(absl::StrCat("expected at most 3 outputs, got ", n.output_size()));
+  if (attrs.write_stats) {
+    static const char* kStats[] = {"", "mean", "inv_std_dev"};
+    for (int i = 1; i < 3; ++i) {
+      std::string out = i < n.output_size() ? n.output(i) : "";
+      if (out.empty()) {  // an unnamed statistic is computed beside the named one and read by nobody
+        out = absl::StrCat(name, "/", kStats[i]);
+        for (int j = 1; known_.count(out) || shapes_.count(out); ++j) out = absl::StrCat(name, "/", kStats[i], "_", j);
+      }
+      outputs.push_back(out);
+    }
+  }
+  return Emit(name, attrs, inputs, outputs);
+}
+
+std::string OnnxImporter::FreshTensorName(const std::string& stem) const {
+  std::string name = stem;
+  for (int i = 1; known_.count(name) || shapes_.count(name); ++i) name = absl::StrCat(stem, "_", i);
+  return name;
+}
+
+absl::StatusOr<std::string> OnnxImporter::PerChannelConstant(const OnnxAttributes& a, const onnx::NodeProto& n,
+                                                             int input, int64_t channels, int64_t groups, size_t rank,
+                                                             const char* role) {
+  const KnownValue* v = Known(n.input(input));
+  if (v == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": input ", input, " ('", n.input(input), "', the ", role,
+                                                 ") is computed at run time; Convoy needs it as a constant"));
+  }
+  const int64_t per_value = v->size() == channels ? 1 : v->size() == groups ? channels / groups : 0;
+  if (v->is_int() || per_value == 0) {
+    return a.Error(absl::StrCat("input ", input, " ('", n.input(input), "', the ", role, ") is ", v->Describe(),
+                                "; expected FLOAT with ", channels, " values (one per channel)"));
+  }
+  std::vector<float> values(channels);
+  for (int64_t c = 0; c < channels; ++c) values[c] = v->floats[c / per_value];
+  Shape shape(rank, 1);
+  shape[1] = channels;
+  const std::string name = FreshTensorName(absl::StrCat(n.input(input), "/per_channel"));
+  known_[name] = KnownValue::Float(shape, std::move(values));
+  return name;
+}
+
+// InstanceNormalization (opsets 1, 6) and GroupNormalization (18: scale and bias per group; 21: per channel) over
+// x [N, C, D...]: a LayerNorm with unit scale over each group's [C/G, D...] values (instance norm: G = C), the
+// grouped form reached through Reshape [N, G, C/G * D...] and back, then y = normalized * scale[c] + bias[c] as a
+// Mul and an Add of [1, C, 1, ...] constants (the binary kernels' per-channel form).
+absl::Status OnnxImporter::InstanceOrGroupNormalizationOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  const bool group = n.op_type() == "GroupNormalization";
+  if (group && opset_ < 18) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": GroupNormalization is not part of ONNX opset ", opset_,
+                                                 " (it appears at opset 18)"));
+  }
+  if (group) {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown(opset_ >= 21 ? std::initializer_list<const char*>{"epsilon", "num_groups",
+                                                                                            "stash_type"}
+                                                     : std::initializer_list<const char*>{"epsilon", "num_groups"}));
+  } else {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"epsilon"}));
+  }
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 3, 3));
+  CONVOY_RETURN_IF_ERROR(OnlyFirstOutput(a, n));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  if (x.size() < 3) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": input '", n.input(0), "' must be [N, C, D...] with ",
+                                                 "at least one spatial axis, got ", runtime::ShapeToString(x)));
+  }
+  const int64_t channels = x[1];
+  CONVOY_ASSIGN_OR_RETURN(int64_t groups, group ? a.Int("num_groups", 0) : absl::StatusOr<int64_t>(channels));
+  if (groups < 1 || channels % groups != 0) {
+    return a.Error(absl::StrCat("num_groups ", groups, " must divide the ", channels, " channels of '", n.input(0),
+                                "'"));
+  }
+  if (group && opset_ >= 21) {
+    CONVOY_ASSIGN_OR_RETURN(int64_t stash_type, a.Int("stash_type", 1));
+    if (stash_type != 1) {
+      return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'stash_type' value ", stash_type,
+                                                   " is not supported (1, FLOAT statistics, is)"));
+    }
+  }
+  // Scale and bias: per channel, or per group for GroupNormalization before opset 21.
+  const int64_t value_groups = group && opset_ < 21 ? groups : channels;
+  CONVOY_ASSIGN_OR_RETURN(std::string scale,
+                          PerChannelConstant(a, n, 1, channels, value_groups, x.size(), "scale"));
+  CONVOY_ASSIGN_OR_RETURN(std::string bias, PerChannelConstant(a, n, 2, channels, value_groups, x.size(), "bias"));
+  const std::string name = n.name().empty() ? (group ? "group_norm" : "instance_norm") : n.name();
+  runtime::LayerNormAttrs ln;
+  CONVOY_ASSIGN_OR_RETURN(ln.epsilon, a.Float("epsilon", 1e-5f));
+  int64_t spatial = 1;
+  for (size_t d = 2; d < x.size(); ++d) spatial *= x[d];
+  std::string normalized_input = n.input(0);
+  if (group) {  // [N, C, D...] -> [N, G, C/G * D...]
+    normalized_input = FreshTensorName(absl::StrCat(name, "/grouped"));
+    CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(name, "/group"), runtime::ReshapeAttrs{{0, groups, -1}}, {n.input(0)},
+                                {normalized_input}));
+  }
+  ln.axis = 2;
+  const int64_t per_group = group ? channels / groups * spatial : spatial;
+  const std::string ones = FreshTensorName(absl::StrCat(name, "/unit_scale"));
+  known_[ones] = KnownValue::Float({per_group}, std::vector<float>(per_group, 1.0f));
+  std::string normalized = FreshTensorName(absl::StrCat(name, "/normalized"));
+  CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(name, "/normalize"), ln, {normalized_input, ones}, {normalized}));
+  if (group) {  // back to [N, C, D...]
+    const std::string ungrouped = FreshTensorName(absl::StrCat(name, "/ungrouped"));
+    std::vector<int64_t> shape(x.begin(), x.end());
+    shape[0] = 0;  // the batch, copied
+    CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(name, "/ungroup"), runtime::ReshapeAttrs{shape}, {normalized},
+                                {ungrouped}));
+    normalized = ungrouped;
+  }
+  const std::string scaled = FreshTensorName(absl::StrCat(name, "/scaled"));
+  CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(name, "/scale"), runtime::BinaryAttrs{runtime::BinaryKind::kMul},
+                              {normalized, scale}, {scaled}));
+  return Emit(absl::StrCat(name, "/shift"), runtime::BinaryAttrs{runtime::BinaryKind::kAdd}, {scaled, bias},
+              {n.output(0)});
+}
+
+// DepthToSpace (opsets 1, 11, 13; mode DCR or CRD from 11) and SpaceToDepth (1, 13) on x [N, C, H, W] with block b:
+// a Reshape to 6-D, a Transpose and a Reshape back, the rearrangement ONNX defines them by (the Transpose kernel
+// takes rank 6; the Reshapes are views).
+absl::Status OnnxImporter::DepthSpaceOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  const bool to_space = n.op_type() == "DepthToSpace";
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown(to_space && opset_ >= 11 ? std::initializer_list<const char*>{"blocksize", "mode"}
+                                                               : std::initializer_list<const char*>{"blocksize"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  CONVOY_ASSIGN_OR_RETURN(int64_t b, a.Int("blocksize", 0));
+  CONVOY_ASSIGN_OR_RETURN(std::string mode, a.String("mode", "DCR"));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  if (x.size() != 4) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": input '", n.input(0), "' must be [N,C,H,W], got ",
+                                                 runtime::ShapeToString(x)));
+  }
+  const int64_t c = x[1], h = x[2], w = x[3];
+  if (b < 1 || (to_space && c % (b * b) != 0) || (!to_space && (h % b != 0 || w % b != 0))) {
+    return a.Error(absl::StrCat("blocksize ", b, " does not divide ", to_space ? "the channels of " : "H and W of ",
+                                runtime::ShapeToString(x)));
+  }
+  if (mode != "DCR" && mode != "CRD") {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'mode' value '", mode, "' is not supported"));
+  }
+  std::vector<int64_t> blocks, perm, out;
+  if (!to_space) {
+    blocks = {0, c, h / b, b, w / b, b}, perm = {0, 3, 5, 1, 2, 4}, out = {0, c * b * b, h / b, w / b};
+  } else if (mode == "DCR") {
+    blocks = {0, b, b, c / (b * b), h, w}, perm = {0, 3, 4, 1, 5, 2}, out = {0, c / (b * b), h * b, w * b};
+  } else {
+    blocks = {0, c / (b * b), b, b, h, w}, perm = {0, 1, 4, 2, 5, 3}, out = {0, c / (b * b), h * b, w * b};
+  }
+  const std::string name = n.name().empty() ? (to_space ? "depth_to_space" : "space_to_depth") : n.name();
+  const std::string split = FreshTensorName(absl::StrCat(name, "/blocks"));
+  const std::string moved = FreshTensorName(absl::StrCat(name, "/moved"));
+  CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(name, "/split"), runtime::ReshapeAttrs{blocks}, {n.input(0)}, {split}));
+  CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(name, "/move"), runtime::TransposeAttrs{perm}, {split}, {moved}));
+  return Emit(absl::StrCat(name, "/merge"), runtime::ReshapeAttrs{out}, {moved}, {n.output(0)});
+}
+
+// Element-wise functions on runtime tensors (on constants the load-time evaluator or the reference interpreter
+// computes them): the graph's Unary node, or for Gelu without approximation the fusable exact-GELU activation.
+absl::Status OnnxImporter::UnaryFunctionOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  struct Function {
+    const char* op;
+    runtime::UnaryKind kind;
+    int64_t since;  // the first opset that defines the op
+    const char* alpha_name;
+    float alpha;
+  };
+  static const Function kFunctions[] = {
+      {"Elu", runtime::UnaryKind::kElu, 1, "alpha", 1.0f},
+      {"Selu", runtime::UnaryKind::kSelu, 1, "alpha", 1.67326319217681884765625f},
+      {"Celu", runtime::UnaryKind::kCelu, 12, "alpha", 1.0f},
+      {"Softplus", runtime::UnaryKind::kSoftplus, 1, nullptr, 0.0f},
+      {"Softsign", runtime::UnaryKind::kSoftsign, 1, nullptr, 0.0f},
+      {"Mish", runtime::UnaryKind::kMish, 18, nullptr, 0.0f},
+      {"ThresholdedRelu", runtime::UnaryKind::kThresholdedRelu, 10, "alpha", 1.0f},
+      {"Gelu", runtime::UnaryKind::kGeluTanh, 20, nullptr, 0.0f},
+      {"Erf", runtime::UnaryKind::kErf, 9, nullptr, 0.0f},
+      {"Exp", runtime::UnaryKind::kExp, 1, nullptr, 0.0f},
+      {"Log", runtime::UnaryKind::kLog, 1, nullptr, 0.0f},
+      {"Abs", runtime::UnaryKind::kAbs, 1, nullptr, 0.0f},
+      {"Neg", runtime::UnaryKind::kNeg, 1, nullptr, 0.0f},
+      {"Sqrt", runtime::UnaryKind::kSqrt, 1, nullptr, 0.0f},
+      {"Reciprocal", runtime::UnaryKind::kReciprocal, 1, nullptr, 0.0f},
+      {"Floor", runtime::UnaryKind::kFloor, 1, nullptr, 0.0f},
+      {"Ceil", runtime::UnaryKind::kCeil, 1, nullptr, 0.0f},
+      {"Round", runtime::UnaryKind::kRound, 11, nullptr, 0.0f},
+      {"Sign", runtime::UnaryKind::kSign, 9, nullptr, 0.0f},
+  };
+  const Function* f = nullptr;
+  for (const Function& candidate : kFunctions) {
+    if (n.op_type() == candidate.op) f = &candidate;
+  }
+  if (f == nullptr) return a.Error("internal: no unary function for this op");
+  if (opset_ < f->since) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": ", f->op, " is not part of ONNX opset ", opset_,
+                                                 " (it appears at opset ", f->since, ")"));
+  }
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 1, 1));
+  runtime::UnaryAttrs attrs;
+  attrs.kind = f->kind;
+  const std::string name = n.name().empty() ? n.op_type() : n.name();
+  if (n.op_type() == "Gelu") {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"approximate"}));
+    CONVOY_ASSIGN_OR_RETURN(std::string approximate, a.String("approximate", "none"));
+    if (approximate == "none") {
+      runtime::Activation gelu;
+      gelu.kind = runtime::ActivationKind::kGelu;
+      return Emit(name, runtime::ActivationAttrs{gelu}, {n.input(0)}, {n.output(0)});
+    }
+    if (approximate != "tanh") {
+      return a.Error(absl::StrCat("attribute 'approximate' value '", approximate, "' (expected none or tanh)"));
+    }
+  } else if (n.op_type() == "Selu") {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({"alpha", "gamma"}));
+    CONVOY_ASSIGN_OR_RETURN(attrs.alpha, a.Float("alpha", f->alpha));
+    CONVOY_ASSIGN_OR_RETURN(attrs.beta, a.Float("gamma", 1.05070102214813232421875f));
+  } else if (f->alpha_name != nullptr) {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({f->alpha_name}));
+    CONVOY_ASSIGN_OR_RETURN(attrs.alpha, a.Float(f->alpha_name, f->alpha));
+    if (attrs.kind == runtime::UnaryKind::kCelu && attrs.alpha == 0.0f) return a.Error("attribute 'alpha' must not be 0");
+  } else {
+    CONVOY_RETURN_IF_ERROR(a.CheckKnown({}));
+  }
+  return Emit(name, attrs, {n.input(0)}, {n.output(0)});
+}
+
+// PRelu (opsets 7, 9, 16) with a constant slope broadcast onto x (numpy rules; per channel [C,1,1] in CNNs):
+// y = max(x, 0) + slope * min(x, 0), as Relu, Sub (x - relu(x) = min(x, 0)), Mul and Add nodes.
+absl::Status OnnxImporter::PReluOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
+  const KnownValue* slope = Known(n.input(1));
+  if (slope == nullptr || slope->is_int()) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": input 1 ('", n.input(1), "', the slope) must be a ",
+                                                 "float constant"));
+  }
+  const std::string name = n.name().empty() ? "prelu" : n.name();
+  const std::string positive = FreshTensorName(absl::StrCat(name, "/positive"));
+  const std::string negative = FreshTensorName(absl::StrCat(name, "/negative"));
+  const std::string sloped = FreshTensorName(absl::StrCat(name, "/sloped"));
+  CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(name, "/relu"), runtime::ActivationAttrs{runtime::Activation::Relu()},
+                              {n.input(0)}, {positive}));
+  CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(name, "/min"), runtime::BinaryAttrs{runtime::BinaryKind::kSub},
+                              {n.input(0), positive}, {negative}));
+  CONVOY_RETURN_IF_ERROR(Emit(absl::StrCat(name, "/slope"), runtime::BinaryAttrs{runtime::BinaryKind::kMul},
+                              {negative, n.input(1)}, {sloped}));
+  return Emit(name, runtime::BinaryAttrs{runtime::BinaryKind::kAdd}, {positive, sloped}, {n.output(0)});
+}
+
+// ConvTranspose (opsets 1, 11): 2-D, constant weight [C, K/group, kh, kw]; strides, dilations, group, pads or
+// auto_pad, output_padding and output_shape resolved here into the output extent and the leading pads, as ONNX's
+// reference implementation does (which generated the conformance data): with auto_pad SAME_UPPER / SAME_LOWER the
+// total padding stride * (in - 1) + output_padding + dilated kernel - output_shape (default in * stride) is split
+// floor(total / 2) at the start (SAME_UPPER) or the end; otherwise the begin pads are `pads` (0 for VALID) and the
+// output is output_shape when given, else stride * (in - 1) + output_padding + dilated kernel - both pads.
+absl::Status OnnxImporter::ConvTransposeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"auto_pad", "dilations", "group", "kernel_shape", "output_padding",
+                                       "output_shape", "pads", "strides"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 3));
+  CONVOY_ASSIGN_OR_RETURN(const KnownValue* weight, RequireKnown(a, n, 1, false));
+  CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  if (weight->shape.size() != 4 || x.size() != 4) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": only 2-D transposed convolution is supported (input ",
+                                                 "[N,C,H,W], weight [C,K/group,kh,kw]); input '", n.input(0), "' is ",
+                                                 runtime::ShapeToString(x), ", weight ",
+                                                 runtime::ShapeToString(weight->shape)));
+  }
+  runtime::ConvTranspose2dAttrs attrs;
+  CONVOY_ASSIGN_OR_RETURN(attrs.groups, a.Int("group", 1));
+  if (attrs.groups < 1 || weight->shape[0] != x[1] || x[1] % attrs.groups != 0) {
+    return a.Error(absl::StrCat("weight ", runtime::ShapeToString(weight->shape), " with group ", attrs.groups,
+                                " does not fit input '", n.input(0), "' ", runtime::ShapeToString(x),
+                                " (weight dim 0 must be the ", x[1], " input channels, divisible by the group)"));
+  }
+  CONVOY_ASSIGN_OR_RETURN(auto kernel, a.Ints("kernel_shape", {weight->shape[2], weight->shape[3]}));
+  CONVOY_ASSIGN_OR_RETURN(auto strides, a.Ints("strides", {1, 1}));
+  CONVOY_ASSIGN_OR_RETURN(auto dilations, a.Ints("dilations", {1, 1}));
+  CONVOY_ASSIGN_OR_RETURN(auto output_padding, a.Ints("output_padding", {0, 0}));
+  CONVOY_ASSIGN_OR_RETURN(auto pads, a.Ints("pads", {0, 0, 0, 0}));
+  CONVOY_ASSIGN_OR_RETURN(auto output_shape, a.Ints("output_shape", {}));
+  CONVOY_ASSIGN_OR_RETURN(std::string auto_pad, a.String("auto_pad", "NOTSET"));
+  if (kernel.size() != 2 || kernel[0] != weight->shape[2] || kernel[1] != weight->shape[3]) {
+    return a.Error(absl::StrCat("kernel_shape [", absl::StrJoin(kernel, ","), "] does not match weight ",
+                                runtime::ShapeToString(weight->shape)));
+  }
+  if (strides.size() != 2 || dilations.size() != 2 || output_padding.size() != 2 || pads.size() != 4 ||
+      (!output_shape.empty() && output_shape.size() != 2 && output_shape.size() != 4)) {
+    return a.Error(absl::StrCat("expected 2 strides, 2 dilations, 2 output_padding, 4 pads and 2 (or 4) output_shape "
+                                "entries, got ", strides.size(), ", ", dilations.size(), ", ", output_padding.size(),
+                                ", ", pads.size(), " and ", output_shape.size()));
+  }
+  if (output_shape.size() == 4) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+  if (strides[0] < 1 || strides[1] < 1 || dilations[0] < 1 || dilations[1] < 1) {
+    return a.Error("strides and dilations must be positive");
+  }
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": attribute 'auto_pad' value '", auto_pad,
+                                                 "' is not supported"));
+  }
+  int64_t begin[2], out[2];
+  for (int i = 0; i < 2; ++i) {
+    const int64_t in = x[2 + i];
+    const int64_t natural = strides[i] * (in - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out[i] = output_shape.empty() ? in * strides[i] : output_shape[i];
+      const int64_t total = natural - out[i];
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor(total / 2)
+      begin[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+    } else {
+      begin[i] = auto_pad == "VALID" ? 0 : pads[i];
+      const int64_t end = auto_pad == "VALID" ? 0 : pads[i + 2];
+      out[i] = output_shape.empty() ? natural - begin[i] - end : output_shape[i];
+    }
+    if (out[i] < 1) {
+      return a.Error(absl::StrCat("the output extent along axis ", 2 + i, " is ", out[i], " (input ", in,
+                                  ", stride ", strides[i], ", kernel ", kernel[i], ", dilation ", dilations[i],
+                                  ", output_padding ", output_padding[i], ", pads ", pads[i], "/", pads[i + 2], ")"));
+    }
+  }
+  attrs.kernel_h = kernel[0], attrs.kernel_w = kernel[1];
+  attrs.stride_h = strides[0], attrs.stride_w = strides[1];
+  attrs.dilation_h = dilations[0], attrs.dilation_w = dilations[1];
+  attrs.pad_top = begin[0], attrs.pad_left = begin[1];
+  attrs.out_h = out[0], attrs.out_w = out[1];
+  std::vector<std::string> inputs = {n.input(0), n.input(1)};
+  if (n.input_size() == 3 && !n.input(2).empty()) {
+    attrs.has_bias = true;
+    inputs.push_back(n.input(2));
+  }
+  return Emit(n.name().empty() ? "conv_transpose" : n.name(), attrs, inputs, {n.output(0)});
+}
+
 // Shape of a runtime tensor: its dimensions are known at import, except the dynamic batch (kSymbolicBatchValue).
 absl::Status OnnxImporter::ShapeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"start", "end"}));
@@ -1033,6 +1606,28 @@ absl::Status OnnxImporter::CastOp(const onnx::NodeProto& n, const OnnxAttributes
         "; Convoy's runtime computes on floating-point tensors (casts of constants are evaluated at load time)"));
   }
   return Emit(n.name().empty() ? "cast" : n.name(), runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
+}
+
+// CastLike (opsets 15, 19, 21) with a runtime tensor among its inputs: the target type is a runtime tensor's, FLOAT.
+// A constant cast like a runtime tensor (ONNX's function bodies write CastLike(alpha, X)) becomes a float constant;
+// a runtime tensor cast like a float is an identity; a runtime tensor cast like an integer constant is refused.
+absl::Status OnnxImporter::CastLikeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
+  CONVOY_RETURN_IF_ERROR(a.CheckKnown({"saturate"}));
+  CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
+  const KnownValue* value = Known(n.input(0));
+  if (value != nullptr) {  // the type reference (input 1) is computed at run time: FLOAT
+    std::vector<float> floats = value->floats;
+    if (value->is_int()) floats.assign(value->ints.begin(), value->ints.end());
+    known_[n.output(0)] = KnownValue::Float(value->shape, std::move(floats));
+    return absl::OkStatus();
+  }
+  const KnownValue* like = Known(n.input(1));
+  if (like != nullptr && like->is_int()) {
+    return absl::UnimplementedError(absl::StrCat(
+        a.label(), ": cast of the runtime tensor '", n.input(0), "' like the integer tensor '", n.input(1), "' (",
+        like->Describe(), "); Convoy's runtime computes on floating-point tensors"));
+  }
+  return Emit(n.name().empty() ? "cast_like" : n.name(), runtime::IdentityAttrs{}, {n.input(0)}, {n.output(0)});
 }
 
 // A step-1 slice of runtime data on non-batch axes: on the channel axis it is the middle output of a Split

@@ -4,6 +4,7 @@
 // errors naming node, op and input for what is not constant.
 #include "server/repository/onnx_importer.h"
 
+#include <cmath>
 #include <limits>
 #include <random>
 
@@ -58,9 +59,9 @@ TEST(OnnxImporterTest, RejectsGarbageBytes) {
 
 TEST(OnnxImporterTest, NamesNodeOpAndAttribute) {
   onnx::ModelProto model = ReluModel(13);
-  model.mutable_graph()->mutable_node(0)->set_op_type("Elu");
+  model.mutable_graph()->mutable_node(0)->set_op_type("Hardmax");
   EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
-                                      HasSubstr("node 'act' (Elu): op 'Elu' is not supported")));
+                                      HasSubstr("node 'act' (Hardmax): op 'Hardmax' is not supported")));
   model = ReluModel(13);
   auto* attr = model.mutable_graph()->mutable_node(0)->add_attribute();
   attr->set_name("alpha");
@@ -81,9 +82,10 @@ TEST(OnnxImporterTest, SymbolicNonBatchDimensionNeedsConfigDims) {
 
 TEST(OnnxImporterTest, RejectsUnsupportedOpset) {
   EXPECT_THAT(Import(ReluModel(22)), StatusIs(absl::StatusCode::kUnimplemented,
-                                           HasSubstr("ONNX opset 22 is not supported (7 to 21)")));
-  EXPECT_THAT(Import(ReluModel(6)), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("opset 6")));
-  for (int64_t opset = 7; opset <= 21; ++opset) EXPECT_THAT(Import(ReluModel(opset)), IsOk()) << opset;
+                                           HasSubstr("ONNX opset 22 is not supported (1 to 21)")));
+  EXPECT_THAT(Import(ReluModel(0)), StatusIs(absl::StatusCode::kUnimplemented,
+                                          HasSubstr("ONNX opset 0 is not supported (1 to 21)")));
+  for (int64_t opset = 1; opset <= 21; ++opset) EXPECT_THAT(Import(ReluModel(opset)), IsOk()) << opset;
 }
 
 TEST(OnnxImporterTest, RejectsInitializerWithWrongByteCount) {
@@ -487,6 +489,92 @@ TEST(OnnxImporterTest, ReshapeAllowzeroWithoutZerosIsAPlainReshape) {
   EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
                                       HasSubstr("node 'reshape' (Reshape): attribute 'allowzero' 1 with a 0 in shape "
                                                 "[0,2,6]")));
+}
+
+
+// LayerNormalization over the last axis of [N,6,5] with a Scale of shape [1,5] (broadcast to the normalized shape)
+// and the optional Mean output named, InvStdDev not: every output against the definition computed here, the named
+// statistic the row's mean; the op before opset 17 and a Scale that does not broadcast are refused naming node and
+// tensor.
+TEST(OnnxImporterTest, LayerNormalizationBroadcastsScaleAndWritesTheNamedStatistics) {
+  onnx::ModelProto model = ModelWithInput(17, {6, 5});
+  onnx::GraphProto* g = model.mutable_graph();
+  AddFloatInitializer(g, "scale", {1, 5}, 0.25f);
+  auto* ln = AddNode(g, "LayerNormalization", {"x", "scale"}, {"y", "mean"}, "ln");
+  SetInt(ln, "axis", -1);
+  g->add_output()->set_name("y");
+  g->add_output()->set_name("mean");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  EXPECT_EQ(*graph.ShapeOf("mean"), (runtime::Shape{runtime::kBatch, 6, 1}));
+  const runtime::Tensor x = RandomTensor({2, 6, 5});
+  auto out = RunOn(graph, x);
+  ASSERT_EQ(out.count("y"), 1u);
+  ASSERT_EQ(out.count("mean"), 1u);
+  float scale[5];  // AddFloatInitializer's values
+  for (int i = 0; i < 5; ++i) scale[i] = 0.25f * static_cast<float>((i * 7919) % 13 - 6);
+  for (int row = 0; row < 12; ++row) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 5; ++i) mean += x.data[row * 5 + i] / 5.0;
+    for (int i = 0; i < 5; ++i) var += (x.data[row * 5 + i] - mean) * (x.data[row * 5 + i] - mean) / 5.0;
+    EXPECT_NEAR(out.at("mean").data[row], mean, 1e-6) << row;
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_NEAR(out.at("y").data[row * 5 + i], (x.data[row * 5 + i] - mean) / std::sqrt(var + 1e-5) * scale[i],
+                  1e-5) << row << "," << i;
+    }
+  }
+  model.mutable_opset_import(0)->set_version(16);
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'ln' (LayerNormalization): LayerNormalization is not part of "
+                                                "ONNX opset 16 (it appears at opset 17)")));
+  model.mutable_opset_import(0)->set_version(17);
+  AddFloatInitializer(g, "wide_scale", {6, 4}, 1.0f);
+  g->mutable_node(0)->set_input(1, "wide_scale");
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("input 1 ('wide_scale', the Scale) has shape [6,4], which does not "
+                                                "broadcast to the normalized shape [5]")));
+}
+
+// ConvTranspose: the output extent from strides, output_padding and pads; output_shape with SAME_UPPER; a 1-D
+// transposed convolution refused naming the node and the shapes.
+TEST(OnnxImporterTest, ConvTransposeResolvesTheOutputExtentAndRefusesOneD) {
+  onnx::ModelProto model = ModelWithInput(11, {2, 3, 4});
+  onnx::GraphProto* g = model.mutable_graph();
+  AddFloatInitializer(g, "w", {2, 3, 3, 3}, 0.1f);
+  auto* up = AddNode(g, "ConvTranspose", {"x", "w"}, {"y"}, "up");
+  SetInts(up, "strides", {3, 2});
+  SetInts(up, "output_padding", {1, 1});
+  SetInts(up, "pads", {1, 0, 0, 1});
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  // H: 3 * (3 - 1) + 1 + 3 - 1 - 0 = 9; W: 2 * (4 - 1) + 1 + 3 - 0 - 1 = 9.
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 3, 9, 9}));
+  g->mutable_node(0)->clear_attribute();
+  SetInts(g->mutable_node(0), "strides", {2, 2});
+  SetString(g->mutable_node(0), "auto_pad", "SAME_UPPER");
+  CONVOY_ASSERT_OK_AND_ASSIGN(graph, Import(model));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 3, 6, 8}));  // in * stride
+  onnx::ModelProto one_d = ModelWithInput(11, {2, 7});
+  g = one_d.mutable_graph();
+  AddFloatInitializer(g, "w", {2, 3, 3}, 0.1f);
+  AddNode(g, "ConvTranspose", {"x", "w"}, {"y"}, "up");
+  g->add_output()->set_name("y");
+  EXPECT_THAT(Import(one_d), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'up' (ConvTranspose): only 2-D transposed convolution is "
+                                                "supported")));
+}
+
+
+// Before opset 7 Dropout (and BatchNormalization) run in training mode unless is_test is 1: refused naming the node.
+TEST(OnnxImporterTest, DropoutBeforeOpset7NeedsIsTest) {
+  onnx::ModelProto model = ModelWithInput(6, {4});
+  onnx::GraphProto* g = model.mutable_graph();
+  AddNode(g, "Dropout", {"x"}, {"y"}, "drop");
+  g->add_output()->set_name("y");
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'drop' (Dropout): training mode at opset 6 (attribute 'is_test' "
+                                                "absent, default 0")));
+  SetInt(g->mutable_node(0), "is_test", 1);
+  EXPECT_THAT(Import(model), IsOk());
 }
 
 }  // namespace

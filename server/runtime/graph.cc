@@ -98,7 +98,35 @@ const char* OpKindName(OpKind op) {
     case OpKind::kTranspose: return "Transpose";
     case OpKind::kResize: return "Resize";
     case OpKind::kArgMax: return "ArgMax";
+    case OpKind::kLayerNorm: return "LayerNorm";
+    case OpKind::kConvTranspose2d: return "ConvTranspose2d";
+    case OpKind::kUnary: return "Unary";
     case OpKind::kIdentity: return "Identity";
+  }
+  return "?";
+}
+
+const char* UnaryKindName(UnaryKind kind) {
+  switch (kind) {
+    case UnaryKind::kElu: return "elu";
+    case UnaryKind::kSelu: return "selu";
+    case UnaryKind::kCelu: return "celu";
+    case UnaryKind::kSoftplus: return "softplus";
+    case UnaryKind::kSoftsign: return "softsign";
+    case UnaryKind::kMish: return "mish";
+    case UnaryKind::kThresholdedRelu: return "thresholded_relu";
+    case UnaryKind::kGeluTanh: return "gelu_tanh";
+    case UnaryKind::kErf: return "erf";
+    case UnaryKind::kExp: return "exp";
+    case UnaryKind::kLog: return "log";
+    case UnaryKind::kAbs: return "abs";
+    case UnaryKind::kNeg: return "neg";
+    case UnaryKind::kSqrt: return "sqrt";
+    case UnaryKind::kReciprocal: return "reciprocal";
+    case UnaryKind::kFloor: return "floor";
+    case UnaryKind::kCeil: return "ceil";
+    case UnaryKind::kRound: return "round";
+    case UnaryKind::kSign: return "sign";
   }
   return "?";
 }
@@ -383,6 +411,21 @@ std::string AttrsToString(const Node& node) {
     case OpKind::kArgMax: {
       const auto& a = node.As<ArgMaxAttrs>();
       return absl::StrCat("axis=", a.axis, a.keepdims ? " keepdims" : "", a.select_last_index ? " select_last_index" : "");
+    }
+    case OpKind::kLayerNorm: {
+      const auto& a = node.As<LayerNormAttrs>();
+      return absl::StrCat("axis=", a.axis, a.num_axes > 0 ? absl::StrCat(" num_axes=", a.num_axes) : "",
+                          " eps=", a.epsilon, a.has_bias ? " +bias" : "", a.write_stats ? " +stats" : "");
+    }
+    case OpKind::kConvTranspose2d: {
+      const auto& a = node.As<ConvTranspose2dAttrs>();
+      return absl::StrCat("k=", a.kernel_h, "x", a.kernel_w, " s=", a.stride_h, "x", a.stride_w, " d=", a.dilation_h,
+                          "x", a.dilation_w, " pad=", a.pad_top, ",", a.pad_left, " out=", a.out_h, "x", a.out_w,
+                          " groups=", a.groups, a.has_bias ? " +bias" : "");
+    }
+    case OpKind::kUnary: {
+      const auto& a = node.As<UnaryAttrs>();
+      return absl::StrCat(UnaryKindName(a.kind), " alpha=", a.alpha, " beta=", a.beta);
     }
     case OpKind::kIdentity: return "";
   }

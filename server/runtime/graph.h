@@ -212,11 +212,72 @@ struct ArgMaxAttrs {
   bool select_last_index = false;
 };
 
+// Layer normalization (ONNX LayerNormalization; a LayerNorm over the channels of an image). Inputs: x, scale and,
+// with has_bias, bias (constants with one value per normalized element, [prod of the normalized extents]). The
+// normalized axes are `axis` and the num_axes - 1 after it, or every axis from `axis` on when num_axes is 0 (ONNX).
+// y = (x - mean) / sqrt(variance + epsilon) * scale + bias over each set of normalized elements. With
+// write_stats the node has two more outputs, ONNX's Mean and InvStdDev: x's shape with the normalized axes 1.
+struct LayerNormAttrs {
+  int64_t axis = -1;
+  int64_t num_axes = 0;
+  float epsilon = 1e-5f;
+  bool has_bias = false;
+  bool write_stats = false;
+};
+
+// Transposed 2-D convolution (ONNX ConvTranspose). Inputs: x [N,C,H,W], weight [C, K/groups, kernel_h, kernel_w]
+// (constant) and, with has_bias, bias [K]. The output [N, K, out_h, out_w] (out_h and out_w resolved by the importer
+// from output_shape, output_padding and the pads) places input row iy at output rows
+// iy * stride_h - pad_top + r * dilation_h; pad_top and pad_left may be negative (SAME padding of a larger output).
+struct ConvTranspose2dAttrs {
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t out_h = 1, out_w = 1;
+  int64_t groups = 1;
+  bool has_bias = false;
+};
+
+// Element-wise functions outside the fused activations (ONNX Elu, Selu, Celu, Softplus, Softsign, Mish,
+// ThresholdedRelu, Gelu's tanh form, Erf, Exp, Log, Abs, Neg, Sqrt, Reciprocal, Floor, Ceil, Round, Sign): one input,
+// one output of its shape. alpha and beta are the function's parameters (Selu: alpha and gamma). The passes never
+// fuse them into a convolution; the kernel library's unary op (kernels/common/unary_function.h) runs them.
+enum class UnaryKind {
+  kElu,
+  kSelu,
+  kCelu,
+  kSoftplus,
+  kSoftsign,
+  kMish,
+  kThresholdedRelu,
+  kGeluTanh,
+  kErf,
+  kExp,
+  kLog,
+  kAbs,
+  kNeg,
+  kSqrt,
+  kReciprocal,
+  kFloor,
+  kCeil,
+  kRound,
+  kSign,
+};
+const char* UnaryKindName(UnaryKind kind);
+
+struct UnaryAttrs {
+  UnaryKind kind = UnaryKind::kExp;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
 struct IdentityAttrs {};
 
 using NodeAttrs = std::variant<Conv2dAttrs, Pool2dAttrs, BatchNormAttrs, ActivationAttrs, BinaryAttrs, ConcatAttrs,
                                SplitAttrs, ChannelShuffleAttrs, SoftmaxAttrs, GemmAttrs, PadAttrs, FlattenAttrs,
-                               ReshapeAttrs, TransposeAttrs, ResizeAttrs, ArgMaxAttrs, IdentityAttrs>;
+                               ReshapeAttrs, TransposeAttrs, ResizeAttrs, ArgMaxAttrs, LayerNormAttrs,
+                               ConvTranspose2dAttrs, UnaryAttrs, IdentityAttrs>;
 
 // The op kind is the attribute type; this enum follows the variant order so switch statements stay readable.
 enum class OpKind {
@@ -236,6 +297,9 @@ enum class OpKind {
   kTranspose,
   kResize,
   kArgMax,
+  kLayerNorm,
+  kConvTranspose2d,
+  kUnary,
   kIdentity,
 };
 const char* OpKindName(OpKind op);

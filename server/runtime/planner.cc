@@ -483,6 +483,9 @@ absl::Status PlanBuilder::PlanNode(const Node& node) {
     case OpKind::kTranspose: return PlanTranspose(*this, node);
     case OpKind::kResize: return PlanResize(*this, node);
     case OpKind::kArgMax: return PlanArgMax(*this, node);
+    case OpKind::kLayerNorm: return PlanLayerNorm(*this, node);
+    case OpKind::kConvTranspose2d: return PlanConvTranspose2d(*this, node);
+    case OpKind::kUnary: return PlanUnary(*this, node);
   }
   return absl::UnimplementedError(absl::StrCat("node '", node.name, "' (", OpKindName(node.op()),
                                                "): no kernel implements this op; the passes must remove or fuse it"));

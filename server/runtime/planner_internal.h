@@ -196,6 +196,9 @@ absl::Status PlanPad(PlanBuilder& b, const Node& node);
 absl::Status PlanTranspose(PlanBuilder& b, const Node& node);
 absl::Status PlanResize(PlanBuilder& b, const Node& node);
 absl::Status PlanArgMax(PlanBuilder& b, const Node& node);
+absl::Status PlanLayerNorm(PlanBuilder& b, const Node& node);
+absl::Status PlanConvTranspose2d(PlanBuilder& b, const Node& node);
+absl::Status PlanUnary(PlanBuilder& b, const Node& node);
 absl::Status PlanAlias(PlanBuilder& b, const Node& node);
 // A folded convolution's INT8 step, and a QDQ node between INT8 steps and FP32 ops (planner_quantized.cc).
 absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const QuantizedConvFold& fold);

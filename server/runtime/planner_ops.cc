@@ -6,6 +6,7 @@
 #include "kernels/common/status_macros.h"
 #include "server/runtime/planner_internal.h"
 #include "server/runtime/resize_lowering.h"
+#include "server/runtime/unary_lowering.h"
 
 namespace convoy::runtime {
 namespace {
@@ -45,15 +46,6 @@ absl::Status ExpectImageOrMatrix(PlanBuilder& b, const Node& node, int id) {
   if (s.size() != 4 && s.size() != 2) {
     return b.NodeError(node, absl::StrCat("input '", b.tensor(id).name, "' must be [N,C,H,W] or [N,C], got ",
                                           ShapeToString(s)));
-  }
-  return absl::OkStatus();
-}
-
-// Axis `axis` of `rank`, normalized; must be the channel axis 1.
-absl::Status ExpectChannelAxis(PlanBuilder& b, const Node& node, int64_t axis, size_t rank) {
-  const int64_t normalized = axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
-  if (normalized != 1) {
-    return b.NodeError(node, absl::StrCat("only the channel axis 1 is supported, got axis ", axis, " of rank ", rank));
   }
   return absl::OkStatus();
 }
@@ -225,6 +217,25 @@ absl::Status PlanActivation(PlanBuilder& b, const Node& node) {
   return b.AddKernelStep<ActivationOp>(node.name, {x}, {y}, problem_for, bind);
 }
 
+absl::Status PlanUnary(PlanBuilder& b, const Node& node) {
+  // Element-wise over the whole buffer, like an activation: a blocked (NCHW8c) input stays blocked.
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  const bool blocked = b.tensor(x).layout == Layout::kNCHW8c;
+  CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0, blocked ? Layout::kNCHW8c : b.layout()));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.tensor(x).layout));
+  const auto& a = node.As<UnaryAttrs>();
+  const convoy::UnaryKind kind = LowerUnaryKind(a.kind);
+  const float alpha = a.alpha, beta = a.beta;
+  auto problem_for = [&b, x, kind, alpha, beta](int batch) {
+    UnaryProblem p;
+    p.count = NumElements(b.tensor(x).shape, batch);
+    p.kind = kind, p.alpha = alpha, p.beta = beta, p.dtype = b.compute_dtype();
+    return p;
+  };
+  auto bind = [x, y](TensorPointers t) { return UnaryArgs{t[x], t[y]}; };
+  return b.AddKernelStep<UnaryOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
 absl::Status PlanChannelShuffle(PlanBuilder& b, const Node& node) {
   CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
   CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
@@ -241,14 +252,73 @@ absl::Status PlanChannelShuffle(PlanBuilder& b, const Node& node) {
   return b.AddKernelStep<ChannelShuffleOp>(node.name, {x}, {y}, problem_for, bind);
 }
 
+// Concat and Split along the channels of [N,C,H,W] or [N,C] run in the plan's layout. Along any other axis, any
+// rank, or with a constant operand they run on the logical (NCHW-order) tensors as the same channel problem over
+// [outer, extent, inner] (n = outer, channels = each part's extent along the axis, h = inner, w = 1): a part is a
+// contiguous run of extent * inner elements in each outer row. A constant operand is uploaded once.
+namespace {
+
+struct AxisSplit {
+  int64_t outer = 1, inner = 1;
+};
+AxisSplit AroundAxis(const Shape& dims, int64_t axis) {
+  AxisSplit s;
+  for (int64_t d = 0; d < axis; ++d) s.outer *= dims[d];
+  for (size_t d = axis + 1; d < dims.size(); ++d) s.inner *= dims[d];
+  return s;
+}
+
+absl::Status PlanConcatAlongAnyAxis(PlanBuilder& b, const Node& node, int64_t axis) {
+  std::vector<Operand> parts;
+  std::vector<int> tensors;
+  std::vector<int> extents;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    Operand part;
+    if (b.graph().IsConstant(node.inputs[i])) {
+      CONVOY_ASSIGN_OR_RETURN(const Tensor* value, b.Constant(node, i));
+      CONVOY_ASSIGN_OR_RETURN(part.constant, b.Upload(*value, b.compute_dtype(), Layout::kNCHW));
+      extents.push_back(static_cast<int>(value->shape[axis]));
+    } else {
+      CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[i]));
+      CONVOY_ASSIGN_OR_RETURN(part.tensor, b.Require(x, b.compute_dtype(), Layout::kNCHW));
+      tensors.push_back(part.tensor);
+      extents.push_back(static_cast<int>(b.tensor(part.tensor).shape[axis]));
+    }
+    parts.push_back(part);
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), Layout::kNCHW));
+  auto problem_for = [&b, y, axis, extents](int batch) {
+    const AxisSplit around = AroundAxis(b.tensor(y).Dims(batch), axis);
+    ConcatProblem p;
+    p.n = static_cast<int>(around.outer), p.h = static_cast<int>(around.inner), p.w = 1, p.channels = extents;
+    p.dtype = b.compute_dtype(), p.layout = Layout::kNCHW;
+    return p;
+  };
+  auto bind = [parts, y](TensorPointers t) {
+    ConcatArgs args;
+    for (const Operand& part : parts) args.inputs.push_back(part.Get(t));
+    args.y = t[y];
+    return args;
+  };
+  return b.AddKernelStep<ConcatOp>(node.name, tensors, {y}, problem_for, bind);
+}
+
+}  // namespace
+
 absl::Status PlanConcat(PlanBuilder& b, const Node& node) {
+  CONVOY_ASSIGN_OR_RETURN(Shape out, b.graph().ShapeOf(node.outputs[0]));
+  const int64_t rank = static_cast<int64_t>(out.size());
+  int64_t axis = node.As<ConcatAttrs>().axis;
+  if (axis < 0) axis += rank;
+  bool channel_form = (rank == 4 || rank == 2) && axis == 1;
+  for (const std::string& in : node.inputs) channel_form &= !b.graph().IsConstant(in);
+  if (!channel_form) return PlanConcatAlongAnyAxis(b, node, axis);
   std::vector<int> xs;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, i));
     CONVOY_RETURN_IF_ERROR(ExpectImageOrMatrix(b, node, x));
     xs.push_back(x);
   }
-  CONVOY_RETURN_IF_ERROR(ExpectChannelAxis(b, node, node.As<ConcatAttrs>().axis, b.tensor(xs[0]).shape.size()));
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
   auto problem_for = [&b, xs](int batch) {
     ConcatProblem p;
@@ -268,20 +338,30 @@ absl::Status PlanConcat(PlanBuilder& b, const Node& node) {
 }
 
 absl::Status PlanSplit(PlanBuilder& b, const Node& node) {
-  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
-  CONVOY_RETURN_IF_ERROR(ExpectImageOrMatrix(b, node, x));
-  CONVOY_RETURN_IF_ERROR(ExpectChannelAxis(b, node, node.As<SplitAttrs>().axis, b.tensor(x).shape.size()));
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  const int64_t rank = static_cast<int64_t>(b.tensor(x).shape.size());
+  int64_t axis = node.As<SplitAttrs>().axis;
+  if (axis < 0) axis += rank;
+  const bool channel_form = (rank == 4 || rank == 2) && axis == 1;
+  const Layout layout = channel_form ? b.layout() : Layout::kNCHW;
+  CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), layout));
   std::vector<int> ys;
   for (const std::string& out : node.outputs) {
-    CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(out, b.compute_dtype(), b.layout()));
+    CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(out, b.compute_dtype(), layout));
     ys.push_back(y);
   }
-  auto problem_for = [&b, x, ys](int batch) {
+  auto problem_for = [&b, x, ys, axis, channel_form, layout](int batch) {
     SplitProblem p;
-    const ImageDims d = b.Dims(x, batch);
-    p.n = d.n, p.h = d.h, p.w = d.w;
-    for (int y : ys) p.channels.push_back(b.Dims(y, batch).c);
-    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    if (channel_form) {
+      const ImageDims d = b.Dims(x, batch);
+      p.n = d.n, p.h = d.h, p.w = d.w;
+      for (int y : ys) p.channels.push_back(b.Dims(y, batch).c);
+    } else {
+      const AxisSplit around = AroundAxis(b.tensor(x).Dims(batch), axis);
+      p.n = static_cast<int>(around.outer), p.h = static_cast<int>(around.inner), p.w = 1;
+      for (int y : ys) p.channels.push_back(static_cast<int>(b.tensor(y).shape[axis]));
+    }
+    p.dtype = b.compute_dtype(), p.layout = layout;
     return p;
   };
   auto bind = [x, ys](TensorPointers t) {
@@ -395,6 +475,95 @@ absl::Status PlanArgMax(PlanBuilder& b, const Node& node) {
   };
   auto bind = [x, y](TensorPointers t) { return ArgMaxArgs{t[x], t[y]}; };
   return b.AddKernelStep<ArgMaxOp>(node.name, {x}, {y}, problem_for, bind);
+}
+
+// LayerNorm over the channels of a 4-D image in an NHWC plan reads [N*H*W, C, 1] in place; every other form reads
+// the logical (NCHW) order as [outer, normalized, inner]. The scale and bias stay FP32; the statistics outputs
+// (ONNX's Mean and InvStdDev) are written in the compute type, in the logical order.
+absl::Status PlanLayerNorm(PlanBuilder& b, const Node& node) {
+  const auto& a = node.As<LayerNormAttrs>();
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  const int64_t rank = static_cast<int64_t>(b.tensor(x).shape.size());
+  const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
+  const int64_t end = a.num_axes > 0 ? axis + a.num_axes : rank;
+  const bool channels = rank == 4 && axis == 1 && end == 2;
+  const bool channels_last = channels && b.layout() == Layout::kNHWC;
+  if (channels) {
+    CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0));
+  } else {
+    CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
+  }
+  CONVOY_ASSIGN_OR_RETURN(const Tensor* scale_tensor, b.Constant(node, 1));
+  CONVOY_ASSIGN_OR_RETURN(const void* scale, b.UploadFloats(scale_tensor->data));
+  const void* bias = nullptr;
+  if (a.has_bias) {
+    CONVOY_ASSIGN_OR_RETURN(const Tensor* bias_tensor, b.Constant(node, 2));
+    CONVOY_ASSIGN_OR_RETURN(bias, b.UploadFloats(bias_tensor->data));
+  }
+  std::vector<int> outputs;
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.tensor(x).layout));
+  outputs.push_back(y);
+  for (size_t i = 1; i < node.outputs.size(); ++i) {
+    CONVOY_ASSIGN_OR_RETURN(int stats, b.AddOutput(node.outputs[i], b.compute_dtype(), Layout::kNCHW));
+    outputs.push_back(stats);
+  }
+  const DataType dtype = b.compute_dtype();
+  const LayerNormAttrs attrs = a;
+  auto problem_for = [&b, x, axis, end, channels_last, dtype, attrs](int batch) {
+    const Shape dims = b.tensor(x).Dims(batch);  // logical NCHW-order dims
+    LayerNormProblem p;
+    if (channels_last) {
+      p.outer = dims[0] * dims[2] * dims[3], p.axis = dims[1], p.inner = 1;
+    } else {
+      p.outer = NumElements(Shape(dims.begin(), dims.begin() + axis));
+      p.axis = NumElements(Shape(dims.begin() + axis, dims.begin() + end));
+      p.inner = NumElements(Shape(dims.begin() + end, dims.end()));
+    }
+    p.epsilon = attrs.epsilon, p.has_bias = attrs.has_bias, p.write_stats = attrs.write_stats, p.dtype = dtype;
+    return p;
+  };
+  auto bind = [x, scale, bias, outputs](TensorPointers t) {
+    LayerNormArgs args{t[x], static_cast<const float*>(scale), static_cast<const float*>(bias), t[outputs[0]]};
+    if (outputs.size() == 3) args.mean = t[outputs[1]], args.inv_std_dev = t[outputs[2]];
+    return args;
+  };
+  return b.AddKernelStep<LayerNormOp>(node.name, {x}, outputs, problem_for, bind);
+}
+
+// ConvTranspose2d runs in the plan's plain layout (NCHW or NHWC) with the filter kept in ONNX's [C, K/g, R, S] order.
+absl::Status PlanConvTranspose2d(PlanBuilder& b, const Node& node) {
+  const auto& a = node.As<ConvTranspose2dAttrs>();
+  const Layout layout = b.layout();
+  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0, layout));
+  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
+  CONVOY_ASSIGN_OR_RETURN(const Tensor* weight, b.Constant(node, 1));
+  CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(*weight, b.compute_dtype(), Layout::kNCHW));
+  const void* bias = nullptr;
+  if (a.has_bias) {
+    CONVOY_ASSIGN_OR_RETURN(const Tensor* bias_tensor, b.Constant(node, 2));
+    CONVOY_ASSIGN_OR_RETURN(bias, b.UploadFloats(bias_tensor->data));
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), layout));
+  const int k = static_cast<int>(weight->shape[1] * a.groups);
+  const DataType dtype = b.compute_dtype();
+  const ConvTranspose2dAttrs attrs = a;
+  auto problem_for = [&b, x, k, dtype, layout, attrs](int batch) {
+    const ImageDims d = b.Dims(x, batch);
+    ConvTranspose2dProblem p;
+    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w, p.k = k;
+    p.r = int(attrs.kernel_h), p.s = int(attrs.kernel_w);
+    p.out_h = int(attrs.out_h), p.out_w = int(attrs.out_w);
+    p.pad_top = int(attrs.pad_top), p.pad_left = int(attrs.pad_left);
+    p.stride_h = int(attrs.stride_h), p.stride_w = int(attrs.stride_w);
+    p.dilation_h = int(attrs.dilation_h), p.dilation_w = int(attrs.dilation_w);
+    p.groups = int(attrs.groups), p.has_bias = attrs.has_bias;
+    p.dtype = dtype, p.layout = layout;
+    return p;
+  };
+  auto bind = [x, w, bias, y](TensorPointers t) {
+    return ConvTranspose2dArgs{t[x], w, static_cast<const float*>(bias), t[y]};
+  };
+  return b.AddKernelStep<ConvTranspose2dOp>(node.name, {x}, {y}, problem_for, bind);
 }
 
 absl::Status PlanTranspose(PlanBuilder& b, const Node& node) {

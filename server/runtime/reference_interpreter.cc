@@ -9,6 +9,7 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/cpu/reference/reference_ops.h"
 #include "server/runtime/resize_lowering.h"
+#include "server/runtime/unary_lowering.h"
 
 namespace convoy::runtime {
 namespace {
@@ -270,6 +271,38 @@ void RunArgMax(const ArgMaxAttrs& a, const Tensor& x, Tensor& y) {
     }
 }
 
+// LayerNorm and ConvTranspose2d run the kernel library's reference (plain loops, double accumulation) on the FP32
+// NCHW tensors.
+absl::Status RunLayerNorm(const LayerNormAttrs& a, const std::vector<const Tensor*>& in, std::vector<Tensor>& outs) {
+  const Shape& x = in[0]->shape;
+  const int64_t axis = PositiveAxis(a.axis, x.size());
+  const int64_t end = a.num_axes > 0 ? axis + a.num_axes : static_cast<int64_t>(x.size());
+  LayerNormProblem p;
+  p.outer = NumElements(Shape(x.begin(), x.begin() + axis));
+  p.axis = NumElements(Shape(x.begin() + axis, x.begin() + end));
+  p.inner = NumElements(Shape(x.begin() + end, x.end()));
+  p.epsilon = a.epsilon, p.has_bias = a.has_bias, p.write_stats = a.write_stats;
+  LayerNormArgs args{in[0]->data.data(), in[1]->data.data(), a.has_bias ? in[2]->data.data() : nullptr,
+                     outs[0].data.data()};
+  if (a.write_stats) args.mean = outs[1].data.data(), args.inv_std_dev = outs[2].data.data();
+  return reference::LayerNorm(p, args);
+}
+
+absl::Status RunConvTranspose(const ConvTranspose2dAttrs& a, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Shape& x = in[0]->shape;
+  ConvTranspose2dProblem p;
+  p.n = int(x[0]), p.c = int(x[1]), p.h = int(x[2]), p.w = int(x[3]);
+  p.k = int(y.shape[1]), p.r = int(a.kernel_h), p.s = int(a.kernel_w);
+  p.out_h = int(a.out_h), p.out_w = int(a.out_w);
+  p.pad_top = int(a.pad_top), p.pad_left = int(a.pad_left);
+  p.stride_h = int(a.stride_h), p.stride_w = int(a.stride_w);
+  p.dilation_h = int(a.dilation_h), p.dilation_w = int(a.dilation_w);
+  p.groups = int(a.groups), p.has_bias = a.has_bias;
+  return reference::ConvTranspose2d(
+      p, ConvTranspose2dArgs{in[0]->data.data(), in[1]->data.data(), a.has_bias ? in[2]->data.data() : nullptr,
+                             y.data.data()});
+}
+
 void RunChannelShuffle(int64_t groups, const Tensor& x, Tensor& y) {
   const int64_t channels = x.shape[1], per_group = channels / groups, plane = x.shape[2] * x.shape[3];
   for (int64_t n = 0; n < x.shape[0]; ++n) {
@@ -308,6 +341,18 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node, const std::ve
     case OpKind::kPad: RunPad(node.As<PadAttrs>(), *in[0], y); break;
     case OpKind::kTranspose: RunTranspose(node.As<TransposeAttrs>().perm, *in[0], y); break;
     case OpKind::kArgMax: RunArgMax(node.As<ArgMaxAttrs>(), *in[0], y); break;
+    case OpKind::kLayerNorm: CONVOY_RETURN_IF_ERROR(RunLayerNorm(node.As<LayerNormAttrs>(), in, outs)); break;
+    case OpKind::kConvTranspose2d:
+      CONVOY_RETURN_IF_ERROR(RunConvTranspose(node.As<ConvTranspose2dAttrs>(), in, y));
+      break;
+    case OpKind::kUnary: {
+      const auto& a = node.As<UnaryAttrs>();
+      UnaryProblem p;
+      p.count = static_cast<int64_t>(y.data.size()), p.kind = LowerUnaryKind(a.kind), p.alpha = a.alpha;
+      p.beta = a.beta;
+      if (p.count > 0) CONVOY_RETURN_IF_ERROR(reference::Unary(p, UnaryArgs{in[0]->data.data(), y.data.data()}));
+      break;
+    }
     case OpKind::kResize: {
       // The kernel library's reference (plain loops, double accumulation) on the FP32 NCHW tensor.
       const Shape& x = in[0]->shape;

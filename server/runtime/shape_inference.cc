@@ -267,6 +267,61 @@ absl::StatusOr<std::vector<Shape>> InferArgMax(const Node& node, const std::vect
   return std::vector<Shape>{out};
 }
 
+absl::StatusOr<std::vector<Shape>> InferLayerNorm(const Node& node, const std::vector<Shape>& in) {
+  const auto& a = node.As<LayerNormAttrs>();
+  const size_t expected = a.has_bias ? 3 : 2;
+  CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, expected, expected));
+  const Shape& x = in[0];
+  CONVOY_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, a.axis, x.size()));
+  const int64_t end = a.num_axes > 0 ? axis + a.num_axes : static_cast<int64_t>(x.size());
+  if (a.num_axes < 0 || end > static_cast<int64_t>(x.size())) {
+    return NodeError(node, absl::StrCat(a.num_axes, " axes from axis ", axis, " do not fit ", ShapeToString(x)));
+  }
+  int64_t normalized = 1;
+  Shape stats = x;
+  for (int64_t d = axis; d < end; ++d) {
+    if (x[d] == kBatch) return NodeError(node, "cannot normalize over the batch dimension");
+    normalized *= x[d];
+    stats[d] = 1;
+  }
+  static const char* kRoles[] = {"", "scale", "bias"};
+  for (size_t i = 1; i < expected; ++i) {
+    if (NumElements(in[i]) != normalized || std::count(in[i].begin(), in[i].end(), kBatch) > 0) {
+      return NodeError(node, absl::StrCat(kRoles[i], " '", node.inputs[i], "' has shape ", ShapeToString(in[i]),
+                                          "; it needs one value per normalized element (", normalized, " for axes ",
+                                          axis, " to ", end - 1, " of ", ShapeToString(x), ")"));
+    }
+  }
+  if (a.write_stats) return std::vector<Shape>{x, stats, stats};
+  return std::vector<Shape>{x};
+}
+
+absl::StatusOr<std::vector<Shape>> InferConvTranspose(const Node& node, const std::vector<Shape>& in) {
+  const auto& a = node.As<ConvTranspose2dAttrs>();
+  const size_t expected = a.has_bias ? 3 : 2;
+  CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, expected, expected));
+  CONVOY_RETURN_IF_ERROR(ExpectRank(node, in, 0, 4));
+  CONVOY_RETURN_IF_ERROR(ExpectRank(node, in, 1, 4));
+  const Shape& x = in[0];
+  const Shape& w = in[1];
+  if (a.groups < 1 || w[0] != x[1] || x[1] % a.groups != 0) {
+    return NodeError(node, absl::StrCat("input has ", x[1], " channels; weight ", ShapeToString(w), " with groups ",
+                                        a.groups, " expects [", x[1], ", K/groups, kh, kw] with ", x[1],
+                                        " divisible by the groups"));
+  }
+  if (w[2] != a.kernel_h || w[3] != a.kernel_w) {
+    return NodeError(node, absl::StrCat("weight ", ShapeToString(w), " does not match kernel ", a.kernel_h, "x",
+                                        a.kernel_w));
+  }
+  if (a.stride_h < 1 || a.stride_w < 1 || a.dilation_h < 1 || a.dilation_w < 1 || a.out_h < 1 || a.out_w < 1) {
+    return NodeError(node, absl::StrCat("strides ", a.stride_h, "x", a.stride_w, ", dilations ", a.dilation_h, "x",
+                                        a.dilation_w, " and output ", a.out_h, "x", a.out_w, " must be positive"));
+  }
+  const int64_t k = w[1] * a.groups;
+  if (a.has_bias) CONVOY_RETURN_IF_ERROR(ExpectVector(node, in, 2, k, "bias"));
+  return std::vector<Shape>{{x[0], k, a.out_h, a.out_w}};
+}
+
 absl::StatusOr<std::vector<Shape>> InferFlatten(const Node& node, const std::vector<Shape>& in) {
   CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, 1, 1));
   int64_t axis = node.As<FlattenAttrs>().axis;
@@ -355,7 +410,9 @@ absl::StatusOr<std::vector<Shape>> InferTranspose(const Node& node, const std::v
 
 absl::StatusOr<std::vector<Shape>> InferOutputShapes(const Node& node, const std::vector<Shape>& in) {
   if (in.size() != node.inputs.size()) return NodeError(node, "internal: input shape count mismatch");
-  size_t expected_outputs = node.op() == OpKind::kSplit ? node.As<SplitAttrs>().sizes.size() : 1;
+  size_t expected_outputs = 1;
+  if (node.op() == OpKind::kSplit) expected_outputs = node.As<SplitAttrs>().sizes.size();
+  if (node.op() == OpKind::kLayerNorm && node.As<LayerNormAttrs>().write_stats) expected_outputs = 3;
   if (node.outputs.size() != expected_outputs) {
     return NodeError(node, absl::StrCat("expected ", expected_outputs, " outputs, got ", node.outputs.size()));
   }
@@ -373,6 +430,8 @@ absl::StatusOr<std::vector<Shape>> InferOutputShapes(const Node& node, const std
     case OpKind::kTranspose: return InferTranspose(node, in);
     case OpKind::kResize: return InferResize(node, in);
     case OpKind::kArgMax: return InferArgMax(node, in);
+    case OpKind::kLayerNorm: return InferLayerNorm(node, in);
+    case OpKind::kConvTranspose2d: return InferConvTranspose(node, in);
     case OpKind::kChannelShuffle: {
       CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, 1, 1));
       CONVOY_RETURN_IF_ERROR(ExpectRank(node, in, 0, 4));
@@ -388,6 +447,7 @@ absl::StatusOr<std::vector<Shape>> InferOutputShapes(const Node& node, const std
       return std::vector<Shape>{in[0]};
     }
     case OpKind::kActivation:
+    case OpKind::kUnary:
     case OpKind::kIdentity:
       CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, 1, 1));
       return std::vector<Shape>{in[0]};

@@ -173,6 +173,26 @@ def test_concat_split(tmp_path):
     check(tmp_path, make_model(nodes, x, ["y"], [("sizes", np.array([2, 4], np.int64))]), x)
 
 
+@pytest.mark.parametrize("shape,axis", [((2, 6, 4, 5), 2), ((2, 6, 4, 5), -1), ((2, 9, 4), 2), ((2, 9, 4), 1),
+                                        ((3, 8), 1)])
+def test_concat_split_along_any_axis(tmp_path, shape, axis):
+    """Split into uneven parts and Concat back with a constant part, along spatial and last axes and on 3-D and 2-D
+    tensors: on the kernels, the channel problem over [outer, extent, inner] of the NCHW-order tensors."""
+    extent = shape[axis]
+    sizes = np.array([1, extent - 1], np.int64)
+    constant_shape = list(shape[1:])
+    constant_shape[axis - 1 if axis > 0 else axis] = 2
+    nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=axis),
+             helper.make_node("Relu", ["a"], ["ra"]),
+             helper.make_node("Concat", ["b", "ra"], ["y"], axis=axis)]
+    x = {"x": rand(*shape)}
+    check(tmp_path, make_model(nodes, x, ["y"], [("sizes", sizes)]), x)
+    # A constant part (no batch axis: the model's batch is fixed).
+    nodes = [helper.make_node("Concat", ["x", "c"], ["y"], axis=axis)]
+    fixed_constant = rand(shape[0], *constant_shape)
+    check(tmp_path, make_model(nodes, x, ["y"], [("c", fixed_constant)], dynamic_batch=False), x)
+
+
 def test_split_opset11_equal_parts(tmp_path):
     nodes = [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1)]
     x = {"x": rand(2, 6, 3, 3)}

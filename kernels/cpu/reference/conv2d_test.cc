@@ -196,5 +196,68 @@ TEST(ReferenceConv2dTest, RejectsInvalidProblemsAndMissingOperands) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bias")));
 }
 
+
+// The transposed convolution is the adjoint of the convolution with the same filter, strides, pads, dilations and
+// groups: <conv(x), y> == <x, conv_transpose(y)> for any x and y (the filter [K, C/g, R, S] read as ConvTranspose's
+// [C_in, C_out/g, R, S]). The reference scatters and the convolution gathers, so this checks one against the other,
+// in both layouts, with odd strides, padding, dilation and groups.
+TEST(ReferenceConvTranspose2dTest, IsTheAdjointOfConv2d) {
+  struct Case {
+    int c, k, h, w, r, s, stride_h, stride_w, pad, dilation, groups;
+  };
+  uint32_t seed = 11;
+  for (const Case& c : {Case{3, 4, 7, 6, 3, 3, 2, 1, 1, 1, 1}, Case{4, 6, 9, 8, 3, 2, 3, 2, 0, 2, 2},
+                        Case{4, 4, 5, 5, 3, 3, 2, 2, 1, 1, 4}, Case{2, 5, 6, 7, 4, 4, 2, 2, 1, 1, 1}}) {
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+      Conv2dProblem conv;
+      conv.n = 2, conv.c = c.c, conv.k = c.k, conv.h = c.h, conv.w = c.w, conv.r = c.r, conv.s = c.s;
+      conv.stride_h = c.stride_h, conv.stride_w = c.stride_w;
+      conv.pad_top = conv.pad_bottom = conv.pad_left = conv.pad_right = c.pad;
+      conv.dilation_h = conv.dilation_w = c.dilation, conv.groups = c.groups, conv.layout = layout;
+      ConvTranspose2dProblem t;
+      t.n = conv.n, t.c = conv.k, t.k = conv.c, t.h = conv.p(), t.w = conv.q(), t.r = c.r, t.s = c.s;
+      t.out_h = conv.h, t.out_w = conv.w, t.pad_top = t.pad_left = c.pad;
+      t.stride_h = c.stride_h, t.stride_w = c.stride_w, t.dilation_h = t.dilation_w = c.dilation;
+      t.groups = c.groups, t.layout = layout;
+      const std::vector<float> x = RandomFloats(conv.input_desc().num_elements(), ++seed);
+      const std::vector<float> w = RandomFloats(conv.filter_elements(), ++seed);
+      const std::vector<float> y = RandomFloats(conv.output_desc().num_elements(), ++seed);
+      // The convolution reads its filter as [K, R, S, C/g] in NHWC problems, ConvTranspose always as ONNX's order.
+      std::vector<float> conv_w = w;
+      if (layout == Layout::kNHWC) {
+        const int cg = c.c / c.groups;
+        for (int k = 0; k < c.k; ++k)
+          for (int ch = 0; ch < cg; ++ch)
+            for (int r = 0; r < c.r; ++r)
+              for (int s = 0; s < c.s; ++s) conv_w[((k * c.r + r) * c.s + s) * cg + ch] = w[((k * cg + ch) * c.r + r) * c.s + s];
+      }
+      const std::vector<float> conv_x = RunConv(conv, x, conv_w);
+      std::vector<float> transposed_y(x.size());
+      testing::PoisonWithNaN(transposed_y.data(), DataType::kFloat32, static_cast<int64_t>(transposed_y.size()));
+      ASSERT_THAT(ConvTranspose2d(t, ConvTranspose2dArgs{y.data(), w.data(), nullptr, transposed_y.data()}), IsOk());
+      double lhs = 0, rhs = 0, scale = 0;
+      for (size_t i = 0; i < y.size(); ++i) lhs += double{conv_x[i]} * y[i], scale += std::abs(double{conv_x[i]} * y[i]);
+      for (size_t i = 0; i < x.size(); ++i) rhs += double{x[i]} * transposed_y[i];
+      EXPECT_NEAR(lhs, rhs, 1e-5 * scale + 1e-6) << t.ToString();
+    }
+  }
+}
+
+// A bias adds to every output; a missing bias or an unsupported layout is refused.
+TEST(ReferenceConvTranspose2dTest, BiasAddsPerChannelAndMissingOperandsAreRefused) {
+  ConvTranspose2dProblem p;
+  p.n = 1, p.c = 2, p.h = 3, p.w = 3, p.k = 3, p.r = p.s = 2, p.stride_h = p.stride_w = 2, p.out_h = p.out_w = 6;
+  const std::vector<float> x = RandomFloats(2 * 9, 5), w = RandomFloats(2 * 3 * 4, 6), bias = {0.5f, -1.0f, 2.0f};
+  std::vector<float> plain(3 * 36), biased(3 * 36);
+  ASSERT_THAT(ConvTranspose2d(p, ConvTranspose2dArgs{x.data(), w.data(), nullptr, plain.data()}), IsOk());
+  p.has_bias = true;
+  ASSERT_THAT(ConvTranspose2d(p, ConvTranspose2dArgs{x.data(), w.data(), bias.data(), biased.data()}), IsOk());
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(biased[i], plain[i] + bias[i / 36], 1e-6) << i;
+  EXPECT_THAT(ConvTranspose2d(p, ConvTranspose2dArgs{x.data(), w.data(), nullptr, biased.data()}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("args.bias (has_bias) is null")));
+  p.layout = Layout::kNCHW8c;
+  EXPECT_THAT(p.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the layout must be NCHW or NHWC")));
+}
+
 }  // namespace
 }  // namespace convoy::reference

@@ -45,6 +45,12 @@ absl::Status Transpose(const TransposeProblem& problem, const TransposeArgs& arg
 absl::Status Resize(const ResizeProblem& problem, const ResizeArgs& args);
 // ArgMax: the index of the largest value along the middle axis (`>`, or `>=` with select_last_index, from index 0).
 absl::Status ArgMax(const ArgMaxProblem& problem, const ArgMaxArgs& args);
+// LayerNorm: along the middle axis, mean and variance in double (two passes), scale and optional bias.
+absl::Status LayerNorm(const LayerNormProblem& problem, const LayerNormArgs& args);
+// ConvTranspose2d: the scatter form of the definition (each input element into the outputs its taps reach), double.
+absl::Status ConvTranspose2d(const ConvTranspose2dProblem& problem, const ConvTranspose2dArgs& args);
+// Unary: unary_function.h's functions from their ONNX definitions, in double.
+absl::Status Unary(const UnaryProblem& problem, const UnaryArgs& args);
 
 // Overloads named after the op traits, so templated test code can call reference::Run(problem, args) for any op.
 inline absl::Status Run(const Conv2dProblem& p, const Conv2dArgs& a) { return Conv2d(p, a); }
@@ -63,6 +69,9 @@ inline absl::Status Run(const PreprocessProblem& p, const PreprocessArgs& a) { r
 inline absl::Status Run(const TransposeProblem& p, const TransposeArgs& a) { return Transpose(p, a); }
 inline absl::Status Run(const ResizeProblem& p, const ResizeArgs& a) { return Resize(p, a); }
 inline absl::Status Run(const ArgMaxProblem& p, const ArgMaxArgs& a) { return ArgMax(p, a); }
+inline absl::Status Run(const LayerNormProblem& p, const LayerNormArgs& a) { return LayerNorm(p, a); }
+inline absl::Status Run(const ConvTranspose2dProblem& p, const ConvTranspose2dArgs& a) { return ConvTranspose2d(p, a); }
+inline absl::Status Run(const UnaryProblem& p, const UnaryArgs& a) { return Unary(p, a); }
 inline absl::Status Run(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& a) { return QuantizedConv2d(p, a); }
 
 }  // namespace convoy::reference
