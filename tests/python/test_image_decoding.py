@@ -42,9 +42,8 @@ def server_pixels(cli, path, height, width, crop_fraction, tmp_path):
     return pixels[0]
 
 
-def client_pixels(path, height, width, crop_fraction, monkeypatch):
-    monkeypatch.setattr(classify, "CROP_FRACTION", crop_fraction)
-    return classify.load_image(str(path), height, width)
+def client_pixels(path, height, width, crop_fraction):
+    return classify.load_image(str(path), height, width, crop_fraction)
 
 
 def photo(name):
@@ -97,10 +96,10 @@ def _save_with_orientation(tmp_path, rgb, orientation):
 
 @pytest.mark.parametrize("name", sorted(PHOTOS))
 @pytest.mark.parametrize("height,width,crop_fraction", [(224, 224, 224 / 256), (96, 160, 1.0), (300, 200, 0.5)])
-def test_server_pixels_equal_the_clients(cli, tmp_path, monkeypatch, name, height, width, crop_fraction):
+def test_server_pixels_equal_the_clients(cli, tmp_path, name, height, width, crop_fraction):
     write, tolerance = PHOTOS[name]
     path = write(tmp_path)
-    expected = client_pixels(path, height, width, crop_fraction, monkeypatch)
+    expected = client_pixels(path, height, width, crop_fraction)
     actual = server_pixels(cli, path, height, width, crop_fraction, tmp_path)
     difference = np.abs(actual.astype(int) - expected.astype(int))
     assert difference.max() <= tolerance, (
