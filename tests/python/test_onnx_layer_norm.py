@@ -11,8 +11,8 @@ import onnx
 import pytest
 from onnx import helper
 
-from reference_engine import cli_path, inspect_model, run_on
-from test_onnx_ops import check, make_model, rand
+from reference_engine import inspect_model
+from test_onnx_ops import check, make_model, rand, refusal
 
 
 def layer_norm_model(x_shape, axis, bias=True, stats=False, epsilon=None, opset=17):
@@ -56,14 +56,6 @@ def test_layer_norm_over_the_channels_of_an_image(tmp_path):
     inits = [("scale", rand(c, low=0.5, high=1.5)), ("bias", rand(c))]
     x = {"x": rand(2, c, 5, 6, low=-2.0, high=3.0)}
     check(tmp_path, make_model(nodes, x, ["y"], inits, opset=17), x)
-
-
-def refusal(tmp_path, model, x):
-    path = tmp_path / "model.onnx"
-    onnx.save(model, str(path))
-    with pytest.raises(RuntimeError) as err:
-        run_on(cli_path(), path, x, "--engine=reference")
-    return str(err.value)
 
 
 def test_layer_norm_refusals(tmp_path):

@@ -440,6 +440,15 @@ def test_exporter_classifier_head_at_new_opsets(tmp_path, opset):
     check_runtime(tmp_path, model, x)
 
 
+def refusal(tmp_path, model, x):
+    """The message `convoy run --engine=reference` refuses `model` with (it must refuse it)."""
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    with pytest.raises(RuntimeError) as err:
+        run_on(cli_path(), path, x, "--engine=reference")
+    return str(err.value)
+
+
 def refusal_text(tmp_path, nodes, inputs, inits, opset, extra_inputs=()):
     model = make_model(nodes, inputs, ["y"], inits, opset=opset)
     for name, shape in extra_inputs:

@@ -10,8 +10,8 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from reference_engine import cli_path, run_model, run_on
-from test_onnx_ops import KERNEL_PATHS, check, compare, make_model, rand
+from reference_engine import run_model, run_on
+from test_onnx_ops import KERNEL_PATHS, check, compare, make_model, rand, refusal
 
 COORDINATES = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
 NEAREST = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
@@ -187,14 +187,6 @@ def test_resize_scales_from_shape_subgraph(tmp_path):
              ("hw_out", np.array([16.0, 15.0], np.float32)), ("ones", np.array([1.0, 1.0], np.float32))]
     x = {"x": rand(2, 3, 8, 5)}
     check(tmp_path, make_model(nodes, x, ["y"], inits, opset=13), x)
-
-
-def refusal(tmp_path, model, x):
-    path = tmp_path / "model.onnx"
-    onnx.save(model, str(path))
-    with pytest.raises(RuntimeError) as err:
-        run_on(cli_path(), path, x, "--engine=reference")
-    return str(err.value)
 
 
 def test_resize_refusals(tmp_path):
