@@ -7,6 +7,8 @@
 #   deploy/test_scale_out.sh --throughput  # 1 replica vs 2 behind the balancer, each replica held to one core
 #   options: --image=TAG (a Convoy image already built, e.g. convoy:cpu; default: target "prebuilt" from the binaries
 #            built here, as deploy/test_image.sh --fast, tagged for this run only)  --model=NAME (default resnet_classifier)
+#            --model_dir=DIR (serve the model folder DIR, config.yaml and version folders, instead of model_repo/NAME;
+#            its name is the folder's: e.g. a ResNet-50 for --throughput, where compute should dominate a request)
 #            --exit-delay=SECONDS (the replicas' --exit_delay_seconds, default 5; 0 shows what it prevents)
 #            --keep (leave the containers and network)  -h|--help
 #
@@ -36,12 +38,14 @@ scenario=restart
 exit_delay=5
 image=""
 model=resnet_classifier
+model_dir=""
 keep=0
 for arg in "$@"; do
   case "$arg" in
     --throughput) scenario=throughput ;;
     --image=*) image="${arg#--image=}" ;;
     --model=*) model="${arg#--model=}" ;;
+    --model_dir=*) model_dir="${arg#--model_dir=}"; model="$(basename "$model_dir")" ;;
     --exit-delay=*) exit_delay="${arg#--exit-delay=}" ;;
     --keep) keep=1 ;;
     -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -93,9 +97,10 @@ ip_of() { docker inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddre
 # The model repository the replicas serve: only the model under test (a tree with models that fail to load would keep
 # strict readiness, and so the balancer's check, from ever passing).
 make_repository() {
-  [ -f "model_repo/$model/config.yaml" ] || fail "no model_repo/$model"
+  local source="${model_dir:-model_repo/$model}"
+  [ -f "$source/config.yaml" ] || fail "no $source/config.yaml"
   mkdir -p "$work/models"
-  cp -r "model_repo/$model" "$work/models/"
+  cp -r "$source" "$work/models/$model"
   # No queueing deadline: a request the model's own policy rejects after waiting (resnet_classifier: 1 s, REJECT)
   # while one replica carries all the load during a restart is the model's choice, not a request the balancer lost.
   sed -i -E 's/^( *default_timeout_microseconds:) *[0-9]+/\1 0/' "$work/models/$model/config.yaml"

@@ -11,6 +11,7 @@
 #include "server/grpc/infer_codec.h"
 #include "server/grpc/model_config_proto.h"
 #include "server/inference/infer_dispatch.h"
+#include "server/repository/model_names.h"
 
 namespace convoy::grpc_server {
 namespace {
@@ -438,6 +439,13 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(Context* context, co
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(Context* context, const Bytes* in, Bytes* out) {
   return Serve<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(
       context, in, out, [this](const RepositoryModelLoadRequest& request, RepositoryModelLoadResponse*, Done done) {
+        if (!request.parameters().empty()) {  // Triton's config and file overrides
+          return done(absl::InvalidArgumentError(absl::StrCat(
+              "load of model ", repository::QuoteClientString(request.model_name()),
+              ": load parameters are not supported (got ",
+              repository::QuoteClientString(request.parameters().begin()->first),
+              "); Convoy loads the model's config.yaml and files as the repository holds them")));
+        }
         RunOnAdminThread([this, done, model = request.model_name()] { done(manager_->LoadModel(model)); });
       });
 }

@@ -30,6 +30,8 @@
 #include "google/protobuf/util/json_util.h"
 #include "kernels/common/dtype.h"
 #include "kernels/common/mutex.h"
+#include "rapidjson/document.h"
+#include "rapidjson/error/en.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "server/grpc/model_config_proto.h"
@@ -130,7 +132,8 @@ void Key(JsonWriter& w, const char* key, absl::string_view value) {
 // What a path asks for: a route kind and, under /v2/models/, the model and version.
 struct Target {
   enum Kind {
-    kNone, kLive, kReady, kServerMetadata, kModelMetadata, kModelReady, kModelConfig, kModelStats, kAllStats, kInfer
+    kNone, kLive, kReady, kServerMetadata, kModelMetadata, kModelReady, kModelConfig, kModelStats, kAllStats, kInfer,
+    kRepositoryIndex, kModelLoad, kModelUnload
   } kind = kNone;
   std::string model;
   std::string version;
@@ -142,6 +145,16 @@ Target Parse(const std::string& path) {
   if (path == "/v2/health/ready") t.kind = Target::kReady;
   if (path == "/v2" || path == "/v2/") t.kind = Target::kServerMetadata;
   if (path == "/v2/models/stats") t.kind = Target::kAllStats;  // as Triton: every model's statistics
+  if (path == "/v2/repository/index") t.kind = Target::kRepositoryIndex;
+  constexpr absl::string_view kRepositoryModels = "/v2/repository/models/";
+  if (t.kind == Target::kNone && absl::StartsWith(path, kRepositoryModels)) {
+    std::vector<std::string> parts = absl::StrSplit(absl::string_view(path).substr(kRepositoryModels.size()), '/');
+    if (parts.size() == 2 && !parts[0].empty() && (parts[1] == "load" || parts[1] == "unload")) {
+      t.model = parts[0];
+      t.kind = parts[1] == "load" ? Target::kModelLoad : Target::kModelUnload;
+    }
+    return t;
+  }
   constexpr absl::string_view kModels = "/v2/models/";
   if (t.kind != Target::kNone || !absl::StartsWith(path, kModels)) return t;
   std::vector<std::string> parts = absl::StrSplit(absl::string_view(path).substr(kModels.size()), '/');
@@ -300,6 +313,29 @@ absl::StatusOr<std::optional<size_t>> HeaderLength(evhttp_request* req) {
   return std::optional<size_t>(static_cast<size_t>(n));
 }
 
+
+// The JSON object of a repository request's body (an empty body is an empty object). `what` names the request in
+// the messages, e.g. "load of model 'm'".
+absl::StatusOr<rapidjson::Document> RepositoryRequestBody(evhttp_request* req, const std::string& what) {
+  rapidjson::Document body;
+  body.SetObject();
+  evbuffer* in = evhttp_request_get_input_buffer(req);
+  const size_t size = evbuffer_get_length(in);
+  if (size == 0) return body;
+  const char* text = reinterpret_cast<const char*>(evbuffer_pullup(in, -1));
+  rapidjson::Document parsed;
+  parsed.Parse(text, size);
+  if (parsed.HasParseError()) {
+    return absl::InvalidArgumentError(absl::StrCat("the body of the ", what, " is not JSON: ",
+                                                   rapidjson::GetParseError_En(parsed.GetParseError()),
+                                                   " at offset ", parsed.GetErrorOffset()));
+  }
+  if (!parsed.IsObject()) {
+    return absl::InvalidArgumentError(absl::StrCat("the body of the ", what, " must be a JSON object"));
+  }
+  return parsed;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& options) {
@@ -316,6 +352,14 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& opt
   absl::StatusOr<std::unique_ptr<WorkerPool>> pool = WorkerPool::Create(workers);
   if (!pool.ok()) return pool.status();
   server->decode_workers_ = std::move(*pool);
+  WorkerPool::Options control;
+  control.threads = 1;
+  control.max_queued = 16;
+  control.name = "model control";
+  control.item = "load or unload request";
+  absl::StatusOr<std::unique_ptr<WorkerPool>> control_pool = WorkerPool::Create(control);
+  if (!control_pool.ok()) return control_pool.status();
+  server->model_control_ = std::move(*control_pool);
   if (!options.tls_cert_pem.empty() || !options.tls_key_pem.empty() || !options.tls_client_ca_pem.empty()) {
     TlsContext::Options tls;
     tls.cert_pem = options.tls_cert_pem;
@@ -362,6 +406,7 @@ HttpServer::HttpServer(const Options& options) : options_(options) {}
 HttpServer::~HttpServer() {
   Shutdown(absl::Now());
   decode_workers_.reset();  // waits for the decodes running; their replies go to the (stopped) loop's queue
+  model_control_.reset();   // waits for a load or unload running; its reply is dropped the same way
   if (tasks_ != nullptr) tasks_->Close();
   if (http_ != nullptr) evhttp_free(http_);
   if (base_ != nullptr) event_base_free(base_);
@@ -421,10 +466,13 @@ void HttpServer::Route(evhttp_request* req) {
     return ReplyStatus(req, absl::NotFoundError(absl::StrCat("unknown path ", QuoteClientString(path),
                                                              " (KServe v2: /v2/health/live, /v2/health/ready, /v2, "
                                                              "/v2/models/{model}[/versions/{v}][/ready|/config|"
-                                                             "/stats|/infer], /v2/models/stats)")));
+                                                             "/stats|/infer], /v2/models/stats, "
+                                                             "/v2/repository/index, "
+                                                             "/v2/repository/models/{model}/load|unload)")));
   }
   const evhttp_cmd_type method = evhttp_request_get_command(req);
-  const bool post = target.kind == Target::kInfer;
+  const bool post = target.kind == Target::kInfer || target.kind == Target::kRepositoryIndex ||
+                    target.kind == Target::kModelLoad || target.kind == Target::kModelUnload;
   if (post ? method != EVHTTP_REQ_POST : (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD)) {
     const char* allowed = post ? "POST" : "GET, HEAD";
     return Reply(req, 405,
@@ -457,7 +505,8 @@ void HttpServer::Route(evhttp_request* req) {
       w.Key("extensions");
       w.StartArray();
       for (const char* e :
-           {"classification", "model_configuration", "binary_tensor_data", "schedule_policy", "statistics"}) {
+           {"classification", "model_configuration", "model_repository", "binary_tensor_data", "schedule_policy",
+            "statistics"}) {
         w.String(e);
       }
       w.EndArray();
@@ -466,6 +515,9 @@ void HttpServer::Route(evhttp_request* req) {
     case Target::kInfer: return Infer(req, target.model, target.version);
     case Target::kAllStats: return ModelStatistics(req, manager, "", "");
     case Target::kModelStats: return ModelStatistics(req, manager, target.model, target.version);
+    case Target::kRepositoryIndex: return RepositoryIndex(req);
+    case Target::kModelLoad: return ModelControl(req, target.model, /*load=*/true);
+    case Target::kModelUnload: return ModelControl(req, target.model, /*load=*/false);
     default: break;
   }
   absl::StatusOr<std::shared_ptr<ServedModel>> served = manager.GetServedModel(target.model, target.version);
@@ -673,6 +725,76 @@ void HttpServer::PostReply(const std::shared_ptr<LoopTasks>& tasks, HttpServer* 
           reply.content_encoding);
     --server->in_flight_;
   });
+}
+
+
+// Triton's repository extension over HTTP, the same as gRPC's RepositoryIndex: a JSON array of every model version
+// the repository knows ({"name", "version" when known, "state", "reason" when there is one}); `{"ready": true}` in the
+// body keeps the READY ones only.
+void HttpServer::RepositoryIndex(evhttp_request* req) {
+  absl::StatusOr<rapidjson::Document> body = RepositoryRequestBody(req, "repository index request");
+  if (!body.ok()) return ReplyStatus(req, body.status());
+  bool ready_only = false;
+  if (auto ready = body->FindMember("ready"); ready != body->MemberEnd()) {
+    if (!ready->value.IsBool()) {
+      return ReplyStatus(req, absl::InvalidArgumentError("repository index request: 'ready' must be true or false"));
+    }
+    ready_only = ready->value.GetBool();
+  }
+  rapidjson::StringBuffer json;
+  JsonWriter w(json);
+  w.StartArray();
+  for (const repository::ModelVersionStatus& status : options_.manager->Index()) {
+    if (ready_only && status.state != repository::ModelState::kReady) continue;
+    w.StartObject();
+    Key(w, "name", status.model);
+    if (status.version > 0) Key(w, "version", absl::StrCat(status.version));
+    Key(w, "state", repository::ModelStateName(status.state));
+    if (!status.reason.empty()) Key(w, "reason", status.reason);
+    w.EndObject();
+  }
+  w.EndArray();
+  ReplyJson(req, 200, json);
+}
+
+// POST /v2/repository/models/{model}/load or /unload: the model manager's LoadModel / UnloadModel (which refuse
+// both unless the server runs with --model_control_mode=explicit), on the model-control thread; 200 with an empty
+// body when done, else the error as JSON. A load's "parameters" (Triton's config and file overrides) are refused:
+// Convoy loads the files the repository holds.
+void HttpServer::ModelControl(evhttp_request* req, const std::string& model, bool load) {
+  const std::string what = absl::StrCat(load ? "load" : "unload", " of model ", QuoteClientString(model));
+  absl::StatusOr<rapidjson::Document> body = RepositoryRequestBody(req, what);
+  if (!body.ok()) return ReplyStatus(req, body.status());
+  if (auto parameters = body->FindMember("parameters"); load && parameters != body->MemberEnd()) {
+    if (!parameters->value.IsObject()) {
+      return ReplyStatus(req, absl::InvalidArgumentError(absl::StrCat(what, ": 'parameters' must be a JSON object")));
+    }
+    if (parameters->value.MemberCount() > 0) {
+      return ReplyStatus(
+          req, absl::InvalidArgumentError(absl::StrCat(
+                   what, ": load parameters are not supported (got ",
+                   QuoteClientString(parameters->value.MemberBegin()->name.GetString()),
+                   "); Convoy loads the model's config.yaml and files as the repository holds them")));
+    }
+  }
+  ++in_flight_;
+  std::shared_ptr<LoopTasks> tasks = tasks_;
+  repository::ModelManager* manager = options_.manager;
+  absl::Status queued = model_control_->Submit([tasks, manager, server = this, req, model, load] {
+    const absl::Status status = load ? manager->LoadModel(model) : manager->UnloadModel(model);
+    tasks->Post([server, req, status] {
+      if (status.ok()) {
+        Reply(req, 200, std::string(), kJson);
+      } else {
+        ReplyStatus(req, status);
+      }
+      --server->in_flight_;
+    });
+  });
+  if (!queued.ok()) {
+    --in_flight_;
+    ReplyStatus(req, queued);
+  }
 }
 
 }  // namespace convoy::http

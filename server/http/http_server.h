@@ -97,7 +97,7 @@ class HttpServer {
   int port() const { return port_; }
   bool tls() const { return tls_ != nullptr; }
 
-  // Stops accepting connections, waits until the infer requests in flight are answered or `deadline` passes, then
+  // Stops accepting connections, waits until the infer, load and unload requests in flight are answered or `deadline` passes, then
   // stops the loop. Idempotent.
   void Shutdown(absl::Time deadline);
 
@@ -110,6 +110,9 @@ class HttpServer {
   struct InferReply;
   void Infer(evhttp_request* req, const std::string& model, const std::string& version);
   void Decode(const std::shared_ptr<InferCall>& call);
+  // The model repository extension: POST /v2/repository/index, /v2/repository/models/{model}/load|unload.
+  void RepositoryIndex(evhttp_request* req);
+  void ModelControl(evhttp_request* req, const std::string& model, bool load);
   static void PostReply(const std::shared_ptr<LoopTasks>& tasks, HttpServer* server,
                         const std::shared_ptr<InferCall>& call, InferReply reply);
 
@@ -119,6 +122,8 @@ class HttpServer {
   evhttp_bound_socket* bound_ = nullptr;  // the listening socket; used on the loop thread after Start
   std::shared_ptr<LoopTasks> tasks_;
   std::unique_ptr<WorkerPool> decode_workers_;
+  // Loads and unloads run here, one at a time and off the loop thread (a load can take seconds).
+  std::unique_ptr<WorkerPool> model_control_;
   std::unique_ptr<TlsContext> tls_;  // null: plain HTTP
   int port_ = 0;
   std::atomic<int> in_flight_{0};

@@ -71,7 +71,8 @@ def json_header_only(inputs):
 TINY = "/v2/models/tiny_onnx/infer"
 CLS = "output 'logits': parameter 'classification' (the 5 classes of [-1,5]): "
 NOT_FOUND_PATH = ("unknown path '{}' (KServe v2: /v2/health/live, /v2/health/ready, /v2, "
-                  "/v2/models/{{model}}[/versions/{{v}}][/ready|/config|/stats|/infer], /v2/models/stats)")
+                  "/v2/models/{{model}}[/versions/{{v}}][/ready|/config|/stats|/infer], /v2/models/stats, "
+                  "/v2/repository/index, /v2/repository/models/{{model}}/load|unload)")
 
 # (id, method, path, body, headers, status, message)
 CASES = [
@@ -97,6 +98,18 @@ CASES = [
     ("post_to_health", "POST", "/v2/health/live", b"{}", None, 405,
      "method POST is not allowed on '/v2/health/live'; allowed: GET, HEAD"),
     ("get_infer", "GET", TINY, b"", None, 405, f"method GET is not allowed on '{TINY}'; allowed: POST"),
+    # The repository extension (this server runs with model control mode none).
+    ("get_repository_index", "GET", "/v2/repository/index", b"", None, 405,
+     "method GET is not allowed on '/v2/repository/index'; allowed: POST"),
+    ("repository_unknown_action", "POST", "/v2/repository/models/tiny_onnx/reload", b"", None, 404,
+     NOT_FOUND_PATH.format("/v2/repository/models/tiny_onnx/reload")),
+    ("repository_index_body_not_object", "POST", "/v2/repository/index", b"[true]", None, 400,
+     "the body of the repository index request must be a JSON object"),
+    ("repository_load_body_truncated", "POST", "/v2/repository/models/tiny_onnx/load", b'{"parameters":', None, 400,
+     "the body of the load of model 'tiny_onnx' is not JSON: Invalid value. at offset 14"),
+    ("repository_load_without_explicit_mode", "POST", "/v2/repository/models/tiny_onnx/load", b"", None, 503,
+     "explicit model load / unload is not allowed if polling is enabled or the model control mode is none "
+     "(start with --model_control_mode=explicit)"),
     ("put_infer", "PUT", TINY, tiny(), None, 405, f"method PUT is not allowed on '{TINY}'; allowed: POST"),
     ("delete_metadata", "DELETE", "/v2", b"", None, 405, "method DELETE is not allowed on '/v2'; allowed: GET, HEAD"),
     # Malformed and truncated JSON.

@@ -1,14 +1,17 @@
 """The model repository as clients see it: a malformed model is UNAVAILABLE with a reason in the repository index
 while the other models serve (control mode none), and explicit mode loads and unloads on request
-(load_model / unload_model), including a refused load of the malformed model; relaxed readiness; poll mode
-picking up added and removed model folders.
+(load_model / unload_model, over gRPC and over HTTP/REST), including a refused load of the malformed model; relaxed
+readiness; poll mode picking up added and removed model folders.
 """
+import http.client
+import json
 import shutil
 import time
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 from grpc_health.v1 import health_pb2
 from tritonclient.utils import InferenceServerException
 
@@ -115,6 +118,74 @@ def test_explicit_load_of_unknown_model_is_not_found(explicit_mode):
             client.load_model("no_such_model")
         assert err.value.status() == "StatusCode.NOT_FOUND", err.value
         assert "failed to load 'no_such_model': no such model in the repository" in err.value.message()
+
+
+def http_post(server, path, body=b"", method="POST"):
+    """(status, parsed JSON or None, raw body) of one request to the server's HTTP/REST port."""
+    connection = http.client.HTTPConnection(server.http_url, timeout=60)
+    try:
+        connection.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
+        response = connection.getresponse()
+        raw = response.read()
+        return response.status, (json.loads(raw) if raw else None), raw
+    finally:
+        connection.close()
+
+
+def test_http_repository_index_load_infer_unload(explicit_mode):
+    """The repository extension over HTTP/REST: tritonclient.http's index, load and unload against the same model
+    manager the gRPC calls reach (each protocol sees what the other did)."""
+    with httpclient.InferenceServerClient(explicit_mode.http_url) as client, explicit_mode.client() as grpc_client:
+        assert "model_repository" in client.get_server_metadata()["extensions"]
+        index = {m["name"]: m for m in client.get_model_repository_index()}
+        assert {"tiny_onnx", "simple_cnn", "broken_onnx"} <= set(index), index
+        client.load_model("simple_cnn")
+        assert client.is_model_ready("simple_cnn")
+        assert grpc_client.is_model_ready("simple_cnn")  # one manager behind both protocols
+        ready = {m["name"]: m for m in json.loads(http_post(explicit_mode, "/v2/repository/index",
+                                                             b'{"ready": true}')[2])}
+        assert "simple_cnn" in ready and ready["simple_cnn"]["state"] == "READY", ready
+        assert ready["simple_cnn"]["version"] == "1", ready
+        assert all(m["state"] == "READY" for m in ready.values()), ready
+        client.unload_model("simple_cnn")
+        deadline = time.monotonic() + 30
+        while client.is_model_ready("simple_cnn") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not client.is_model_ready("simple_cnn")
+        entry = {m["name"]: m for m in client.get_model_repository_index()}["simple_cnn"]
+        assert entry["state"] == "UNAVAILABLE" and "unloaded" in entry["reason"], entry
+
+
+def test_http_repository_errors_name_the_model_and_the_field(explicit_mode):
+    status, body, _ = http_post(explicit_mode, "/v2/repository/models/no_such_model/load")
+    assert status == 404, body
+    assert "failed to load 'no_such_model': no such model in the repository" in body["error"], body
+    status, body, _ = http_post(explicit_mode, "/v2/repository/models/broken_onnx/load")
+    assert status == 400, body
+    assert "broken_onnx/1/model.onnx: not a valid ONNX model" in body["error"], body
+    status, body, _ = http_post(explicit_mode, "/v2/repository/models/tiny_onnx/load",
+                                json.dumps({"parameters": {"config": "{}"}}).encode())
+    assert status == 400, body
+    assert "load of model 'tiny_onnx': load parameters are not supported (got 'config')" in body["error"], body
+    status, body, _ = http_post(explicit_mode, "/v2/repository/index", b'{"ready": "yes"}')
+    assert status == 400 and body["error"] == "repository index request: 'ready' must be true or false", body
+    status, body, _ = http_post(explicit_mode, "/v2/repository/index", b"[1, 2")
+    assert status == 400 and "the body of the repository index request is not JSON" in body["error"], body
+    status, body, _ = http_post(explicit_mode, "/v2/repository/index", method="GET")
+    assert status == 405 and "method GET is not allowed on '/v2/repository/index'; allowed: POST" in body["error"]
+    with explicit_mode.client() as grpc_client:  # gRPC refuses the same parameters the same way
+        with pytest.raises(InferenceServerException) as err:
+            grpc_client.load_model("tiny_onnx", config="{}")
+        assert err.value.status() == "StatusCode.INVALID_ARGUMENT", err.value
+        assert "load parameters are not supported (got 'config')" in err.value.message(), err.value.message()
+
+
+def test_http_load_is_refused_unless_explicit_mode(none_mode):
+    status, body, _ = http_post(none_mode, "/v2/repository/models/tiny_onnx/unload")
+    assert status == 503, body  # UNAVAILABLE, as gRPC answers
+    assert "model control mode is none (start with --model_control_mode=explicit)" in body["error"], body
+    index = {m["name"]: m for m in json.loads(http_post(none_mode, "/v2/repository/index")[2])}
+    assert index["tiny_onnx"]["state"] == "READY", index
 
 
 def test_relaxed_readiness_with_a_malformed_model(tmp_path_factory):
