@@ -5,6 +5,11 @@ at each concurrency (order alternating round by round), each row the median of i
 throughput ratio taken within each round (the machine's drift hits both protocols alike) and reported as the median
 of the rounds. perf_analyzer -i http sends and receives tensors in the binary tensor data extension.
 
+A second table splits each protocol's average request into perf_analyzer's phases (client send, network and the
+server's send/receive, the server's queue, compute input, compute infer, compute output, client receive; averages in
+microseconds, the server's from its statistics extension) and prints the edge cost: the client's p50 latency minus
+the server's own compute-infer time (the plan running), i.e. what the protocol, the batcher and the copies add.
+
     .venv/bin/python bench/protocol_compare.py                         # concurrency 1 and 8, 3 rounds, cores 0:1
     .venv/bin/python bench/protocol_compare.py --concurrency=1,2,8 --rounds=5 --measurement_ms=3000
 
@@ -73,8 +78,18 @@ def perf_analyzer(args, protocol, port, concurrency, out_csv):
         raise RuntimeError(f"perf_analyzer -i {protocol} failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
     with open(out_csv, newline="") as f:
         row = next(csv.DictReader(f))
-    return {"throughput": float(row["Inferences/Second"]), "p50_ms": float(row["p50 latency"]) / 1000,
-            "p99_ms": float(row["p99 latency"]) / 1000}
+    result = {"throughput": float(row["Inferences/Second"]), "p50_ms": float(row["p50 latency"]) / 1000,
+              "p99_ms": float(row["p99 latency"]) / 1000}
+    for key, column in PHASES:
+        result[key] = float(row.get(column) or "nan") / 1000
+    result["edge_ms"] = result["p50_ms"] - result["infer_ms"]
+    return result
+
+
+# perf_analyzer's CSV columns of one request's phases (average microseconds), as (key, column).
+PHASES = [("client_send_ms", "Client Send"), ("network_ms", "Network+Server Send/Recv"),
+          ("queue_ms", "Server Queue"), ("input_ms", "Server Compute Input"), ("infer_ms", "Server Compute Infer"),
+          ("output_ms", "Server Compute Output"), ("client_recv_ms", "Client Recv")]
 
 
 def cpu_name():
@@ -133,6 +148,17 @@ def main():
             ratio = f"{statistics.median(ratios):.3f} (rounds: {', '.join(f'{x:.3f}' for x in ratios)})" \
                 if proto == "http" else ""
             print(f"| {c} | {proto} | {med['throughput']:.1f} | {med['p50_ms']:.2f} | {med['p99_ms']:.2f} | {ratio} |")
+    print("\nPhases of a request, ms (averages over the measurement, medians of the rounds); edge = client p50 minus "
+          "the server's compute infer\n")
+    print("| concurrency | protocol | client send | network + server send/recv | server queue | compute input | "
+          "compute infer | compute output | client recv | p50 | **edge** |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for c in concurrencies:
+        for proto in protocols:
+            rows = runs[(proto, c)]
+            med = {k: statistics.median(row[k] for row in rows) for k, _ in PHASES + [("p50_ms", ""), ("edge_ms", "")]}
+            cells = " | ".join(f"{med[k]:.3f}" for k, _ in PHASES)
+            print(f"| {c} | {proto} | {cells} | {med['p50_ms']:.3f} | **{med['edge_ms']:.3f}** |")
 
 
 if __name__ == "__main__":
