@@ -275,11 +275,19 @@ void InferenceService::StartInfer(const inference::ModelInferRequest& request, a
     (*served)->RecordRejectedRequest(status);
     return done(status);
   }
+  const absl::Time received = absl::Now();
   infer::StartInfer(*manager_, ViewOf(request), deadline, std::move(cancelled),
-                    [id = request.id(), response, done = std::move(done)](
+                    [id = request.id(), response, received, done = std::move(done)](
                         absl::Status status, const ServedModel* model, const std::vector<RequestedOutput>& outputs,
                         const InferencePayload* payload) {
-                      if (status.ok()) status = EncodeInferResponse(*model, outputs, id, *payload, response);
+                      if (status.ok()) {
+                        const absl::Time encoding = absl::Now();
+                        status = EncodeInferResponse(*model, outputs, id, *payload, response);
+                        if (status.ok()) {
+                          model->RecordEdge(metrics::EdgeProtocol::kGrpc, payload->queued_at - received,
+                                            absl::Now() - encoding);
+                        }
+                      }
                       done(status);
                     });
 }

@@ -668,6 +668,7 @@ void HttpServer::Infer(evhttp_request* req, const std::string& model, const std:
 // it, and hands the reply to the loop. Uses `this` only on those two threads (the server outlives both); the
 // completion callback reaches the loop through the shared task queue alone, which drops it once the server is gone.
 void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
+  const absl::Time received = absl::Now();
   std::shared_ptr<LoopTasks> tasks = tasks_;
   if (call->body_coding != ContentCoding::kIdentity) {
     absl::StatusOr<std::string> inflated =
@@ -690,10 +691,11 @@ void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
     call->request = std::move(*parsed);
   }
   infer::StartInfer(*options_.manager, call->request->view, absl::InfiniteFuture(), nullptr,
-                    [server = this, call, tasks](absl::Status status, const ServedModel* served,
-                                                 const std::vector<infer::RequestedOutput>& outputs,
-                                                 const repository::InferencePayload* payload) {
+                    [server = this, call, tasks, received](absl::Status status, const ServedModel* served,
+                                                           const std::vector<infer::RequestedOutput>& outputs,
+                                                           const repository::InferencePayload* payload) {
                       if (!status.ok()) return PostReply(tasks, server, call, InferReply::Error(status));
+                      const absl::Time encoding = absl::Now();
                       absl::StatusOr<std::vector<infer::ResponseTensor>> tensors =
                           infer::ResponseTensors(*served, outputs, *payload);
                       if (!tensors.ok()) return PostReply(tasks, server, call, InferReply::Error(tensors.status()));
@@ -712,6 +714,8 @@ void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
                         reply.body = std::move(*compressed);
                         reply.content_encoding = ContentCodingName(call->reply_coding);
                       }
+                      served->RecordEdge(metrics::EdgeProtocol::kHttp, payload->queued_at - received,
+                                         absl::Now() - encoding);
                       PostReply(tasks, server, call, std::move(reply));
                     });
 }

@@ -30,6 +30,7 @@ void StartInfer(repository::ModelManager& manager, const RequestView& request, a
       return done(absl::DeadlineExceededError("the request's deadline has passed"), nullptr, none, nullptr);
     }
     const ServedModel* model = served->get();
+    if (decoded->payload != nullptr) decoded->payload->queued_at = absl::Now();
     auto on_complete = [model, outputs = decoded->outputs, done](absl::Status status, InferencePayload& payload) {
       if (status.ok()) return done(status, model, outputs, &payload);
       done(status, nullptr, outputs, nullptr);

@@ -86,6 +86,12 @@ void MetricsRegistry::RegisterFamilies() {
                                          "Estimated execution time of a batch, by measured batch size, seconds", r);
   families_.batcher_batches = Register(BuildCounter(), "convoy_batcher_batches_total",
                                        "Batches the adaptive policy sent, by why they went when they did", r);
+  families_.edge_duration_us = Register(
+      BuildCounter(), "convoy_edge_duration_us",
+      "Cumulative protocol-edge time of successful requests, by protocol and phase (decode: handler to batcher "
+      "queue; encode: output buffers to response), microseconds", r);
+  families_.edge_requests = Register(BuildCounter(), "convoy_edge_requests_total",
+                                     "Successful requests timed by convoy_edge_duration_us, by protocol", r);
 }
 
 absl::StatusOr<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(const Options& options) {

@@ -112,6 +112,33 @@ TEST_F(MetricsRegistryTest, ScrapeShowsTritonCountersForRecordedRequests) {
   EXPECT_EQ(FamilyType(page, "convoy_request_duration_seconds"), "histogram");
 }
 
+TEST_F(MetricsRegistryTest, EdgePhasesAreCountedByProtocolAndPhase) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto metrics, MetricsRegistry::Create(Loopback()));
+  std::unique_ptr<ModelMetricsReporter> reporter = metrics->ForModel("resnet50", "2");
+  double decode_us[2] = {0, 0}, encode_us[2] = {0, 0};
+  int requests[2] = {0, 0};
+  for (int i = Uniform(1, 60); i > 0; --i) {
+    const int protocol = Uniform(0, 1);
+    const absl::Duration decode = RandomDuration(3000), encode = RandomDuration(800);
+    reporter->RecordEdge(static_cast<EdgeProtocol>(protocol), decode, encode);
+    decode_us[protocol] += absl::ToDoubleMicroseconds(decode);
+    encode_us[protocol] += absl::ToDoubleMicroseconds(encode);
+    ++requests[protocol];
+  }
+  CONVOY_ASSERT_OK_AND_ASSIGN(const std::string page, HttpGet(metrics->port(), "/metrics"));
+  for (int protocol : {0, 1}) {
+    const std::string name = protocol == 0 ? "grpc" : "http";
+    const Labels labels = {{"model", "resnet50"}, {"version", "2"}, {"protocol", name}};
+    Labels decode = labels, encode = labels;
+    decode["phase"] = "decode";
+    encode["phase"] = "encode";
+    ExpectNear(SampleValue(page, "convoy_edge_requests_total", labels), requests[protocol], name + " requests");
+    ExpectNear(SampleValue(page, "convoy_edge_duration_us", decode), decode_us[protocol], name + " decode us");
+    ExpectNear(SampleValue(page, "convoy_edge_duration_us", encode), encode_us[protocol], name + " encode us");
+  }
+  EXPECT_EQ(FamilyType(page, "convoy_edge_duration_us"), "counter");
+}
+
 TEST_F(MetricsRegistryTest, BatchExecutionsFillExecCountBatchSizeAndComputeHistograms) {
   CONVOY_ASSERT_OK_AND_ASSIGN(auto metrics, MetricsRegistry::Create(Loopback()));
   std::unique_ptr<ModelMetricsReporter> reporter = metrics->ForModel("mobilenet", "1");

@@ -89,7 +89,17 @@ ModelMetricsReporter::ModelMetricsReporter(const ModelMetricFamilies& families, 
       batcher_return_time_(families.batcher_return_time->Add({{"model", model_}, {"version", version_}})),
       batcher_batch_limit_(families.batcher_batch_limit->Add({{"model", model_}, {"version", version_}})),
       batcher_closed_loop_batch_size_(
-          families.batcher_closed_loop_batch_size->Add({{"model", model_}, {"version", version_}})) {}
+          families.batcher_closed_loop_batch_size->Add({{"model", model_}, {"version", version_}})) {
+  for (EdgeProtocol protocol : {EdgeProtocol::kGrpc, EdgeProtocol::kHttp}) {
+    const std::string name = protocol == EdgeProtocol::kGrpc ? "grpc" : "http";
+    EdgeCounters& edge = edge_[static_cast<int>(protocol)];
+    edge.decode_us = &families.edge_duration_us->Add(
+        {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "decode"}});
+    edge.encode_us = &families.edge_duration_us->Add(
+        {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "encode"}});
+    edge.requests = &families.edge_requests->Add({{"model", model_}, {"version", version_}, {"protocol", name}});
+  }
+}
 
 ModelMetricsReporter::~ModelMetricsReporter() {
   pending_requests_.Set(0);
@@ -144,6 +154,13 @@ void ModelMetricsReporter::RecordModelLoad(absl::Duration load_time) { load_dura
 void ModelMetricsReporter::SetBatchingPolicy(const std::string& policy, absl::Duration target_latency) {
   batcher_policy_family_->Add({{"model", model_}, {"version", version_}, {"policy", policy}}).Set(1);
   batcher_target_latency_.Set(Seconds(target_latency));
+}
+
+void ModelMetricsReporter::RecordEdge(EdgeProtocol protocol, absl::Duration decode, absl::Duration encode) {
+  EdgeCounters& edge = edge_[static_cast<int>(protocol)];
+  edge.decode_us->Increment(Microseconds(decode));
+  edge.encode_us->Increment(Microseconds(encode));
+  edge.requests->Increment();
 }
 
 void ModelMetricsReporter::SetBatcherEstimates(const BatcherEstimateValues& estimates) {

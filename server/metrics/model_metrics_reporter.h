@@ -93,7 +93,12 @@ struct ModelMetricFamilies {
   prometheus::Family<prometheus::Gauge>* batcher_closed_loop_batch_size;
   prometheus::Family<prometheus::Gauge>* batcher_execution;
   prometheus::Family<prometheus::Counter>* batcher_batches;
+  prometheus::Family<prometheus::Counter>* edge_duration_us;
+  prometheus::Family<prometheus::Counter>* edge_requests;
 };
+
+// The protocol a request came in by (the `protocol` label of the edge metrics).
+enum class EdgeProtocol { kGrpc = 0, kHttp = 1 };
 
 class ModelMetricsReporter {
  public:
@@ -121,6 +126,11 @@ class ModelMetricsReporter {
   void SetBatchingPolicy(const std::string& policy, absl::Duration target_latency);
   // The policy's estimates now; an execution series appears for each batch size once it was measured.
   void SetBatcherEstimates(const BatcherEstimateValues& estimates);
+  // What the protocol edge spent on one successful request outside the batcher: `decode` from the moment the
+  // protocol handler had the request (gRPC: the parsed message; HTTP: the body read) to the request queued in the
+  // batcher (parsing, validation, the copy into the batch's input buffers), `encode` building the response from the
+  // output buffers (serialization, compression).
+  void RecordEdge(EdgeProtocol protocol, absl::Duration decode, absl::Duration encode);
 
  private:
   const std::string model_;
@@ -137,6 +147,12 @@ class ModelMetricsReporter {
   prometheus::Counter& compute_input_duration_us_;
   prometheus::Counter& compute_infer_duration_us_;
   prometheus::Counter& compute_output_duration_us_;
+  struct EdgeCounters {
+    prometheus::Counter* decode_us;
+    prometheus::Counter* encode_us;
+    prometheus::Counter* requests;
+  };
+  EdgeCounters edge_[2];  // by EdgeProtocol
   prometheus::Gauge& pending_requests_;
   prometheus::Gauge& running_requests_;
   prometheus::Histogram& request_latency_;

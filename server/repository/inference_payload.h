@@ -21,6 +21,7 @@ struct InferencePayload : public batching::BatchPayload {
   absl::Duration compute_input = absl::ZeroDuration();
   absl::Duration compute_infer = absl::ZeroDuration();
   absl::Duration compute_output = absl::ZeroDuration();
+  absl::Time queued_at = absl::InfinitePast();  // when the request entered the batcher (the edge's decode ends)
 };
 
 }  // namespace convoy::repository

@@ -257,6 +257,10 @@ void ServedModel::RecordRejectedRequest(const absl::Status& status) {
   stats_.fail.Add(absl::ZeroDuration());
 }
 
+void ServedModel::RecordEdge(metrics::EdgeProtocol protocol, absl::Duration decode, absl::Duration encode) const {
+  if (reporter_ != nullptr) reporter_->RecordEdge(protocol, decode, encode);
+}
+
 void ServedModel::RecordOutcome(const batching::BatchRequest& request, const absl::Status& status,
                                 absl::Time arrival) {
   const absl::Time now = clock_->Now();

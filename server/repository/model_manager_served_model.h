@@ -86,6 +86,8 @@ class ServedModel {
   // against this version's config): a failure in the statistics and in nv_inference_request_failure under the
   // status's reason (INVALID_ARGUMENT -> OTHER), as Triton counts invalid requests against the model.
   void RecordRejectedRequest(const absl::Status& status);
+  // The protocol edge's share of a successful request (metrics::ModelMetricsReporter::RecordEdge).
+  void RecordEdge(metrics::EdgeProtocol protocol, absl::Duration decode, absl::Duration encode) const;
 
   // Stops accepting requests and finishes queued ones until `deadline` (see DynamicBatcher::Shutdown).
   // Waits for requests being admitted to reach the batcher first, so none is refused after it was admitted.

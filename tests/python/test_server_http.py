@@ -20,7 +20,7 @@ import tritonclient.http as httpclient
 import tritonclient.http.aio as aiohttpclient
 from tritonclient.utils import InferenceServerException
 
-from conftest import TINY_LABELS, UINT8_MEAN, UINT8_STD, relative_error, simple_cnn_as_onnx, tiny_model_path
+from conftest import metric, TINY_LABELS, UINT8_MEAN, UINT8_STD, relative_error, simple_cnn_as_onnx, tiny_model_path
 
 RNG = np.random.default_rng()
 FP32_TOL = 1e-4
@@ -301,3 +301,35 @@ def test_statistics_extension_matches_grpc(shared_server, http_client):
     assert http_client.get_inference_statistics("tiny_onnx", "1")["model_stats"] == over_http
     meta = http_client.get_server_metadata()
     assert "statistics" in meta["extensions"]
+
+
+def test_edge_phases_are_counted_per_protocol(shared_server, http_client):
+    """convoy_edge_requests_total and convoy_edge_duration_us{phase=decode|encode} count each protocol's successful
+    requests apart, with a positive decode and encode time; a refused request is not counted."""
+    def edge(samples, protocol):
+        labels = dict(model="tiny_onnx", version="1", protocol=protocol)
+        return (metric(samples, "convoy_edge_requests_total", **labels),
+                metric(samples, "convoy_edge_duration_us", phase="decode", **labels),
+                metric(samples, "convoy_edge_duration_us", phase="encode", **labels))
+
+    sent = {"http": int(RNG.integers(2, 6)), "grpc": int(RNG.integers(2, 6))}
+    before = shared_server.scrape()
+    for _ in range(sent["http"]):
+        x = RNG.uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32)
+        t = httpclient.InferInput("x", list(x.shape), "FP32")
+        t.set_data_from_numpy(x, binary_data=bool(RNG.integers(0, 2)))
+        http_client.infer("tiny_onnx", [t])
+    with grpcclient.InferenceServerClient(shared_server.url) as c:
+        for _ in range(sent["grpc"]):
+            t = grpcclient.InferInput("x", [1, 3, 8, 8], "FP32")
+            t.set_data_from_numpy(RNG.uniform(-1, 1, (1, 3, 8, 8)).astype(np.float32))
+            c.infer("tiny_onnx", [t])
+        bad = grpcclient.InferInput("x", [1, 3, 8, 9], "FP32")
+        bad.set_data_from_numpy(np.zeros((1, 3, 8, 9), np.float32))
+        with pytest.raises(InferenceServerException):
+            c.infer("tiny_onnx", [bad])
+    after = shared_server.scrape()
+    for protocol, n in sent.items():
+        (count0, decode0, encode0), (count1, decode1, encode1) = edge(before, protocol), edge(after, protocol)
+        assert count1 - count0 == n, (protocol, count0, count1, n)
+        assert decode1 > decode0 and encode1 > encode0, (protocol, decode0, decode1, encode0, encode1)
