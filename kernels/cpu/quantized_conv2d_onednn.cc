@@ -51,7 +51,7 @@ memory::desc UserWeightsDesc(const QuantizedConv2dProblem& p) {
 // then computes dst = saturate(round(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp)).
 // The explicit round makes the zero point's FP32 add exact: without it oneDNN rounds v + dst_zp, which differs from
 // round(v) + dst_zp (QuantizedEpilogue, onnxruntime's QLinearConv) where v lies within an FP32 ulp of 256 of a tie,
-// about 3 outputs in 100000, and the difference travels through a deep network's later layers.
+// a few outputs in 100000, and the difference travels through a deep network's later layers.
 dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, const memory::desc& scales) {
   const QuantizedEpilogue& e = p.epilogue;
   dnnl::post_ops ops;

@@ -13,7 +13,7 @@ classifier) stays FP32 with its quantization simulated exactly. Both models fold
 log says so, and the test checks it). Against onnxruntime's INT8 logits (32 images x 10 logits per model and layout),
 measured on an AVX-512 VNNI Xeon over 3 runs: every logit identical, for both models and both layouts (every quantized
 activation too: tools/models/compare_qdq_layers.py). Before the conv's explicit round (oneDNN rounded v + zero point,
-not round(v) + zero point, about 3 outputs in 100000) MobileNetV2 was 0.997-1.000 and ResNet-18 0.93-0.975 within one
+not round(v) + zero point: a few outputs in 100000) MobileNetV2 was 0.997-1.000 and ResNet-18 0.93-0.975 within one
 step. What may still part the two engines: onnxruntime's x86 QLinearAdd evaluates its sum with FMAs from scale ratios,
 which rounds about 4 of 10^6 operand pairs to the neighbouring step (all 65536 pairs of 20 random quantizations);
 Convoy computes ONNX's definition. Asserted: the issue's bound, at least 99.9 % of the logits within one step, at least
