@@ -1,5 +1,5 @@
 // The vectorized INT8 element loops; see quantized_vector_loops.h. Compiled with -ffp-contract=off (BUILD): a
-// multiply and an add must stay two roundings on every ISA, as in the scalar definition.
+// multiply and an add stay two roundings on every ISA unless the definition says FMA (the add's).
 #include "kernels/cpu/quantized_vector_loops.h"
 
 #include <immintrin.h>
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
-#define CONVOY_TARGET_AVX2 __attribute__((target("avx2")))
-#define CONVOY_TARGET_AVX512 __attribute__((target("avx2,avx512f")))
+#define CONVOY_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define CONVOY_TARGET_AVX512 __attribute__((target("avx2,fma,avx512f")))
 
 namespace convoy::cpu {
 namespace {
@@ -38,21 +38,24 @@ inline float RoundAndSaturate(float v, float zero_point, float lo, float hi) {
 float Lowest(const ByteQuantization& q) { return q.is_unsigned ? 0.0f : -128.0f; }
 float Highest(const ByteQuantization& q) { return q.is_unsigned ? 255.0f : 127.0f; }
 
+// The add as onnxruntime's x86 QLinearAdd evaluates it: scale ratios ra = a_scale / y_scale, rb = b_scale / y_scale,
+// the zero points folded into one constant, two FMAs on the raw bytes (the header's formula).
 struct AddConstants {
-  float za, sa, zb, sb, sy, zy, lo, hi;
+  float ra, rb, fixed, lo, hi;
 };
 
 AddConstants MakeAddConstants(const ByteQuantization& a, const ByteQuantization& b, const ByteQuantization& y) {
-  return {static_cast<float>(a.zero_point), a.scale, static_cast<float>(b.zero_point), b.scale, y.scale,
-          static_cast<float>(y.zero_point), Lowest(y), Highest(y)};
+  const float ra = a.scale / y.scale, rb = b.scale / y.scale;
+  const float fixed = static_cast<float>(y.zero_point) -
+                      std::fmaf(ra, static_cast<float>(a.zero_point), rb * static_cast<float>(b.zero_point));
+  return {ra, rb, fixed, Lowest(y), Highest(y)};
 }
 
 template <bool kAUnsigned, bool kBUnsigned>
 void AddPortable(const AddConstants& k, const void* a, const void* b, void* y, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
-    const float da = (LoadByte<kAUnsigned>(a, i) - k.za) * k.sa;
-    const float db = (LoadByte<kBUnsigned>(b, i) - k.zb) * k.sb;
-    StoreByte(y, i, RoundAndSaturate((da + db) / k.sy, k.zy, k.lo, k.hi));
+    const float v = std::fmaf(LoadByte<kAUnsigned>(a, i), k.ra, std::fmaf(LoadByte<kBUnsigned>(b, i), k.rb, k.fixed));
+    StoreByte(y, i, RoundAndSaturate(v, 0.0f, k.lo, k.hi));
   }
 }
 
@@ -101,13 +104,11 @@ CONVOY_TARGET_AVX2 inline __m256 RoundAndSaturate8(__m256 v, __m256 zero_point, 
 template <bool kAUnsigned, bool kBUnsigned>
 CONVOY_TARGET_AVX2 int64_t AddAvx2Steps(const AddConstants& k, const uint8_t* a, const uint8_t* b, uint8_t* y,
                                         int64_t i, int64_t count) {
-  const __m256 za = _mm256_set1_ps(k.za), sa = _mm256_set1_ps(k.sa), zb = _mm256_set1_ps(k.zb);
-  const __m256 sb = _mm256_set1_ps(k.sb), sy = _mm256_set1_ps(k.sy), zy = _mm256_set1_ps(k.zy);
-  const __m256 lo = _mm256_set1_ps(k.lo), hi = _mm256_set1_ps(k.hi);
+  const __m256 ra = _mm256_set1_ps(k.ra), rb = _mm256_set1_ps(k.rb), fixed = _mm256_set1_ps(k.fixed);
+  const __m256 zero = _mm256_setzero_ps(), lo = _mm256_set1_ps(k.lo), hi = _mm256_set1_ps(k.hi);
   for (; i + 8 <= count; i += 8) {
-    const __m256 da = _mm256_mul_ps(_mm256_sub_ps(Load8<kAUnsigned>(a + i), za), sa);
-    const __m256 db = _mm256_mul_ps(_mm256_sub_ps(Load8<kBUnsigned>(b + i), zb), sb);
-    Store8(y + i, RoundAndSaturate8(_mm256_div_ps(_mm256_add_ps(da, db), sy), zy, lo, hi));
+    const __m256 v = _mm256_fmadd_ps(Load8<kAUnsigned>(a + i), ra, _mm256_fmadd_ps(Load8<kBUnsigned>(b + i), rb, fixed));
+    Store8(y + i, RoundAndSaturate8(v, zero, lo, hi));
   }
   return i;
 }
@@ -175,14 +176,12 @@ CONVOY_TARGET_AVX512 void AddAvx512(const AddConstants& k, const void* a_data, c
   const uint8_t* a = Bytes(a_data);
   const uint8_t* b = Bytes(b_data);
   uint8_t* y = Bytes(y_data);
-  const __m512 za = _mm512_set1_ps(k.za), sa = _mm512_set1_ps(k.sa), zb = _mm512_set1_ps(k.zb);
-  const __m512 sb = _mm512_set1_ps(k.sb), sy = _mm512_set1_ps(k.sy), zy = _mm512_set1_ps(k.zy);
-  const __m512 lo = _mm512_set1_ps(k.lo), hi = _mm512_set1_ps(k.hi);
+  const __m512 ra = _mm512_set1_ps(k.ra), rb = _mm512_set1_ps(k.rb), fixed = _mm512_set1_ps(k.fixed);
+  const __m512 zero = _mm512_setzero_ps(), lo = _mm512_set1_ps(k.lo), hi = _mm512_set1_ps(k.hi);
   int64_t i = 0;
   for (; i + 16 <= count; i += 16) {
-    const __m512 da = _mm512_mul_ps(_mm512_sub_ps(Load16<kAUnsigned>(a + i), za), sa);
-    const __m512 db = _mm512_mul_ps(_mm512_sub_ps(Load16<kBUnsigned>(b + i), zb), sb);
-    Store16(y + i, RoundAndSaturate16(_mm512_div_ps(_mm512_add_ps(da, db), sy), zy, lo, hi));
+    const __m512 v = _mm512_fmadd_ps(Load16<kAUnsigned>(a + i), ra, _mm512_fmadd_ps(Load16<kBUnsigned>(b + i), rb, fixed));
+    Store16(y + i, RoundAndSaturate16(v, zero, lo, hi));
   }
   i = AddAvx2Steps<kAUnsigned, kBUnsigned>(k, a, b, y, i, count);
   AddPortable<kAUnsigned, kBUnsigned>(k, a_data, b_data, y_data, i, count);
@@ -255,7 +254,7 @@ bool CpuSupports(VectorIsa isa) {
   // __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512 registers (XGETBV).
   static const bool avx2 = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
+    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
   }();
   static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") != 0;
   switch (isa) {
