@@ -16,7 +16,7 @@ namespace {
 const uint8_t* Bytes(const void* p) { return static_cast<const uint8_t*>(p); }
 uint8_t* Bytes(void* p) { return static_cast<uint8_t*>(p); }
 
-// ---- the scalar definitions: the portable versions and the tails of the vector versions ----------------------------
+// ---- the scalar definitions: the portable versions and the tails of the vector versions -----------------------------
 
 template <bool kUnsigned>
 inline float LoadByte(const void* p, int64_t i) {
@@ -76,7 +76,7 @@ void DequantizePortable(const QuantizeConstants& k, const void* x, float* y, int
   for (int64_t i = begin; i < end; ++i) y[i] = (LoadByte<kUnsigned>(x, i) - k.zp) * k.scale;
 }
 
-// ---- AVX2: 8 lanes ---------------------------------------------------------------------------------------------------
+// ---- AVX2: 8 lanes --------------------------------------------------------------------------------------------------
 
 template <bool kUnsigned>
 CONVOY_TARGET_AVX2 inline __m256 Load8(const uint8_t* p) {
@@ -107,7 +107,8 @@ CONVOY_TARGET_AVX2 int64_t AddAvx2Steps(const AddConstants& k, const uint8_t* a,
   const __m256 ra = _mm256_set1_ps(k.ra), rb = _mm256_set1_ps(k.rb), fixed = _mm256_set1_ps(k.fixed);
   const __m256 zero = _mm256_setzero_ps(), lo = _mm256_set1_ps(k.lo), hi = _mm256_set1_ps(k.hi);
   for (; i + 8 <= count; i += 8) {
-    const __m256 v = _mm256_fmadd_ps(Load8<kAUnsigned>(a + i), ra, _mm256_fmadd_ps(Load8<kBUnsigned>(b + i), rb, fixed));
+    const __m256 partial = _mm256_fmadd_ps(Load8<kBUnsigned>(b + i), rb, fixed);
+    const __m256 v = _mm256_fmadd_ps(Load8<kAUnsigned>(a + i), ra, partial);
     Store8(y + i, RoundAndSaturate8(v, zero, lo, hi));
   }
   return i;
@@ -133,7 +134,9 @@ template <bool kUnsigned>
 CONVOY_TARGET_AVX2 int64_t DequantizeAvx2Steps(const QuantizeConstants& k, const uint8_t* x, float* y, int64_t i,
                                                int64_t count) {
   const __m256 scale = _mm256_set1_ps(k.scale), zp = _mm256_set1_ps(k.zp);
-  for (; i + 8 <= count; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_sub_ps(Load8<kUnsigned>(x + i), zp), scale));
+  for (; i + 8 <= count; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_sub_ps(Load8<kUnsigned>(x + i), zp), scale));
+  }
   return i;
 }
 
@@ -152,7 +155,7 @@ CONVOY_TARGET_AVX2 void DequantizeRunsAvx2(const QuantizeConstants& k, const uin
   }
 }
 
-// ---- AVX-512: 16 lanes, then one 8-lane step, then the scalar tail ----------------------------------------------------
+// ---- AVX-512: 16 lanes, then one 8-lane step, then the scalar tail --------------------------------------------------
 
 template <bool kUnsigned>
 CONVOY_TARGET_AVX512 inline __m512 Load16(const uint8_t* p) {
@@ -180,7 +183,8 @@ CONVOY_TARGET_AVX512 void AddAvx512(const AddConstants& k, const void* a_data, c
   const __m512 zero = _mm512_setzero_ps(), lo = _mm512_set1_ps(k.lo), hi = _mm512_set1_ps(k.hi);
   int64_t i = 0;
   for (; i + 16 <= count; i += 16) {
-    const __m512 v = _mm512_fmadd_ps(Load16<kAUnsigned>(a + i), ra, _mm512_fmadd_ps(Load16<kBUnsigned>(b + i), rb, fixed));
+    const __m512 partial = _mm512_fmadd_ps(Load16<kBUnsigned>(b + i), rb, fixed);
+    const __m512 v = _mm512_fmadd_ps(Load16<kAUnsigned>(a + i), ra, partial);
     Store16(y + i, RoundAndSaturate16(v, zero, lo, hi));
   }
   i = AddAvx2Steps<kAUnsigned, kBUnsigned>(k, a, b, y, i, count);
@@ -213,7 +217,7 @@ CONVOY_TARGET_AVX512 void DequantizeRunsAvx512(const QuantizeConstants& k, const
   }
 }
 
-// ---- dispatch ----------------------------------------------------------------------------------------------------------
+// ---- dispatch -------------------------------------------------------------------------------------------------------
 
 // `isa` if this CPU runs it, else the portable loops (a caller asking for more than the CPU has gets correct results).
 VectorIsa Runnable(VectorIsa isa) { return CpuSupports(isa) ? isa : VectorIsa::kPortable; }

@@ -77,7 +77,8 @@ absl::Status CheckAdd(VectorIsa isa, bool a_unsigned, bool b_unsigned, bool y_un
     std::vector<uint8_t> a_data = RandomBytes(count, rng), b_data = RandomBytes(count, rng);
     std::vector<int> expected(count);
     for (int64_t i = 0; i < count; ++i) {
-      expected[i] = AddDefinition(a, Load(a_data.data(), a.is_unsigned, i), b, Load(b_data.data(), b.is_unsigned, i), y);
+      const int qa = Load(a_data.data(), a.is_unsigned, i), qb = Load(b_data.data(), b.is_unsigned, i);
+      expected[i] = AddDefinition(a, qa, b, qb, y);
     }
     std::vector<uint8_t> y_data(count);
     for (int64_t i = 0; i < count; ++i) y_data[i] = static_cast<uint8_t>(~expected[i]);

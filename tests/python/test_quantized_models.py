@@ -8,16 +8,17 @@ QLinearMatMul) on fresh random batches.
 By default Convoy runs every convolution and residual add between quantize-dequantize steps as an INT8 step
 (server/runtime/quantized_conv_folding.h): exact INT32 accumulation and the requantization onnxruntime's QLinearConv
 computes (rounded half to even before the zero point is added), the adds as onnxruntime's x86 QLinearAdd computes
-them (scale ratios and FMAs), 8-bit tensors from one such step to the next; the rest of the graph (max pooling, global average pooling, the
-classifier) stays FP32 with its quantization simulated exactly. Both models fold every convolution and add (the load
-log says so, and the test checks it). Against onnxruntime's INT8 logits (32 images x 10 logits per model and layout),
-measured on an AVX-512 VNNI Xeon over 3 runs: every logit identical, for both models and both layouts (every quantized
-activation too: tools/models/compare_qdq_layers.py). Before the conv's explicit round (oneDNN rounded v + zero point,
-not round(v) + zero point: a few outputs in 100000) MobileNetV2 was 0.997-1.000 and ResNet-18 0.93-0.975 within one
-step; with ONNX's own formula for the add (DequantizeLinear, Add, QuantizeLinear in FP32, which onnxruntime's x86
-QLinearAdd rounds differently for about 4 of 10^6 operand pairs) they stayed identical, but ResNet-50 at 224x224 did
-not (78 % of its logits identical; now all). Asserted: the issue's bound, at least 99.9 % of the logits within one step, at least
-99 % identical, none more than one step off, and top-1 equal on every image whose top-1 leads by more than two steps.
+them (scale ratios and FMAs), 8-bit tensors from one such step to the next; the rest of the graph (max pooling,
+global average pooling, the classifier) stays FP32 with its quantization simulated exactly. Both models fold every
+convolution and add (the load log says so, and the test checks it). Against onnxruntime's INT8 logits (32 images x 10
+logits per model and layout), measured on an AVX-512 VNNI Xeon over 3 runs: every logit identical, for both models
+and both layouts (every quantized activation too: tools/models/compare_qdq_layers.py). Before the conv's explicit
+round (oneDNN rounded v + zero point, not round(v) + zero point: a few outputs in 100000) MobileNetV2 was 0.997-1.000
+and ResNet-18 0.93-0.975 within one step; with ONNX's own formula for the add (DequantizeLinear, Add, QuantizeLinear
+in FP32, which onnxruntime's x86 QLinearAdd rounds differently for about 4 of 10^6 operand pairs) they stayed
+identical, but ResNet-50 at 224x224 did not (78 % of its logits identical; now all). Asserted: the issue's bound, at
+least 99.9 % of the logits within one step, at least 99 % identical, none more than one step off, and top-1 equal on
+every image whose top-1 leads by more than two steps.
 
 `--int8=false` simulates every quantization in FP32 (the path all QDQ models took before the INT8 steps). Where an
 intermediate value lies at a rounding tie the simulation and onnxruntime's integers pick neighbouring steps, and the
