@@ -7,6 +7,7 @@
 
 #include "kernels/common/tensor.h"
 #include "kernels/cpu/convert_element.h"
+#include "kernels/cpu/quantized_vector_loops.h"
 #include "kernels/registry/registry.h"
 
 namespace convoy::cpu {
@@ -106,7 +107,96 @@ QuantizedStorage<Q> MakeQuantizedStorage(const ConvertProblem& p) {
           static_cast<float>(std::numeric_limits<Q>::max())};
 }
 
+// ---- the quantize and dequantize steps through the vector loops (quantized_vector_loops.h) --------------------------
+
+constexpr int64_t kRunBuffer = 512;  // 8-bit values per stack buffer of a strided NCHW <-> NHWC run
+
+// Runs of one quantize (FP32 x -> 8-bit y) or dequantize (8-bit x -> FP32 y) step, offsets and strides in elements.
+struct QuantizedRuns {
+  bool quantize;
+  ByteQuantization q;
+  VectorIsa isa;
+  const void* x;
+  void* y;
+
+  void Run(int64_t x_offset, int64_t x_stride, int64_t y_offset, int64_t y_stride, int64_t runs, int64_t width) const {
+    if (quantize) {
+      QuantizeRuns(isa, q, static_cast<const float*>(x) + x_offset, x_stride, static_cast<uint8_t*>(y) + y_offset,
+                   y_stride, runs, width);
+    } else {
+      DequantizeRuns(isa, q, static_cast<const uint8_t*>(x) + x_offset, x_stride, static_cast<float*>(y) + y_offset,
+                     y_stride, runs, width);
+    }
+  }
+};
+
+// NCHW <-> NHWC with the FP32 side NCHW (the plans' input quantize and output dequantize): per (n, c, h) the FP32 row
+// of W values is contiguous and the 8-bit values lie C apart; they pass through a buffer on the stack.
+void RunPlainLayout(const ConvertProblem& p, const QuantizedRuns& r, ThreadPool& pool) {
+  const int64_t C = p.c, H = p.h, W = p.w;
+  pool.ParallelFor(int64_t{p.n} * C * H, [&](int64_t begin, int64_t end) {
+    uint8_t buffer[kRunBuffer];
+    for (int64_t i = begin; i < end; ++i) {  // i = (n * C + c) * H + h: row i of the NCHW side
+      const int64_t n = i / (C * H), c = i / H % C, h = i % H;
+      const int64_t first_byte = (n * H + h) * W * C + c;  // then every C-th
+      for (int64_t w0 = 0; w0 < W; w0 += kRunBuffer) {
+        const int64_t width = std::min(kRunBuffer, W - w0);
+        if (r.quantize) {
+          QuantizeRuns(r.isa, r.q, static_cast<const float*>(r.x) + i * W + w0, 0, buffer, 0, 1, width);
+          uint8_t* y = static_cast<uint8_t*>(r.y) + first_byte + w0 * C;
+          for (int64_t w = 0; w < width; ++w) y[w * C] = buffer[w];
+        } else {
+          const uint8_t* x = static_cast<const uint8_t*>(r.x) + first_byte + w0 * C;
+          for (int64_t w = 0; w < width; ++w) buffer[w] = x[w * C];
+          DequantizeRuns(r.isa, r.q, buffer, 0, static_cast<float*>(r.y) + i * W + w0, 0, 1, width);
+        }
+      }
+    }
+  });
+}
+
+// The quantize and dequantize steps where the layouts give whole runs: one layout on both sides (flat chunks),
+// NHWC <-> NCHW8c (runs of 8 channels: contiguous in the blocked tensor, C apart in NHWC), NCHW <-> NHWC with the
+// FP32 side NCHW. Returns false for the pairs left to the generic loops.
+bool RunQuantizedRuns(const ConvertProblem& p, const ConvertArgs& args, ThreadPool& pool) {
+  const bool quantize = ConvertProblem::IsQuantizedType(p.dst_dtype);
+  const DataType bytes = quantize ? p.dst_dtype : p.src_dtype;
+  const QuantizedRuns r{quantize, {p.scale, p.zero_point, bytes == DataType::kUInt8}, BestVectorIsa(), args.x, args.y};
+  const Layout src = StoredLayout(p.src_layout, p.c), dst = StoredLayout(p.dst_layout, p.c);
+  const int64_t N = p.n, C = p.c, H = p.h, W = p.w;
+  if (src == dst || H * W == 1 || C == 1) {
+    const int64_t count = N * C * H * W;
+    pool.ParallelFor((count + kChunk - 1) / kChunk, [&](int64_t begin, int64_t end) {
+      const int64_t first = begin * kChunk, last = std::min(count, end * kChunk);
+      r.Run(first, 0, first, 0, 1, last - first);
+    });
+    return true;
+  }
+  if ((src == Layout::kNHWC && dst == Layout::kNCHW8c) || (src == Layout::kNCHW8c && dst == Layout::kNHWC)) {
+    const int64_t blocks = C / kLayoutChannelBlock;
+    pool.ParallelFor(N * blocks * H, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {  // i = (n * blocks + block) * H + h
+        const int64_t n = i / (blocks * H), block = i / H % blocks, h = i % H;
+        const int64_t blocked = i * W * kLayoutChannelBlock, nhwc = (n * H + h) * W * C + block * kLayoutChannelBlock;
+        if (src == Layout::kNCHW8c) {
+          r.Run(blocked, kLayoutChannelBlock, nhwc, C, W, kLayoutChannelBlock);
+        } else {
+          r.Run(nhwc, C, blocked, kLayoutChannelBlock, W, kLayoutChannelBlock);
+        }
+      }
+    });
+    return true;
+  }
+  const Layout fp32_side = quantize ? src : dst, byte_side = quantize ? dst : src;
+  if (fp32_side == Layout::kNCHW && byte_side == Layout::kNHWC) {
+    RunPlainLayout(p, r, pool);
+    return true;
+  }
+  return false;
+}
+
 void RunQuantized(const ConvertProblem& p, const ConvertArgs& args, ThreadPool& pool) {
+  if (RunQuantizedRuns(p, args, pool)) return;
   const Fp32Storage fp32;
   if (p.dst_dtype == DataType::kUInt8) {
     ConvertWith(p, fp32, args.x, MakeQuantizedStorage<uint8_t>(p), args.y, pool);

@@ -4,7 +4,10 @@
 // (convert_onednn's where oneDNN takes the data types, this algorithm's for FP16, e.g. a blocked plan's FP16 output)
 // addresses both sides through their strides. Both data types are dispatched once per Run.
 // It is also the quantize and dequantize of QDQ plans (ConvertProblem::quantized(): FP32 <-> UINT8 / INT8 with one
-// scale and zero point, in any of those layouts), the steps at the edges of the INT8 convolutions.
+// scale and zero point, in any of those layouts), the steps at the edges of the INT8 convolutions. Those run the vector
+// loops of quantized_vector_loops.h (AVX-512, AVX2 or portable, picked by cpuid; bit for bit the same) for one layout
+// on both sides, NHWC <-> NCHW8c (runs of 8 channels) and NCHW FP32 <-> NHWC 8-bit (the plans' input and output
+// edges); the other layout pairs take the scalar loops, with the same results.
 #ifndef CONVOY_KERNELS_CPU_CONVERT_H_
 #define CONVOY_KERNELS_CPU_CONVERT_H_
 

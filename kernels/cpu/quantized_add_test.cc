@@ -1,9 +1,9 @@
-// cpu.quantized_add.elementwise against the QDQ definition written out here element by element: DequantizeLinear of
-// both operands, their FP32 sum, QuantizeLinear (the FP32 quotient rounded half to even, the zero point added,
-// saturated). Every pair of UINT8/INT8 operand types and output type, fresh random operands, scales and zero points
-// each run (the seed is printed on failure), counts that are not a multiple of the chunk, the output poisoned first
-// (the complement of the expected byte), and the output written over an operand (y == a). Compared exactly: both sides
-// compute the same FP32 operations.
+// cpu.quantized_add.elementwise against onnxruntime's x86 QLinearAdd arithmetic written out here element by element:
+// the scale ratios a_scale / y_scale and b_scale / y_scale, the zero points folded into one FP32 constant, two FMAs on
+// the raw operands, rounded half to even, saturated (quantized_vector_loops.h). Every pair of UINT8/INT8 operand types
+// and output type, fresh random operands, scales and zero points each run (the seed is printed on failure), counts
+// that are not a multiple of the chunk, the output poisoned first (the complement of the expected byte), and the
+// output written over an operand (y == a). Compared exactly: both sides compute the same FP32 operations.
 #include "kernels/cpu/quantized_add.h"
 
 #include <cmath>
@@ -30,10 +30,11 @@ int Load(const std::vector<uint8_t>& v, DataType t, size_t i) {
 }
 
 int Expected(const QuantizedAddProblem& p, int a, int b) {
-  const float da = static_cast<float>(a - p.a_zero_point) * p.a_scale;
-  const float db = static_cast<float>(b - p.b_zero_point) * p.b_scale;
-  const float sum = da + db;
-  const double q = std::nearbyint(static_cast<double>(sum / p.y_scale)) + p.y_zero_point;
+  const float ra = p.a_scale / p.y_scale, rb = p.b_scale / p.y_scale;
+  const float fixed = static_cast<float>(p.y_zero_point) -
+                      std::fmaf(ra, static_cast<float>(p.a_zero_point), rb * static_cast<float>(p.b_zero_point));
+  const float v = std::fmaf(static_cast<float>(a), ra, std::fmaf(static_cast<float>(b), rb, fixed));
+  const double q = std::nearbyint(static_cast<double>(v));
   return static_cast<int>(std::fmin(std::fmax(q, Lo(p.y_type)), Hi(p.y_type)));
 }
 

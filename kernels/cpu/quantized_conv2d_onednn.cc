@@ -47,8 +47,11 @@ memory::desc UserWeightsDesc(const QuantizedConv2dProblem& p) {
 
 // The requantization as post-ops, so the per-channel multipliers stay run-time operands (oneDNN 2.6 has no
 // convolution taking run-time output scales): a per-channel binary multiply, the residual sum with its scale and
-// zero point, ReLU; the zero points are primitive attributes. oneDNN then computes
-// dst = saturate(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp).
+// zero point, ReLU, and for an 8-bit output a round half to even; the zero points are primitive attributes. oneDNN
+// then computes dst = saturate(round(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp)).
+// The explicit round makes the zero point's FP32 add exact: without it oneDNN rounds v + dst_zp, which differs from
+// round(v) + dst_zp (QuantizedEpilogue, onnxruntime's QLinearConv) where v lies within an FP32 ulp of 256 of a tie,
+// a few outputs in 100000, and the difference travels through a deep network's later layers.
 dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, const memory::desc& scales) {
   const QuantizedEpilogue& e = p.epilogue;
   dnnl::post_ops ops;
@@ -57,6 +60,7 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, const me
     ops.append_sum(e.residual_scale, e.residual_zero_point, memory::data_type::undef);
   }
   if (e.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  if (p.dst_type != DataType::kFloat32) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
   dnnl::primitive_attr attr = onednn::MakeAttr(ops);
   if (e.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {e.src_zero_point});
   if (e.dst_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {e.dst_zero_point});

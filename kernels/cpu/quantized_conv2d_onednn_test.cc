@@ -5,12 +5,13 @@
 // FP32 outputs with destination zero points. Fresh random data each run (the seed is printed on failure).
 //
 // Tolerance. The accumulation is exact on both sides; the requantization is one FP32 product float(acc + bias) *
-// scale[k] (plus the residual term) rounded half to even. oneDNN may form that value in another order (the bias
-// converted and added in FP32, the residual term fused with an FMA), so where the exact value lies within an FP32
-// rounding of a tie, it may round to the neighbouring step. Asserted: every quantized output within one step of the
-// reference, and at most 0.1 % of a problem's outputs (at least 2) one step off; FP32 outputs within 1e-5 relative.
-// Measured over 8 runs of the 42 problems (AVX-512 VNNI Xeon, brgconv and jit_int8 kernels): 39 runs exact, 3 with
-// one output of 1728 to 8192 one step off.
+// scale[k] (plus the residual term) rounded half to even, then the zero point. oneDNN may form that value in another
+// order (the bias converted and added in FP32, the residual term fused with an FMA), so where the exact value lies
+// within an FP32 rounding of a tie, it may round to the neighbouring step. Asserted: every quantized output within one
+// step of the reference, and at most 0.1 % of a problem's outputs (at least 2) one step off; FP32 outputs within 1e-5
+// relative. Measured over 8 runs of the 42 problems (AVX-512 VNNI Xeon, brgconv and jit_int8 kernels) when oneDNN
+// added the zero point before rounding: 39 runs exact, 3 with one output of 1728 to 8192 one step off; since the
+// algorithm rounds first (an eltwise_round post-op): 5 runs of 5 exact.
 #include "kernels/cpu/quantized_conv2d_onednn.h"
 
 #include <algorithm>

@@ -19,7 +19,8 @@
 //
 // A residual Add folds the same way when both its operands are QDQ nodes' outputs of its own shape and a QDQ node
 // alone reads its sum: the INT8 step (QuantizedAddOp) computes DequantizeLinear, DequantizeLinear, Add,
-// QuantizeLinear in FP32 on each element, bit for bit what the FP32 path computes, and keeps the block's tensors 8-bit.
+// QuantizeLinear on each element as onnxruntime's x86 QLinearAdd does (kernels/cpu/quantized_add.h; the FP32 path's
+// result up to the last bit), and keeps the block's tensors 8-bit.
 //
 // The planner quantizes where a folded step's input comes from an FP32 op, and dequantizes where an FP32 op (or the
 // caller) reads a folded step's output. Every other convolution next to a QDQ node stays on the FP32 path with the
