@@ -171,6 +171,10 @@ absl::StatusOr<ActivationRange> ChooseRange(const TensorStatistics& stats, Calib
   }
   std::vector<int64_t> magnitudes(TensorStatistics::kBins);
   for (int i = 0; i < TensorStatistics::kBins; ++i) magnitudes[i] = stats.positive()[i] + stats.negative()[i];
+  // The exact zeros a ReLU writes pile up in bin 0; left there, any threshold that merges bin 0 with its neighbours
+  // looks infinitely worse and the search always picks the smallest candidate. Like NVIDIA's pytorch-quantization
+  // entropy calibrator, the search sees bin 0 as high as bin 1.
+  magnitudes[0] = magnitudes[1];
   const bool one_sided = stats.min() >= 0 && !signed_activations;
   const int bins = EntropyThresholdBins(magnitudes, one_sided ? 256 : 128);
   const double threshold = bins * stats.range() / TensorStatistics::kBins;

@@ -20,7 +20,8 @@
 // - entropy: TensorRT's calibration: over the histogram of |x|, the threshold t whose quantized distribution (the
 //   bins below t merged into as many levels as the range will have, values beyond t counted in the last bin) has the
 //   smallest KL divergence from the observed one; the range is [0, t] for a tensor with no negative value (256
-//   levels), else [-t, t] (128 levels a side). Both are cut to the values actually seen.
+//   levels), else [-t, t] (128 levels a side). Both are cut to the values actually seen. The search counts the bin
+//   at 0 as it counts bin 1 (a ReLU's exact zeros would otherwise decide every threshold).
 //
 // The histogram has kBins bins of |x| on each side of zero over [0, R); R starts as the first power of two above the
 // largest |x| seen and doubles (merging neighbouring bins, exactly) when a later batch exceeds it.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <iostream>
 #include <random>
 
 #include "gmock/gmock.h"
@@ -97,21 +98,31 @@ TEST(ChooseRangeTest, MinMaxAndPercentileOnAUniformDistribution) {
               HasSubstr("percentile must be in (50, 100], got 40"));
 }
 
-TEST(ChooseRangeTest, EntropyClipsRareOutliersAndKeepsDenseRanges) {
+TEST(ChooseRangeTest, EntropyOnReluLikeGaussianAndUniformTensors) {
   const uint32_t seed = FreshSeed();
   SCOPED_TRACE(seed);
   std::mt19937 rng(seed);
-  // A ReLU-like tensor: half zeros, the rest |N(0, 1)|, plus 0.01 % outliers at 40-60.
+  // A ReLU's output: half exact zeros, the rest |N(0, 1)| (largest about 4.9, so R = 8 and the smallest candidate
+  // threshold, 256 bins, is 1.0). The zeros must not decide the threshold: it keeps the bulk of the values.
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> v(400000);
   for (size_t i = 0; i < v.size(); ++i) v[i] = i % 2 ? std::fabs(normal(rng)) : 0.0f;
-  for (size_t i = 0; i < v.size(); i += 10000) v[i + 1] = 40.0f + 20.0f * (i / 10000) / 40.0f;
   TensorStatistics s;
   s.Add(v.data(), v.size());
   CONVOY_ASSERT_OK_AND_ASSIGN(ActivationRange r, ChooseRange(s, CalibrationMethod::kEntropy, 0, false));
-  EXPECT_EQ(r.lo, 0.0f);   // no negative value: [0, t]
-  EXPECT_GT(r.hi, 2.5f);   // keeps the bulk of |N(0, 1)| (99 % below 2.58)
-  EXPECT_LT(r.hi, 20.0f);  // and drops the outliers at 40-60
+  EXPECT_EQ(r.lo, 0.0f);  // no negative value: [0, t]
+  EXPECT_GT(r.hi, 2.0f);  // beyond 2 sigma (95 % of the nonzero values)
+  EXPECT_LE(r.hi, s.max());
+  // A signed Gaussian: [-t, t], t past 2 sigma, within what was seen.
+  std::vector<float> g(400000);
+  for (float& x : g) x = normal(rng);
+  TensorStatistics sg;
+  sg.Add(g.data(), g.size());
+  CONVOY_ASSERT_OK_AND_ASSIGN(ActivationRange rg, ChooseRange(sg, CalibrationMethod::kEntropy, 0, false));
+  EXPECT_GT(rg.hi, 2.0f);
+  EXPECT_LT(rg.lo, -2.0f);
+  EXPECT_LE(rg.hi, sg.max());
+  EXPECT_GE(rg.lo, sg.min());
   // A uniform tensor has nothing to clip: the threshold stays near the top.
   const std::vector<float> u = Uniform(200000, -1.0f, 1.0f, rng);
   TensorStatistics su;
@@ -121,6 +132,9 @@ TEST(ChooseRangeTest, EntropyClipsRareOutliersAndKeepsDenseRanges) {
   EXPECT_LT(ru.lo, -0.9f);
   EXPECT_LE(ru.hi, su.max());
   EXPECT_GE(ru.lo, su.min());
+  std::cout << "entropy thresholds: relu-like " << r.hi << " (max " << s.max() << "), gaussian [" << rg.lo << ", "
+            << rg.hi << "] (seen [" << sg.min() << ", " << sg.max() << "]), uniform [" << ru.lo << ", " << ru.hi
+            << "]\n";
 }
 
 TEST(EntropyThresholdBinsTest, FewUsedBinsKeepEverything) {
