@@ -66,7 +66,7 @@ constexpr char kUsage[] = R"(usage:
       [--percentile=99.99] [--activations=uint8|int8] [--keep_fp32=LAYER,...] [--batch_size=8] [--output=FILE]
       runs the FP32 model on the calibration inputs (photos prepared as the server prepares an encoded-image input
       of the model; .npy: the model's float input [N,C,H,W] or UINT8 pixels [N,H,W,C]) and writes the calibration
-      table `precision: int8` reads (default: calibration.yaml beside the model file; default method entropy)
+      table `precision: int8` reads (default: calibration.yaml beside the model file; default method minmax)
   convoy algorithms
   convoy image --image=PHOTO.jpg|png --height=H --width=W [--crop_fraction=0.875] --output=X.npy
       decodes a photo as the server does for an encoded-image input (upright by its EXIF orientation, the centred
@@ -563,7 +563,7 @@ absl::Status CalibrateCommand(const Flags& flags) {
   for (absl::string_view part : absl::StrSplit(flags.Get("inputs"), ',', absl::SkipEmpty())) {
     options.npy_files.emplace_back(part);
   }
-  CONVOY_ASSIGN_OR_RETURN(options.method, runtime::ParseCalibrationMethod(flags.Get("method", "entropy")));
+  CONVOY_ASSIGN_OR_RETURN(options.method, runtime::ParseCalibrationMethod(flags.Get("method", "minmax")));
   if (flags.Has("percentile")) {
     if (options.method != runtime::CalibrationMethod::kPercentile) {
       return absl::InvalidArgumentError("--percentile applies to --method=percentile only");

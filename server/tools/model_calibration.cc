@@ -260,6 +260,7 @@ absl::StatusOr<CalibrationTable> CalibrateModel(const ModelCalibrationOptions& o
     q.min = stats[i].min(), q.max = stats[i].max();
     table.tensors.push_back(q);
   }
+  int raised_scales = 0, raised_layers = 0;
   for (runtime::LayerCalibration layer : targets.layers) {
     if (keep.count(layer.name)) layer.int8 = false, layer.reason = "kept FP32 by --keep_fp32";
     if (!layer.add && layer.int8) {
@@ -271,12 +272,14 @@ absl::StatusOr<CalibrationTable> CalibrateModel(const ModelCalibrationOptions& o
       layer.weight_scales = runtime::WeightScalesPerChannel(w->data, w->shape[0]);
       const int raised = runtime::FitBiasInInt32(graph, *conv, table.FindTensor(conv->inputs[0])->scale,
                                                  layer.weight_scales);
-      if (raised > 0) {
-        log(absl::StrCat("calibrate: ", layer.name, ": ", raised, " weight scale(s) raised so the bias fits INT32 "
-                         "(output channels with near-zero weights)"));
-      }
+      raised_scales += raised;
+      raised_layers += raised > 0;
     }
     table.layers.push_back(std::move(layer));
+  }
+  if (raised_scales > 0) {
+    log(absl::StrFormat("calibrate: %d weight scales of %d convolutions raised so their bias fits INT32 (output "
+                        "channels whose weights are all near zero)", raised_scales, raised_layers));
   }
   log(absl::StrFormat("calibrate: %d samples, %d tensors, %d layers in %.1f s", samples.size(), table.tensors.size(),
                       table.layers.size(), seconds()));

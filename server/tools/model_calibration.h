@@ -36,7 +36,7 @@ struct ModelCalibrationOptions {
   Device* device = nullptr;                       // required
   std::vector<std::string> images;                // photo files (JPEG / PNG)
   std::vector<std::string> npy_files;             // or .npy files of inputs
-  runtime::CalibrationMethod method = runtime::CalibrationMethod::kEntropy;
+  runtime::CalibrationMethod method = runtime::CalibrationMethod::kMinMax;
   double percentile = 99.99;
   bool signed_activations = false;  // INT8 symmetric activations instead of UINT8 asymmetric
   int batch_size = 8;               // inputs per run
