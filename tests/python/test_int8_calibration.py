@@ -5,8 +5,8 @@ server/runtime/calibrated_quantization.h, docs/model_config.md "Quantizing a mod
   the model: the table made from the photos equals, byte for byte, the table made from the pixels `convoy image`
   writes for them (min-max, so every value counts).
 - `convoy run --precision=int8` with that table runs the convolutions and residual adds as INT8 steps (`convoy
-  inspect` lists each with its scales); a missing table, a malformed one and one made for another model fail with the
-  file and the entry named.
+  inspect` lists each with its scales), with UINT8 asymmetric or (`--activations=int8`) INT8 symmetric activations; a
+  missing table, a malformed one and one made for another model fail with the file and the entry named.
 - The server: a model whose config says `precision: int8` with its table beside the model file serves INT8 answers
   close to the FP32 model's; the same model without a table and with a broken one is UNAVAILABLE with the reason
   while the others serve.
@@ -192,3 +192,22 @@ def test_accuracy_against_fp32_and_onnxruntime():
     assert convoy_int8[3] >= 0.97, convoy_int8
     assert convoy_int8[2] >= ort_int8[2], (convoy_int8, ort_int8)
     assert convoy_qdq[2] >= ort_int8[2] - 1 / 64, (convoy_qdq, ort_int8)
+
+
+def test_symmetric_int8_activations(tmp_path):
+    """--activations=int8: INT8 symmetric activations (zero point 0) run as INT8 steps too."""
+    model = REPO_ROOT / "model_repo/simple_cnn"
+    np.save(tmp_path / "x.npy", RNG.standard_normal((8, 3, 32, 32)).astype(np.float32))
+    calibrate(f"--model={model}", f"--inputs={tmp_path / 'x.npy'}", "--activations=int8",
+              f"--output={tmp_path / 's8.yaml'}")
+    table = (tmp_path / "s8.yaml").read_text()
+    assert "activations: int8_symmetric" in table
+    assert all(z == "0" for z in re.findall(r"zero_point: (-?\d+)", table))
+    (tmp_path / "fp32").mkdir()
+    (tmp_path / "int8").mkdir()
+    convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={tmp_path / 'fp32'}")
+    proc = convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={tmp_path / 'int8'}",
+                  "--precision=int8", f"--calibration_table={tmp_path / 's8.yaml'}")
+    assert re.search(r"2 of 2 quantized convolutions run INT8", proc.stderr), proc.stderr
+    fp32, int8 = np.load(tmp_path / "fp32/0.npy"), np.load(tmp_path / "int8/0.npy")
+    assert np.abs(int8 - fp32).max() < 0.05  # probabilities
