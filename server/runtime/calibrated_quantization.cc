@@ -55,6 +55,38 @@ bool IsResidualAdd(const Graph& graph, const Node& node) {
   return true;
 }
 
+// The ReLU node alone reading a residual add's sum (ResNet's relu(conv + x), separated), or null.
+const Node* ReluAfter(const Graph& graph, const Node& add) {
+  const int reader = passes::SoleConsumer(graph, add.outputs[0]);
+  if (reader < 0) return nullptr;
+  const Node& relu = graph.nodes()[reader];
+  if (relu.op() != OpKind::kActivation || relu.As<ActivationAttrs>().activation.kind != ActivationKind::kRelu) {
+    return nullptr;
+  }
+  return &relu;
+}
+
+// Where a residual add is followed by a ReLU and its table entry quantizes the ReLU's output to UINT8 with zero point
+// 0, the ReLU goes: the add writes the ReLU's output, and its quantization's saturation at 0 is the ReLU (as in a QDQ
+// file of ResNet). Returns the adds whose ReLU went, with the tensor each now writes.
+std::map<std::string, std::string> AbsorbReluAfterResidualAdds(Graph& graph, const CalibrationTable& table) {
+  std::map<std::string, std::string> absorbed;
+  std::set<int> erase;
+  for (Node& add : graph.mutable_nodes()) {
+    if (!IsResidualAdd(graph, add)) continue;
+    const Node* relu = ReluAfter(graph, add);
+    const LayerCalibration* layer = table.FindLayer(add.name);
+    if (relu == nullptr || layer == nullptr || !layer->int8 || graph.IsGraphOutput(relu->outputs[0])) continue;
+    const TensorQuantization* q = table.FindTensor(relu->outputs[0]);
+    if (q == nullptr || q->is_signed || q->zero_point != 0) continue;
+    erase.insert(graph.ProducerIndex(relu->outputs[0]));
+    absorbed[add.name] = relu->outputs[0];
+    add.outputs[0] = relu->outputs[0];
+  }
+  passes::EraseNodes(graph, erase);
+  return absorbed;
+}
+
 std::string DescribeScale(DataType type, float scale, int zero_point) {
   return absl::StrFormat("%s scale %.6g zero point %d", DataTypeName(type), scale, zero_point);
 }
@@ -148,25 +180,33 @@ int FitBiasInInt32(const Graph& graph, const Node& conv, float input_scale, std:
 
 absl::StatusOr<int> SeparateResidualAdds(Graph& graph) {
   std::vector<Node> added;
+  int separated = 0;
   for (Node& conv : graph.mutable_nodes()) {
     if (conv.op() != OpKind::kConv2d) continue;
     auto& a = conv.As<Conv2dAttrs>();
-    const bool separable = a.residual == ResidualPosition::kAfterActivation ||
+    const bool relu_after = a.residual == ResidualPosition::kBeforeActivation &&
+                            a.activation.kind == ActivationKind::kRelu;
+    const bool separable = a.residual == ResidualPosition::kAfterActivation || relu_after ||
                            (a.residual == ResidualPosition::kBeforeActivation &&
                             a.activation.kind == ActivationKind::kIdentity);
     if (!separable) continue;
     const std::string residual = conv.inputs.back();
     conv.inputs.pop_back();
     a.residual = ResidualPosition::kNone;
-    const std::string sum = conv.outputs[0];
+    if (relu_after) a.activation = Activation{};
+    const std::string out = conv.outputs[0];
     const std::string own = graph.UniqueName(conv.name + "/conv_output");
     conv.outputs[0] = own;  // renamed in place, so the next UniqueName sees it
-    added.push_back(MakeNode(graph.UniqueName(conv.name + "/residual_add"), BinaryAttrs{BinaryKind::kAdd},
-                             {own, residual}, {sum}));
+    const std::string sum = relu_after ? graph.UniqueName(conv.name + "/residual_sum") : out;
+    added.push_back(MakeNode(conv.name + "/residual_add", BinaryAttrs{BinaryKind::kAdd}, {own, residual}, {sum}));
+    ++separated;
+    if (relu_after) {
+      added.push_back(MakeNode(conv.name + "/residual_relu", ActivationAttrs{Activation::Relu()}, {sum}, {out}));
+    }
   }
   for (Node& node : added) CONVOY_RETURN_IF_ERROR(graph.AddNode(std::move(node)));
   if (!added.empty()) CONVOY_RETURN_IF_ERROR(graph.Finalize());
-  return static_cast<int>(added.size());
+  return separated;
 }
 
 CalibrationTargets FindCalibrationTargets(const Graph& graph) {
@@ -187,7 +227,9 @@ CalibrationTargets FindCalibrationTargets(const Graph& graph) {
       LayerCalibration layer;
       layer.name = node.name;
       layer.add = true;
-      measure(node.inputs[0]), measure(node.inputs[1]), measure(node.outputs[0]);
+      // Followed by a ReLU: the ReLU's output is what the INT8 add will write (AbsorbReluAfterResidualAdds).
+      const Node* relu = ReluAfter(graph, node);
+      measure(node.inputs[0]), measure(node.inputs[1]), measure(relu ? relu->outputs[0] : node.outputs[0]);
       targets.layers.push_back(std::move(layer));
     }
   }
@@ -202,6 +244,8 @@ absl::StatusOr<std::vector<LayerOutcome>> QuantizeWithCalibrationTable(Graph& gr
                                                                        const std::string& source) {
   CONVOY_RETURN_IF_ERROR(SeparateResidualAdds(graph).status());
   CONVOY_RETURN_IF_ERROR(CheckTable(graph, table, source));
+  const std::map<std::string, std::string> absorbed = AbsorbReluAfterResidualAdds(graph, table);
+  if (!absorbed.empty()) CONVOY_RETURN_IF_ERROR(graph.Finalize());
   // Which layers to quantize, and why the others are not.
   std::map<std::string, std::string> fp32_reasons;
   std::set<std::string> wrapped;                     // tensors that get a quantize-dequantize node
@@ -285,6 +329,17 @@ absl::StatusOr<std::vector<LayerOutcome>> QuantizeWithCalibrationTable(Graph& gr
   passes::EraseNodes(graph, erase);
   for (const auto& [conv, weights] : conv_weights) {
     if (analysis.Find(conv) == nullptr) graph.mutable_constants().at(weights) = original_weights.at(weights);
+  }
+  // An absorbed ReLU whose sum kept no quantize-dequantize node (nothing next to it folded) comes back.
+  for (const auto& [add, out] : absorbed) {
+    auto it = qdq_of.find(out);
+    if (it != qdq_of.end() && useful.count(it->second)) continue;
+    const std::string sum = graph.UniqueName(add + "/residual_sum");
+    for (Node& node : graph.mutable_nodes()) {
+      if (node.name == add) node.outputs[0] = sum;
+    }
+    CONVOY_RETURN_IF_ERROR(
+        graph.AddNode(MakeNode(graph.UniqueName(add + "/relu"), ActivationAttrs{Activation::Relu()}, {sum}, {out})));
   }
   CONVOY_RETURN_IF_ERROR(graph.Finalize());
   // A residual add separated in step 1 whose convolution stays FP32 is fused back (the fusion never absorbs a

@@ -5,8 +5,10 @@
 //
 // What the rewrite does, in order:
 // 1. SeparateResidualAdds: a residual add fused into a convolution (MobileNet / EfficientNet projections:
-//    conv + x with no activation, or act(conv) + x) becomes its own Add node again, as in a QDQ file where the
-//    quantization sits between the two. relu(conv + x) (ResNet) stays fused, so that convolution stays FP32.
+//    conv + x with no activation, or act(conv) + x; ResNet's relu(conv + x) as conv, Add, ReLU) becomes its own Add
+//    node again, as in a QDQ file where the quantization sits between the two. Where a ReLU follows the add and the
+//    table quantizes the ReLU's output to UINT8 with zero point 0, the ReLU goes and the add writes that tensor: the
+//    quantization's saturation at 0 is the ReLU (it comes back if nothing next to the add runs INT8).
 // 2. For each convolution the table marks int8 whose input and output tensors it quantizes: its weights become
 //    exactly float(q) * scale[k] with q = saturate(round(w / scale[k])) in INT8, per output channel, with the
 //    ConstantQuantization record a QDQ import leaves. The same for each residual add with both operands and its sum
@@ -30,7 +32,8 @@
 namespace convoy::runtime {
 
 // Step 1 above; returns how many adds it separated. The convolution `C` then writes `C/conv_output` and the Add
-// `C/residual_add` writes what `C` wrote before.
+// `C/residual_add` writes what `C` wrote before (for relu(conv + x): `C/residual_sum`, which the ReLU
+// `C/residual_relu` reads).
 absl::StatusOr<int> SeparateResidualAdds(Graph& graph);
 
 // What calibration measures on a graph whose residual adds are separated.

@@ -29,6 +29,12 @@ using ::testing::HasSubstr;
 
 uint32_t FreshSeed() { return std::random_device{}(); }
 
+// The INT8 steps and the FP32 simulation of the same quantization land on the same step except at rounding ties,
+// where they pick neighbours, and a step that differs in an early layer travels on through the next ones. Measured
+// over 8 runs x 2 layouts of the four-layer block: at most 2 output steps apart, 1196-1199 of 1200 outputs identical.
+// Asserted: 3 steps, 98 % identical.
+constexpr float kStepsFromSimulation = 3;
+
 Tensor Random(Shape shape, std::mt19937& rng, float lo, float hi) {
   std::uniform_real_distribution<float> dist(lo, hi);
   Tensor t = Tensor::Zeros(std::move(shape));
@@ -38,7 +44,8 @@ Tensor Random(Shape shape, std::mt19937& rng, float lo, float hi) {
 
 // x [N,8,10,10] -> conv1 3x3 (ReLU6) -> conv2 1x1 + x (residual fused, as the passes leave a MobileNet projection)
 // -> conv3 1x1 (`head` activation) -> relu -> out.
-absl::StatusOr<Graph> BlockGraph(uint32_t seed, Activation head = Activation::Relu()) {
+absl::StatusOr<Graph> BlockGraph(uint32_t seed, Activation head = Activation::Relu(),
+                                 Activation block = Activation{}) {
   std::mt19937 rng(seed);
   Graph g;
   CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 8, 10, 10}));
@@ -57,6 +64,7 @@ absl::StatusOr<Graph> BlockGraph(uint32_t seed, Activation head = Activation::Re
   Conv2dAttrs c2;
   c2.has_bias = true;
   c2.residual = ResidualPosition::kBeforeActivation;
+  c2.activation = block;  // identity: a projection + x; ReLU: ResNet's relu(conv + x)
   CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("conv2", c2, {"y1", "w2", "b2", "x"}, {"y2"})));
   Conv2dAttrs c3;
   c3.has_bias = true;
@@ -154,11 +162,17 @@ TEST(SeparateResidualAddsTest, SplitsAFusedProjectionResidualAndKeepsTheMeaning)
   for (size_t i = 0; i < want.at("out").data.size(); ++i) {
     ASSERT_NEAR(got.at("out").data[i], want.at("out").data[i], 1e-5f) << i;
   }
-  // ResNet's relu(conv + x) stays fused: no INT8 add takes the ReLU.
+  // ResNet's relu(conv + x): conv, Add, ReLU, with the same meaning.
   Graph resnet = fused;
   resnet.mutable_nodes()[resnet.ProducerIndex("y2")].As<Conv2dAttrs>().activation = Activation::Relu();
-  CONVOY_ASSERT_OK_AND_ASSIGN(int none, SeparateResidualAdds(resnet));
-  EXPECT_EQ(none, 0);
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto resnet_want, RunReference(resnet, inputs));
+  CONVOY_ASSERT_OK_AND_ASSIGN(int one, SeparateResidualAdds(resnet));
+  EXPECT_EQ(one, 1);
+  EXPECT_EQ(resnet.nodes()[resnet.ProducerIndex("y2")].name, "conv2/residual_relu");
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto resnet_got, RunReference(resnet, inputs));
+  for (size_t i = 0; i < resnet_want.at("out").data.size(); ++i) {
+    ASSERT_NEAR(resnet_got.at("out").data[i], resnet_want.at("out").data[i], 1e-5f) << i;
+  }
 }
 
 TEST(FindCalibrationTargetsTest, ListsTheTensorsAroundEveryConvAndAdd) {
@@ -208,8 +222,9 @@ TEST(QuantizeWithCalibrationTableTest, EveryLayerRunsInt8AndAgreesWithTheSimulat
     size_t identical = 0;
     double largest = 0, worst = 0;
     for (size_t i = 0; i < got.size(); ++i) {
-      // The INT8 steps against the FP32 simulation of the same quantization: one step at most (a rounding tie).
-      ASSERT_LE(std::fabs(got[i] - sim[i]), y3_step * 1.001f) << i << ": " << got[i] << " vs " << sim[i];
+      // The INT8 steps against the FP32 simulation of the same quantization (kStepsFromSimulation).
+      ASSERT_LE(std::fabs(got[i] - sim[i]), kStepsFromSimulation * y3_step * 1.001f) << i << ": " << got[i] << " vs "
+                                                                                       << sim[i];
       identical += std::fabs(got[i] - sim[i]) < y3_step * 0.001f;
       largest = std::max(largest, std::fabs(static_cast<double>(ref[i])));
       worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - ref[i]));
@@ -221,6 +236,52 @@ TEST(QuantizeWithCalibrationTableTest, EveryLayerRunsInt8AndAgreesWithTheSimulat
               << " output steps, output max " << largest << "); " << identical << " of " << got.size()
               << " equal to the simulation\n";
   }
+}
+
+TEST(QuantizeWithCalibrationTableTest, ResNetStyleReluAfterTheResidualRunsInt8) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph fp32, BlockGraph(seed, Activation::Relu(), Activation::Relu()));
+  Graph separated = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(int count, SeparateResidualAdds(separated));
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(separated.nodes()[separated.ProducerIndex("y2")].name, "conv2/residual_relu");
+  // The add's measured output is the ReLU's: that is what its INT8 step will write.
+  EXPECT_THAT(FindCalibrationTargets(separated).tensors, ElementsAre("x", "y1", "conv2/conv_output", "y2", "y3"));
+  CONVOY_ASSERT_OK_AND_ASSIGN(CalibrationTable table, MinMaxTable(fp32, seed + 1));
+  EXPECT_EQ(table.FindTensor("y2")->zero_point, 0);
+  Graph int8 = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(std::vector<LayerOutcome> outcomes, QuantizeWithCalibrationTable(int8, table, "t.yaml"));
+  ASSERT_EQ(outcomes.size(), 4u);
+  for (const LayerOutcome& o : outcomes) EXPECT_TRUE(o.int8) << o.node << ": " << o.detail;
+  EXPECT_EQ(int8.nodes()[int8.ProducerIndex("y2")].name, "conv2/residual_add");  // the ReLU went
+  std::mt19937 rng(seed + 2);
+  const Tensor x = Random({2, 8, 10, 10}, rng, -1.0f, 1.0f);
+  CONVOY_ASSERT_OK_AND_ASSIGN(std::vector<float> got, RunPlan(int8, Layout::kNHWC, 2, x));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto simulated, RunReference(int8, {{"x", x}}));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto reference, RunReference(fp32, {{"x", x}}));
+  const float step = table.FindTensor("y3")->scale;
+  double largest = 0, worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_LE(std::fabs(got[i] - simulated.at("out").data[i]), kStepsFromSimulation * step * 1.001f) << i;
+    largest = std::max(largest, std::fabs(static_cast<double>(reference.at("out").data[i])));
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - reference.at("out").data[i]));
+  }
+  EXPECT_LE(worst, 0.1 * largest);
+  // With INT8 symmetric activations the saturation is no ReLU: the ReLU stays and the add stays FP32.
+  CalibrationTable symmetric = table;
+  for (TensorQuantization& t : symmetric.tensors) t.is_signed = true, t.zero_point = 0;
+  symmetric.tensors[3].scale = std::max(std::fabs(symmetric.tensors[3].lo), symmetric.tensors[3].hi) / 127;
+  Graph kept = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(outcomes, QuantizeWithCalibrationTable(kept, symmetric, "t.yaml"));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto kept_out, RunReference(kept, {{"x", x}}));
+  for (float v : kept_out.at("out").data) ASSERT_GE(v, 0.0f);
+  bool relu_present = false;
+  for (const Node& n : kept.nodes()) {
+    relu_present |= n.op() == OpKind::kActivation && n.As<ActivationAttrs>().activation.kind == ActivationKind::kRelu &&
+                    n.outputs[0] == "y2";
+  }
+  EXPECT_TRUE(relu_present || kept.nodes()[kept.ProducerIndex("y2")].op() == OpKind::kConv2d);
 }
 
 TEST(QuantizeWithCalibrationTableTest, LayersKeptFp32StayExactlyFp32) {

@@ -7,6 +7,8 @@ server/runtime/calibrated_quantization.h, docs/model_config.md "Quantizing a mod
 - `convoy run --precision=int8` with that table runs the convolutions and residual adds as INT8 steps (`convoy
   inspect` lists each with its scales), with UINT8 asymmetric or (`--activations=int8`) INT8 symmetric activations; a
   missing table, a malformed one and one made for another model fail with the file and the entry named.
+- ResNet's relu(conv + x) (torchvision ResNet-18): every convolution and residual add INT8, the ReLU as the add's
+  UINT8 saturation.
 - The server: a model whose config says `precision: int8` with its table beside the model file serves INT8 answers
   close to the FP32 model's; the same model without a table and with a broken one is UNAVAILABLE with the reason
   while the others serve.
@@ -211,3 +213,25 @@ def test_symmetric_int8_activations(tmp_path):
     assert re.search(r"2 of 2 quantized convolutions run INT8", proc.stderr), proc.stderr
     fp32, int8 = np.load(tmp_path / "fp32/0.npy"), np.load(tmp_path / "int8/0.npy")
     assert np.abs(int8 - fp32).max() < 0.05  # probabilities
+
+
+def test_resnet_relu_after_the_residual_runs_int8(tmp_path_factory, tmp_path):
+    """torchvision's ResNet-18 (random weights, 64x64): relu(conv + x) runs as an INT8 convolution and an INT8 add
+    whose UINT8 output saturates at 0 (the ReLU): every convolution and add INT8, logits near FP32's."""
+    from torchvision_export import exported_models
+    model = pathlib.Path(exported_models(tmp_path_factory)) / "resnet18.onnx"
+    if not model.exists():
+        pytest.fail("resnet18 was not exported (CONVOY_TORCHVISION_MODELS leaves it out?)")
+    np.save(tmp_path / "cal.npy", RNG.uniform(-1, 1, (16, 3, 64, 64)).astype(np.float32))
+    np.save(tmp_path / "x.npy", RNG.uniform(-1, 1, (8, 3, 64, 64)).astype(np.float32))
+    calibrate(f"--model={model}", f"--inputs={tmp_path / 'cal.npy'}", f"--output={tmp_path / 't.yaml'}")
+    (tmp_path / "fp32").mkdir()
+    (tmp_path / "int8").mkdir()
+    convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={tmp_path / 'fp32'}")
+    proc = convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={tmp_path / 'int8'}",
+                  "--precision=int8", f"--calibration_table={tmp_path / 't.yaml'}")
+    assert "20 of 20 convolutions and 8 of 8 residual adds quantized" in proc.stderr, proc.stderr
+    assert "20 of 20 quantized convolutions and 8 of 8 quantized adds run INT8" in proc.stderr, proc.stderr
+    fp32, int8 = np.load(tmp_path / "fp32/0.npy"), np.load(tmp_path / "int8/0.npy")
+    # Measured 0.035 of the largest logit (random weights, min-max on uniform inputs); asserted 0.1.
+    assert np.abs(int8 - fp32).max() <= 0.1 * np.abs(fp32).max()
