@@ -262,14 +262,16 @@ absl::StatusOr<std::vector<InstanceGroupConfig>> ParseInstanceGroups(const YamlM
 
 absl::StatusOr<OptimizationConfig> ParseOptimization(const YamlMap& m) {
   CONVOY_RETURN_IF_ERROR(
-      m.CheckFields({"precision", "cuda_graphs", "algorithm_selection", "tune_batch_sizes", "verify_algorithms"}));
+      m.CheckFields({"precision", "cuda_graphs", "algorithm_selection", "tune_batch_sizes", "verify_algorithms",
+                     "calibration_table"}));
   OptimizationConfig o;
   CONVOY_ASSIGN_OR_RETURN(o.precision, EnumField(m, "precision",
                                                  EnumNames<Precision>{{"fp32", Precision::kFp32},
                                                                       {"tf32", Precision::kTf32},
                                                                       {"fp16", Precision::kFp16},
                                                                       {"bf16", Precision::kBf16},
-                                                                      {"auto", Precision::kAuto}},
+                                                                      {"auto", Precision::kAuto},
+                                                                      {"int8", Precision::kInt8}},
                                                  Precision::kFp32));
   CONVOY_ASSIGN_OR_RETURN(o.cuda_graphs, m.Bool("cuda_graphs", false));
   CONVOY_ASSIGN_OR_RETURN(o.algorithm_selection,
@@ -280,6 +282,11 @@ absl::StatusOr<OptimizationConfig> ParseOptimization(const YamlMap& m) {
   CONVOY_ASSIGN_OR_RETURN(o.tune_batch_sizes, m.IntList("tune_batch_sizes", std::vector<int64_t>{}));
   CONVOY_RETURN_IF_ERROR(PositiveList(m, "tune_batch_sizes", o.tune_batch_sizes));
   CONVOY_ASSIGN_OR_RETURN(o.verify_algorithms, m.Bool("verify_algorithms", true));
+  CONVOY_ASSIGN_OR_RETURN(o.calibration_table, m.String("calibration_table", o.calibration_table));
+  if (m.Has("calibration_table") && o.precision != Precision::kInt8) {
+    return m.Error("calibration_table", "is read by precision: int8 only");
+  }
+  if (o.calibration_table.empty()) return m.Error("calibration_table", "must name a file");
   return o;
 }
 

@@ -25,7 +25,8 @@ enum class TensorLayout { kNchw, kNhwc };
 enum class TimeoutAction { kReject, kDelay };
 enum class BatchingPolicyKind { kFixed, kAdaptive };
 enum class InstanceKind { kAuto, kGpu, kCpu };
-enum class Precision { kFp32, kTf32, kFp16, kBf16, kAuto };  // auto: bf16 on CPUs with AMX/AVX512-BF16, else fp32
+// auto: bf16 on CPUs with AMX/AVX512-BF16, else fp32. int8: the model's QDQ scales or its calibration table.
+enum class Precision { kFp32, kTf32, kFp16, kBf16, kAuto, kInt8 };
 enum class AlgorithmSelection { kHeuristic, kTune };
 enum class VersionPolicyKind { kLatest, kAll, kSpecific };
 
@@ -94,6 +95,8 @@ struct OptimizationConfig {
   AlgorithmSelection algorithm_selection = AlgorithmSelection::kHeuristic;
   std::vector<int64_t> tune_batch_sizes;  // empty = every batch size up to max_batch_size when tuning
   bool verify_algorithms = true;  // check each chosen conv/GEMM algorithm's output on the GPU before READY
+  // precision int8 on an FP32 model: the calibration table (`convoy calibrate`), relative to the version folder.
+  std::string calibration_table = "calibration.yaml";
 };
 
 struct WarmupConfig {

@@ -117,7 +117,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "must be in 1..3"},
         BadCase{"priority policy level out of range", "    1: {max_queue_size: 5", "    7: {max_queue_size: 5",
                 "priority level 7 outside 1..3"},
-        BadCase{"bad enum", "precision: fp16", "precision: fp8", "expected one of fp32, tf32, fp16, bf16, auto, got 'fp8'"},
+        BadCase{"bad enum", "precision: fp16", "precision: fp8", "expected one of fp32, tf32, fp16, bf16, auto, int8, got 'fp8'"},
+        BadCase{"calibration table without int8", "precision: fp16", "precision: fp16, calibration_table: t.yaml",
+                "optimization.calibration_table: is read by precision: int8 only"},
         BadCase{"negative dim", "dims: [1000]", "dims: [-1]", "entry 0 must be >= 1, got -1"},
         BadCase{"preprocessing on float input", "datatype: UINT8", "datatype: FP32", "needs datatype UINT8"},
         BadCase{"encoded images on a float input", "    datatype: UINT8\n    dims: [224, 224, 3]\n    layout: NHWC\n    preprocessing: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}\n",
@@ -154,6 +156,18 @@ dynamic_batching:
   policy: Adaptive
   target_latency_microseconds: 25000
 )";
+
+TEST(ModelConfigTest, PrecisionInt8AndItsCalibrationTable) {
+  std::string text = kAdaptiveConfig;
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelConfig defaults, ParseModelConfigText(text + "optimization: {precision: int8}\n",
+                                                                         "config.yaml"));
+  EXPECT_EQ(defaults.optimization.precision, Precision::kInt8);
+  EXPECT_EQ(defaults.optimization.calibration_table, "calibration.yaml");
+  CONVOY_ASSERT_OK_AND_ASSIGN(
+      ModelConfig named,
+      ParseModelConfigText(text + "optimization: {precision: INT8, calibration_table: tables/photos.yaml}\n", "c"));
+  EXPECT_EQ(named.optimization.calibration_table, "tables/photos.yaml");
+}
 
 TEST(ModelConfigTest, ParsesTheAdaptivePolicy) {
   CONVOY_ASSERT_OK_AND_ASSIGN(ModelConfig c, ParseModelConfigText(kAdaptiveConfig, "config.yaml"));

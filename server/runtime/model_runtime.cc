@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
+#include "server/repository/calibration_table.h"
 #include "server/repository/model_loader.h"
 #include "server/runtime/planner.h"
 
@@ -25,6 +26,7 @@ Precision FromConfigPrecision(repository::Precision precision) {
     case repository::Precision::kFp16: return Precision::kFp16;
     case repository::Precision::kBf16: return Precision::kBf16;
     case repository::Precision::kAuto: return Precision::kAuto;
+    case repository::Precision::kInt8: return Precision::kInt8;
     case repository::Precision::kFp32: break;
   }
   return Precision::kFp32;
@@ -91,6 +93,25 @@ absl::StatusOr<PreprocessProblem> MakePreprocessProblem(const repository::Tensor
   problem.dst_dtype = DataType::kFloat32;
   problem.dst_layout = Layout::kNCHW;
   return problem;
+}
+
+// The precision asked for: the override, else the config's.
+Precision RequestedPrecision(const ModelRuntimeOptions& options) {
+  const repository::OptimizationConfig defaults;
+  const repository::OptimizationConfig& optimization = options.config ? options.config->optimization : defaults;
+  return options.precision.value_or(FromConfigPrecision(optimization.precision));
+}
+
+// The calibration table of precision int8: the override, else the config's (default calibration.yaml), a relative
+// path taken from the model file's folder.
+std::string CalibrationTablePath(const ModelRuntimeOptions& options) {
+  std::string path = options.calibration_table.value_or(
+      options.config ? options.config->optimization.calibration_table : std::string("calibration.yaml"));
+  if (!options.calibration_table.has_value() && !path.empty() && path[0] != '/') {
+    const size_t slash = options.model_path.find_last_of('/');
+    if (slash != std::string::npos) path = options.model_path.substr(0, slash + 1) + path;
+  }
+  return path;
 }
 
 }  // namespace
@@ -187,15 +208,57 @@ absl::Status ModelRuntime::ImportGraph(const ModelRuntimeOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status ModelRuntime::QuantizeGraph(const ModelRuntimeOptions& options) {
+  auto log = [&options](const std::string& line) {
+    if (options.log) options.log(line);
+  };
+  if (options.device->backend() != Backend::kCpu) {
+    log(absl::StrCat(name_, ": precision int8 on ", options.device->Identity(), ": the INT8 steps run on CPUs; here "
+                     "the quantization is simulated in FP32"));
+  }
+  if (HasQuantizeDequantize(graph_)) {
+    int8_layers_ = DescribeQuantizedLayers(graph_);
+    log(absl::StrCat(name_, ": precision int8: the model's own quantize-dequantize scales (a QDQ file; no "
+                     "calibration table is read)"));
+    return absl::OkStatus();
+  }
+  const std::string path = CalibrationTablePath(options);
+  absl::StatusOr<CalibrationTable> table = repository::ReadCalibrationTable(path);
+  if (absl::IsNotFound(table.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", name_, "': precision int8 needs a calibration table, and ", path, " does not exist; make it with "
+        "`convoy calibrate --model=", options.model_path, " --images=DIR` (docs/model_config.md)"));
+  }
+  if (!table.ok()) {
+    return absl::Status(table.status().code(), absl::StrCat("model '", name_, "': ", table.status().message()));
+  }
+  absl::StatusOr<std::vector<LayerOutcome>> outcomes = QuantizeWithCalibrationTable(graph_, *table, path);
+  if (!outcomes.ok()) {
+    return absl::Status(outcomes.status().code(), absl::StrCat("model '", name_, "': ", outcomes.status().message()));
+  }
+  int8_layers_ = std::move(*outcomes);
+  int convs = 0, convs_int8 = 0, adds = 0, adds_int8 = 0;
+  for (const LayerOutcome& layer : int8_layers_) {
+    (layer.add ? adds : convs) += 1;
+    (layer.add ? adds_int8 : convs_int8) += layer.int8;
+  }
+  log(absl::StrFormat("%s: precision int8 from %s (%s, %d samples): %d of %d convolutions and %d of %d residual adds "
+                      "quantized; the rest stay FP32 (`convoy inspect` says why)",
+                      name_, path, CalibrationMethodName(table->method), table->samples, convs_int8, convs, adds_int8,
+                      adds));
+  return absl::OkStatus();
+}
+
 absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
   PlannerOptions planner;
   planner.device = options.device;
   const repository::OptimizationConfig defaults;
   const repository::OptimizationConfig& optimization = config_ ? config_->optimization : defaults;
-  const Precision requested = options.precision.value_or(FromConfigPrecision(optimization.precision));
+  const Precision requested = RequestedPrecision(options);
   // auto: BF16 where the CPU computes it natively (oneDNN sees AVX512-BF16 or AMX), FP32 elsewhere (GPUs included).
+  // int8: an FP32 plan of the quantized graph (QuantizeGraph), whose quantized layers become INT8 steps.
   const bool bf16_compute = options.device->backend() == Backend::kCpu && cpu::onednn::HasBf16Compute();
-  planner.precision = ResolvePrecision(requested, bf16_compute);
+  planner.precision = requested == Precision::kInt8 ? Precision::kFp32 : ResolvePrecision(requested, bf16_compute);
   if (requested == Precision::kAuto && options.log) {
     options.log(absl::StrCat(name_, ": precision auto -> ", PrecisionName(planner.precision),
                       bf16_compute ? " (the CPU computes BF16: AMX or AVX512-BF16)"
@@ -294,6 +357,7 @@ absl::StatusOr<std::unique_ptr<ModelRuntime>> ModelRuntime::Create(const ModelRu
   };
   auto start = std::chrono::steady_clock::now();
   CONVOY_RETURN_IF_ERROR(model->ImportGraph(options));
+  if (RequestedPrecision(options) == Precision::kInt8) CONVOY_RETURN_IF_ERROR(model->QuantizeGraph(options));
   model->report_.import_seconds = SecondsSince(start);
   log(absl::StrFormat("%s: imported and optimized %s in %.3f s: %d nodes (%s)", model->name_, options.model_path,
                       model->report_.import_seconds, model->graph_.nodes().size(), model->report_.optimize_stats));

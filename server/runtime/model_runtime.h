@@ -35,6 +35,7 @@
 #include "kernels/registry/autotuner.h"
 #include "kernels/registry/device.h"
 #include "server/repository/model_config.h"
+#include "server/runtime/calibrated_quantization.h"
 #include "server/runtime/executor.h"
 #include "server/runtime/graph.h"
 #include "server/runtime/model_signature.h"
@@ -64,9 +65,12 @@ struct ModelRuntimeOptions {
   std::vector<int> tune_batch_sizes;  // empty: the config's, or every batch size
   // Override of the config's `cuda_graphs`: record a CUDA graph per batch size in each instance (see executor.h).
   std::optional<bool> cuda_graphs;
-  // QDQ models: run the convolutions between quantize-dequantize nodes in INT8 (PlannerOptions::int8_convolutions;
-  // default true). False simulates every quantization in FP32.
+  // QDQ models and precision int8: run the convolutions between quantize-dequantize nodes in INT8
+  // (PlannerOptions::int8_convolutions; default true). False simulates every quantization in FP32.
   std::optional<bool> int8_convolutions;
+  // Precision int8 on an FP32 model: the calibration table to read instead of the config's `calibration_table`
+  // (default `calibration.yaml` beside the model file).
+  std::optional<std::string> calibration_table;
   // Default: DefaultCpuLayout on the CPU, NHWC elsewhere (tensor-core kernels want it).
   std::optional<Layout> layout;
   TuningOptions tuning;
@@ -103,6 +107,9 @@ class ModelRuntime {
   const Graph& graph() const { return graph_; }
   const ExecutionPlan& plan() const { return *plan_; }
   const LoadReport& load_report() const { return report_; }
+  // Precision int8: each convolution and residual add, INT8 with its scales or FP32 with the reason (empty for
+  // other precisions).
+  const std::vector<LayerOutcome>& int8_layers() const { return int8_layers_; }
 
   // Whether instances record a CUDA graph per batch size (asked for, and the device can record).
   bool records_graphs() const { return records_graphs_; }
@@ -120,6 +127,7 @@ class ModelRuntime {
   friend class ModelInstance;
   ModelRuntime() = default;
   absl::Status ImportGraph(const ModelRuntimeOptions& options);
+  absl::Status QuantizeGraph(const ModelRuntimeOptions& options);
   absl::Status Plan(const ModelRuntimeOptions& options);
   absl::Status Warmup(const ModelRuntimeOptions& options);
   std::vector<int64_t> ConcreteDims(const TensorMetadata& t, int batch_size) const;
@@ -134,6 +142,7 @@ class ModelRuntime {
   int max_batch_size_ = 0;
   bool records_graphs_ = false;
   Graph graph_;
+  std::vector<LayerOutcome> int8_layers_;
   std::shared_ptr<const ExecutionPlan> plan_;
   LoadReport report_;
 };

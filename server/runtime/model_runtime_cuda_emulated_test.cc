@@ -97,7 +97,8 @@ double ToleranceFor(Precision precision) {
     case Precision::kTf32: return 1e-2;
     case Precision::kFp16: return 1e-2;
     case Precision::kBf16: return 6e-2;
-    case Precision::kAuto: break;  // resolved before planning: never a case here
+    case Precision::kAuto:  // resolved before planning: never a case here
+    case Precision::kInt8: break;
   }
   return 0;
 }

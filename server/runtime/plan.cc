@@ -15,6 +15,7 @@ absl::string_view PrecisionName(Precision precision) {
     case Precision::kBf16: return "bf16";
     case Precision::kTf32: return "tf32";
     case Precision::kAuto: return "auto";
+    case Precision::kInt8: return "int8";
   }
   return "unknown";
 }
@@ -26,11 +27,12 @@ Precision ResolvePrecision(Precision precision, bool bf16_compute) {
 
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   const std::string lower = absl::AsciiStrToLower(name);
-  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16, Precision::kTf32, Precision::kAuto}) {
+  for (Precision p :
+       {Precision::kFp32, Precision::kFp16, Precision::kBf16, Precision::kTf32, Precision::kAuto, Precision::kInt8}) {
     if (lower == PrecisionName(p)) return p;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown precision '", name, "'; expected fp32, fp16, bf16, tf32 or auto"));
+      absl::StrCat("unknown precision '", name, "'; expected fp32, fp16, bf16, tf32, int8 or auto"));
 }
 
 DataType ComputeDataType(Precision precision) {

@@ -35,8 +35,10 @@ namespace convoy::runtime {
 // TF32 computes in FP32 storage but lets conv and GEMM kernels use TF32 tensor-core products (allow_tf32).
 // kAuto is a request, resolved before planning (ModelRuntime): bf16 on CPUs with BF16 compute (AMX or AVX512-BF16,
 // where oneDNN's convolutions run BF16 with FP32 accumulation), fp32 everywhere else.
-enum class Precision : uint8_t { kFp32 = 0, kFp16, kBf16, kTf32, kAuto };
-absl::string_view PrecisionName(Precision precision);  // "fp32", "fp16", "bf16", "tf32", "auto"
+// kInt8 is a request too: ModelRuntime quantizes the graph (the model's own QDQ scales, or its calibration table:
+// calibrated_quantization.h) and plans it in FP32, where the quantized convolutions and adds become INT8 steps.
+enum class Precision : uint8_t { kFp32 = 0, kFp16, kBf16, kTf32, kAuto, kInt8 };
+absl::string_view PrecisionName(Precision precision);  // "fp32", "fp16", "bf16", "tf32", "auto", "int8"
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
 // kAuto -> kBf16 when `bf16_compute` (the device computes BF16 natively), else kFp32; any other precision as is.
 Precision ResolvePrecision(Precision precision, bool bf16_compute);

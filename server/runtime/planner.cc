@@ -550,6 +550,10 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanBuilder::Build() {
   if (options_.precision == Precision::kAuto) {
     return absl::InvalidArgumentError("PlannerOptions.precision 'auto' must be resolved first (ResolvePrecision)");
   }
+  if (options_.precision == Precision::kInt8) {
+    return absl::InvalidArgumentError("PlannerOptions.precision 'int8' is planned as fp32 on a quantized graph "
+                                      "(ModelRuntime, calibrated_quantization.h)");
+  }
   plan_->device_ = options_.device;
   plan_->precision_ = options_.precision;
   plan_->layout_ = options_.layout;

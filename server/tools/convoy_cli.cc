@@ -6,6 +6,7 @@
 //   convoy inspect --model=model_repo/resnet_classifier [--tune] [--profile_batch=1] [--profile_runs=1]
 //   convoy inspect --engine=reference --model=model.onnx [--optimize=false]
 //   convoy tune --model=model.onnx --batch_sizes=1,8 --cache=out.cache
+//   convoy calibrate --model=model_repo/efficientnet_lite0 --images=photos/ --method=entropy   # calibration.yaml
 //   convoy algorithms
 //   convoy jobs < lines        # one command per stdin line (tab-separated arguments), answered "job ok" or
 //                              # "job error: MESSAGE" each: test suites pay the process start-up once
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -38,10 +40,12 @@
 #include "kernels/registry/registry.h"
 #include "server/imaging/image_decoder.h"
 #include "server/imaging/image_resize.h"
+#include "server/repository/calibration_table.h"
 #include "server/repository/model_loader.h"
 #include "server/repository/model_repository.h"
 #include "server/runtime/model_runtime.h"
 #include "server/runtime/reference_interpreter.h"
+#include "server/tools/model_calibration.h"
 #include "server/tools/npy.h"
 #ifdef CONVOY_CLI_WITH_CUDA
 #include "kernels/cuda/cuda_device.h"
@@ -58,17 +62,24 @@ constexpr char kUsage[] = R"(usage:
   convoy inspect --model=PATH [--tune] [--profile_batch=N] [--profile_runs=R] [options]
   convoy run|inspect --engine=reference --model=PATH [--optimize=false] ...   (FP32 reference interpreter)
   convoy tune --model=PATH --batch_sizes=1,8 --cache=OUT.cache [options]
+  convoy calibrate --model=PATH (--images=DIR|PHOTO,... | --inputs=X.npy[,Y.npy]) [--method=minmax|percentile|entropy]
+      [--percentile=99.99] [--activations=uint8|int8] [--keep_fp32=LAYER,...] [--batch_size=8] [--output=FILE]
+      runs the FP32 model on the calibration inputs (photos prepared as the server prepares an encoded-image input
+      of the model; .npy: the model's float input [N,C,H,W] or UINT8 pixels [N,H,W,C]) and writes the calibration
+      table `precision: int8` reads (default: calibration.yaml beside the model file; default method minmax)
   convoy algorithms
   convoy image --image=PHOTO.jpg|png --height=H --width=W [--crop_fraction=0.875] --output=X.npy
       decodes a photo as the server does for an encoded-image input (upright by its EXIF orientation, the centred
       box of the input's aspect ratio keeping crop_fraction of the shorter side, bicubic resize) and writes the
       UINT8 [1, H, W, 3] pixels the model would get
 PATH: model.onnx, model.yaml, or a model repository folder (config.yaml + version folders).
-options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|auto  --layout=nchw|nhwc|nchw8c
+options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|int8|auto  --layout=nchw|nhwc|nchw8c
          --max_batch_size=N (model files without a config; default 8)  --cache=FILE (algorithm cache to load)
          --threads=N (CPU threads)  --quiet (no load log)
          --cuda_graphs[=true|false] (on a GPU: record a CUDA graph per batch size; default: the config's)
          --int8=true|false (QDQ models: convolutions between quantize-dequantize steps run INT8; default true)
+         --calibration_table=FILE (--precision=int8 on an FP32 model; default: the config's, or calibration.yaml
+           beside the model file)
 --output_dir=DIR writes output i to DIR/i.npy, in the model's output order.
 --repeat=N times N more runs after the first (warm-up) one and prints their median and fastest wall time.
 --profile_runs=R (inspect) times each step in R runs after the warm-up run and prints each step's median.
@@ -191,6 +202,7 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
   if (flags.Has("max_batch_size")) {
     CONVOY_ASSIGN_OR_RETURN(options.default_max_batch_size, ParsePositive("max_batch_size", flags.Get("max_batch_size")));
   }
+  if (flags.Has("calibration_table")) options.calibration_table = flags.Get("calibration_table");
   if (flags.Has("cache")) {
     auto loaded = AlgorithmCache::Global().Load(flags.Get("cache"));
     if (loaded.ok()) {
@@ -419,6 +431,13 @@ absl::Status InspectCommand(const Flags& flags) {
     std::cout << "output " << t.name << " " << DataTypeName(t.datatype) << " " << DimsToString(t.dims) << "\n";
   }
   std::cout << "\n== optimized graph (" << model->load_report().optimize_stats << ")\n" << model->graph().ToString();
+  if (!model->int8_layers().empty()) {
+    std::cout << "\n== precision int8: convolutions and residual adds\n";
+    for (const runtime::LayerOutcome& layer : model->int8_layers()) {
+      std::cout << "  " << layer.node << ": " << (layer.int8 ? "INT8 " : "FP32 (") << layer.detail
+                << (layer.int8 ? "" : ")") << "\n";
+    }
+  }
   std::cout << "\n== " << model->plan().ToString(batch);
   CONVOY_ASSIGN_OR_RETURN(std::vector<double> times, ProfileSteps(*model, batch, runs));
   std::cout << "\n== measured step times at batch " << batch << " (ms";
@@ -510,12 +529,87 @@ absl::Status ImageCommand(const Flags& flags) {
   return WriteNpyFile(flags.Get("output"), pixels);
 }
 
+// The files --images names: a folder's JPEG and PNG files (sorted by name), or a comma-separated list of photos.
+absl::StatusOr<std::vector<std::string>> PhotoPaths(const std::string& value) {
+  std::vector<std::string> paths;
+  std::error_code error;
+  if (std::filesystem::is_directory(value, error)) {
+    for (const auto& entry : std::filesystem::directory_iterator(value, error)) {
+      std::string ext = absl::AsciiStrToLower(entry.path().extension().string());
+      if (entry.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png")) {
+        paths.push_back(entry.path().string());
+      }
+    }
+    std::sort(paths.begin(), paths.end());
+    if (paths.empty()) return absl::NotFoundError(absl::StrCat("--images=", value, ": no .jpg, .jpeg or .png file"));
+    return paths;
+  }
+  for (absl::string_view part : absl::StrSplit(value, ',', absl::SkipEmpty())) paths.emplace_back(part);
+  if (paths.empty()) return absl::InvalidArgumentError("--images is empty");
+  return paths;
+}
+
+// `calibrate`: runs the FP32 model on the calibration inputs and writes its calibration table.
+absl::Status CalibrateCommand(const Flags& flags) {
+  ModelRuntimeOptions resolved;
+  CONVOY_RETURN_IF_ERROR(ResolveModel(flags, resolved));
+  ModelCalibrationOptions options;
+  options.model_path = resolved.model_path;
+  options.config = resolved.config;
+  CONVOY_ASSIGN_OR_RETURN(options.device, SelectDevice(flags));
+  if (flags.Has("images")) {
+    CONVOY_ASSIGN_OR_RETURN(options.images, PhotoPaths(flags.Get("images")));
+  }
+  for (absl::string_view part : absl::StrSplit(flags.Get("inputs"), ',', absl::SkipEmpty())) {
+    options.npy_files.emplace_back(part);
+  }
+  CONVOY_ASSIGN_OR_RETURN(options.method, runtime::ParseCalibrationMethod(flags.Get("method", "minmax")));
+  if (flags.Has("percentile")) {
+    if (options.method != runtime::CalibrationMethod::kPercentile) {
+      return absl::InvalidArgumentError("--percentile applies to --method=percentile only");
+    }
+    if (!absl::SimpleAtod(flags.Get("percentile"), &options.percentile) ||
+        !(options.percentile > 50 && options.percentile <= 100)) {
+      return absl::InvalidArgumentError(absl::StrCat("--percentile must be a number in (50, 100], got '",
+                                                     flags.Get("percentile"), "'"));
+    }
+  }
+  const std::string activations = flags.Get("activations", "uint8");
+  if (activations != "uint8" && activations != "int8") {
+    return absl::InvalidArgumentError(absl::StrCat("--activations must be uint8 (asymmetric) or int8 (symmetric), got '",
+                                                   activations, "'"));
+  }
+  options.signed_activations = activations == "int8";
+  for (absl::string_view part : absl::StrSplit(flags.Get("keep_fp32"), ',', absl::SkipEmpty())) {
+    options.keep_fp32.emplace_back(part);
+  }
+  if (flags.Has("batch_size")) {
+    CONVOY_ASSIGN_OR_RETURN(options.batch_size, ParsePositive("batch_size", flags.Get("batch_size")));
+  }
+  if (!flags.Has("quiet")) options.log = [](const std::string& line) { std::cerr << line << std::endl; };
+  std::string output = flags.Get("output");
+  if (output.empty()) {
+    const size_t slash = options.model_path.find_last_of('/');
+    output = slash == std::string::npos ? "calibration.yaml"
+                                        : options.model_path.substr(0, slash + 1) + "calibration.yaml";
+  }
+  CONVOY_ASSIGN_OR_RETURN(runtime::CalibrationTable table, CalibrateModel(options));
+  CONVOY_RETURN_IF_ERROR(repository::WriteCalibrationTable(output, table));
+  int int8 = 0;
+  for (const auto& layer : table.layers) int8 += layer.int8;
+  std::cout << "wrote " << output << ": " << table.tensors.size() << " tensors, " << int8 << " of "
+            << table.layers.size() << " layers int8 (" << runtime::CalibrationMethodName(table.method) << ", "
+            << table.samples << " samples)\n";
+  return absl::OkStatus();
+}
+
 absl::Status Main(int argc, char** argv) {
   if (argc < 2) return absl::InvalidArgumentError("missing subcommand");
   const std::string command = argv[1];
   if (command == "jobs") return JobsCommand(argv[0]);
-  const std::vector<std::string> common = {"model", "device", "precision", "layout", "max_batch_size",
-                                           "cache", "threads", "quiet", "cuda_graphs", "int8"};
+  const std::vector<std::string> common = {"model",  "device",     "precision", "layout", "max_batch_size",
+                                           "cache",  "threads",    "quiet",     "cuda_graphs", "int8",
+                                           "calibration_table"};
   auto with = [&common](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;
@@ -548,6 +642,12 @@ absl::Status Main(int argc, char** argv) {
   if (command == "tune") {
     CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, with({"batch_sizes"})));
     return TuneCommand(flags);
+  }
+  if (command == "calibrate") {
+    CONVOY_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv, {"model", "device", "threads", "quiet", "images",
+                                                                 "inputs", "method", "percentile", "activations",
+                                                                 "keep_fp32", "batch_size", "output"}));
+    return CalibrateCommand(flags);
   }
   if (command == "algorithms") return AlgorithmsCommand();
   if (command == "image") {

@@ -1,0 +1,367 @@
+// precision int8 on an FP32 graph: residual adds separated, the calibration targets, the table turned into
+// quantize-dequantize nodes that the INT8 folding takes (every layer of a MobileNet-style block folds), plans that
+// run those layers as INT8 steps and agree with the quantization simulated in FP32 and, to the quantization's
+// error, with the FP32 graph; tables that do not fit the graph fail naming the entry; layers kept FP32 cost nothing.
+//
+// The table is made here as `convoy calibrate` makes it (min-max over the reference interpreter's values on random
+// inputs), so the test needs no model file.
+#include "server/runtime/calibrated_quantization.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/status_matchers.h"
+#include "kernels/cpu/cpu_device.h"
+#include "server/runtime/executor.h"
+#include "server/runtime/planner.h"
+#include "server/runtime/quantized_conv_folding.h"
+#include "server/runtime/reference_interpreter.h"
+
+namespace convoy::runtime {
+namespace {
+
+using ::convoy::testing::IsOk;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+uint32_t FreshSeed() { return std::random_device{}(); }
+
+// The INT8 steps and the FP32 simulation of the same quantization land on the same step except at rounding ties,
+// where they pick neighbours, and a step that differs in an early layer travels on through the next ones. Measured
+// over 8 runs x 2 layouts of the four-layer block: at most 2 output steps apart, 1196-1199 of 1200 outputs identical.
+// Asserted: 3 steps, 98 % identical.
+constexpr float kStepsFromSimulation = 3;
+
+Tensor Random(Shape shape, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  Tensor t = Tensor::Zeros(std::move(shape));
+  for (float& v : t.data) v = dist(rng);
+  return t;
+}
+
+// x [N,8,10,10] -> conv1 3x3 (ReLU6) -> conv2 1x1 + x (residual fused, as the passes leave a MobileNet projection)
+// -> conv3 1x1 (`head` activation) -> relu -> out.
+absl::StatusOr<Graph> BlockGraph(uint32_t seed, Activation head = Activation::Relu(),
+                                 Activation block = Activation{}) {
+  std::mt19937 rng(seed);
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 8, 10, 10}));
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("w1", Random({16, 8, 3, 3}, rng, -0.3f, 0.3f)));
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("b1", Random({16}, rng, -0.2f, 0.5f)));
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("w2", Random({8, 16, 1, 1}, rng, -0.3f, 0.3f)));
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("b2", Random({8}, rng, -0.2f, 0.2f)));
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("w3", Random({4, 8, 1, 1}, rng, -0.5f, 0.5f)));
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("b3", Random({4}, rng, 0.0f, 0.3f)));
+  Conv2dAttrs c1;
+  c1.window.kernel_h = c1.window.kernel_w = 3;
+  c1.window.pad_top = c1.window.pad_left = c1.window.pad_bottom = c1.window.pad_right = 1;
+  c1.has_bias = true;
+  c1.activation = Activation::Clip(0, 6);
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("conv1", c1, {"x", "w1", "b1"}, {"y1"})));
+  Conv2dAttrs c2;
+  c2.has_bias = true;
+  c2.residual = ResidualPosition::kBeforeActivation;
+  c2.activation = block;  // identity: a projection + x; ReLU: ResNet's relu(conv + x)
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("conv2", c2, {"y1", "w2", "b2", "x"}, {"y2"})));
+  Conv2dAttrs c3;
+  c3.has_bias = true;
+  c3.activation = head;
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("conv3", c3, {"y2", "w3", "b3"}, {"y3"})));
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("relu", ActivationAttrs{Activation::Relu()}, {"y3"}, {"out"})));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("out"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
+// A min-max table for `graph` over `batches` random batches of 4, as `convoy calibrate` makes it.
+absl::StatusOr<CalibrationTable> MinMaxTable(const Graph& graph, uint32_t seed, int batches = 4) {
+  Graph g = graph;
+  CONVOY_RETURN_IF_ERROR(SeparateResidualAdds(g).status());
+  const CalibrationTargets targets = FindCalibrationTargets(g);
+  for (const std::string& t : targets.tensors) {
+    if (t != "x" && !g.IsGraphOutput(t)) CONVOY_RETURN_IF_ERROR(g.AddOutput(t));
+  }
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  std::vector<TensorStatistics> stats(targets.tensors.size());
+  std::mt19937 rng(seed);
+  for (int b = 0; b < batches; ++b) {
+    std::map<std::string, Tensor> inputs = {{"x", Random({4, 8, 10, 10}, rng, -1.0f, 1.0f)}};
+    CONVOY_ASSIGN_OR_RETURN(auto values, RunReference(g, inputs));
+    for (size_t i = 0; i < stats.size(); ++i) {
+      const Tensor& v = targets.tensors[i] == "x" ? inputs.at("x") : values.at(targets.tensors[i]);
+      stats[i].Add(v.data.data(), static_cast<int64_t>(v.data.size()));
+    }
+  }
+  CalibrationTable table;
+  for (size_t i = 0; i < stats.size(); ++i) {
+    CONVOY_ASSIGN_OR_RETURN(ActivationRange range, ChooseRange(stats[i], CalibrationMethod::kMinMax, 100, false));
+    TensorQuantization q = QuantizeRange(range, false);
+    q.name = targets.tensors[i];
+    table.tensors.push_back(q);
+  }
+  for (LayerCalibration layer : targets.layers) {
+    if (!layer.add && layer.int8) {
+      for (const Node& n : g.nodes()) {
+        if (n.name != layer.name) continue;
+        const Tensor& w = *g.FindConstant(n.inputs[1]);
+        layer.weight_scales = WeightScalesPerChannel(w.data, w.shape[0]);
+      }
+    }
+    table.layers.push_back(layer);
+  }
+  return table;
+}
+
+int CountQdqNodes(const Graph& graph) {
+  int n = 0;
+  for (const Node& node : graph.nodes()) {
+    n += node.op() == OpKind::kActivation &&
+         node.As<ActivationAttrs>().activation.kind == ActivationKind::kQuantizeDequantizeU8;
+  }
+  return n;
+}
+
+// Runs `graph` planned on the CPU (FP32 plan, INT8 steps on) at `batch` on `x`; the output poisoned first.
+absl::StatusOr<std::vector<float>> RunPlan(const Graph& graph, Layout layout, int batch, const Tensor& x,
+                                           std::shared_ptr<const ExecutionPlan>* plan_out = nullptr) {
+  PlannerOptions options;
+  options.device = &CpuDevice::Default();
+  options.layout = layout;
+  options.max_batch_size = batch;
+  CONVOY_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, BuildExecutionPlan(graph, options));
+  CONVOY_ASSIGN_OR_RETURN(auto executor, Executor::Create({plan}));
+  std::vector<float> out(executor->ExpectedOutputDesc(0, batch).num_elements(), std::nanf(""));
+  std::vector<TensorView> ins = {{executor->ExpectedInputDesc(0, batch), const_cast<float*>(x.data.data())}};
+  std::vector<TensorView> outs = {{executor->ExpectedOutputDesc(0, batch), out.data()}};
+  CONVOY_RETURN_IF_ERROR(executor->Run(batch, ins, outs));
+  if (plan_out) *plan_out = plan;
+  return out;
+}
+
+TEST(SeparateResidualAddsTest, SplitsAFusedProjectionResidualAndKeepsTheMeaning) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph fused, BlockGraph(seed));
+  Graph separated = fused;
+  CONVOY_ASSERT_OK_AND_ASSIGN(int count, SeparateResidualAdds(separated));
+  EXPECT_EQ(count, 1);
+  const int add = separated.ProducerIndex("y2");
+  ASSERT_GE(add, 0);
+  EXPECT_EQ(separated.nodes()[add].name, "conv2/residual_add");
+  EXPECT_THAT(separated.nodes()[add].inputs, ElementsAre("conv2/conv_output", "x"));
+  const Node& conv2 = separated.nodes()[separated.ProducerIndex("conv2/conv_output")];
+  EXPECT_EQ(conv2.inputs.size(), 3u);
+  EXPECT_EQ(conv2.As<Conv2dAttrs>().residual, ResidualPosition::kNone);
+  std::mt19937 rng(seed + 1);
+  const std::map<std::string, Tensor> inputs = {{"x", Random({2, 8, 10, 10}, rng, -1.0f, 1.0f)}};
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto want, RunReference(fused, inputs));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto got, RunReference(separated, inputs));
+  for (size_t i = 0; i < want.at("out").data.size(); ++i) {
+    ASSERT_NEAR(got.at("out").data[i], want.at("out").data[i], 1e-5f) << i;
+  }
+  // ResNet's relu(conv + x): conv, Add, ReLU, with the same meaning.
+  Graph resnet = fused;
+  resnet.mutable_nodes()[resnet.ProducerIndex("y2")].As<Conv2dAttrs>().activation = Activation::Relu();
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto resnet_want, RunReference(resnet, inputs));
+  CONVOY_ASSERT_OK_AND_ASSIGN(int one, SeparateResidualAdds(resnet));
+  EXPECT_EQ(one, 1);
+  EXPECT_EQ(resnet.nodes()[resnet.ProducerIndex("y2")].name, "conv2/residual_relu");
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto resnet_got, RunReference(resnet, inputs));
+  for (size_t i = 0; i < resnet_want.at("out").data.size(); ++i) {
+    ASSERT_NEAR(resnet_got.at("out").data[i], resnet_want.at("out").data[i], 1e-5f) << i;
+  }
+}
+
+TEST(FindCalibrationTargetsTest, ListsTheTensorsAroundEveryConvAndAdd) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, BlockGraph(FreshSeed(), Activation{ActivationKind::kSigmoid, 0, 0}));
+  ASSERT_THAT(SeparateResidualAdds(graph).status(), IsOk());
+  const CalibrationTargets targets = FindCalibrationTargets(graph);
+  // conv3's sigmoid cannot run INT8: its output is not measured.
+  EXPECT_THAT(targets.tensors, ElementsAre("x", "y1", "conv2/conv_output", "y2"));
+  ASSERT_EQ(targets.layers.size(), 4u);
+  EXPECT_EQ(targets.layers[2].name, "conv2/residual_add");
+  EXPECT_TRUE(targets.layers[2].add);
+  EXPECT_FALSE(targets.layers[3].int8);
+  EXPECT_THAT(targets.layers[3].reason, HasSubstr("activation sigmoid is fused into it"));
+}
+
+TEST(QuantizeWithCalibrationTableTest, EveryLayerRunsInt8AndAgreesWithTheSimulationAndFp32) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph fp32, BlockGraph(seed));
+  CONVOY_ASSERT_OK_AND_ASSIGN(CalibrationTable table, MinMaxTable(fp32, seed + 1));
+  Graph int8 = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(std::vector<LayerOutcome> outcomes, QuantizeWithCalibrationTable(int8, table, "t.yaml"));
+  ASSERT_EQ(outcomes.size(), 4u);
+  for (const LayerOutcome& o : outcomes) EXPECT_TRUE(o.int8) << o.node << ": " << o.detail;
+  EXPECT_THAT(outcomes[0].detail, HasSubstr("weights INT8 per channel (16 scales"));
+  EXPECT_EQ(CountQdqNodes(int8), 5);  // x, y1, conv2's own output, the sum, y3
+  const QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(int8);
+  EXPECT_EQ(analysis.folds.size(), 3u);
+  EXPECT_EQ(analysis.adds.size(), 1u);
+  const float y3_step = table.FindTensor("y3")->scale;
+
+  std::mt19937 rng(seed + 2);
+  for (Layout layout : {Layout::kNHWC, Layout::kNCHW8c}) {
+    SCOPED_TRACE(LayoutName(layout));
+    const int batch = 3;
+    const Tensor x = Random({batch, 8, 10, 10}, rng, -1.0f, 1.0f);
+    std::shared_ptr<const ExecutionPlan> plan;
+    CONVOY_ASSERT_OK_AND_ASSIGN(std::vector<float> got, RunPlan(int8, layout, batch, x, &plan));
+    int int8_steps = 0;
+    for (const QuantizedLayerChoice& layer : plan->quantized_layers()) int8_steps += layer.int8;
+    EXPECT_EQ(int8_steps, 4) << plan->QuantizationSummary();
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto simulated, RunReference(int8, {{"x", x}}));
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto reference, RunReference(fp32, {{"x", x}}));
+    const std::vector<float>& sim = simulated.at("out").data;
+    const std::vector<float>& ref = reference.at("out").data;
+    ASSERT_EQ(got.size(), sim.size());
+    size_t identical = 0;
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      // The INT8 steps against the FP32 simulation of the same quantization (kStepsFromSimulation).
+      ASSERT_LE(std::fabs(got[i] - sim[i]), kStepsFromSimulation * y3_step * 1.001f) << i << ": " << got[i] << " vs "
+                                                                                       << sim[i];
+      identical += std::fabs(got[i] - sim[i]) < y3_step * 0.001f;
+      largest = std::max(largest, std::fabs(static_cast<double>(ref[i])));
+      worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - ref[i]));
+    }
+    EXPECT_GE(identical, got.size() * 98 / 100);
+    // Against FP32: four 8-bit layers with min-max ranges from the same distribution.
+    EXPECT_LE(worst, 0.1 * largest) << "step " << y3_step;
+    std::cout << LayoutName(layout) << ": INT8 vs FP32 max error " << worst << " (" << worst / y3_step
+              << " output steps, output max " << largest << "); " << identical << " of " << got.size()
+              << " equal to the simulation\n";
+  }
+}
+
+TEST(QuantizeWithCalibrationTableTest, ResNetStyleReluAfterTheResidualRunsInt8) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph fp32, BlockGraph(seed, Activation::Relu(), Activation::Relu()));
+  Graph separated = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(int count, SeparateResidualAdds(separated));
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(separated.nodes()[separated.ProducerIndex("y2")].name, "conv2/residual_relu");
+  // The add's measured output is the ReLU's: that is what its INT8 step will write.
+  EXPECT_THAT(FindCalibrationTargets(separated).tensors, ElementsAre("x", "y1", "conv2/conv_output", "y2", "y3"));
+  CONVOY_ASSERT_OK_AND_ASSIGN(CalibrationTable table, MinMaxTable(fp32, seed + 1));
+  EXPECT_EQ(table.FindTensor("y2")->zero_point, 0);
+  Graph int8 = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(std::vector<LayerOutcome> outcomes, QuantizeWithCalibrationTable(int8, table, "t.yaml"));
+  ASSERT_EQ(outcomes.size(), 4u);
+  for (const LayerOutcome& o : outcomes) EXPECT_TRUE(o.int8) << o.node << ": " << o.detail;
+  EXPECT_EQ(int8.nodes()[int8.ProducerIndex("y2")].name, "conv2/residual_add");  // the ReLU went
+  std::mt19937 rng(seed + 2);
+  const Tensor x = Random({2, 8, 10, 10}, rng, -1.0f, 1.0f);
+  CONVOY_ASSERT_OK_AND_ASSIGN(std::vector<float> got, RunPlan(int8, Layout::kNHWC, 2, x));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto simulated, RunReference(int8, {{"x", x}}));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto reference, RunReference(fp32, {{"x", x}}));
+  const float step = table.FindTensor("y3")->scale;
+  double largest = 0, worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_LE(std::fabs(got[i] - simulated.at("out").data[i]), kStepsFromSimulation * step * 1.001f) << i;
+    largest = std::max(largest, std::fabs(static_cast<double>(reference.at("out").data[i])));
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - reference.at("out").data[i]));
+  }
+  EXPECT_LE(worst, 0.1 * largest);
+  // With INT8 symmetric activations the saturation is no ReLU: the ReLU stays and the add stays FP32.
+  CalibrationTable symmetric = table;
+  for (TensorQuantization& t : symmetric.tensors) t.is_signed = true, t.zero_point = 0;
+  symmetric.tensors[3].scale = std::max(std::fabs(symmetric.tensors[3].lo), symmetric.tensors[3].hi) / 127;
+  Graph kept = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(outcomes, QuantizeWithCalibrationTable(kept, symmetric, "t.yaml"));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto kept_out, RunReference(kept, {{"x", x}}));
+  for (float v : kept_out.at("out").data) ASSERT_GE(v, 0.0f);
+  bool relu_present = false;
+  for (const Node& n : kept.nodes()) {
+    relu_present |= n.op() == OpKind::kActivation && n.As<ActivationAttrs>().activation.kind == ActivationKind::kRelu &&
+                    n.outputs[0] == "y2";
+  }
+  EXPECT_TRUE(relu_present || kept.nodes()[kept.ProducerIndex("y2")].op() == OpKind::kConv2d);
+}
+
+TEST(QuantizeWithCalibrationTableTest, LayersKeptFp32StayExactlyFp32) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph fp32, BlockGraph(seed));
+  CONVOY_ASSERT_OK_AND_ASSIGN(CalibrationTable table, MinMaxTable(fp32, seed + 1));
+  for (LayerCalibration& layer : table.layers) {
+    if (layer.name == "conv3") layer.int8 = false, layer.reason = "the classifier";
+  }
+  Graph int8 = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(std::vector<LayerOutcome> outcomes, QuantizeWithCalibrationTable(int8, table, "t.yaml"));
+  auto conv3 = std::find_if(outcomes.begin(), outcomes.end(), [](const LayerOutcome& o) { return o.node == "conv3"; });
+  ASSERT_NE(conv3, outcomes.end());
+  EXPECT_FALSE(conv3->int8);
+  EXPECT_THAT(conv3->detail, HasSubstr("kept FP32 by t.yaml: the classifier"));
+  EXPECT_EQ(int8.FindConstant("w3")->data, fp32.FindConstant("w3")->data);  // untouched weights
+  EXPECT_NE(int8.FindConstant("w1")->data, fp32.FindConstant("w1")->data);  // quantized ones
+  EXPECT_EQ(CountQdqNodes(int8), 4);  // y3 is not quantized
+  // No table entry at all: FP32 too, and the rest still runs INT8.
+  table.layers.erase(table.layers.begin());  // conv1
+  Graph partial = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(outcomes, QuantizeWithCalibrationTable(partial, table, "t.yaml"));
+  int int8_layers = 0;
+  for (const LayerOutcome& o : outcomes) {
+    int8_layers += o.int8;
+    if (o.node == "conv1") {
+      EXPECT_THAT(o.detail, HasSubstr("no entry in t.yaml"));
+    }
+  }
+  EXPECT_EQ(int8_layers, 2);  // conv2 and the add
+  EXPECT_EQ(partial.FindConstant("w1")->data, fp32.FindConstant("w1")->data);
+}
+
+TEST(QuantizeWithCalibrationTableTest, ADeadChannelGetsAWeightScaleItsBiasFits) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph fp32, BlockGraph(seed));
+  // Output channel 5 of conv1: weights near zero (a dead channel after batch-norm folding), bias 0.4.
+  Tensor& w1 = fp32.mutable_constants().at("w1");
+  for (int i = 0; i < 8 * 9; ++i) w1.data[5 * 8 * 9 + i] = (i % 2 ? 1e-9f : -1e-9f);
+  fp32.mutable_constants().at("b1").data[5] = 0.4f;
+  CONVOY_ASSERT_OK_AND_ASSIGN(CalibrationTable table, MinMaxTable(fp32, seed + 1, 1));
+  const float input_scale = table.FindTensor("x")->scale;
+  std::vector<float> scales = table.FindLayer("conv1")->weight_scales;
+  const float before = scales[5];
+  EXPECT_EQ(FitBiasInInt32(fp32, fp32.nodes()[fp32.ProducerIndex("y1")], input_scale, scales), 1);
+  EXPECT_GT(scales[5], before);
+  EXPECT_LE(0.4 / (static_cast<double>(input_scale) * scales[5]), kLargestBiasSteps);
+  // The load applies it to the table's own scales: conv1 folds (its INT32 bias fits).
+  Graph int8 = fp32;
+  CONVOY_ASSERT_OK_AND_ASSIGN(std::vector<LayerOutcome> outcomes, QuantizeWithCalibrationTable(int8, table, "t.yaml"));
+  EXPECT_TRUE(outcomes[0].int8) << outcomes[0].node << ": " << outcomes[0].detail;
+}
+
+TEST(QuantizeWithCalibrationTableTest, TablesThatDoNotFitFailNamingTheEntry) {
+  const uint32_t seed = FreshSeed();
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph fp32, BlockGraph(seed));
+  CONVOY_ASSERT_OK_AND_ASSIGN(const CalibrationTable good, MinMaxTable(fp32, seed + 1, 1));
+  auto error = [&fp32](const CalibrationTable& table) {
+    Graph g = fp32;
+    return std::string(QuantizeWithCalibrationTable(g, table, "m/1/calibration.yaml").status().message());
+  };
+  CalibrationTable other = good;
+  other.tensors[1].name = "y9";
+  EXPECT_THAT(error(other), HasSubstr("m/1/calibration.yaml: tensors['y9']: the model has no tensor of that name"));
+  other = good;
+  other.layers[0].name = "conv9";
+  EXPECT_THAT(error(other), HasSubstr("layers['conv9']: the model has no layer of that name"));
+  other = good;
+  other.layers[0].weight_scales.pop_back();
+  EXPECT_THAT(error(other), HasSubstr("layers['conv1'].weight_scales: 15 scales, the convolution has 16 output"));
+  other = good;
+  other.layers[0].weight_scales[3] /= 2;
+  EXPECT_THAT(error(other), HasSubstr("layers['conv1'].weight_scales[3]: "));
+  EXPECT_THAT(error(other), HasSubstr("a table made for other weights?"));
+  other = good;
+  other.layers[2].add = false;  // the add listed as a conv
+  EXPECT_THAT(error(other), HasSubstr("the table has a conv, the model's node is Binary"));
+}
+
+}  // namespace
+}  // namespace convoy::runtime
