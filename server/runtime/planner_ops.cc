@@ -568,6 +568,20 @@ absl::Status PlanConvTranspose2d(PlanBuilder& b, const Node& node) {
 
 absl::Status PlanTranspose(PlanBuilder& b, const Node& node) {
   CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  {
+    // [N,C,H,W] lying as NHWC is [N,H,W,C] lying row-major, and back (ConvNeXt's permutes around its LayerNorms and
+    // Linear layers in an NHWC plan): a view, no step.
+    const PlanTensor& t = b.tensor(x);
+    const std::vector<int64_t>& perm = node.As<TransposeAttrs>().perm;
+    const bool image = t.shape.size() == 4;
+    if (image && t.layout == Layout::kNHWC && perm == std::vector<int64_t>{0, 2, 3, 1}) {
+      return b.AddAlias(node.outputs[0], x, Layout::kNCHW).status();
+    }
+    if (image && t.layout == Layout::kNCHW && b.layout() == Layout::kNHWC &&
+        perm == std::vector<int64_t>{0, 3, 1, 2}) {
+      return b.AddAlias(node.outputs[0], x, Layout::kNHWC).status();
+    }
+  }
   // The permutation names logical (row-major NCHW-order) dims: spatial NHWC tensors go back to NCHW first, and the
   // output is NCHW whatever its rank (a consumer that wants NHWC converts it).
   CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
@@ -605,9 +619,42 @@ absl::Status PlanAlias(PlanBuilder& b, const Node& node) {
   return b.AddAlias(node.outputs[0], x).status();
 }
 
-// The kernel broadcasts only its second operand, in one of four ways; anything else fails the load.
+namespace {
+
+// How the binary kernel sees a broadcast that the image forms do not cover, on the row-major (NCHW-order) tensors:
+//   kLastAxis: a vector along the last axis of a rank-3+ `out` ([C] or [1,...,1,C] onto [..., C]: a Linear layer's
+//              bias on [N,H,W,C]): out as [rows, C, 1, 1] with a per-channel operand;
+//   kPerRow:   `out`'s leading dims then ones ([M,1] onto [M,C], [N,G,1] onto [N,G,S]: the deviation and the
+//              variance of a normalization written out): out as [rows, 1, 1, cols] with one value per row.
+enum class RowView { kNone, kLastAxis, kPerRow };
+
+// The number of leading dims `operand` shares with `out` before its trailing ones (kPerRow), or 0.
+size_t PerRowSplit(const Shape& operand, const Shape& out) {
+  if (operand.size() != out.size()) return 0;
+  size_t split = 0;
+  while (split < out.size() && operand[split] == out[split]) ++split;
+  if (split == 0 || split == out.size()) return 0;
+  for (size_t d = split; d < out.size(); ++d) {
+    if (operand[d] != 1) return 0;
+  }
+  return split;
+}
+
+RowView RowViewOf(const Shape& operand, const Shape& out) {
+  if (out.size() >= 3 && !operand.empty() && operand.size() <= out.size() && operand.back() == out.back() &&
+      std::all_of(operand.begin(), operand.end() - 1, [](int64_t d) { return d == 1; })) {
+    return RowView::kLastAxis;
+  }
+  return PerRowSplit(operand, out) > 0 ? RowView::kPerRow : RowView::kNone;
+}
+
+}  // namespace
+
+// The kernel broadcasts only its second operand, in one of the image forms (same shape, [N,C,1,1], [1,C,1,1] or
+// [C,1,1], a scalar; [C] onto [N,C]) or the row views above (`view`); anything else fails the load.
 absl::StatusOr<BinaryBroadcast> ClassifyBroadcast(PlanBuilder& b, const Node& node, const Shape& operand,
-                                                  const Shape& out) {
+                                                  const Shape& out, RowView& view) {
+  view = RowView::kNone;
   if (operand == out) return BinaryBroadcast::kNone;
   const bool has_batch = std::count(operand.begin(), operand.end(), kBatch) > 0;
   if (!has_batch && NumElements(operand) == 1) return BinaryBroadcast::kScalar;
@@ -625,8 +672,12 @@ absl::StatusOr<BinaryBroadcast> ClassifyBroadcast(PlanBuilder& b, const Node& no
                           (operand.size() == 2 && operand[0] == 1 && operand[1] == out[1]))) {
     return BinaryBroadcast::kPerChannel;
   }
+  view = RowViewOf(operand, out);
+  if (view == RowView::kLastAxis) return BinaryBroadcast::kPerChannel;
+  if (view == RowView::kPerRow) return BinaryBroadcast::kPerImageChannel;
   return b.NodeError(node, absl::StrCat("cannot broadcast ", ShapeToString(operand), " onto ", ShapeToString(out),
-                                        ": the kernel supports the same shape, [N,C,1,1], [1,C,1,1] and a scalar"));
+                                        ": the kernel supports the same shape, [N,C,1,1], [1,C,1,1], a vector along "
+                                        "the last axis, one value per row of the leading axes and a scalar"));
 }
 
 absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
@@ -646,14 +697,16 @@ absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
                                           ShapeToString(out_shape), "; got ", ShapeToString(s0), " and ",
                                           ShapeToString(s1)));
   }
-  CONVOY_ASSIGN_OR_RETURN(const BinaryBroadcast broadcast, ClassifyBroadcast(b, node, s1, out_shape));
+  RowView view;
+  CONVOY_ASSIGN_OR_RETURN(const BinaryBroadcast broadcast, ClassifyBroadcast(b, node, s1, out_shape, view));
   const Tensor* constant = b.graph().FindConstant(node.inputs[second]);
   // A blocked first operand stays blocked (EfficientNet's squeeze-excitation multiply between blocked convolutions),
-  // except against a same-shape constant, which is uploaded in the plain layout.
+  // except against a same-shape constant, which is uploaded in the plain layout; the row views read row-major data.
   CONVOY_ASSIGN_OR_RETURN(int first_value, b.Value(node.inputs[first]));
-  const bool blocked = b.tensor(first_value).layout == Layout::kNCHW8c &&
+  const bool rows = view != RowView::kNone;
+  const bool blocked = b.tensor(first_value).layout == Layout::kNCHW8c && !rows &&
                        !(constant != nullptr && broadcast == BinaryBroadcast::kNone);
-  const Layout compute_layout = blocked ? Layout::kNCHW8c : b.layout();
+  const Layout compute_layout = blocked ? Layout::kNCHW8c : rows ? Layout::kNCHW : b.layout();
   CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, first, compute_layout));
   Operand operand;
   std::vector<int> inputs = {x};
@@ -670,8 +723,16 @@ absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
                       : kind == BinaryKind::kMul ? BinaryOp::kMul
                                                  : BinaryOp::kDiv;
   const Layout layout = b.tensor(x).layout;
-  auto problem_for = [&b, x, op, broadcast, layout](int batch) {
-    const ImageDims d = b.Dims(x, batch);
+  const size_t split = view == RowView::kPerRow ? PerRowSplit(s1, out_shape) : 0;
+  auto problem_for = [&b, x, op, broadcast, layout, view, split](int batch) {
+    ImageDims d = b.Dims(x, batch);
+    const Shape dims = b.tensor(x).Dims(batch);
+    if (view == RowView::kLastAxis) {
+      d = {int(NumElements(Shape(dims.begin(), dims.end() - 1))), int(dims.back()), 1, 1};
+    } else if (view == RowView::kPerRow) {
+      d = {int(NumElements(Shape(dims.begin(), dims.begin() + split))), 1, 1,
+           int(NumElements(Shape(dims.begin() + split, dims.end())))};
+    }
     BinaryProblem p;
     p.op = op, p.broadcast = broadcast;
     p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
@@ -696,24 +757,37 @@ absl::StatusOr<std::vector<float>> GemmBias(PlanBuilder& b, const Node& node, co
   return bias;
 }
 
+// A [M, K] by a constant B: one GEMM step. An N-D A [..., M, K] (MatMul; row-major, so NCHW-order) is one GEMM of
+// its flattened rows by a 2-D B, or one step per matrix by a B with A's leading dims.
 absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<GemmAttrs>();
   if (a.transpose_a) return b.NodeError(node, "transpose_a is not supported (the activation must be [M, K])");
-  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
-  if (b.tensor(x).shape.size() != 2) {
-    return b.NodeError(node, absl::StrCat("A must be [M, K], got ", ShapeToString(b.tensor(x).shape)));
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  const size_t rank = b.tensor(x).shape.size();
+  if (rank < 2) return b.NodeError(node, absl::StrCat("A must be [..., M, K], got ", ShapeToString(b.tensor(x).shape)));
+  if (rank == 2) {
+    CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0));
+  } else {
+    CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
   }
   CONVOY_ASSIGN_OR_RETURN(const Tensor* weight, b.Constant(node, 1));
-  const int64_t k = b.tensor(x).shape[1];
-  const int64_t n = a.transpose_b ? weight->shape[0] : weight->shape[1];
-  // The kernel wants B as [n, k]; alpha is folded into it once here.
-  Tensor packed{{n, k}, std::vector<float>(n * k)};
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t i = 0; i < k; ++i) {
-      packed.data[j * k + i] = a.alpha * (a.transpose_b ? weight->data[j * k + i] : weight->data[i * n + j]);
+  const size_t wrank = weight->shape.size();
+  const int64_t k = b.tensor(x).shape.back();
+  const int64_t n = a.transpose_b ? weight->shape[wrank - 2] : weight->shape[wrank - 1];
+  const int64_t matrices = NumElements(Shape(weight->shape.begin(), weight->shape.end() - 2));
+  // The kernel wants each B as [n, k]; alpha is folded into it once here.
+  std::vector<const void*> packed_weights;
+  for (int64_t mat = 0; mat < matrices; ++mat) {
+    const float* source = weight->data.data() + mat * n * k;
+    Tensor packed{{n, k}, std::vector<float>(n * k)};
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < k; ++i) {
+        packed.data[j * k + i] = a.alpha * (a.transpose_b ? source[j * k + i] : source[i * n + j]);
+      }
     }
+    CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(packed, b.compute_dtype(), Layout::kNCHW));
+    packed_weights.push_back(w);
   }
-  CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(packed, b.compute_dtype(), Layout::kNCHW));
   const float* bias = nullptr;
   if (a.has_bias && a.beta != 0.0f) {
     CONVOY_ASSIGN_OR_RETURN(const Tensor* c, b.Constant(node, 2));
@@ -723,15 +797,31 @@ absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
   }
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), Layout::kNCHW));
   const bool tf32 = b.options().precision == Precision::kTf32;
-  auto problem_for = [&b, x, n, k, bias, tf32](int batch) {
-    GemmProblem p;
-    p.m = b.Dims(x, batch).n, p.n = int(n), p.k = int(k);
-    p.dtype = b.compute_dtype(), p.allow_tf32 = tf32;
-    p.epilogue.has_bias = bias != nullptr;
-    return p;
-  };
-  auto bind = [x, w, bias, y](TensorPointers t) { return GemmArgs{t[x], w, bias, nullptr, nullptr, t[y]}; };
-  return b.AddKernelStep<GemmOp>(node.name, {x}, {y}, problem_for, bind, w);
+  const size_t element = DataTypeSize(b.compute_dtype());
+  for (int64_t mat = 0; mat < matrices; ++mat) {
+    // One shared B: every row of A ([..., M, K] flattened) in one GEMM; else matrix `mat` of A (static dims).
+    const convoy::Activation activation = KernelActivation(a.activation);
+  auto problem_for = [&b, x, n, k, bias, tf32, matrices, activation](int batch) {
+      const Shape dims = b.tensor(x).Dims(batch);
+      GemmProblem p;
+      p.m = int(matrices == 1 ? NumElements(Shape(dims.begin(), dims.end() - 1)) : dims[dims.size() - 2]);
+      p.n = int(n), p.k = int(k);
+      p.dtype = b.compute_dtype(), p.allow_tf32 = tf32;
+      p.epilogue.has_bias = bias != nullptr;
+      p.epilogue.activation = activation;
+      return p;
+    };
+    const int64_t rows = matrices == 1 ? 0 : b.tensor(x).shape[rank - 2];
+    const size_t a_offset = mat * rows * k * element, y_offset = mat * rows * n * element;
+    const void* w = packed_weights[mat];
+    auto bind = [x, w, bias, y, a_offset, y_offset](TensorPointers t) {
+      return GemmArgs{static_cast<const char*>(t[x]) + a_offset, w, bias, nullptr, nullptr,
+                      static_cast<char*>(t[y]) + y_offset};
+    };
+    const std::string name = matrices == 1 ? node.name : absl::StrCat(node.name, "/", mat);
+    CONVOY_RETURN_IF_ERROR(b.AddKernelStep<GemmOp>(name, {x}, {y}, problem_for, bind, w));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace convoy::runtime
