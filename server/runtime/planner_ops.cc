@@ -621,40 +621,39 @@ absl::Status PlanAlias(PlanBuilder& b, const Node& node) {
 
 namespace {
 
-// How the binary kernel sees a broadcast that the image forms do not cover, on the row-major (NCHW-order) tensors:
-//   kLastAxis: a vector along the last axis of a rank-3+ `out` ([C] or [1,...,1,C] onto [..., C]: a Linear layer's
-//              bias on [N,H,W,C]): out as [rows, C, 1, 1] with a per-channel operand;
-//   kPerRow:   `out`'s leading dims then ones ([M,1] onto [M,C], [N,G,1] onto [N,G,S]: the deviation and the
-//              variance of a normalization written out): out as [rows, 1, 1, cols] with one value per row.
-enum class RowView { kNone, kLastAxis, kPerRow };
+// A broadcast the image forms do not cover, seen on the row-major (NCHW-order) tensors: the operand's axes other than
+// ones form one block [begin, end) of `out`'s axes (numpy aligns the trailing axes), so `out` is
+// [prod(out[:begin]), prod(out[begin:end]), 1, prod(out[end:])] with one operand value per "channel". A Linear
+// layer's bias [C] onto [N,H,W,C] (the last axis), one value per row ([M,1] onto [M,C], [N,G,1] onto [N,G,S]: the
+// mean and deviation of a normalization written out), GroupNorm's [1,C,1] scale onto [N,C,S] (a middle axis).
+struct BlockView {
+  size_t begin = 0, end = 0;
+  bool used() const { return end > begin; }
+};
 
-// The number of leading dims `operand` shares with `out` before its trailing ones (kPerRow), or 0.
-size_t PerRowSplit(const Shape& operand, const Shape& out) {
-  if (operand.size() != out.size()) return 0;
-  size_t split = 0;
-  while (split < out.size() && operand[split] == out[split]) ++split;
-  if (split == 0 || split == out.size()) return 0;
-  for (size_t d = split; d < out.size(); ++d) {
-    if (operand[d] != 1) return 0;
+BlockView BlockViewOf(const Shape& operand, const Shape& out) {
+  if (operand.size() > out.size()) return {};
+  Shape aligned(out.size() - operand.size(), 1);
+  aligned.insert(aligned.end(), operand.begin(), operand.end());
+  BlockView view;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (aligned[d] == 1) continue;
+    if (!view.used()) view.begin = d;
+    view.end = d + 1;
   }
-  return split;
-}
-
-RowView RowViewOf(const Shape& operand, const Shape& out) {
-  if (out.size() >= 3 && !operand.empty() && operand.size() <= out.size() && operand.back() == out.back() &&
-      std::all_of(operand.begin(), operand.end() - 1, [](int64_t d) { return d == 1; })) {
-    return RowView::kLastAxis;
+  for (size_t d = view.begin; d < view.end; ++d) {
+    if (aligned[d] != out[d]) return {};
   }
-  return PerRowSplit(operand, out) > 0 ? RowView::kPerRow : RowView::kNone;
+  return view;
 }
 
 }  // namespace
 
 // The kernel broadcasts only its second operand, in one of the image forms (same shape, [N,C,1,1], [1,C,1,1] or
-// [C,1,1], a scalar; [C] onto [N,C]) or the row views above (`view`); anything else fails the load.
+// [C,1,1], a scalar; [C] onto [N,C]) or a block view (above, `view`); anything else fails the load.
 absl::StatusOr<BinaryBroadcast> ClassifyBroadcast(PlanBuilder& b, const Node& node, const Shape& operand,
-                                                  const Shape& out, RowView& view) {
-  view = RowView::kNone;
+                                                  const Shape& out, BlockView& view) {
+  view = BlockView{};
   if (operand == out) return BinaryBroadcast::kNone;
   const bool has_batch = std::count(operand.begin(), operand.end(), kBatch) > 0;
   if (!has_batch && NumElements(operand) == 1) return BinaryBroadcast::kScalar;
@@ -672,12 +671,11 @@ absl::StatusOr<BinaryBroadcast> ClassifyBroadcast(PlanBuilder& b, const Node& no
                           (operand.size() == 2 && operand[0] == 1 && operand[1] == out[1]))) {
     return BinaryBroadcast::kPerChannel;
   }
-  view = RowViewOf(operand, out);
-  if (view == RowView::kLastAxis) return BinaryBroadcast::kPerChannel;
-  if (view == RowView::kPerRow) return BinaryBroadcast::kPerImageChannel;
+  view = BlockViewOf(operand, out);
+  if (view.used()) return BinaryBroadcast::kPerChannel;
   return b.NodeError(node, absl::StrCat("cannot broadcast ", ShapeToString(operand), " onto ", ShapeToString(out),
-                                        ": the kernel supports the same shape, [N,C,1,1], [1,C,1,1], a vector along "
-                                        "the last axis, one value per row of the leading axes and a scalar"));
+                                        ": the kernel supports the same shape, [N,C,1,1], [1,C,1,1], a scalar, and "
+                                        "an operand whose axes other than ones are one block of the output's"));
 }
 
 absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
@@ -697,13 +695,13 @@ absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
                                           ShapeToString(out_shape), "; got ", ShapeToString(s0), " and ",
                                           ShapeToString(s1)));
   }
-  RowView view;
+  BlockView view;
   CONVOY_ASSIGN_OR_RETURN(const BinaryBroadcast broadcast, ClassifyBroadcast(b, node, s1, out_shape, view));
   const Tensor* constant = b.graph().FindConstant(node.inputs[second]);
   // A blocked first operand stays blocked (EfficientNet's squeeze-excitation multiply between blocked convolutions),
-  // except against a same-shape constant, which is uploaded in the plain layout; the row views read row-major data.
+  // except against a same-shape constant, which is uploaded in the plain layout; a block view reads row-major data.
   CONVOY_ASSIGN_OR_RETURN(int first_value, b.Value(node.inputs[first]));
-  const bool rows = view != RowView::kNone;
+  const bool rows = view.used();
   const bool blocked = b.tensor(first_value).layout == Layout::kNCHW8c && !rows &&
                        !(constant != nullptr && broadcast == BinaryBroadcast::kNone);
   const Layout compute_layout = blocked ? Layout::kNCHW8c : rows ? Layout::kNCHW : b.layout();
@@ -723,15 +721,14 @@ absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
                       : kind == BinaryKind::kMul ? BinaryOp::kMul
                                                  : BinaryOp::kDiv;
   const Layout layout = b.tensor(x).layout;
-  const size_t split = view == RowView::kPerRow ? PerRowSplit(s1, out_shape) : 0;
-  auto problem_for = [&b, x, op, broadcast, layout, view, split](int batch) {
+  auto problem_for = [&b, x, op, broadcast, layout, view](int batch) {
     ImageDims d = b.Dims(x, batch);
-    const Shape dims = b.tensor(x).Dims(batch);
-    if (view == RowView::kLastAxis) {
-      d = {int(NumElements(Shape(dims.begin(), dims.end() - 1))), int(dims.back()), 1, 1};
-    } else if (view == RowView::kPerRow) {
-      d = {int(NumElements(Shape(dims.begin(), dims.begin() + split))), 1, 1,
-           int(NumElements(Shape(dims.begin() + split, dims.end())))};
+    if (view.used()) {
+      const Shape dims = b.tensor(x).Dims(batch);
+      auto extent = [&dims](size_t from, size_t to) {
+        return int(NumElements(Shape(dims.begin() + from, dims.begin() + to)));
+      };
+      d = {extent(0, view.begin), extent(view.begin, view.end), 1, extent(view.end, dims.size())};
     }
     BinaryProblem p;
     p.op = op, p.broadcast = broadcast;

@@ -399,9 +399,10 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanSingleNode(NodeAttrs at
 }
 
 TEST(PlannerTest, LoadFailuresNameTheNodeAndTheShapes) {
-  EXPECT_THAT(PlanSingleNode(BinaryAttrs{BinaryKind::kAdd}, {kBatch, 4, 5, 5}, {1, 1, 5, 5}, true),
+  // Axes 1 and 3 but not 2: no view of the output has the operand as one block.
+  EXPECT_THAT(PlanSingleNode(BinaryAttrs{BinaryKind::kAdd}, {kBatch, 4, 5, 5}, {1, 4, 1, 5}, true),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("node 'the_node' (Binary): cannot broadcast [1,1,5,5] onto [N,4,5,5]")));
+                       HasSubstr("node 'the_node' (Binary): cannot broadcast [1,4,1,5] onto [N,4,5,5]")));
   EXPECT_THAT(PlanSingleNode(BinaryAttrs{BinaryKind::kSub}, {1, 4, 1, 1}, {kBatch, 4, 5, 5}, false),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node 'the_node' (Binary): the first operand")));
   Conv2dAttrs conv;

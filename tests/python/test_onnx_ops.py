@@ -74,7 +74,7 @@ def check(tmp_path, model, inputs, tol=1e-5, kernel_refusal=None):
 # Cases the kernel runtime refuses at load (no kernel yet); the reference interpreter runs them. Listed in
 # docs/reliability.md ("Single-op ONNX tests") for the kernel library's owners.
 BROADCAST_REFUSAL = ("cannot broadcast {} onto [N,6,5,5]: the kernel supports the same shape, [N,C,1,1], [1,C,1,1], "
-                     "a vector along the last axis, one value per row of the leading axes and a scalar")
+                     "a scalar, and an operand whose axes other than ones are one block of the output's")
 DILATED_POOL_REFUSAL = "node 'pool' (Pool2d): dilated pooling (2x2) is not supported"
 
 
@@ -118,6 +118,20 @@ def test_pool(tmp_path, op, attrs):
           kernel_refusal=refusal)
 
 
+@pytest.mark.parametrize("op,shape,attrs", [
+    ("MaxPool", (3, 12), dict(kernel_shape=[3], strides=[2], pads=[1, 1])),
+    ("AveragePool", (3, 12), dict(kernel_shape=[4], strides=[3], ceil_mode=1)),
+    ("AveragePool", (3, 11), dict(kernel_shape=[3], auto_pad="SAME_UPPER", count_include_pad=1)),
+    ("MaxPool", (2, 5, 6, 7), dict(kernel_shape=[2, 3, 3], strides=[2, 1, 2], pads=[0, 1, 1, 1, 1, 0])),
+    ("AveragePool", (2, 5, 6, 7), dict(kernel_shape=[3, 2, 3], strides=[2, 2, 2], ceil_mode=1)),
+    ("AveragePool", (2, 5, 6, 7), dict(kernel_shape=[3, 3, 3], pads=[1, 1, 1, 1, 1, 1], count_include_pad=1)),
+])
+def test_pool_1d_and_3d(tmp_path, op, shape, attrs):
+    """1-D pooling as 2-D with H = 1, 3-D as a pooling over H,W then one over D (the window is a box)."""
+    x = {"x": rand(2, *shape)}
+    check(tmp_path, make_model([helper.make_node(op, ["x"], ["y"], name="pool", **attrs)], x, ["y"]), x)
+
+
 @pytest.mark.parametrize("op,attrs", [
     ("Relu", {}), ("Sigmoid", {}), ("Tanh", {}), ("LeakyRelu", dict(alpha=0.2)), ("HardSigmoid", {}),
     ("HardSigmoid", dict(alpha=0.3, beta=0.4)), ("HardSwish", {}), ("Softmax", dict(axis=1)), ("Identity", {}),
@@ -141,12 +155,15 @@ def test_clip_attrs_and_inputs(tmp_path, opset):
 
 
 @pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
-@pytest.mark.parametrize("other_shape", [(1, 6, 1, 1), (6, 1, 1), (1,), (1, 6, 5, 5), (5,), (1, 1, 5)])
+@pytest.mark.parametrize("other_shape", [(1, 6, 1, 1), (6, 1, 1), (1,), (1, 6, 5, 5), (5,), (1, 1, 5), (5, 1),
+                                         (6, 1, 5)])
 def test_binary_broadcast(tmp_path, op, other_shape):
+    # (1,6,5,5): a whole map shared by the batch; (5,) and (1,1,5): along the last axis; (5,1): along H. Axes C and W
+    # (6,1,5) are not one block of the output's axes: no kernel form.
     other = rand(*other_shape, low=0.5, high=2.0)
     x = {"x": rand(2, 6, 5, 5)}
     refusal = None
-    if other_shape == (1, 6, 5, 5):  # a whole map shared by the batch
+    if other_shape == (6, 1, 5):
         refusal = BROADCAST_REFUSAL.format("[" + ",".join(map(str, other_shape)) + "]")
     check(tmp_path, make_model([helper.make_node(op, ["x", "c"], ["y"])], x, ["y"], [("c", other)]), x,
           kernel_refusal=refusal)
