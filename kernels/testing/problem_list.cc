@@ -128,6 +128,13 @@ std::vector<GemmProblem> GemmProblems() {
   GemmProblem tf32;
   tf32.m = 8, tf32.n = 16, tf32.k = 24, tf32.allow_tf32 = true;
   out.push_back(tf32);
+  for (DataType dtype : kDtypes) {
+    // ConvNeXt's first Linear layer on [N,H,W,C] (every row of the 4-D tensor): bias and the exact GELU fused.
+    GemmProblem linear;
+    linear.m = 2 * 7 * 7, linear.n = 64, linear.k = 16, linear.dtype = dtype;
+    linear.epilogue = BiasAnd(Activation::Of(ActivationKind::kGelu));
+    out.push_back(linear);
+  }
   return out;
 }
 
@@ -210,6 +217,16 @@ std::vector<BinaryProblem> BinaryProblems() {
   BinaryProblem residual;  // the standalone residual add + relu
   residual.n = 1, residual.c = 8, residual.h = 6, residual.w = 6, residual.activation = Activation::Relu();
   AddEveryLayout(out, residual, false);
+  // The planner's row views of N-D tensors (row-major, so NCHW): a vector along the last axis of [2,3,4,5] as
+  // [24,5,1,1] per channel, and one value per row of [2,3,7] ([2,3,1] onto it) as [6,1,1,7] per image channel.
+  BinaryProblem last_axis;
+  last_axis.op = BinaryOp::kAdd, last_axis.broadcast = BinaryBroadcast::kPerChannel;
+  last_axis.n = 24, last_axis.c = 5, last_axis.h = 1, last_axis.w = 1;
+  out.push_back(last_axis);
+  BinaryProblem per_row;
+  per_row.op = BinaryOp::kSub, per_row.broadcast = BinaryBroadcast::kPerImageChannel;
+  per_row.n = 6, per_row.c = 1, per_row.h = 1, per_row.w = 7;
+  out.push_back(per_row);
   return out;
 }
 

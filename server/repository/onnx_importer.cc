@@ -67,8 +67,20 @@ class OnnxImporter {
   // Op handlers.
   absl::Status Conv(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status Pool(const onnx::NodeProto& n, const OnnxAttributes& a);
+  // 1-D pooling and transposed convolution as 2-D with H = 1, and 3-D pooling as two 2-D poolings (H,W, then D):
+  // the window is a box, so the max and the average (whose divisor is a product of per-axis counts in every
+  // count_include_pad and ceil_mode) separate. Reshapes around them keep the ONNX shapes.
+  absl::Status Pool1dOr3d(const onnx::NodeProto& n, const OnnxAttributes& a, const Shape& x);
+  absl::Status ConvTranspose1d(const onnx::NodeProto& n, const OnnxAttributes& a, const Shape& x);
+  // Runs `handler` on a copy of `n` reading `input` (and `weight` as input 1 when not empty), writing `output`, named
+  // `name`, with the integer attributes in `ints` replaced (present ones only; absent ones keep their default).
+  absl::Status ImportRewritten(const onnx::NodeProto& n, const OnnxAttributes& a, Handler handler,
+                               const std::string& name, const std::string& input, const std::string& weight,
+                               const std::string& output, const std::map<std::string, std::vector<int64_t>>& ints);
   absl::Status GlobalPool(const onnx::NodeProto& n, const OnnxAttributes& a);
   absl::Status SpatialReduce(const onnx::NodeProto& n, const OnnxAttributes& a);
+  absl::Status MeanAsProduct(const onnx::NodeProto& n, const OnnxAttributes& a, const Shape& x,
+                             const std::vector<int64_t>& axes, bool keepdims, const std::string& name);
   // Reduce* axes: the `axes` attribute, or input 1 (a constant) from the opset where the op takes it as an input
   // (ReduceSum 13, the others 18). `noop` reports noop_with_empty_axes.
   absl::StatusOr<std::vector<int64_t>> ReduceAxes(const onnx::NodeProto& n, const OnnxAttributes& a, bool& noop);
@@ -563,8 +575,87 @@ absl::Status OnnxImporter::Conv(const onnx::NodeProto& n, const OnnxAttributes& 
   return Emit(n.name().empty() ? "conv" : n.name(), conv, inputs, {n.output(0)});
 }
 
+absl::Status OnnxImporter::ImportRewritten(const onnx::NodeProto& n, const OnnxAttributes& a, Handler handler,
+                                           const std::string& name, const std::string& input,
+                                           const std::string& weight, const std::string& output,
+                                           const std::map<std::string, std::vector<int64_t>>& ints) {
+  onnx::NodeProto copy = n;
+  copy.set_name(name);
+  copy.set_input(0, input);
+  if (!weight.empty()) copy.set_input(1, weight);
+  copy.set_output(0, output);
+  for (onnx::AttributeProto& attr : *copy.mutable_attribute()) {
+    auto it = ints.find(attr.name());
+    if (it == ints.end() || attr.type() != onnx::AttributeProto::INTS) continue;
+    attr.clear_ints();
+    for (int64_t v : it->second) attr.add_ints(v);
+  }
+  const OnnxAttributes rewritten(copy, a.label());
+  return (this->*handler)(copy, rewritten);
+}
+
+// 1-D: [N,C,L] -> [N,C,1,L], a 2-D window (1 x k) -> [N,C',1,L'] -> [N,C',L'].
+// 3-D: [N,C,D,H,W] -> [N,C*D,H,W], the H,W window -> [N,C,D,H'*W'], the D window (kd x 1) -> [N,C,D',H',W'].
+absl::Status OnnxImporter::Pool1dOr3d(const onnx::NodeProto& n, const OnnxAttributes& a, const Shape& x) {
+  const std::string name = n.name().empty() ? "pool" : n.name();
+  const int64_t batch = x[0] == runtime::kBatch ? 0 : x[0];  // 0: Reshape copies the batch
+  std::map<std::string, std::vector<int64_t>> ints;
+  auto spatial = [&](const char* attr, int64_t fill) -> absl::StatusOr<std::vector<int64_t>> {
+    CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> v, a.Ints(attr, {}));
+    if (!v.empty() && v.size() != x.size() - 2) {
+      return a.Error(absl::StrCat("attribute '", attr, "' has ", v.size(), " entries for the ", x.size() - 2,
+                                  " spatial axes of input '", n.input(0), "' ", runtime::ShapeToString(x)));
+    }
+    if (v.empty()) v.assign(x.size() - 2, fill);
+    return v;
+  };
+  CONVOY_ASSIGN_OR_RETURN(auto kernel, spatial("kernel_shape", 1));
+  CONVOY_ASSIGN_OR_RETURN(auto strides, spatial("strides", 1));
+  CONVOY_ASSIGN_OR_RETURN(auto dilations, spatial("dilations", 1));
+  CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> pads, a.Ints("pads", {}));
+  if (pads.empty()) pads.assign(2 * (x.size() - 2), 0);
+  if (pads.size() != 2 * (x.size() - 2)) {
+    return a.Error(absl::StrCat("attribute 'pads' has ", pads.size(), " entries for the ", x.size() - 2,
+                                " spatial axes of input '", n.input(0), "' ", runtime::ShapeToString(x)));
+  }
+  const std::string flat = FreshTensorName(n.output(0) + "_as_2d");
+  const std::string pooled = FreshTensorName(n.output(0) + "_pooled_2d");
+  if (x.size() == 3) {
+    CONVOY_RETURN_IF_ERROR(Emit(name + "_as_2d", runtime::ReshapeAttrs{{batch, x[1], 1, x[2]}}, {n.input(0)}, {flat}));
+    ints = {{"kernel_shape", {1, kernel[0]}}, {"strides", {1, strides[0]}}, {"dilations", {1, dilations[0]}},
+            {"pads", {0, pads[0], 0, pads[1]}}};
+    CONVOY_RETURN_IF_ERROR(ImportRewritten(n, a, &OnnxImporter::Pool, name, flat, "", pooled, ints));
+    CONVOY_ASSIGN_OR_RETURN(Shape y, ShapeOf(pooled));
+    return Emit(name + "_as_1d", runtime::ReshapeAttrs{{batch, y[1], y[3]}}, {pooled}, {n.output(0)});
+  }
+  CONVOY_RETURN_IF_ERROR(
+      Emit(name + "_as_2d", runtime::ReshapeAttrs{{batch, x[1] * x[2], x[3], x[4]}}, {n.input(0)}, {flat}));
+  ints = {{"kernel_shape", {kernel[1], kernel[2]}}, {"strides", {strides[1], strides[2]}},
+          {"dilations", {dilations[1], dilations[2]}}, {"pads", {pads[1], pads[2], pads[4], pads[5]}}};
+  CONVOY_RETURN_IF_ERROR(ImportRewritten(n, a, &OnnxImporter::Pool, name, flat, "", pooled, ints));
+  CONVOY_ASSIGN_OR_RETURN(Shape hw, ShapeOf(pooled));
+  const std::string depth_major = FreshTensorName(n.output(0) + "_depth_rows");
+  const std::string depth_pooled = FreshTensorName(n.output(0) + "_depth_pooled");
+  CONVOY_RETURN_IF_ERROR(Emit(name + "_depth_rows", runtime::ReshapeAttrs{{batch, x[1], x[2], hw[2] * hw[3]}},
+                              {pooled}, {depth_major}));
+  ints = {{"kernel_shape", {kernel[0], 1}}, {"strides", {strides[0], 1}}, {"dilations", {dilations[0], 1}},
+          {"pads", {pads[0], 0, pads[3], 0}}};
+  CONVOY_RETURN_IF_ERROR(
+      ImportRewritten(n, a, &OnnxImporter::Pool, name + "_depth", depth_major, "", depth_pooled, ints));
+  CONVOY_ASSIGN_OR_RETURN(Shape d, ShapeOf(depth_pooled));
+  return Emit(name + "_as_3d", runtime::ReshapeAttrs{{batch, x[1], d[2], hw[2], hw[3]}}, {depth_pooled},
+              {n.output(0)});
+}
+
 absl::Status OnnxImporter::Pool(const onnx::NodeProto& n, const OnnxAttributes& a) {
   const bool is_max = n.op_type() == "MaxPool";
+  if (n.input_size() >= 1 && !n.input(0).empty()) {
+    CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+    if (x.size() == 3 || x.size() == 5) {
+      CONVOY_RETURN_IF_ERROR(OnlyFirstOutput(a, n));
+      return Pool1dOr3d(n, a, x);
+    }
+  }
   if (is_max) {
     CONVOY_RETURN_IF_ERROR(
         a.CheckKnown({"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad", "storage_order"}));
@@ -666,10 +757,13 @@ absl::Status OnnxImporter::SpatialReduce(const onnx::NodeProto& n, const OnnxAtt
     axis = axis < 0 ? axis + rank : axis;
   }
   std::sort(axes.begin(), axes.end());
-  if (rank != 4 || axes != std::vector<int64_t>{2, 3}) {
-    return absl::UnimplementedError(absl::StrCat(a.label(), ": only a ", is_max ? "max" : "mean",
-                                                 " over axes [2,3] of [N,C,H,W] is supported, got axes [",
-                                                 absl::StrJoin(axes, ","), "] of ", runtime::ShapeToString(x)));
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  const bool spatial = rank == 4 && axes == std::vector<int64_t>{2, 3};
+  if (!spatial && !is_max) return MeanAsProduct(n, a, x, axes, keepdims != 0, name);
+  if (!spatial) {
+    return absl::UnimplementedError(absl::StrCat(a.label(), ": only a max over axes [2,3] of [N,C,H,W] is supported, "
+                                                 "got axes [", absl::StrJoin(axes, ","), "] of ",
+                                                 runtime::ShapeToString(x)));
   }
   runtime::Pool2dAttrs pool;
   pool.global = true;
@@ -678,6 +772,51 @@ absl::Status OnnxImporter::SpatialReduce(const onnx::NodeProto& n, const OnnxAtt
   std::string pooled = graph_.UniqueName(n.output(0) + "_keepdims");
   CONVOY_RETURN_IF_ERROR(Emit(name, pool, {n.input(0)}, {pooled}));
   return Emit(name + "_flatten", runtime::FlattenAttrs{1}, {pooled}, {n.output(0)});
+}
+
+// The mean over `axes` (sorted, distinct) of x: a Transpose bringing them last (when they are not already), a Reshape
+// merging them into one axis of R elements, a GEMM by the constant [R, 1] column of 1/R, and a Reshape to the
+// output's shape (keepdims or not).
+absl::Status OnnxImporter::MeanAsProduct(const onnx::NodeProto& n, const OnnxAttributes& a, const Shape& x,
+                                         const std::vector<int64_t>& axes, bool keepdims, const std::string& name) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  std::vector<int64_t> perm, kept_dims, out_dims;
+  int64_t reduced = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    const bool reduce = std::binary_search(axes.begin(), axes.end(), d);
+    if (reduce && x[d] == runtime::kBatch) {
+      return absl::UnimplementedError(absl::StrCat(a.label(), ": a mean over axis ", d, " of ",
+                                                   runtime::ShapeToString(x),
+                                                   " reduces the dynamic batch, which a served model keeps"));
+    }
+    if (reduce) {
+      reduced *= x[d];
+      if (keepdims) out_dims.push_back(1);
+      continue;
+    }
+    perm.push_back(d);
+    const int64_t dim = x[d] == runtime::kBatch ? 0 : x[d];  // 0: Reshape copies the batch
+    kept_dims.push_back(dim);
+    out_dims.push_back(dim);
+  }
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  std::string source = n.input(0);
+  std::vector<int64_t> identity(rank);
+  for (int64_t d = 0; d < rank; ++d) identity[d] = d;
+  if (perm != identity) {
+    const std::string moved = FreshTensorName(n.output(0) + "_reduced_last");
+    CONVOY_RETURN_IF_ERROR(Emit(name + "_transpose", runtime::TransposeAttrs{perm}, {source}, {moved}));
+    source = moved;
+  }
+  std::vector<int64_t> rows = kept_dims.empty() ? std::vector<int64_t>{1} : kept_dims;
+  rows.push_back(reduced);
+  const std::string flat = FreshTensorName(n.output(0) + "_rows");
+  CONVOY_RETURN_IF_ERROR(Emit(name + "_rows", runtime::ReshapeAttrs{rows}, {source}, {flat}));
+  const std::string column = FreshTensorName(n.output(0) + "_mean_weights");
+  known_[column] = KnownValue::Float({reduced, 1}, std::vector<float>(reduced, 1.0f / static_cast<float>(reduced)));
+  const std::string means = FreshTensorName(n.output(0) + "_means");
+  CONVOY_RETURN_IF_ERROR(Emit(name, runtime::GemmAttrs{}, {flat, column}, {means}));
+  return Emit(name + "_shape", runtime::ReshapeAttrs{out_dims}, {means}, {n.output(0)});
 }
 
 absl::Status OnnxImporter::BatchNorm(const onnx::NodeProto& n, const OnnxAttributes& a) {
@@ -875,9 +1014,13 @@ absl::Status OnnxImporter::MatMulOp(const onnx::NodeProto& n, const OnnxAttribut
   CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 2));
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
   CONVOY_ASSIGN_OR_RETURN(Shape y, ShapeOf(n.input(1)));
-  if (x.size() != 2 || y.size() != 2) {
-    return absl::UnimplementedError(absl::StrCat(a.label(), ": only 2-D MatMul is supported, got ",
-                                                 runtime::ShapeToString(x), " x ", runtime::ShapeToString(y)));
+  // N-D A by a 2-D B (a Linear layer on [N,H,W,C]) or by a B with A's leading dims; numpy's other broadcasts and
+  // 1-D operands are refused.
+  const bool same_leading = y.size() == x.size() && std::equal(y.begin(), y.end() - 2, x.begin());
+  if (x.size() < 2 || y.size() < 2 || (y.size() > 2 && !same_leading)) {
+    return absl::UnimplementedError(absl::StrCat(
+        a.label(), ": MatMul of ", runtime::ShapeToString(x), " by ", runtime::ShapeToString(y),
+        " is not supported (A of rank 2 or more times a 2-D B, or a B with A's leading dimensions)"));
   }
   return Emit(n.name().empty() ? "matmul" : n.name(), runtime::GemmAttrs{}, {n.input(0), n.input(1)}, {n.output(0)});
 }
@@ -1441,12 +1584,41 @@ absl::Status OnnxImporter::PReluOp(const onnx::NodeProto& n, const OnnxAttribute
 // total padding stride * (in - 1) + output_padding + dilated kernel - output_shape (default in * stride) is split
 // floor(total / 2) at the start (SAME_UPPER) or the end; otherwise the begin pads are `pads` (0 for VALID) and the
 // output is output_shape when given, else stride * (in - 1) + output_padding + dilated kernel - both pads.
+// [N,C,L] -> [N,C,1,L] with the weight [C,K/g,k] as [C,K/g,1,k] -> the 2-D transposed convolution -> [N,K,L'].
+absl::Status OnnxImporter::ConvTranspose1d(const onnx::NodeProto& n, const OnnxAttributes& a, const Shape& x) {
+  const std::string name = n.name().empty() ? "conv_transpose" : n.name();
+  const int64_t batch = x[0] == runtime::kBatch ? 0 : x[0];
+  const KnownValue* weight = Known(n.input(1));
+  const std::string weight_2d = FreshTensorName(n.input(1) + "_2d");
+  known_[weight_2d] = KnownValue::Float({weight->shape[0], weight->shape[1], 1, weight->shape[2]}, weight->floats);
+  std::map<std::string, std::vector<int64_t>> ints;
+  for (const char* attr : {"kernel_shape", "strides", "dilations", "output_padding", "output_shape", "pads"}) {
+    CONVOY_ASSIGN_OR_RETURN(std::vector<int64_t> v, a.Ints(attr, {}));
+    const size_t expected = std::string(attr) == "pads" ? 2 : 1;
+    if (v.empty()) continue;
+    if (v.size() != expected) {
+      return a.Error(absl::StrCat("attribute '", attr, "' has ", v.size(), " entries; a 1-D transposed convolution "
+                                  "takes ", expected));
+    }
+    const int64_t unit = std::string(attr) == "output_padding" ? 0 : 1;
+    ints[attr] = expected == 2 ? std::vector<int64_t>{0, v[0], 0, v[1]} : std::vector<int64_t>{unit, v[0]};
+  }
+  const std::string flat = FreshTensorName(n.output(0) + "_as_2d");
+  const std::string out_2d = FreshTensorName(n.output(0) + "_out_2d");
+  CONVOY_RETURN_IF_ERROR(Emit(name + "_as_2d", runtime::ReshapeAttrs{{batch, x[1], 1, x[2]}}, {n.input(0)}, {flat}));
+  CONVOY_RETURN_IF_ERROR(
+      ImportRewritten(n, a, &OnnxImporter::ConvTransposeOp, name, flat, weight_2d, out_2d, ints));
+  CONVOY_ASSIGN_OR_RETURN(Shape y, ShapeOf(out_2d));
+  return Emit(name + "_as_1d", runtime::ReshapeAttrs{{batch, y[1], y[3]}}, {out_2d}, {n.output(0)});
+}
+
 absl::Status OnnxImporter::ConvTransposeOp(const onnx::NodeProto& n, const OnnxAttributes& a) {
   CONVOY_RETURN_IF_ERROR(a.CheckKnown({"auto_pad", "dilations", "group", "kernel_shape", "output_padding",
                                        "output_shape", "pads", "strides"}));
   CONVOY_RETURN_IF_ERROR(ExpectInputs(a, n, 2, 3));
   CONVOY_ASSIGN_OR_RETURN(const KnownValue* weight, RequireKnown(a, n, 1, false));
   CONVOY_ASSIGN_OR_RETURN(Shape x, ShapeOf(n.input(0)));
+  if (weight->shape.size() == 3 && x.size() == 3) return ConvTranspose1d(n, a, x);
   if (weight->shape.size() != 4 || x.size() != 4) {
     return absl::UnimplementedError(absl::StrCat(a.label(), ": only 2-D transposed convolution is supported (input ",
                                                  "[N,C,H,W], weight [C,K/group,kh,kw]); input '", n.input(0), "' is ",

@@ -356,11 +356,11 @@ TEST(OnnxImporterTest, ReduceMeanNoopWithEmptyAxesIsAnIdentity) {
   g->add_output()->set_name("y");
   CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
   EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 3, 4, 5}));
-  // Without the attribute, empty axes reduce every axis, the batch included: refused, naming the axes.
+  // Without the attribute, empty axes reduce every axis, the batch included: refused, naming the axis.
   g->mutable_node(0)->clear_attribute();
   EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
-                                      HasSubstr("node 'gap' (ReduceMean): only a mean over axes [2,3] of [N,C,H,W] is "
-                                                "supported, got axes [0,1,2,3] of [N,3,4,5]")));
+                                      HasSubstr("node 'gap' (ReduceMean): a mean over axis 0 of [N,3,4,5] reduces the "
+                                                "dynamic batch, which a served model keeps")));
 }
 
 TEST(OnnxImporterTest, SplitNumOutputsAtOpset18CutsCeilSizedParts) {
@@ -536,7 +536,7 @@ TEST(OnnxImporterTest, LayerNormalizationBroadcastsScaleAndWritesTheNamedStatist
 
 // ConvTranspose: the output extent from strides, output_padding and pads; output_shape with SAME_UPPER; a 1-D
 // transposed convolution refused naming the node and the shapes.
-TEST(OnnxImporterTest, ConvTransposeResolvesTheOutputExtentAndRefusesOneD) {
+TEST(OnnxImporterTest, ConvTransposeResolvesTheOutputExtentTakesOneDAndRefusesThreeD) {
   onnx::ModelProto model = ModelWithInput(11, {2, 3, 4});
   onnx::GraphProto* g = model.mutable_graph();
   AddFloatInitializer(g, "w", {2, 3, 3, 3}, 0.1f);
@@ -553,14 +553,28 @@ TEST(OnnxImporterTest, ConvTransposeResolvesTheOutputExtentAndRefusesOneD) {
   SetString(g->mutable_node(0), "auto_pad", "SAME_UPPER");
   CONVOY_ASSERT_OK_AND_ASSIGN(graph, Import(model));
   EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 3, 6, 8}));  // in * stride
+  // 1-D: as 2-D with H = 1 between Reshapes; stride 2, pads 1/0: 2 * (7 - 1) + 3 - 1 = 14.
   onnx::ModelProto one_d = ModelWithInput(11, {2, 7});
   g = one_d.mutable_graph();
   AddFloatInitializer(g, "w", {2, 3, 3}, 0.1f);
+  up = AddNode(g, "ConvTranspose", {"x", "w"}, {"y"}, "up");
+  SetInts(up, "strides", {2});
+  SetInts(up, "pads", {1, 0});
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(graph, Import(one_d));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 3, 14}));
+  SetInts(up, "output_padding", {1, 1});
+  EXPECT_THAT(Import(one_d), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("node 'up' (ConvTranspose): attribute 'output_padding' has 2 entries; "
+                                                "a 1-D transposed convolution takes 1")));
+  onnx::ModelProto three_d = ModelWithInput(11, {2, 4, 4, 4});
+  g = three_d.mutable_graph();
+  AddFloatInitializer(g, "w", {2, 3, 3, 3, 3}, 0.1f);
   AddNode(g, "ConvTranspose", {"x", "w"}, {"y"}, "up");
   g->add_output()->set_name("y");
-  EXPECT_THAT(Import(one_d), StatusIs(absl::StatusCode::kUnimplemented,
-                                      HasSubstr("node 'up' (ConvTranspose): only 2-D transposed convolution is "
-                                                "supported")));
+  EXPECT_THAT(Import(three_d), StatusIs(absl::StatusCode::kUnimplemented,
+                                        HasSubstr("node 'up' (ConvTranspose): only 2-D transposed convolution is "
+                                                  "supported")));
 }
 
 
@@ -575,6 +589,79 @@ TEST(OnnxImporterTest, DropoutBeforeOpset7NeedsIsTest) {
                                                 "absent, default 0")));
   SetInt(g->mutable_node(0), "is_test", 1);
   EXPECT_THAT(Import(model), IsOk());
+}
+
+// ---- N-D MatMul, means over any axes, 1-D and 3-D windows -----------------------------------------------------
+
+TEST(OnnxImporterTest, MatMulOfAnNdTensorByA2dWeight) {
+  onnx::ModelProto model = ModelWithInput(13, {5, 6, 8});
+  onnx::GraphProto* g = model.mutable_graph();
+  AddFloatInitializer(g, "w", {8, 3}, 0.1f);
+  AddNode(g, "MatMul", {"x", "w"}, {"y"}, "fc");
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 5, 6, 3}));
+  // A batched B that is not A's leading dims: refused, naming both shapes.
+  g->mutable_initializer(0)->clear_dims();
+  for (int64_t d : {2, 8, 3}) g->mutable_initializer(0)->add_dims(d);
+  g->mutable_initializer(0)->clear_float_data();
+  for (int i = 0; i < 48; ++i) g->mutable_initializer(0)->add_float_data(0.5f);
+  EXPECT_THAT(Import(model), StatusIs(absl::StatusCode::kUnimplemented,
+                                      HasSubstr("node 'fc' (MatMul): MatMul of [N,5,6,8] by [2,8,3] is not supported")));
+}
+
+TEST(OnnxImporterTest, ReduceMeanOverOtherAxesIsAProductWithAColumnOfMeans) {
+  onnx::ModelProto model = ModelWithInput(13, {4, 5, 6});
+  onnx::GraphProto* g = model.mutable_graph();
+  SetInts(AddNode(g, "ReduceMean", {"x"}, {"y"}, "mean"), "axes", {1, 3});
+  SetInt(g->mutable_node(0), "keepdims", 0);
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 5}));
+  std::vector<runtime::OpKind> ops;
+  for (const runtime::Node& n : graph.nodes()) ops.push_back(n.op());
+  EXPECT_EQ(ops, (std::vector<runtime::OpKind>{runtime::OpKind::kTranspose, runtime::OpKind::kReshape,
+                                                runtime::OpKind::kGemm, runtime::OpKind::kReshape}));
+  const runtime::Tensor x = RandomTensor({2, 4, 5, 6});
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto outputs, runtime::RunReference(graph, {{"x", x}}));
+  const runtime::Tensor& y = outputs.at("y");
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t h = 0; h < 5; ++h) {
+      double sum = 0;
+      for (int64_t c = 0; c < 4; ++c) {
+        for (int64_t w = 0; w < 6; ++w) sum += x.data[((n * 4 + c) * 5 + h) * 6 + w];
+      }
+      EXPECT_NEAR(y.data[n * 5 + h], sum / 24, 1e-6) << n << "," << h;
+    }
+  }
+}
+
+TEST(OnnxImporterTest, OneDimensionalAndThreeDimensionalPoolingBecome2d) {
+  onnx::ModelProto model = ModelWithInput(13, {3, 10});
+  onnx::GraphProto* g = model.mutable_graph();
+  auto* pool = AddNode(g, "MaxPool", {"x"}, {"y"}, "pool");
+  SetInts(pool, "kernel_shape", {3});
+  SetInts(pool, "strides", {2});
+  SetInts(pool, "pads", {1, 1});
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(runtime::Graph graph, Import(model));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 3, 5}));
+  // 3-D: two 2-D poolings; a wrong attribute length names the node and the input's shape.
+  onnx::ModelProto model3 = ModelWithInput(13, {2, 4, 6, 6});
+  g = model3.mutable_graph();
+  pool = AddNode(g, "AveragePool", {"x"}, {"y"}, "pool3");
+  SetInts(pool, "kernel_shape", {2, 3, 3});
+  SetInts(pool, "strides", {2, 1, 2});
+  g->add_output()->set_name("y");
+  CONVOY_ASSERT_OK_AND_ASSIGN(graph, Import(model3));
+  EXPECT_EQ(*graph.ShapeOf("y"), (runtime::Shape{runtime::kBatch, 2, 2, 4, 2}));
+  int pools = 0;
+  for (const runtime::Node& n : graph.nodes()) pools += n.op() == runtime::OpKind::kPool2d;
+  EXPECT_EQ(pools, 2);
+  SetInts(pool, "pads", {0, 0});
+  EXPECT_THAT(Import(model3), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("node 'pool3' (AveragePool): attribute 'pads' has 2 entries for the "
+                                                 "3 spatial axes of input 'x' [N,2,4,6,6]")));
 }
 
 }  // namespace

@@ -385,7 +385,9 @@ std::string AttrsToString(const Node& node) {
     case OpKind::kGemm: {
       const auto& a = node.As<GemmAttrs>();
       return absl::StrCat("alpha=", a.alpha, " beta=", a.beta, a.transpose_a ? " transA" : "",
-                          a.transpose_b ? " transB" : "", a.has_bias ? " +bias" : "");
+                          a.transpose_b ? " transB" : "", a.has_bias ? " +bias" : "",
+                          a.activation.kind == ActivationKind::kIdentity ? "" : " act=",
+                          a.activation.kind == ActivationKind::kIdentity ? "" : ActivationToString(a.activation));
     }
     case OpKind::kPad: {
       const auto& a = node.As<PadAttrs>();

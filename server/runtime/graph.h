@@ -143,14 +143,17 @@ struct SoftmaxAttrs {
   int64_t axis = -1;
 };
 
-// y = alpha * A' * B' + beta * C with A' = transpose_a ? A^T : A; inputs A [M,K], B [K,N] (or [N,K]), optional C
-// broadcastable to [M,N].
+// y = act(alpha * A' * B' + beta * C) with A' = transpose_a ? A^T : A; inputs A [M,K], B [K,N] (or [N,K]), optional C
+// broadcastable to [M,N]. ONNX MatMul of N-D tensors: A [..., M, K] (no transpose_a) times a 2-D B shared by every
+// matrix of A (a Linear layer on [N,H,W,C]), or a B [..., K, N] with A's leading dims, one matrix each; y
+// [..., M, N], C then a per-column vector.
 struct GemmAttrs {
   float alpha = 1.0f;
   float beta = 1.0f;
   bool transpose_a = false;
   bool transpose_b = false;
   bool has_bias = false;
+  Activation activation;  // fused by the passes (a following activation, e.g. the Linear + GELU of ConvNeXt)
 };
 
 enum class PadMode { kConstant, kReflect, kEdge };

@@ -24,6 +24,9 @@
 //                        through, a Flatten view of an NHWC tensor as an output, a Gemm over 136 features (split-K).
 //   fixed_batch          no symbolic batch (the runtime does not batch), a same-shape 4-D constant operand.
 //   wide_channels        160/272/136 channels and a 300-wide Gemm: several tiles along GEMM N, long reductions.
+//   convnext_block       ConvNeXt's stem and one block as torch.onnx writes them: Transposes to [N,H,W,C] and back,
+//                        decomposed channels-last LayerNorms, MatMul of 4-D tensors with bias Adds along the last
+//                        axis and the Erf form of GELU (fused into the GEMM epilogues), a [C,1,1] layer scale.
 //   resnet_classifier    model_repo/resnet_classifier at its real 224x224 (batch 1, NHWC, FP32 and FP16 only).
 //
 // Tests: every model x {NHWC, NCHW} x {fp32, tf32, fp16, bf16} at batch 1 and 5 (plus NHWC fp32/fp16 with CUDA
@@ -428,6 +431,56 @@ absl::Status WriteWideChannels(const std::string& path) {
   return g.Save(path);
 }
 
+// The decomposed LayerNorm torch.onnx writes before opset 17, over the last axis of `x` [..., c] (one per call).
+std::string DecomposedLayerNorm(OnnxBuilder& g, const std::string& x, const std::string& y, int64_t c) {
+  onnx::NodeProto* mean = g.Node("ReduceMean", {x}, {y + "_mean"});
+  OnnxBuilder::SetInts(mean, "axes", {-1});
+  g.Node("Sub", {x, y + "_mean"}, {y + "_d"});
+  g.Node("Pow", {y + "_d", g.Floats(y + "_two", {}, {2.0f})}, {y + "_sq"});
+  OnnxBuilder::SetInts(g.Node("ReduceMean", {y + "_sq"}, {y + "_var"}), "axes", {-1});
+  g.Node("Add", {y + "_var", g.Floats(y + "_eps", {}, {1e-6f})}, {y + "_e"});
+  g.Node("Sqrt", {y + "_e"}, {y + "_s"});
+  g.Node("Div", {y + "_d", y + "_s"}, {y + "_n"});
+  g.Node("Mul", {y + "_n", g.Random(y + ".weight", {c}, 0.5f, 1.5f)}, {y + "_scaled"});
+  return g.Node("Add", {y + "_scaled", g.Random(y + ".bias", {c}, -0.2f, 0.2f)}, {y})->output(0);
+}
+
+// ConvNeXt-Tiny's structure as torch.onnx writes it at opset 13, at 16 channels: a 4x4 stride-4 stem and its
+// channels-last LayerNorm between Transposes, then one block (7x7 depthwise conv, Transpose to [N,H,W,C], LayerNorm
+// over C, Linear to 4C as a MatMul of the 4-D tensor plus a bias Add along the last axis, the Erf form of GELU,
+// Linear back, Transpose, a [C,1,1] layer scale, the residual add), global average pool and a Gemm classifier.
+absl::Status WriteConvNextBlock(const std::string& path) {
+  OnnxBuilder g(/*seed=*/77);
+  const int64_t c = 16;
+  g.Input("images", {3, 32, 32});
+  g.Conv("images", "stem", 3, c, 4, 4, {0, 0, 0, 0});                                   // [N,16,8,8]
+  OnnxBuilder::SetInts(g.Node("Transpose", {"stem"}, {"stem_nhwc"}), "perm", {0, 2, 3, 1});
+  DecomposedLayerNorm(g, "stem_nhwc", "stem_ln", c);
+  OnnxBuilder::SetInts(g.Node("Transpose", {"stem_ln"}, {"stem_out"}), "perm", {0, 3, 1, 2});
+  g.Conv("stem_out", "dw", c, c, 7, 1, {3, 3, 3, 3}, /*groups=*/c);
+  OnnxBuilder::SetInts(g.Node("Transpose", {"dw"}, {"dw_nhwc"}), "perm", {0, 2, 3, 1});   // [N,8,8,16]
+  DecomposedLayerNorm(g, "dw_nhwc", "block_ln", c);
+  g.Node("MatMul", {"block_ln", g.Random("fc1.weight", {c, 4 * c}, -0.25f, 0.25f)}, {"fc1_mm"});  // [N,8,8,64]
+  g.Node("Add", {g.Random("fc1.bias", {4 * c}, -0.1f, 0.1f), "fc1_mm"}, {"fc1"});
+  g.Node("Div", {"fc1", g.Floats("sqrt2", {}, {1.4142135f})}, {"gelu_div"});
+  g.Node("Erf", {"gelu_div"}, {"gelu_erf"});
+  g.Node("Add", {"gelu_erf", g.Floats("one", {}, {1.0f})}, {"gelu_gate"});
+  g.Node("Mul", {"fc1", "gelu_gate"}, {"gelu_mul"});
+  g.Node("Mul", {"gelu_mul", g.Floats("half", {}, {0.5f})}, {"gelu"});
+  g.Node("MatMul", {"gelu", g.Random("fc2.weight", {4 * c, c}, -0.125f, 0.125f)}, {"fc2_mm"});  // [N,8,8,16]
+  g.Node("Add", {g.Random("fc2.bias", {c}, -0.1f, 0.1f), "fc2_mm"}, {"fc2"});
+  OnnxBuilder::SetInts(g.Node("Transpose", {"fc2"}, {"fc2_nchw"}), "perm", {0, 3, 1, 2});
+  g.Node("Mul", {g.Random("layer_scale", {c, 1, 1}, 0.25f, 0.75f), "fc2_nchw"}, {"scaled"});
+  g.Node("Add", {"scaled", "stem_out"}, {"block"});
+  g.Node("GlobalAveragePool", {"block"}, {"gap"});
+  g.Node("Flatten", {"gap"}, {"flat"});
+  onnx::NodeProto* fc = g.Node("Gemm", {"flat", g.Random("fc.weight", {10, c}, -0.5f, 0.5f)}, {"logits"});
+  OnnxBuilder::SetInt(fc, "transB", 1);
+  g.Output("logits");
+  g.Output("block");
+  return g.Save(path);
+}
+
 // resnet_mini's stem and head on a fixed [2,3,16,16] input: no symbolic batch, so the runtime does not batch
 // (max_batch_size 0) and every tensor's first dimension is a plain 2.
 absl::Status WriteFixedBatch(const std::string& path) {
@@ -466,6 +519,7 @@ absl::StatusOr<std::string> GeneratedModel(const std::string& name) {
                         : name == "two_inputs" ? WriteTwoInputs(path)
                         : name == "fixed_batch" ? WriteFixedBatch(path)
                         : name == "wide_channels" ? WriteWideChannels(path)
+                        : name == "convnext_block" ? WriteConvNextBlock(path)
                                               : absl::NotFoundError(name);
   if (!status.ok()) return status;
   (*written)[name] = path;
@@ -740,7 +794,7 @@ std::vector<T> Concat(std::vector<T> a, const std::vector<T>& b) {
 
 const std::vector<std::string> kModels = {"simple_cnn",  "simple_cnn_uint8", "simple_cnn_uint8_raw", "resnet_mini",
                                           "resnet_mini_half_io", "op_zoo", "odd_shapes", "two_inputs", "fixed_batch",
-                                          "wide_channels"};
+                                          "wide_channels", "convnext_block"};
 const std::vector<Layout> kLayouts = {Layout::kNHWC, Layout::kNCHW};
 const std::vector<Precision> kPrecisions = {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16};
 
@@ -929,7 +983,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelRuntimeCudaEmulatedConcurrencyTest,
 // op, on the optimized graph) for the models with FP32 inputs and outputs.
 TEST(ModelRuntimeCudaEmulatedReferenceTest, CpuRuntimeMatchesTheInterpreter) {
   for (const char* name : {"simple_cnn", "resnet_mini", "op_zoo", "odd_shapes", "two_inputs", "fixed_batch",
-                           "wide_channels"}) {
+                           "wide_channels", "convnext_block"}) {
     SCOPED_TRACE(name);
     CONVOY_ASSERT_OK_AND_ASSIGN(const ModelRuntime* cpu_model, CpuModel(name));
     const int batch = cpu_model->max_batch_size() > 0 ? 3 : 1;

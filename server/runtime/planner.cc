@@ -98,8 +98,13 @@ absl::StatusOr<int> PlanBuilder::AddOutput(const std::string& name, DataType dty
 
 absl::StatusOr<int> PlanBuilder::AddAlias(const std::string& name, int source) {
   CONVOY_ASSIGN_OR_RETURN(Shape shape, graph_.ShapeOf(name));
+  return AddAlias(name, source, shape.size() == 4 ? plan_->tensors_[source].layout : Layout::kNCHW);
+}
+
+absl::StatusOr<int> PlanBuilder::AddAlias(const std::string& name, int source, Layout layout) {
+  CONVOY_ASSIGN_OR_RETURN(Shape shape, graph_.ShapeOf(name));
   const PlanTensor& src = plan_->tensors_[source];
-  PlanTensor t{name, shape, src.dtype, shape.size() == 4 ? src.layout : Layout::kNCHW, Root(source)};
+  PlanTensor t{name, shape, src.dtype, layout, Root(source)};
   producer_.push_back(producer_[source]);
   plan_->tensors_.push_back(std::move(t));
   const int id = static_cast<int>(plan_->tensors_.size()) - 1;

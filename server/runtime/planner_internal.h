@@ -114,8 +114,10 @@ class PlanBuilder {
   absl::StatusOr<int> ComputeInput(const Node& node, size_t index, Layout layout);
   // A new step output for graph tensor `name`, shaped as the graph says.
   absl::StatusOr<int> AddOutput(const std::string& name, DataType dtype, Layout layout);
-  // A new tensor viewing `source`'s storage, registered as graph tensor `name`.
+  // A new tensor viewing `source`'s storage, registered as graph tensor `name` (in `layout`: a Transpose between
+  // NHWC and NCHW order is a view of the same bytes).
   absl::StatusOr<int> AddAlias(const std::string& name, int source);
+  absl::StatusOr<int> AddAlias(const std::string& name, int source, Layout layout);
   // The graph constant feeding input `index` of `node`, or an error naming both.
   absl::StatusOr<const Tensor*> Constant(const Node& node, size_t index) const;
   // Copies values into plan-owned device memory as `dtype`; rank-4 NCHW data is permuted to NHWC when asked.
@@ -291,7 +293,10 @@ absl::Status PlanBuilder::AddKernelStep(const std::string& name, std::vector<int
     CONVOY_RETURN_IF_ERROR(SelectForBatch<Op>(*step, b, problem_for(b), raw_filter, packed));
   }
   const int index = static_cast<int>(plan_->steps_.size());
-  for (int out : step->outputs()) producer_[out] = index;
+  // A tensor written by several steps (a batched MatMul's matrices, one step each) is live from the first.
+  for (int out : step->outputs()) {
+    if (producer_[out] < 0) producer_[out] = index;
+  }
   plan_->steps_.push_back(std::move(step));
   return absl::OkStatus();
 }

@@ -568,6 +568,20 @@ absl::Status PlanConvTranspose2d(PlanBuilder& b, const Node& node) {
 
 absl::Status PlanTranspose(PlanBuilder& b, const Node& node) {
   CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  {
+    // [N,C,H,W] lying as NHWC is [N,H,W,C] lying row-major, and back (ConvNeXt's permutes around its LayerNorms and
+    // Linear layers in an NHWC plan): a view, no step.
+    const PlanTensor& t = b.tensor(x);
+    const std::vector<int64_t>& perm = node.As<TransposeAttrs>().perm;
+    const bool image = t.shape.size() == 4;
+    if (image && t.layout == Layout::kNHWC && perm == std::vector<int64_t>{0, 2, 3, 1}) {
+      return b.AddAlias(node.outputs[0], x, Layout::kNCHW).status();
+    }
+    if (image && t.layout == Layout::kNCHW && b.layout() == Layout::kNHWC &&
+        perm == std::vector<int64_t>{0, 3, 1, 2}) {
+      return b.AddAlias(node.outputs[0], x, Layout::kNHWC).status();
+    }
+  }
   // The permutation names logical (row-major NCHW-order) dims: spatial NHWC tensors go back to NCHW first, and the
   // output is NCHW whatever its rank (a consumer that wants NHWC converts it).
   CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
@@ -605,9 +619,41 @@ absl::Status PlanAlias(PlanBuilder& b, const Node& node) {
   return b.AddAlias(node.outputs[0], x).status();
 }
 
-// The kernel broadcasts only its second operand, in one of four ways; anything else fails the load.
+namespace {
+
+// A broadcast the image forms do not cover, seen on the row-major (NCHW-order) tensors: the operand's axes other than
+// ones form one block [begin, end) of `out`'s axes (numpy aligns the trailing axes), so `out` is
+// [prod(out[:begin]), prod(out[begin:end]), 1, prod(out[end:])] with one operand value per "channel". A Linear
+// layer's bias [C] onto [N,H,W,C] (the last axis), one value per row ([M,1] onto [M,C], [N,G,1] onto [N,G,S]: the
+// mean and deviation of a normalization written out), GroupNorm's [1,C,1] scale onto [N,C,S] (a middle axis).
+struct BlockView {
+  size_t begin = 0, end = 0;
+  bool used() const { return end > begin; }
+};
+
+BlockView BlockViewOf(const Shape& operand, const Shape& out) {
+  if (operand.size() > out.size()) return {};
+  Shape aligned(out.size() - operand.size(), 1);
+  aligned.insert(aligned.end(), operand.begin(), operand.end());
+  BlockView view;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (aligned[d] == 1) continue;
+    if (!view.used()) view.begin = d;
+    view.end = d + 1;
+  }
+  for (size_t d = view.begin; d < view.end; ++d) {
+    if (aligned[d] != out[d]) return {};
+  }
+  return view;
+}
+
+}  // namespace
+
+// The kernel broadcasts only its second operand, in one of the image forms (same shape, [N,C,1,1], [1,C,1,1] or
+// [C,1,1], a scalar; [C] onto [N,C]) or a block view (above, `view`); anything else fails the load.
 absl::StatusOr<BinaryBroadcast> ClassifyBroadcast(PlanBuilder& b, const Node& node, const Shape& operand,
-                                                  const Shape& out) {
+                                                  const Shape& out, BlockView& view) {
+  view = BlockView{};
   if (operand == out) return BinaryBroadcast::kNone;
   const bool has_batch = std::count(operand.begin(), operand.end(), kBatch) > 0;
   if (!has_batch && NumElements(operand) == 1) return BinaryBroadcast::kScalar;
@@ -625,8 +671,11 @@ absl::StatusOr<BinaryBroadcast> ClassifyBroadcast(PlanBuilder& b, const Node& no
                           (operand.size() == 2 && operand[0] == 1 && operand[1] == out[1]))) {
     return BinaryBroadcast::kPerChannel;
   }
+  view = BlockViewOf(operand, out);
+  if (view.used()) return BinaryBroadcast::kPerChannel;
   return b.NodeError(node, absl::StrCat("cannot broadcast ", ShapeToString(operand), " onto ", ShapeToString(out),
-                                        ": the kernel supports the same shape, [N,C,1,1], [1,C,1,1] and a scalar"));
+                                        ": the kernel supports the same shape, [N,C,1,1], [1,C,1,1], a scalar, and "
+                                        "an operand whose axes other than ones are one block of the output's"));
 }
 
 absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
@@ -646,14 +695,16 @@ absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
                                           ShapeToString(out_shape), "; got ", ShapeToString(s0), " and ",
                                           ShapeToString(s1)));
   }
-  CONVOY_ASSIGN_OR_RETURN(const BinaryBroadcast broadcast, ClassifyBroadcast(b, node, s1, out_shape));
+  BlockView view;
+  CONVOY_ASSIGN_OR_RETURN(const BinaryBroadcast broadcast, ClassifyBroadcast(b, node, s1, out_shape, view));
   const Tensor* constant = b.graph().FindConstant(node.inputs[second]);
   // A blocked first operand stays blocked (EfficientNet's squeeze-excitation multiply between blocked convolutions),
-  // except against a same-shape constant, which is uploaded in the plain layout.
+  // except against a same-shape constant, which is uploaded in the plain layout; a block view reads row-major data.
   CONVOY_ASSIGN_OR_RETURN(int first_value, b.Value(node.inputs[first]));
-  const bool blocked = b.tensor(first_value).layout == Layout::kNCHW8c &&
+  const bool rows = view.used();
+  const bool blocked = b.tensor(first_value).layout == Layout::kNCHW8c && !rows &&
                        !(constant != nullptr && broadcast == BinaryBroadcast::kNone);
-  const Layout compute_layout = blocked ? Layout::kNCHW8c : b.layout();
+  const Layout compute_layout = blocked ? Layout::kNCHW8c : rows ? Layout::kNCHW : b.layout();
   CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, first, compute_layout));
   Operand operand;
   std::vector<int> inputs = {x};
@@ -670,8 +721,15 @@ absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
                       : kind == BinaryKind::kMul ? BinaryOp::kMul
                                                  : BinaryOp::kDiv;
   const Layout layout = b.tensor(x).layout;
-  auto problem_for = [&b, x, op, broadcast, layout](int batch) {
-    const ImageDims d = b.Dims(x, batch);
+  auto problem_for = [&b, x, op, broadcast, layout, view](int batch) {
+    ImageDims d = b.Dims(x, batch);
+    if (view.used()) {
+      const Shape dims = b.tensor(x).Dims(batch);
+      auto extent = [&dims](size_t from, size_t to) {
+        return int(NumElements(Shape(dims.begin() + from, dims.begin() + to)));
+      };
+      d = {extent(0, view.begin), extent(view.begin, view.end), 1, extent(view.end, dims.size())};
+    }
     BinaryProblem p;
     p.op = op, p.broadcast = broadcast;
     p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
@@ -696,24 +754,37 @@ absl::StatusOr<std::vector<float>> GemmBias(PlanBuilder& b, const Node& node, co
   return bias;
 }
 
+// A [M, K] by a constant B: one GEMM step. An N-D A [..., M, K] (MatMul; row-major, so NCHW-order) is one GEMM of
+// its flattened rows by a 2-D B, or one step per matrix by a B with A's leading dims.
 absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<GemmAttrs>();
   if (a.transpose_a) return b.NodeError(node, "transpose_a is not supported (the activation must be [M, K])");
-  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
-  if (b.tensor(x).shape.size() != 2) {
-    return b.NodeError(node, absl::StrCat("A must be [M, K], got ", ShapeToString(b.tensor(x).shape)));
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  const size_t rank = b.tensor(x).shape.size();
+  if (rank < 2) return b.NodeError(node, absl::StrCat("A must be [..., M, K], got ", ShapeToString(b.tensor(x).shape)));
+  if (rank == 2) {
+    CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0));
+  } else {
+    CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
   }
   CONVOY_ASSIGN_OR_RETURN(const Tensor* weight, b.Constant(node, 1));
-  const int64_t k = b.tensor(x).shape[1];
-  const int64_t n = a.transpose_b ? weight->shape[0] : weight->shape[1];
-  // The kernel wants B as [n, k]; alpha is folded into it once here.
-  Tensor packed{{n, k}, std::vector<float>(n * k)};
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t i = 0; i < k; ++i) {
-      packed.data[j * k + i] = a.alpha * (a.transpose_b ? weight->data[j * k + i] : weight->data[i * n + j]);
+  const size_t wrank = weight->shape.size();
+  const int64_t k = b.tensor(x).shape.back();
+  const int64_t n = a.transpose_b ? weight->shape[wrank - 2] : weight->shape[wrank - 1];
+  const int64_t matrices = NumElements(Shape(weight->shape.begin(), weight->shape.end() - 2));
+  // The kernel wants each B as [n, k]; alpha is folded into it once here.
+  std::vector<const void*> packed_weights;
+  for (int64_t mat = 0; mat < matrices; ++mat) {
+    const float* source = weight->data.data() + mat * n * k;
+    Tensor packed{{n, k}, std::vector<float>(n * k)};
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < k; ++i) {
+        packed.data[j * k + i] = a.alpha * (a.transpose_b ? source[j * k + i] : source[i * n + j]);
+      }
     }
+    CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(packed, b.compute_dtype(), Layout::kNCHW));
+    packed_weights.push_back(w);
   }
-  CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(packed, b.compute_dtype(), Layout::kNCHW));
   const float* bias = nullptr;
   if (a.has_bias && a.beta != 0.0f) {
     CONVOY_ASSIGN_OR_RETURN(const Tensor* c, b.Constant(node, 2));
@@ -723,15 +794,31 @@ absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
   }
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), Layout::kNCHW));
   const bool tf32 = b.options().precision == Precision::kTf32;
-  auto problem_for = [&b, x, n, k, bias, tf32](int batch) {
-    GemmProblem p;
-    p.m = b.Dims(x, batch).n, p.n = int(n), p.k = int(k);
-    p.dtype = b.compute_dtype(), p.allow_tf32 = tf32;
-    p.epilogue.has_bias = bias != nullptr;
-    return p;
-  };
-  auto bind = [x, w, bias, y](TensorPointers t) { return GemmArgs{t[x], w, bias, nullptr, nullptr, t[y]}; };
-  return b.AddKernelStep<GemmOp>(node.name, {x}, {y}, problem_for, bind, w);
+  const size_t element = DataTypeSize(b.compute_dtype());
+  for (int64_t mat = 0; mat < matrices; ++mat) {
+    // One shared B: every row of A ([..., M, K] flattened) in one GEMM; else matrix `mat` of A (static dims).
+    const convoy::Activation activation = KernelActivation(a.activation);
+  auto problem_for = [&b, x, n, k, bias, tf32, matrices, activation](int batch) {
+      const Shape dims = b.tensor(x).Dims(batch);
+      GemmProblem p;
+      p.m = int(matrices == 1 ? NumElements(Shape(dims.begin(), dims.end() - 1)) : dims[dims.size() - 2]);
+      p.n = int(n), p.k = int(k);
+      p.dtype = b.compute_dtype(), p.allow_tf32 = tf32;
+      p.epilogue.has_bias = bias != nullptr;
+      p.epilogue.activation = activation;
+      return p;
+    };
+    const int64_t rows = matrices == 1 ? 0 : b.tensor(x).shape[rank - 2];
+    const size_t a_offset = mat * rows * k * element, y_offset = mat * rows * n * element;
+    const void* w = packed_weights[mat];
+    auto bind = [x, w, bias, y, a_offset, y_offset](TensorPointers t) {
+      return GemmArgs{static_cast<const char*>(t[x]) + a_offset, w, bias, nullptr, nullptr,
+                      static_cast<char*>(t[y]) + y_offset};
+    };
+    const std::string name = matrices == 1 ? node.name : absl::StrCat(node.name, "/", mat);
+    CONVOY_RETURN_IF_ERROR(b.AddKernelStep<GemmOp>(name, {x}, {y}, problem_for, bind, w));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace convoy::runtime

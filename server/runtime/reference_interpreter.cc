@@ -199,27 +199,36 @@ void RunSoftmax(int64_t axis, const Tensor& x, Tensor& y) {
   }
 }
 
+// Every matrix of A ([M, K], or the last two dims of an N-D A) by B's matrix (B 2-D: the same one for all).
 void RunGemm(const GemmAttrs& a, const std::vector<const Tensor*>& in, Tensor& y) {
   const Tensor& A = *in[0];
   const Tensor& B = *in[1];
-  const int64_t m = y.shape[0], n = y.shape[1];
-  const int64_t k = a.transpose_a ? A.shape[0] : A.shape[1];
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double acc = 0.0;
-      for (int64_t p = 0; p < k; ++p) {
-        double av = a.transpose_a ? A.data[p * m + i] : A.data[i * k + p];
-        double bv = a.transpose_b ? B.data[j * k + p] : B.data[p * n + j];
-        acc += av * bv;
+  const size_t rank = y.shape.size();
+  const int64_t m = y.shape[rank - 2], n = y.shape[rank - 1];
+  const int64_t k = a.transpose_a ? A.shape[0] : A.shape.back();
+  const int64_t matrices = NumElements(Shape(y.shape.begin(), y.shape.end() - 2));
+  const bool batched_b = B.shape.size() > 2;
+  for (int64_t batch = 0; batch < matrices; ++batch) {
+    const float* pa = A.data.data() + batch * m * k;
+    const float* pb = B.data.data() + (batched_b ? batch * k * n : 0);
+    float* py = y.data.data() + batch * m * n;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0.0;
+        for (int64_t p = 0; p < k; ++p) {
+          double av = a.transpose_a ? pa[p * m + i] : pa[i * k + p];
+          double bv = a.transpose_b ? pb[j * k + p] : pb[p * n + j];
+          acc += av * bv;
+        }
+        acc *= a.alpha;
+        if (a.has_bias) {
+          const Tensor& C = *in[2];
+          int64_t ci = C.shape.size() == 2 ? (C.shape[0] == 1 ? 0 : i) * C.shape[1] : 0;
+          int64_t cj = C.shape.empty() || C.shape.back() == 1 ? 0 : j;
+          acc += static_cast<double>(a.beta) * C.data[ci + cj];
+        }
+        py[i * n + j] = ApplyActivation(a.activation, static_cast<float>(acc));
       }
-      acc *= a.alpha;
-      if (a.has_bias) {
-        const Tensor& C = *in[2];
-        int64_t ci = C.shape.size() == 2 ? (C.shape[0] == 1 ? 0 : i) * C.shape[1] : 0;
-        int64_t cj = C.shape.empty() || C.shape.back() == 1 ? 0 : j;
-        acc += static_cast<double>(a.beta) * C.data[ci + cj];
-      }
-      y.data[i * n + j] = static_cast<float>(acc);
     }
   }
 }

@@ -191,29 +191,45 @@ absl::StatusOr<std::vector<Shape>> InferSplit(const Node& node, const std::vecto
   return outs;
 }
 
+// A [M, K] (or [K, M] with transpose_a) by B [K, N] (or [N, K] with transpose_b), or ONNX MatMul's N-D form: A
+// [..., M, K] by a 2-D B shared by every matrix of A, or by a B [..., K, N] with A's leading dims (one matrix each).
 absl::StatusOr<std::vector<Shape>> InferGemm(const Node& node, const std::vector<Shape>& in) {
   const auto& a = node.As<GemmAttrs>();
   size_t expected = a.has_bias ? 3 : 2;
   CONVOY_RETURN_IF_ERROR(ExpectInputCount(node, expected, expected));
-  CONVOY_RETURN_IF_ERROR(ExpectRank(node, in, 0, 2));
-  CONVOY_RETURN_IF_ERROR(ExpectRank(node, in, 1, 2));
-  int64_t m = a.transpose_a ? in[0][1] : in[0][0];
-  int64_t ka = a.transpose_a ? in[0][0] : in[0][1];
-  int64_t kb = a.transpose_b ? in[1][1] : in[1][0];
-  int64_t n = a.transpose_b ? in[1][0] : in[1][1];
-  if (ka != kb || ka == kBatch) {
-    return NodeError(node, absl::StrCat("inner dimensions differ: A ", ShapeToString(in[0]), " gives K=", ka, ", B ",
-                                        ShapeToString(in[1]), " gives K=", kb));
+  const Shape& sa = in[0];
+  const Shape& sb = in[1];
+  if (sa.size() < 2 || sb.size() < 2 || (a.transpose_a && sa.size() != 2)) {
+    return NodeError(node, absl::StrCat("A ", ShapeToString(sa), " and B ", ShapeToString(sb),
+                                        " must have rank 2 or more (A rank 2 with transpose_a)"));
+  }
+  if (sb.size() > 2 && (sb.size() != sa.size() || !std::equal(sb.begin(), sb.end() - 2, sa.begin()))) {
+    return NodeError(node, absl::StrCat("B ", ShapeToString(sb), " must be 2-D or have A's leading dimensions (A ",
+                                        ShapeToString(sa), ")"));
+  }
+  const size_t ra = sa.size(), rb = sb.size();
+  int64_t m = a.transpose_a ? sa[1] : sa[ra - 2];
+  int64_t ka = a.transpose_a ? sa[0] : sa[ra - 1];
+  int64_t kb = a.transpose_b ? sb[rb - 1] : sb[rb - 2];
+  int64_t n = a.transpose_b ? sb[rb - 2] : sb[rb - 1];
+  if (ka != kb || ka == kBatch || n == kBatch) {
+    return NodeError(node, absl::StrCat("inner dimensions differ: A ", ShapeToString(sa), " gives K=", ka, ", B ",
+                                        ShapeToString(sb), " gives K=", kb));
   }
   if (a.has_bias) {
     const Shape& c = in[2];
     bool ok = c.size() <= 2 && (c.empty() || c.back() == 1 || c.back() == n) &&
-              (c.size() < 2 || c[0] == 1 || c[0] == m);
+              (c.size() < 2 || c[0] == 1 || (ra == 2 && c[0] == m));
     if (!ok) {
-      return NodeError(node, absl::StrCat("bias ", ShapeToString(c), " does not broadcast to [", m == kBatch ? "N" : absl::StrCat(m), ",", n, "]"));
+      return NodeError(node, absl::StrCat("bias ", ShapeToString(c), " does not broadcast to [",
+                                          m == kBatch ? "N" : absl::StrCat(m), ",", n, "]",
+                                          ra > 2 ? " as one row for every matrix" : ""));
     }
   }
-  return std::vector<Shape>{{m, n}};
+  Shape out(sa.begin(), sa.end() - 1);
+  if (a.transpose_a) out = {m};
+  out.push_back(n);
+  return std::vector<Shape>{out};
 }
 
 absl::StatusOr<std::vector<Shape>> InferPad(const Node& node, const std::vector<Shape>& in) {

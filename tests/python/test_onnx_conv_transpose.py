@@ -4,7 +4,8 @@ onnxruntime does not follow in every padding rule) on every path test_onnx_ops.c
 interpreter with and without the passes, the CPU kernels in NCHW, NHWC and NCHW8c, the CUDA kernels on the emulated
 GPU), FP32, 1e-5 relative error: strides (equal and not), pads (symmetric and not), output_padding, dilations,
 groups (and depthwise), bias, auto_pad SAME_UPPER / SAME_LOWER / VALID and output_shape. Fresh random inputs and
-weights each run. A 1-D transposed convolution is refused naming the node."""
+weights each run. A 1-D transposed convolution runs as 2-D with H = 1 (same checks); a 3-D one is refused naming the
+node."""
 import onnx
 import pytest
 from onnx import helper
@@ -56,8 +57,16 @@ def test_conv_transpose_output_shape_and_auto_pad(tmp_path, attrs):
     check_onnx_reference(tmp_path, model, x)
 
 
-def test_conv_transpose_one_d_is_refused(tmp_path):
-    model, x = conv_transpose_model(2, 3, (7,), (3,), {})
+@pytest.mark.parametrize("attrs,groups", [({}, 1), (dict(strides=[2], pads=[1, 0], output_padding=[1]), 1),
+                                          (dict(strides=[3], dilations=[2]), 2),
+                                          (dict(strides=[2], auto_pad="VALID"), 1)])
+def test_conv_transpose_one_d(tmp_path, attrs, groups):
+    model, x = conv_transpose_model(4, 6, (7,), (3,), attrs, groups=groups)
+    check(tmp_path, model, x)
+
+
+def test_conv_transpose_three_d_is_refused(tmp_path):
+    model, x = conv_transpose_model(2, 3, (4, 4, 4), (3, 3, 3), {})
     path = tmp_path / "model.onnx"
     onnx.save(model, str(path))
     with pytest.raises(RuntimeError) as err:

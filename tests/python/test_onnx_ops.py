@@ -73,8 +73,8 @@ def check(tmp_path, model, inputs, tol=1e-5, kernel_refusal=None):
 
 # Cases the kernel runtime refuses at load (no kernel yet); the reference interpreter runs them. Listed in
 # docs/reliability.md ("Single-op ONNX tests") for the kernel library's owners.
-BROADCAST_REFUSAL = ("cannot broadcast {} onto [N,6,5,5]: the kernel supports the same shape, [N,C,1,1], [1,C,1,1] "
-                     "and a scalar")
+BROADCAST_REFUSAL = ("cannot broadcast {} onto [N,6,5,5]: the kernel supports the same shape, [N,C,1,1], [1,C,1,1], "
+                     "a scalar, and an operand whose axes other than ones are one block of the output's")
 DILATED_POOL_REFUSAL = "node 'pool' (Pool2d): dilated pooling (2x2) is not supported"
 
 
@@ -118,6 +118,20 @@ def test_pool(tmp_path, op, attrs):
           kernel_refusal=refusal)
 
 
+@pytest.mark.parametrize("op,shape,attrs", [
+    ("MaxPool", (3, 12), dict(kernel_shape=[3], strides=[2], pads=[1, 1])),
+    ("AveragePool", (3, 12), dict(kernel_shape=[4], strides=[3], ceil_mode=1)),
+    ("AveragePool", (3, 11), dict(kernel_shape=[3], auto_pad="SAME_UPPER", count_include_pad=1)),
+    ("MaxPool", (2, 5, 6, 7), dict(kernel_shape=[2, 3, 3], strides=[2, 1, 2], pads=[0, 1, 1, 1, 1, 0])),
+    ("AveragePool", (2, 5, 6, 7), dict(kernel_shape=[3, 2, 3], strides=[2, 2, 2], ceil_mode=1)),
+    ("AveragePool", (2, 5, 6, 7), dict(kernel_shape=[3, 3, 3], pads=[1, 1, 1, 1, 1, 1], count_include_pad=1)),
+])
+def test_pool_1d_and_3d(tmp_path, op, shape, attrs):
+    """1-D pooling as 2-D with H = 1, 3-D as a pooling over H,W then one over D (the window is a box)."""
+    x = {"x": rand(2, *shape)}
+    check(tmp_path, make_model([helper.make_node(op, ["x"], ["y"], name="pool", **attrs)], x, ["y"]), x)
+
+
 @pytest.mark.parametrize("op,attrs", [
     ("Relu", {}), ("Sigmoid", {}), ("Tanh", {}), ("LeakyRelu", dict(alpha=0.2)), ("HardSigmoid", {}),
     ("HardSigmoid", dict(alpha=0.3, beta=0.4)), ("HardSwish", {}), ("Softmax", dict(axis=1)), ("Identity", {}),
@@ -141,12 +155,15 @@ def test_clip_attrs_and_inputs(tmp_path, opset):
 
 
 @pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
-@pytest.mark.parametrize("other_shape", [(1, 6, 1, 1), (6, 1, 1), (1,), (1, 6, 5, 5), (5,)])
+@pytest.mark.parametrize("other_shape", [(1, 6, 1, 1), (6, 1, 1), (1,), (1, 6, 5, 5), (5,), (1, 1, 5), (5, 1),
+                                         (6, 1, 5)])
 def test_binary_broadcast(tmp_path, op, other_shape):
+    # (1,6,5,5): a whole map shared by the batch; (5,) and (1,1,5): along the last axis; (5,1): along H. Axes C and W
+    # (6,1,5) are not one block of the output's axes: no kernel form.
     other = rand(*other_shape, low=0.5, high=2.0)
     x = {"x": rand(2, 6, 5, 5)}
     refusal = None
-    if other_shape in ((5,), (1, 6, 5, 5)):  # a last-axis vector, a whole map shared by the batch
+    if other_shape == (6, 1, 5):
         refusal = BROADCAST_REFUSAL.format("[" + ",".join(map(str, other_shape)) + "]")
     check(tmp_path, make_model([helper.make_node(op, ["x", "c"], ["y"])], x, ["y"], [("c", other)]), x,
           kernel_refusal=refusal)
@@ -214,6 +231,40 @@ def test_reduce_mean_keepdims(tmp_path):
              helper.make_node("ReduceMean", ["x"], ["d"], axes=[-1, -2], keepdims=0)]
     x = {"x": rand(2, 5, 4, 6)}
     check(tmp_path, make_model(nodes, x, ["k", "d"]), x)
+
+
+@pytest.mark.parametrize("axes", [[1], [-1], [1, 3], [3, 1, 2], [2]])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_mean_other_axes(tmp_path, axes, keepdims):
+    """A mean over axes other than H,W (the channels, the last axis, several): a Transpose bringing them last, a
+    GEMM by a column of 1/R, and Reshapes, on every path."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["y"], axes=axes, keepdims=keepdims)]
+    x = {"x": rand(2, 6, 5, 4, low=-1.0, high=3.0)}
+    check(tmp_path, make_model(nodes, x, ["y"]), x)
+
+
+def test_binary_of_runtime_means(tmp_path):
+    """Runtime operands broadcast per row of the leading axes ([N,6,5,1] onto [N,6,5,5]: x minus its mean over the
+    last axis) and per image channel ([N,6,1,1])."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["row_mean"], axes=[3]),
+             helper.make_node("Sub", ["x", "row_mean"], ["d"]),
+             helper.make_node("ReduceMean", ["x"], ["map_mean"], axes=[2, 3]),
+             helper.make_node("Div", ["d", "map_mean"], ["y"])]
+    x = {"x": rand(2, 6, 5, 5, low=1.0, high=3.0)}
+    check(tmp_path, make_model(nodes, x, ["y"]), x)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((3, 5, 7), (7, 4)), ((4, 5, 6, 8), (8, 3)), ((2, 3, 4, 5), (1, 3, 5, 6))])
+def test_matmul_of_nd_tensors(tmp_path, a_shape, b_shape):
+    """MatMul of an N-D tensor by a 2-D weight (a Linear layer on [N,H,W,C]) and, with a static batch, by a weight
+    with the same leading dims (one matrix each)."""
+    inits = [("b", rand(*b_shape))]
+    x = {"a": rand(*a_shape)}
+    dynamic = len(b_shape) == 2
+    if not dynamic:
+        inits = [("b", rand(a_shape[0], *b_shape[1:]))]
+    check(tmp_path, make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], x, ["y"], inits,
+                               dynamic_batch=dynamic), x)
 
 
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
@@ -464,8 +515,10 @@ def refusal_text(tmp_path, nodes, inputs, inits, opset, extra_inputs=()):
     ([helper.make_node("ReduceMean", ["x"], ["y"], name="gap", axes=[2, 3])], [], 18,
      "node 'gap' (ReduceMean): attribute 'axes' is not part of ReduceMean at opset 18 (from opset 18 the axes are "
      "input 1)"),
-    ([helper.make_node("ReduceMean", ["x", "hw"], ["y"], name="gap")], [("hw", I64(1, 2))], 18,
-     "node 'gap' (ReduceMean): only a mean over axes [2,3] of [N,C,H,W] is supported, got axes [1,2] of [N,3,4,4]"),
+    ([helper.make_node("ReduceMax", ["x", "hw"], ["y"], name="gmp")], [("hw", I64(1, 2))], 18,
+     "node 'gmp' (ReduceMax): only a max over axes [2,3] of [N,C,H,W] is supported, got axes [1,2] of [N,3,4,4]"),
+    ([helper.make_node("ReduceMean", ["x", "nc"], ["y"], name="gap")], [("nc", I64(0, 1))], 18,
+     "node 'gap' (ReduceMean): a mean over axis 0 of [N,3,4,4] reduces the dynamic batch, which a served model keeps"),
     ([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="wrap")], [("pads", I64(0, 0, 1, 1, 0, 0, 1, 1))],
      19, "node 'pad' (Pad): attribute 'mode' value 'wrap' (opset 19) is not supported"),
     ([helper.make_node("Split", ["x"], ["y", "z"], name="split", axis=1, num_outputs=2)], [], 17,

@@ -10,6 +10,7 @@ std::string OptimizeStats::ToString() const {
   return absl::StrCat("constants folded ", constants_folded, ", identities removed ", identities_removed,
                       ", dead nodes removed ", dead_nodes_removed, ", batch norms folded ", batch_norms_folded,
                       ", activation patterns fused ", activations_fused, ", epilogue fusions ", epilogues_fused,
+                      ", gemm epilogue fusions ", gemm_epilogues_fused,
                       ", channel shuffles fused ", channel_shuffles_fused, ", pads folded into convolutions ", pads_folded);
 }
 
@@ -33,6 +34,7 @@ absl::StatusOr<OptimizeStats> OptimizeGraph(Graph& graph) {
     CONVOY_RETURN_IF_ERROR(run(FoldPadIntoConv, stats.pads_folded));
     CONVOY_RETURN_IF_ERROR(run(FoldBatchNormIntoConv, stats.batch_norms_folded));
     CONVOY_RETURN_IF_ERROR(run(FuseConvEpilogue, stats.epilogues_fused));
+    CONVOY_RETURN_IF_ERROR(run(FuseGemmEpilogue, stats.gemm_epilogues_fused));
     if (changes == 0) break;
   }
   return stats;

@@ -35,6 +35,10 @@ absl::StatusOr<int> FuseActivationPatterns(Graph& graph);
 // activation (conv_epilogue_fusion.cc).
 absl::StatusOr<int> FuseConvEpilogue(Graph& graph);
 
+// Fuses what follows a Gemm (or an N-D MatMul) into its epilogue: the Add of a constant vector along the last axis as
+// its bias, then an activation (gemm_epilogue_fusion.cc).
+absl::StatusOr<int> FuseGemmEpilogue(Graph& graph);
+
 // A zero constant Pad of H and W feeding a convolution becomes the convolution's padding, where the sum stays
 // within the kernel's extent (pad_folding.cc).
 absl::StatusOr<int> FoldPadIntoConv(Graph& graph);
@@ -50,6 +54,7 @@ struct OptimizeStats {
   int batch_norms_folded = 0;
   int activations_fused = 0;
   int epilogues_fused = 0;
+  int gemm_epilogues_fused = 0;
   int channel_shuffles_fused = 0;
   int pads_folded = 0;
 

@@ -105,6 +105,55 @@ TEST(FuseActivationPatternsTest, RecognizesSiluAndHardSwish) {
   ExpectSameOutputs(b.graph(), after);
 }
 
+// x * (1 + erf(x / sqrt 2)) * 0.5 as torch.onnx writes it, with the division or a multiplication by 1 / sqrt 2 and
+// either association of the two products.
+std::string ErfGelu(RandomGraphBuilder& b, const std::string& x, bool divide, bool half_last, float half = 0.5f) {
+  auto scalar = [&](float v) {
+    const std::string name = b.graph().UniqueName("scalar");
+    EXPECT_THAT(b.graph().AddConstant(name, Tensor{{}, {v}}), IsOk());
+    return name;
+  };
+  const std::string scaled = divide ? b.Binary(BinaryKind::kDiv, x, scalar(1.41421356f))
+                                    : b.Binary(BinaryKind::kMul, scalar(0.70710678f), x);
+  const std::string gate = b.Binary(BinaryKind::kAdd, scalar(1.0f), b.Node(UnaryAttrs{UnaryKind::kErf}, {scaled}));
+  if (half_last) return b.Binary(BinaryKind::kMul, b.Binary(BinaryKind::kMul, x, gate), scalar(half));
+  return b.Binary(BinaryKind::kMul, b.Binary(BinaryKind::kMul, scalar(half), x), gate);
+}
+
+TEST(FuseActivationPatternsTest, RecognizesTheErfFormOfGelu) {
+  RandomGraphBuilder b(4, 5, 5);
+  std::string y = ErfGelu(b, b.Conv("x", 4, 3, 1, 1), /*divide=*/true, /*half_last=*/true);
+  y = ErfGelu(b, y, /*divide=*/false, /*half_last=*/false);
+  y = ErfGelu(b, y, /*divide=*/true, /*half_last=*/true, /*half=*/0.6f);  // not a GELU: stays
+  ASSERT_THAT(b.graph().AddOutput(y), IsOk());
+  Graph after = ApplyToCopy(b, FuseActivationPatterns, 2);
+  EXPECT_EQ(CountOps(after, OpKind::kActivation), 2);
+  EXPECT_EQ(CountOps(after, OpKind::kUnary), 1);
+  EXPECT_EQ(after.nodes().size(), 1u + 2u + 5u);
+  ExpectSameOutputs(b.graph(), after);
+}
+
+TEST(FuseGemmEpilogueTest, LinearLayersOnChannelsLastTensorsTakeTheirBiasAndActivation) {
+  // ConvNeXt's block: [N,C,H,W] -> [N,H,W,C], Linear to 2C (MatMul, then the bias added along the last axis, first
+  // operand the constant as torch.onnx writes it), GELU, Linear back with a [1,1,C] bias.
+  RandomGraphBuilder b(4, 3, 5);
+  const std::string nhwc = b.Node(TransposeAttrs{{0, 2, 3, 1}}, {"x"});
+  const std::string fc1 = b.Node(GemmAttrs{}, {nhwc, b.Constant({4, 8})});
+  const std::string act = b.Act(b.Binary(BinaryKind::kAdd, b.Constant({8}), fc1), Activation{ActivationKind::kGelu});
+  const std::string fc2 = b.Node(GemmAttrs{}, {act, b.Constant({8, 4})});
+  const std::string y = b.Binary(BinaryKind::kAdd, fc2, b.Constant({1, 1, 4}));
+  // A Gemm whose Add broadcasts its output to a larger shape keeps the Add.
+  const std::string narrow = b.Node(GemmAttrs{}, {nhwc, b.Constant({4, 1})});
+  const std::string wide = b.Binary(BinaryKind::kAdd, narrow, b.Constant({1, 1, 1, 6}));
+  ASSERT_THAT(b.graph().AddOutput(y), IsOk());
+  ASSERT_THAT(b.graph().AddOutput(wide), IsOk());
+  Graph after = ApplyToCopy(b, FuseGemmEpilogue, 3);
+  EXPECT_EQ(CountOps(after, OpKind::kGemm), 3);
+  EXPECT_EQ(CountOps(after, OpKind::kBinary), 1);
+  EXPECT_EQ(CountOps(after, OpKind::kActivation), 0);
+  ExpectSameOutputs(b.graph(), after);
+}
+
 TEST(FuseConvEpilogueTest, ResNetBlockBecomesTwoFusedConvs) {
   RandomGraphBuilder b(8, 6, 6);
   std::string h = b.Act(b.Conv("x", 8, 3, 1, 1), Activation::Relu());
