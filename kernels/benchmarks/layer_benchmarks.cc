@@ -141,7 +141,7 @@ absl::StatusOr<double> TimeAlgorithm(const Conv2dAlgorithm& algorithm, const Con
   options.timed_runs = reps;
   const CandidateTiming timing = TimeCandidate<Conv2dOp>(algorithm, problem, buffers, device, options);
   if (!timing.ok) return absl::InternalError(absl::StrCat(algorithm.name(), ": ", timing.skip_reason));
-  return timing.median_ms;
+  return timing.time_ms;
 }
 
 absl::StatusOr<std::pair<double, double>> TimeSideBySide(const Conv2dAlgorithm& a, const Conv2dAlgorithm& b,

@@ -2,7 +2,13 @@
 
 #include <algorithm>
 
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/cpu/activation.h"
+#include "kernels/cpu/activation_loops.h"
+#include "kernels/cpu/binary_rows.h"
 #include "kernels/cpu/convert_element.h"
 #include "kernels/registry/registry.h"
 
@@ -125,10 +131,96 @@ void DispatchOp(const BinaryProblem& p, const typename S::T* a, const typename S
   }
 }
 
+// ---- FP32: the per-instruction-set row kernels ------------------------------------------------------------------
+
+static_assert(static_cast<int>(BinaryOp::kAdd) == 0 && static_cast<int>(BinaryOp::kSub) == 1 &&
+                  static_cast<int>(BinaryOp::kMul) == 2 && static_cast<int>(BinaryOp::kDiv) == 3,
+              "BinaryRowKernels index its arrays in BinaryOp's order");
+
+constexpr int64_t kPieceElements = 8192;    // outputs computed, then activated, at a time (32 KiB: in L1/L2)
+constexpr int64_t kMinTaskElements = 8192;  // a thread pool task is at least this many outputs
+
+const BinaryRowKernels& RowKernelsFor(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kAvx2: return kBinaryRowKernelsAvx2;
+    case CpuIsa::kAvx512: return kBinaryRowKernelsAvx512;
+    case CpuIsa::kBaseline: break;
+  }
+  return kBinaryRowKernelsBaseline;
+}
+
+// `rows` rows of `row_length` outputs over the pool; compute(first, last) writes rows [first, last) of y, in pieces
+// of at most kPieceElements, each activated right after it is written.
+template <typename Compute>
+void ForEachPiece(int64_t rows, int64_t row_length, const Activation& activation, float* y, ThreadPool& pool,
+                  const Compute& compute) {
+  const bool activate = activation.kind != ActivationKind::kIdentity;
+  const int64_t piece_rows = std::max<int64_t>(1, kPieceElements / row_length);
+  pool.ParallelFor(rows, [&](int64_t begin, int64_t end) {
+    for (int64_t first = begin; first < end; first += piece_rows) {
+      const int64_t last = std::min(end, first + piece_rows);
+      compute(first, last);
+      if (activate) ApplyActivationInPlace(y + first * row_length, (last - first) * row_length, activation);
+    }
+  }, std::max<int64_t>(1, kMinTaskElements / row_length));
+}
+
+void RunFp32Rows(const BinaryProblem& p, const float* a, const float* b, float* y, const BinaryRowKernels& kernels,
+                 ThreadPool& pool) {
+  const int op = static_cast<int>(p.op);
+  const auto same_shape = kernels.same_shape[op];
+  const auto scalar = kernels.scalar[op];
+  const auto repeated = kernels.repeated[op];
+  const int64_t plane = int64_t{p.h} * p.w;
+  if (p.broadcast == BinaryBroadcast::kNone || p.broadcast == BinaryBroadcast::kScalar) {
+    // Flat over the buffer in any layout: rows of one element.
+    const int64_t n = p.desc().num_elements();
+    const bool none = p.broadcast == BinaryBroadcast::kNone;
+    return ForEachPiece(n, 1, p.activation, y, pool, [&](int64_t first, int64_t last) {
+      if (none) {
+        same_shape(a + first, b + first, y + first, last - first);
+      } else {
+        scalar(a + first, b[0], y + first, last - first);
+      }
+    });
+  }
+  const bool per_image = p.broadcast == BinaryBroadcast::kPerImageChannel;  // else kPerChannel: b[c]
+  switch (p.layout) {
+    case Layout::kNCHW:
+      // N*C planes [n, c] of H*W, each with the one value b[n*C + c] or b[c].
+      return ForEachPiece(int64_t{p.n} * p.c, plane, p.activation, y, pool, [&](int64_t first, int64_t last) {
+        for (int64_t row = first; row < last; ++row) {
+          scalar(a + row * plane, b[per_image ? row : row % p.c], y + row * plane, plane);
+        }
+      });
+    case Layout::kNHWC:
+      // N*H*W pixels [n, h, w] of C channels; b's row is the image's (b + n*C) or the one row b.
+      return ForEachPiece(int64_t{p.n} * plane, p.c, p.activation, y, pool, [&](int64_t first, int64_t last) {
+        while (first < last) {
+          const int64_t image = first / plane;
+          const int64_t stop = per_image ? std::min(last, (image + 1) * plane) : last;
+          repeated(a + first * p.c, per_image ? b + image * p.c : b, y + first * p.c, stop - first, p.c);
+          first = stop;
+        }
+      });
+    case Layout::kNCHW8c: {
+      // N*C/8 planes [n, block] of H*W pixels x 8 channels; b's 8 values of the block.
+      constexpr int64_t kBlock = kLayoutChannelBlock;
+      const int64_t blocks = p.c / kBlock;
+      const int64_t row_length = plane * kBlock;
+      return ForEachPiece(int64_t{p.n} * blocks, row_length, p.activation, y, pool, [&](int64_t first, int64_t last) {
+        for (int64_t row = first; row < last; ++row) {
+          const float* lanes = b + (per_image ? row : row % blocks) * kBlock;  // [n, block] or [block] x 8
+          repeated(a + row * row_length, lanes, y + row * row_length, plane, kBlock);
+        }
+      });
+    }
+  }
+}
+
 }  // namespace
 
-absl::Status CpuBinaryAlgorithm::Run(const BinaryProblem& p, const BinaryArgs& args, Workspace,
-                                     const ExecutionContext& context) const {
+absl::Status RunBinaryStaged(const BinaryProblem& p, const BinaryArgs& args, const ExecutionContext& context) {
   return DispatchFloatStorage(p.dtype, [&](auto storage) {
     using S = decltype(storage);
     using T = typename S::T;
@@ -138,6 +230,44 @@ absl::Status CpuBinaryAlgorithm::Run(const BinaryProblem& p, const BinaryArgs& a
   });
 }
 
-CONVOY_REGISTER_ALGORITHM(BinaryElementwiseOp, CpuBinaryAlgorithm);
+CpuBinaryAlgorithm::CpuBinaryAlgorithm(CpuIsa isa)
+    : isa_(isa),
+      name_(isa == CpuIsa::kBaseline ? "cpu.binary.elementwise"
+                                     : absl::StrCat("cpu.binary.elementwise_", CpuIsaName(isa))) {}
+
+absl::Status CpuBinaryAlgorithm::CanImplement(const BinaryProblem& problem) const {
+  CONVOY_RETURN_IF_ERROR(problem.Validate());
+  if (isa_ != CpuIsa::kBaseline && problem.dtype != DataType::kFloat32) {
+    return absl::UnimplementedError(absl::StrCat(name_, " runs FP32 only, got ", DataTypeName(problem.dtype),
+                                                 " (cpu.binary.elementwise runs it)"));
+  }
+  return absl::OkStatus();
+}
+
+int CpuBinaryAlgorithm::HeuristicScore(const BinaryProblem&) const {
+  switch (isa_) {
+    case CpuIsa::kAvx512: return 20;
+    case CpuIsa::kAvx2: return 10;
+    case CpuIsa::kBaseline: break;
+  }
+  return 0;
+}
+
+absl::Status CpuBinaryAlgorithm::Run(const BinaryProblem& p, const BinaryArgs& args, Workspace,
+                                     const ExecutionContext& context) const {
+  if (p.dtype != DataType::kFloat32) return RunBinaryStaged(p, args, context);
+  RunFp32Rows(p, static_cast<const float*>(args.a), static_cast<const float*>(args.b), static_cast<float*>(args.y),
+              RowKernelsFor(isa_), *context.thread_pool);
+  return absl::OkStatus();
+}
+
+// The baseline everywhere; the AVX2 and AVX-512 versions where the CPU runs them (checked once, at load).
+const bool kBinaryAlgorithmsRegistered = [] {
+  auto& registry = OpRegistry<BinaryElementwiseOp>::Global();
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (CpuSupports(isa)) registry.Register(std::make_unique<CpuBinaryAlgorithm>(isa));
+  }
+  return true;
+}();
 
 }  // namespace convoy::cpu

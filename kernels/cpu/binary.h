@@ -1,23 +1,45 @@
-// CPU binary element-wise op ("cpu.binary.elementwise"): y = act(a OP b) with b the same shape, [N, C, 1, 1]
-// (squeeze-excitation), [C] per channel, or a scalar. The tensor is walked as contiguous rows (a plane per (n, c) in
-// NCHW, C channels per pixel in NHWC, a channel block's plane of 8-channel pixels in NCHW8c) so b is either a
-// matching row, one constant per row, or (NCHW8c) 8 channel values repeated along the row. y may equal a.
-// FP16/BF16 are computed in FP32.
+// CPU binary element-wise op: y = act(a OP b) with b the same shape, [N, C, 1, 1] (squeeze-excitation), [C] per
+// channel, or a scalar, in NCHW, NHWC or NCHW8c. y may equal a.
+//
+// One algorithm per instruction set the CPU runs (cpu_isa.h), registered at load: "cpu.binary.elementwise"
+// (x86-64-v2, every dtype), "cpu.binary.elementwise_avx2" and "cpu.binary.elementwise_avx512" (FP32 only), the
+// widest preferred by the heuristic. FP32 runs the row kernels of binary_rows.h compiled for that instruction set:
+// the tensor is cut into runs that share one form of b (flat for same-shape and scalar b in any layout; NCHW planes
+// with one b value each; NHWC pixels of C channels with b's row of the image; NCHW8c planes of 8-channel pixels with
+// b's 8 values of the block), the activation applied to each piece of at most 8192 outputs right after it is
+// written. FP16/BF16 are staged through FP32 in 512-element chunks (RunBinaryStaged).
 #ifndef CONVOY_KERNELS_CPU_BINARY_H_
 #define CONVOY_KERNELS_CPU_BINARY_H_
 
+#include <string>
+
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/registry/algorithm.h"
 
 namespace convoy::cpu {
 
 class CpuBinaryAlgorithm final : public BinaryAlgorithm {
  public:
-  absl::string_view name() const override { return "cpu.binary.elementwise"; }
+  // `isa`: the instruction set its FP32 kernels are compiled for (the CPU must support it: CpuSupports).
+  explicit CpuBinaryAlgorithm(CpuIsa isa);
+  absl::string_view name() const override { return name_; }
   Backend backend() const override { return Backend::kCpu; }
-  absl::Status CanImplement(const BinaryProblem& problem) const override { return problem.Validate(); }
+  // Validate()'s error, or UNIMPLEMENTED for FP16/BF16 in the AVX2 and AVX-512 versions.
+  absl::Status CanImplement(const BinaryProblem& problem) const override;
+  // The widest instruction set wins: baseline 0, AVX2 10, AVX-512 20.
+  int HeuristicScore(const BinaryProblem& problem) const override;
   absl::Status Run(const BinaryProblem& problem, const BinaryArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
+
+ private:
+  const CpuIsa isa_;
+  const std::string name_;
 };
+
+// The portable loop of every dtype: each row staged through a float buffer in 512-element chunks, the activation
+// applied there. FP16/BF16 run it; FP32 ran it before the per-instruction-set row kernels, and
+// kernels/benchmarks:binary_isa_bench times it beside them.
+absl::Status RunBinaryStaged(const BinaryProblem& problem, const BinaryArgs& args, const ExecutionContext& context);
 
 }  // namespace convoy::cpu
 

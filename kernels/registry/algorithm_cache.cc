@@ -40,7 +40,7 @@ std::string SerializeCandidates(const std::vector<CandidateTiming>& candidates) 
   for (const auto& c : candidates) {
     if (!out.empty()) out += ';';
     if (c.ok) {
-      absl::StrAppend(&out, Sanitize(c.algorithm), "|ok|", c.median_ms, "|", c.workspace_bytes);
+      absl::StrAppend(&out, Sanitize(c.algorithm), "|ok|", c.time_ms, "|", c.workspace_bytes);
     } else {
       absl::StrAppend(&out, Sanitize(c.algorithm), "|skip|", Sanitize(c.skip_reason), "|", c.workspace_bytes);
     }
@@ -57,7 +57,7 @@ absl::StatusOr<std::vector<CandidateTiming>> ParseCandidates(const std::string& 
     CandidateTiming c;
     c.algorithm = f[0];
     c.ok = f[1] == "ok";
-    if (c.ok && !absl::SimpleAtod(f[2], &c.median_ms)) return absl::DataLossError("bad candidate time");
+    if (c.ok && !absl::SimpleAtod(f[2], &c.time_ms)) return absl::DataLossError("bad candidate time");
     if (!c.ok) c.skip_reason = f[2];
     if (!absl::SimpleAtoi(f[3], &c.workspace_bytes)) return absl::DataLossError("bad candidate workspace");
     out.push_back(std::move(c));
@@ -157,7 +157,7 @@ void AlgorithmCache::MergeVerifications(const std::string& key, const std::vecto
   if (chosen != nullptr && !chosen->passed && !replacement.empty()) {
     entry.algorithm = replacement;
     for (const CandidateTiming& c : entry.candidates) {
-      if (c.algorithm == replacement) entry.time_ms = c.median_ms, entry.workspace_bytes = c.workspace_bytes;
+      if (c.algorithm == replacement) entry.time_ms = c.time_ms, entry.workspace_bytes = c.workspace_bytes;
     }
   }
 }

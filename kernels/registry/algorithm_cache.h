@@ -54,9 +54,11 @@ struct VerificationRecord {
 struct CandidateTiming {
   std::string algorithm;
   bool ok = false;
-  double median_ms = 0;        // when ok
+  // When ok: the candidate's time, the fastest of its timed runs (autotuner.h: a slow spell on a shared machine
+  // only ever makes a run slower, so the fastest run is the candidate's own speed).
+  double time_ms = 0;
   size_t workspace_bytes = 0;
-  std::string skip_reason;     // when !ok: why it was not timed or failed
+  std::string skip_reason;  // when !ok: why it was not timed or failed
 };
 
 struct CacheEntry {

@@ -34,7 +34,7 @@ CacheEntry RandomEntry(std::mt19937& rng) {
     CandidateTiming c;
     c.algorithm = "cpu.conv2d.alg" + std::to_string(i);
     c.ok = i != 1;
-    c.median_ms = c.ok ? (rng() % 1000) / 7.0 : 0;
+    c.time_ms = c.ok ? (rng() % 1000) / 7.0 : 0;
     c.skip_reason = c.ok ? "" : "needs 99 workspace bytes, limit 10";
     c.workspace_bytes = rng() % 1000;
     e.candidates.push_back(c);

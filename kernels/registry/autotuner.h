@@ -5,8 +5,15 @@
 //
 // kHeuristic never times anything: a cached entry if one exists (tuned earlier or shipped in a cache file), else the
 // registry's heuristic default. kTune looks the problem up and, on a miss (no tuned entry), times every candidate on
-// `device` with fresh random inputs (warm-up runs, then several timed runs, the median), skipping with a reason the
-// candidates that fail or need more workspace than allowed, stores the result and returns the fastest. Tuning "ahead
+// `device` with fresh random inputs (warm-up runs, then several timed runs, the fastest of them; the slower ones
+// rechecked, the two leaders confirmed in alternation; the device warmed up once before its first timing), skipping
+// with a reason the candidates that fail or need more workspace than allowed, stores the result and returns the
+// fastest. Why the fastest run and not the median: a slow spell only ever makes a run slower, so the fastest run is
+// the nearest to the candidate's own speed, and one clean run is enough. It cannot help where every run is slowed:
+// on a shared machine a oneDNN primitive's OpenMP team waits at its barriers for a thread the OS has descheduled,
+// while the own kernels' pool, whose calling thread takes any chunk, only loses the share (measured under a load of
+// 6-9 on 2 cores: MobileNetV2's first convolution, 0.08 ms alone, fastest oneDNN run 4.7-13.8 ms in 4 of 6 tunings,
+// against 3.2-7.7 ms for im2col, which then won; docs/kernels.md, "How the autotuner times candidates"). Tuning "ahead
 // of time" is calling this with kTune for each batch size at model load, so no request ever waits for it.
 //
 // Verification (options.verification, verification.h): whichever way the algorithm is picked, it is used only once its
@@ -47,6 +54,15 @@ struct TuningOptions {
   // The two fastest candidates are re-timed in alternation when the second is within this factor of the first.
   double confirm_margin = 1.25;
   int confirm_rounds = 7;
+  // A device's first runs in a process are slow in ways that have nothing to do with the candidate: OpenMP starts
+  // oneDNN's team, idle cores wake up, pages are touched for the first time. Before the first candidate a device
+  // times, every prepared candidate of that problem runs untimed, one run each in turn, for at least this many
+  // milliseconds of run time (at least one round, at most max_timed_runs rounds). 0: off.
+  double cold_start_warmup_ms = 200;
+  // After the first pass every candidate slower than the fastest is timed again, in reverse order, with up to this
+  // many runs (fewer for slow ones: see RecheckRuns), and keeps the faster of its two times, so that a slow spell
+  // during its first pass (the cold start, a busy neighbour) does not decide against it. 0: off.
+  int recheck_runs = 3;
   size_t max_workspace_bytes = size_t{256} << 20;
   // Checks every choice on the device before it is used (verification.h).
   VerificationOptions verification;
@@ -58,7 +74,7 @@ struct SelectedAlgorithm {
   size_t workspace_bytes = 0;
   bool from_cache = false;
   bool tuned = false;
-  double time_ms = 0;  // measured median when tuned
+  double time_ms = 0;  // measured time (the fastest timed run) when tuned
   bool verified = false;                     // its output was checked on the device (now or in an earlier run)
   std::vector<VerificationRecord> rejected;  // candidates this selection rejected (verified now and disagreed)
 };
@@ -105,6 +121,8 @@ template <typename Args>
 const void* GetFilter(const Args&) { return nullptr; }
 
 double Median(std::vector<double> values);
+// The smallest value (0 for none): a candidate's time from its runs.
+double Fastest(const std::vector<double>& values);
 
 // Verifies candidates of one problem on one device as SelectAlgorithm needs them: records are looked up in and
 // added to `records` (the problem's cache entry's), the session with the inputs and the trusted result is made on
@@ -160,8 +178,16 @@ class ChoiceVerifier {
   std::conditional_t<VerificationSupported<Op>::value, std::unique_ptr<VerificationSession<Op>>, bool> session_{};
 };
 
+// Whether this is the first time the autotuner warms `device` up in this process (then it must, and later calls say
+// false). Devices are told apart by address: a device must live as long as the process tunes on it.
+bool ClaimColdStart(const Device& device);
+
+// The recheck's run count for a candidate whose first pass measured `time_ms`: options.recheck_runs, cut so that
+// the recheck costs about a quarter of options.min_timed_ms (slow candidates get one run), at least one.
+int RecheckRuns(double time_ms, const TuningOptions& options);
+
 // Re-times the two fastest ok candidates in alternation (options.confirm_rounds rounds, one run each per round) when
-// they are within options.confirm_margin, and replaces their medians with the alternating runs' medians.
+// they are within options.confirm_margin, and replaces their times with the alternating runs' fastest.
 void ConfirmLeaders(std::vector<CandidateTiming>& candidates, const TuningOptions& options,
                     const std::function<absl::StatusOr<double>(size_t)>& time_one_run);
 
@@ -210,24 +236,12 @@ absl::StatusOr<std::vector<double>> TimePrepared(const typename Op::Problem& pro
                          reps);
 }
 
-// Times one algorithm on prepared buffers: warm-up, then timed runs until both options.timed_runs runs and
-// options.min_timed_ms of run time are reached (short kernels get more runs, up to options.max_timed_runs).
-// Returns the candidate record (ok, or with the skip reason).
+// Times a prepared candidate: warm-up, then timed runs until both options.timed_runs runs and options.min_timed_ms
+// of run time are reached (short kernels get more runs, up to options.max_timed_runs). Fills record.ok and
+// record.time_ms (the fastest run), or record.skip_reason with the run's error.
 template <typename Op>
-CandidateTiming TimeCandidate(const typename Op::AlgorithmType& algorithm, const typename Op::Problem& problem,
-                              TuningBuffers<Op>& buffers, Device& device, const TuningOptions& options,
-                              PreparedCandidate<Op>* keep = nullptr) {
-  CandidateTiming record;
-  record.algorithm = std::string(algorithm.name());
-  PreparedCandidate<Op> local;
-  PreparedCandidate<Op>& prepared = keep != nullptr ? *keep : local;
-  prepared.algorithm = &algorithm;
-  absl::Status ready = PrepareCandidate<Op>(problem, buffers, device, options, prepared);
-  record.workspace_bytes = prepared.workspace_bytes;
-  if (!ready.ok()) {
-    record.skip_reason = std::string(ready.message());
-    return record;
-  }
+void MeasurePrepared(const typename Op::Problem& problem, PreparedCandidate<Op>& prepared, Device& device,
+                     const TuningOptions& options, CandidateTiming& record) {
   auto times = TimePrepared<Op>(problem, prepared, device, options.warmup_runs, options.timed_runs);
   double total = 0;
   while (times.ok()) {
@@ -244,42 +258,117 @@ CandidateTiming TimeCandidate(const typename Op::AlgorithmType& algorithm, const
   }
   if (!times.ok()) {
     record.skip_reason = std::string(times.status().message());
-    return record;
+    return;
   }
   record.ok = true;
-  record.median_ms = autotuner_internal::Median(*times);
+  record.time_ms = autotuner_internal::Fastest(*times);
+}
+
+// Prepares one algorithm (PrepareCandidate) and times it (MeasurePrepared). Returns the candidate record (ok, or
+// with the skip reason); `keep`, when given, receives the prepared candidate.
+template <typename Op>
+CandidateTiming TimeCandidate(const typename Op::AlgorithmType& algorithm, const typename Op::Problem& problem,
+                              TuningBuffers<Op>& buffers, Device& device, const TuningOptions& options,
+                              PreparedCandidate<Op>* keep = nullptr) {
+  CandidateTiming record;
+  record.algorithm = std::string(algorithm.name());
+  PreparedCandidate<Op> local;
+  PreparedCandidate<Op>& prepared = keep != nullptr ? *keep : local;
+  prepared.algorithm = &algorithm;
+  absl::Status ready = PrepareCandidate<Op>(problem, buffers, device, options, prepared);
+  record.workspace_bytes = prepared.workspace_bytes;
+  if (!ready.ok()) {
+    record.skip_reason = std::string(ready.message());
+    return record;
+  }
+  MeasurePrepared<Op>(problem, prepared, device, options, record);
   return record;
 }
 
+// The cold-start warm-up (TuningOptions::cold_start_warmup_ms): every prepared candidate (null entries are skipped)
+// runs untimed, one run each in turn, until the device's timer has counted the budget. Failed runs are ignored here
+// (the timed pass records them).
+template <typename Op>
+void WarmUpColdDevice(const typename Op::Problem& problem,
+                      const std::vector<std::unique_ptr<PreparedCandidate<Op>>>& prepared, Device& device,
+                      const TuningOptions& options) {
+  double spent_ms = 0;
+  for (int round = 0; round < std::max(1, options.max_timed_runs); ++round) {
+    for (const auto& candidate : prepared) {
+      if (candidate == nullptr) continue;
+      auto t = TimePrepared<Op>(problem, *candidate, device, 0, 1);
+      if (t.ok()) spent_ms += t->front();
+    }
+    if (spent_ms >= options.cold_start_warmup_ms) return;
+  }
+}
+
+// The recheck (TuningOptions::recheck_runs): every ok candidate slower than the fastest, in reverse order, timed
+// again; the faster of its two times stays.
+template <typename Op>
+void RecheckSlowerCandidates(const typename Op::Problem& problem,
+                             const std::vector<std::unique_ptr<PreparedCandidate<Op>>>& prepared, Device& device,
+                             const TuningOptions& options, std::vector<CandidateTiming>& candidates) {
+  if (options.recheck_runs <= 0) return;
+  double fastest = 0;
+  bool any = false;
+  for (const CandidateTiming& c : candidates) {
+    if (c.ok && (!any || c.time_ms < fastest)) fastest = c.time_ms, any = true;
+  }
+  for (size_t i = candidates.size(); i-- > 0;) {
+    CandidateTiming& c = candidates[i];
+    if (!c.ok || c.time_ms <= fastest || prepared[i] == nullptr) continue;
+    auto times = TimePrepared<Op>(problem, *prepared[i], device, 0,
+                                  autotuner_internal::RecheckRuns(c.time_ms, options));
+    if (times.ok()) c.time_ms = std::min(c.time_ms, autotuner_internal::Fastest(*times));
+  }
+}
+
 // Times every candidate and returns the cache entry (NOT_FOUND if none ran). Each candidate is verified first
-// (`verifier`); a rejected one is skipped with the reason. The two fastest candidates, when within
-// options.confirm_margin of each other, are timed again in alternation (A B A B ...) so that a slow spell of a noisy
-// machine cannot favour whichever ran during the quiet part; the confirmed medians decide.
+// (`verifier`); a rejected one is skipped with the reason. Every candidate is prepared before any is timed, so that a
+// device's first tuning in the process can warm it up with all of them (options.cold_start_warmup_ms). After the
+// first pass the slower candidates are timed again in reverse order and keep their faster time
+// (options.recheck_runs), and the two fastest, when within options.confirm_margin of each other, are timed again in
+// alternation (A B A B ...): slow spells of a noisy machine (and the process's cold start) only ever make a run
+// slower, so neither a candidate that ran during one nor one that ran during the quiet part decides by luck.
 template <typename Op>
 absl::StatusOr<CacheEntry> TuneProblem(const typename Op::Problem& problem, Device& device,
                                        const TuningOptions& options, autotuner_internal::ChoiceVerifier<Op>& verifier) {
   CONVOY_ASSIGN_OR_RETURN(auto buffers, TuningBuffers<Op>::Create(problem, device));
   CacheEntry entry;
   entry.tuned = true;
+  // 1. Every candidate that implements the problem and verifies, prepared (workspace, packed filter, state); the
+  //    others recorded with the reason. entry.candidates[i] and prepared[i] belong together (null: not timed).
   std::vector<std::unique_ptr<PreparedCandidate<Op>>> prepared;
   for (const auto* algorithm : OpRegistry<Op>::Global().All(device.backend())) {
+    CandidateTiming record;
+    record.algorithm = std::string(algorithm->name());
     absl::Status can = algorithm->CanImplement(problem);
     if (can.ok() && !verifier.Accepts(*algorithm)) {
       const VerificationRecord* r = verifier.Find(algorithm->name());
       can = absl::FailedPreconditionError(absl::StrCat("rejected by verification: ", r->reason, ", max error ",
                                                        r->max_error, " x the tolerance"));
     }
+    auto candidate = std::make_unique<PreparedCandidate<Op>>();
+    candidate->algorithm = algorithm;
+    if (can.ok()) can = PrepareCandidate<Op>(problem, *buffers, device, options, *candidate);
+    record.workspace_bytes = candidate->workspace_bytes;
     if (!can.ok()) {
-      CandidateTiming skipped;
-      skipped.algorithm = std::string(algorithm->name());
-      skipped.skip_reason = std::string(can.message());
-      entry.candidates.push_back(std::move(skipped));
-      prepared.push_back(nullptr);
-      continue;
+      record.skip_reason = std::string(can.message());
+      candidate = nullptr;
     }
-    prepared.push_back(std::make_unique<PreparedCandidate<Op>>());
-    entry.candidates.push_back(TimeCandidate<Op>(*algorithm, problem, *buffers, device, options, prepared.back().get()));
+    entry.candidates.push_back(std::move(record));
+    prepared.push_back(std::move(candidate));
   }
+  // 2. The device's first tuning in the process warms it up first.
+  if (options.cold_start_warmup_ms > 0 && autotuner_internal::ClaimColdStart(device)) {
+    WarmUpColdDevice<Op>(problem, prepared, device, options);
+  }
+  // 3. The first pass, 4. the recheck of the slower ones, 5. the leaders in alternation.
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    if (prepared[i] != nullptr) MeasurePrepared<Op>(problem, *prepared[i], device, options, entry.candidates[i]);
+  }
+  RecheckSlowerCandidates<Op>(problem, prepared, device, options, entry.candidates);
   autotuner_internal::ConfirmLeaders(
       entry.candidates, options, [&](size_t i) -> absl::StatusOr<double> {
         auto t = TimePrepared<Op>(problem, *prepared[i], device, 0, 1);
@@ -287,9 +376,9 @@ absl::StatusOr<CacheEntry> TuneProblem(const typename Op::Problem& problem, Devi
         return t->front();
       });
   for (const CandidateTiming& timing : entry.candidates) {
-    if (timing.ok && (entry.algorithm.empty() || timing.median_ms < entry.time_ms)) {
+    if (timing.ok && (entry.algorithm.empty() || timing.time_ms < entry.time_ms)) {
       entry.algorithm = timing.algorithm;
-      entry.time_ms = timing.median_ms;
+      entry.time_ms = timing.time_ms;
       entry.workspace_bytes = timing.workspace_bytes;
     }
   }
@@ -347,7 +436,7 @@ absl::StatusOr<SelectedAlgorithm<Op>> SelectAlgorithm(const typename Op::Problem
     for (const CandidateTiming& c : entry.candidates) {
       if (c.ok) timed.push_back(&c);
     }
-    std::sort(timed.begin(), timed.end(), [](auto* x, auto* y) { return x->median_ms < y->median_ms; });
+    std::sort(timed.begin(), timed.end(), [](auto* x, auto* y) { return x->time_ms < y->time_ms; });
     for (const CandidateTiming* c : timed) {
       if (const auto* a = usable(c->algorithm); a != nullptr && verifier.Accepts(*a)) return a;
     }

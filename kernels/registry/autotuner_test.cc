@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -56,10 +57,42 @@ class SimulatedTimeDevice : public ForwardingDevice {
   explicit SimulatedTimeDevice(Device* inner) : ForwardingDevice(inner) {}
 };
 
+// The GEMM depths reserved for the cold-start and contention tests: only their own fakes implement them.
+constexpr int kColdStartK = 24;
+constexpr int kContendedK = 40;
+
+// The default CPU device, except that TimeRuns reports simulated time, and the first `cold_runs` runs it is given (in
+// warm-ups and timed runs alike) each take 5 simulated ms more: a process's cold start, which slows whatever runs
+// first, whichever candidate that is.
+class ColdStartDevice : public ForwardingDevice {
+ public:
+  explicit ColdStartDevice(int cold_runs) : ForwardingDevice(&CpuDevice::Default()), cold_runs_(cold_runs) {}
+  absl::StatusOr<std::vector<double>> TimeRuns(const std::function<absl::Status()>& fn, int warmup,
+                                               int reps) override {
+    std::vector<double> times;
+    for (int i = 0; i < warmup + reps; ++i) {
+      const int64_t start = t_simulated_us;
+      if (absl::Status s = fn(); !s.ok()) return s;
+      if (runs_++ < cold_runs_) t_simulated_us += 5000;
+      if (i >= warmup) times.push_back(static_cast<double>(t_simulated_us - start) / 1000.0);
+    }
+    return times;
+  }
+  int runs() const { return runs_; }
+
+ private:
+  const int cold_runs_;
+  int runs_ = 0;
+};
+
 // Computes Y = A * B^T naively (naive_gemm_for_tests.h) and advances the simulated clock by kCostUs.
 template <int kCostUs, int kScore>
 class FakeGemm : public NaiveGemmForTests<kScore> {
  public:
+  absl::Status CanImplement(const GemmProblem& p) const override {
+    if (p.k == kColdStartK || p.k == kContendedK) return absl::UnimplementedError("k 24 and 40 are reserved");
+    return NaiveGemmForTests<kScore>::CanImplement(p);
+  }
   absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace w, const ExecutionContext& c) const override {
     if (kCostUs >= 1000) g_slow_runs.fetch_add(1);
     t_simulated_us += kCostUs;
@@ -95,11 +128,63 @@ class Fp16OnlyGemm : public FakeGemm<0, 100> {
   }
 };
 
+// The cold-start tests' pair (k == kColdStartK only): the faster one is registered, so timed, first.
+template <int kCostUs>
+class ColdStartGemm : public NaiveGemmForTests<0> {
+ public:
+  absl::Status CanImplement(const GemmProblem& p) const override {
+    if (p.k != kColdStartK) return absl::UnimplementedError("the cold-start tests' problems only");
+    return NaiveGemmForTests<0>::CanImplement(p);
+  }
+  absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace w, const ExecutionContext& c) const override {
+    t_simulated_us += kCostUs;
+    return NaiveGemmForTests<0>::Run(p, args, w, c);
+  }
+};
+class ColdStartFastGemm : public ColdStartGemm<100> {
+ public:
+  absl::string_view name() const override { return "test.gemm.cold_start_fast"; }
+};
+class ColdStartSteadyGemm : public ColdStartGemm<1000> {
+ public:
+  absl::string_view name() const override { return "test.gemm.cold_start_steady"; }
+};
+
+// The contention test's pair (k == kContendedK only): a oneDNN-like kernel on a thread team, 0.1 ms alone, whose runs
+// on a shared machine wait at a barrier for a descheduled thread two times in three (+5 ms: a time slice), and an
+// own-pool-like kernel, 1 ms, which the same machine does not slow down in this simulation.
+std::atomic<int> g_team_runs{0};
+template <int kCostUs, bool kTeam>
+class ContendedGemm : public NaiveGemmForTests<0> {
+ public:
+  absl::Status CanImplement(const GemmProblem& p) const override {
+    if (p.k != kContendedK) return absl::UnimplementedError("the contention test's problems only");
+    return NaiveGemmForTests<0>::CanImplement(p);
+  }
+  absl::Status Run(const GemmProblem& p, const GemmArgs& args, Workspace w, const ExecutionContext& c) const override {
+    t_simulated_us += kCostUs;
+    if (kTeam && g_team_runs.fetch_add(1) % 3 != 0) t_simulated_us += 5000;
+    return NaiveGemmForTests<0>::Run(p, args, w, c);
+  }
+};
+class TeamGemm : public ContendedGemm<100, true> {
+ public:
+  absl::string_view name() const override { return "test.gemm.team"; }
+};
+class PoolGemm : public ContendedGemm<1000, false> {
+ public:
+  absl::string_view name() const override { return "test.gemm.pool"; }
+};
+
 CONVOY_REGISTER_ALGORITHM(GemmOp, SlowGemm);
 CONVOY_REGISTER_ALGORITHM(GemmOp, QuickGemm);
 CONVOY_REGISTER_ALGORITHM(GemmOp, BrokenGemm);
 CONVOY_REGISTER_ALGORITHM(GemmOp, HungryGemm);
 CONVOY_REGISTER_ALGORITHM(GemmOp, Fp16OnlyGemm);
+CONVOY_REGISTER_ALGORITHM(GemmOp, ColdStartFastGemm);
+CONVOY_REGISTER_ALGORITHM(GemmOp, ColdStartSteadyGemm);
+CONVOY_REGISTER_ALGORITHM(GemmOp, TeamGemm);
+CONVOY_REGISTER_ALGORITHM(GemmOp, PoolGemm);
 
 GemmProblem Problem(int m) {
   GemmProblem p;
@@ -128,8 +213,8 @@ TEST(AutotunerTest, TunePicksTheFastestAndRecordsEveryCandidate) {
   ASSERT_TRUE(entry.has_value());
   ASSERT_NE(FindCandidate(*entry, "test.gemm.slow"), nullptr);
   EXPECT_TRUE(FindCandidate(*entry, "test.gemm.slow")->ok);
-  EXPECT_DOUBLE_EQ(FindCandidate(*entry, "test.gemm.slow")->median_ms, 3.0);
-  EXPECT_DOUBLE_EQ(FindCandidate(*entry, "test.gemm.quick")->median_ms, 0.01);
+  EXPECT_DOUBLE_EQ(FindCandidate(*entry, "test.gemm.slow")->time_ms, 3.0);
+  EXPECT_DOUBLE_EQ(FindCandidate(*entry, "test.gemm.quick")->time_ms, 0.01);
   EXPECT_THAT(FindCandidate(*entry, "test.gemm.broken")->skip_reason, HasSubstr("deliberately broken"));
   EXPECT_THAT(FindCandidate(*entry, "test.gemm.hungry")->skip_reason, HasSubstr("workspace bytes, limit"));
   EXPECT_THAT(FindCandidate(*entry, "test.gemm.fp16_only")->skip_reason, HasSubstr("FP16 only"));
@@ -230,7 +315,7 @@ TEST(AutotunerTest, ShortKernelsAreTimedMoreOftenUpToTheCap) {
     const CandidateTiming quick = TimeCandidate<GemmOp>(quick_gemm, p, **buffers, device, options);
     ASSERT_TRUE(quick.ok) << quick.skip_reason;
     EXPECT_EQ(t_simulated_us - start_us, 420);
-    EXPECT_DOUBLE_EQ(quick.median_ms, 0.01);
+    EXPECT_DOUBLE_EQ(quick.time_ms, 0.01);
   }
   // The slow one: 3 ms a run and at least 20 ms wanted. 2 runs (6 ms), doubled to 4 (12 ms), doubled to 8 (24 ms):
   // exactly 8 timed runs, far below the cap of 1000.
@@ -244,7 +329,7 @@ TEST(AutotunerTest, ShortKernelsAreTimedMoreOftenUpToTheCap) {
   const CandidateTiming timing = TimeCandidate<GemmOp>(slow, p, **buffers, device, options);
   ASSERT_TRUE(timing.ok);
   EXPECT_EQ(g_slow_runs.load() - before, 8);
-  EXPECT_DOUBLE_EQ(timing.median_ms, 3.0);
+  EXPECT_DOUBLE_EQ(timing.time_ms, 3.0);
 }
 
 TEST(AutotunerTest, AlternatingConfirmationOverridesANoisyFirstPass) {
@@ -261,15 +346,118 @@ TEST(AutotunerTest, AlternatingConfirmationOverridesANoisyFirstPass) {
     order.push_back(i);
     return i == 0 ? 2.0 : 1.5;
   });
-  EXPECT_EQ(candidates[0].median_ms, 2.0);
-  EXPECT_EQ(candidates[2].median_ms, 1.5);
-  EXPECT_EQ(candidates[3].median_ms, 5.0) << "only the two leaders are re-timed";
+  EXPECT_EQ(candidates[0].time_ms, 2.0);
+  EXPECT_EQ(candidates[2].time_ms, 1.5);
+  EXPECT_EQ(candidates[3].time_ms, 5.0) << "only the two leaders are re-timed";
   EXPECT_EQ(order, (std::vector<size_t>{0, 2, 2, 0, 0, 2, 2, 0}));
   // Leaders far apart are left alone.
   std::vector<CandidateTiming> apart = {{"a", true, 1.0, 0, ""}, {"b", true, 2.0, 0, ""}};
   autotuner_internal::ConfirmLeaders(apart, options, [](size_t) -> absl::StatusOr<double> { return 9.0; });
-  EXPECT_EQ(apart[0].median_ms, 1.0);
-  EXPECT_EQ(apart[1].median_ms, 2.0);
+  EXPECT_EQ(apart[0].time_ms, 1.0);
+  EXPECT_EQ(apart[1].time_ms, 2.0);
+}
+
+GemmProblem ColdStartProblem(int m) {
+  GemmProblem p;
+  p.m = m, p.n = 8, p.k = kColdStartK;
+  return p;
+}
+
+// Tunes ColdStartProblem(m) on `device` into a fresh cache; the timed candidates' times by name.
+std::map<std::string, double> TuneColdStart(int m, Device& device, const TuningOptions& options,
+                                            std::string* chosen) {
+  AlgorithmCache cache;
+  auto selected = SelectAlgorithm<GemmOp>(ColdStartProblem(m), device, cache, AlgorithmSelection::kTune, options);
+  EXPECT_THAT(selected, IsOk());
+  if (!selected.ok()) return {};
+  *chosen = std::string(selected->algorithm->name());
+  auto entry = cache.Peek(AlgorithmCache::MakeKey(OpKind::kGemm, ColdStartProblem(m).ToString(), device.Identity()));
+  std::map<std::string, double> times;
+  for (const CandidateTiming& c : entry->candidates) {
+    if (c.ok) times[c.algorithm] = c.time_ms;
+  }
+  return times;
+}
+
+TuningOptions WithoutColdStartDefences() {
+  TuningOptions options;
+  options.cold_start_warmup_ms = 0;
+  options.recheck_runs = 0;
+  return options;
+}
+
+// The fast candidate (0.1 ms) is timed first, during the device's 7 cold runs (its 2 warm-ups and 5 timed runs, 5.1 ms
+// each); the steady one (1 ms) after them. Undefended, the cold start decides: this is what the defences must change.
+TEST(AutotunerTest, UndefendedTheColdStartDecides) {
+  static ColdStartDevice device(7);
+  std::string chosen;
+  const auto times = TuneColdStart(1, device, WithoutColdStartDefences(), &chosen);
+  EXPECT_EQ(chosen, "test.gemm.cold_start_steady");
+  EXPECT_DOUBLE_EQ(times.at("test.gemm.cold_start_fast"), 5.1);
+  EXPECT_DOUBLE_EQ(times.at("test.gemm.cold_start_steady"), 1.0);
+}
+
+// The recheck times the slower candidate again after the first pass; the faster time stays.
+TEST(AutotunerTest, ASlowFirstPassIsRecheckedAndDoesNotDecide) {
+  static ColdStartDevice device(7);
+  TuningOptions options = WithoutColdStartDefences();
+  options.recheck_runs = 3;
+  std::string chosen;
+  const auto times = TuneColdStart(1, device, options, &chosen);
+  EXPECT_EQ(chosen, "test.gemm.cold_start_fast");
+  EXPECT_DOUBLE_EQ(times.at("test.gemm.cold_start_fast"), 0.1);
+  EXPECT_DOUBLE_EQ(times.at("test.gemm.cold_start_steady"), 1.0);
+}
+
+// The warm-up runs every candidate before the device's first timing (here through all 7 cold runs), once per device:
+// a second tuning on the same device makes exactly the runs that the same tuning without warm-up makes.
+TEST(AutotunerTest, ADevicesFirstTuningWarmsItUpOnce) {
+  TuningOptions options = WithoutColdStartDefences();
+  options.cold_start_warmup_ms = 50;
+  static ColdStartDevice device(7);
+  std::string chosen;
+  const auto times = TuneColdStart(1, device, options, &chosen);
+  EXPECT_EQ(chosen, "test.gemm.cold_start_fast");
+  EXPECT_DOUBLE_EQ(times.at("test.gemm.cold_start_fast"), 0.1);
+  const int first_tuning_runs = device.runs();
+
+  static ColdStartDevice undefended(0);  // never cold: the runs a tuning makes without any warm-up
+  TuneColdStart(2, undefended, WithoutColdStartDefences(), &chosen);
+  const int runs_without_warmup = undefended.runs();
+  // The first tuning's warm-up: rounds of one run of each candidate until 50 simulated ms: three cold rounds of
+  // 5.1 + 6 ms (33.3), one half cold (5.1 + 1: 39.4), then 1.1 ms each, ten of them to 50.4: 14 rounds, 28 runs.
+  EXPECT_EQ(first_tuning_runs - runs_without_warmup, 28);
+
+  const int before = device.runs();
+  TuneColdStart(2, device, options, &chosen);
+  EXPECT_EQ(chosen, "test.gemm.cold_start_fast");
+  EXPECT_EQ(device.runs() - before, runs_without_warmup) << "the second tuning on a device warms nothing up";
+}
+
+// A candidate is judged by its fastest run: the team kernel's median here is 5.1 ms (two runs in three wait for a
+// time slice), which would lose to the pool kernel's 1 ms, but its own speed is 0.1 ms.
+TEST(AutotunerTest, ACandidateIsJudgedByItsFastestRunNotItsMedian) {
+  AlgorithmCache cache;
+  GemmProblem p;
+  p.m = 4, p.n = 8, p.k = kContendedK;
+  auto selected = SelectAlgorithm<GemmOp>(p, SimulatedTimeDevice::Get(), cache, AlgorithmSelection::kTune,
+                                          WithoutColdStartDefences());
+  ASSERT_THAT(selected, IsOk());
+  EXPECT_EQ(selected->algorithm->name(), "test.gemm.team");
+  EXPECT_DOUBLE_EQ(selected->time_ms, 0.1);
+  EXPECT_DOUBLE_EQ(autotuner_internal::Fastest({5.1, 0.1, 5.1}), 0.1);
+  EXPECT_DOUBLE_EQ(autotuner_internal::Median({5.1, 0.1, 5.1}), 5.1);
+}
+
+TEST(AutotunerTest, RecheckRunsFitAQuarterOfTheTimingBudget) {
+  TuningOptions options;
+  options.recheck_runs = 3;
+  options.min_timed_ms = 20;  // a budget of 5 ms
+  EXPECT_EQ(autotuner_internal::RecheckRuns(0.1, options), 3);
+  EXPECT_EQ(autotuner_internal::RecheckRuns(2.0, options), 3);
+  EXPECT_EQ(autotuner_internal::RecheckRuns(2.4, options), 3);
+  EXPECT_EQ(autotuner_internal::RecheckRuns(3.0, options), 2);
+  EXPECT_EQ(autotuner_internal::RecheckRuns(30.0, options), 1);
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
-// Random-filled device buffers for timing conv2d and GEMM candidates.
+// Random-filled device buffers for timing conv2d and GEMM candidates, and the autotuner's non-template parts.
+#include <algorithm>
+#include <cmath>
 #include <random>
 
+#include "absl/container/flat_hash_set.h"
+#include "kernels/common/mutex.h"
 #include "kernels/registry/autotuner.h"
 
 namespace convoy {
@@ -20,6 +24,25 @@ absl::StatusOr<DeviceAllocation> RandomBuffer(Device& device, DataType dtype, in
 }  // namespace
 
 namespace autotuner_internal {
+
+bool ClaimColdStart(const Device& device) {
+  static convoy::Mutex mu;
+  static auto* warmed = new absl::flat_hash_set<const Device*>();  // guarded by mu
+  convoy::MutexLock lock(&mu);
+  return warmed->insert(&device).second;
+}
+
+int RecheckRuns(double time_ms, const TuningOptions& options) {
+  const double budget_ms = options.min_timed_ms / 4;
+  if (time_ms <= 0) return std::max(1, options.recheck_runs);
+  const double fit = std::ceil(budget_ms / time_ms);
+  return static_cast<int>(std::max(1.0, std::min<double>(options.recheck_runs, fit)));
+}
+
+double Fastest(const std::vector<double>& values) {
+  return values.empty() ? 0 : *std::min_element(values.begin(), values.end());
+}
+
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -31,15 +54,15 @@ void ConfirmLeaders(std::vector<CandidateTiming>& candidates, const TuningOption
   size_t first = candidates.size(), second = candidates.size();
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (!candidates[i].ok) continue;
-    if (first == candidates.size() || candidates[i].median_ms < candidates[first].median_ms) {
+    if (first == candidates.size() || candidates[i].time_ms < candidates[first].time_ms) {
       second = first;
       first = i;
-    } else if (second == candidates.size() || candidates[i].median_ms < candidates[second].median_ms) {
+    } else if (second == candidates.size() || candidates[i].time_ms < candidates[second].time_ms) {
       second = i;
     }
   }
   if (second == candidates.size() || options.confirm_rounds <= 0 ||
-      candidates[second].median_ms > options.confirm_margin * candidates[first].median_ms) {
+      candidates[second].time_ms > options.confirm_margin * candidates[first].time_ms) {
     return;
   }
   std::vector<double> a, b;
@@ -48,12 +71,12 @@ void ConfirmLeaders(std::vector<CandidateTiming>& candidates, const TuningOption
     const bool a_first = round % 2 == 0;
     for (size_t index : a_first ? std::vector<size_t>{first, second} : std::vector<size_t>{second, first}) {
       absl::StatusOr<double> t = time_one_run(index);
-      if (!t.ok()) return;  // keep the first-pass medians
+      if (!t.ok()) return;  // keep the first-pass times
       (index == first ? a : b).push_back(*t);
     }
   }
-  candidates[first].median_ms = Median(a);
-  candidates[second].median_ms = Median(b);
+  candidates[first].time_ms = Fastest(a);
+  candidates[second].time_ms = Fastest(b);
 }
 
 }  // namespace autotuner_internal

@@ -196,7 +196,7 @@ TEST(VerificationTest, CachedChoiceThatFailsIsReplaced) {
     CandidateTiming c;
     c.algorithm = name;
     c.ok = true;
-    c.median_ms = shipped.candidates.size() + 0.001;
+    c.time_ms = shipped.candidates.size() + 0.001;
     shipped.candidates.push_back(c);
   }
   cache.Insert(key, shipped);

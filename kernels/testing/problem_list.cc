@@ -227,6 +227,21 @@ std::vector<BinaryProblem> BinaryProblems() {
   per_row.op = BinaryOp::kSub, per_row.broadcast = BinaryBroadcast::kPerImageChannel;
   per_row.n = 6, per_row.c = 1, per_row.h = 1, per_row.w = 7;
   out.push_back(per_row);
+  // Vector bodies and their tails at every width (4, 8, 16 floats): 40 channels per NHWC pixel, 25-pixel planes.
+  for (BinaryOp op : ops) {
+    BinaryProblem wide;
+    wide.op = op, wide.broadcast = BinaryBroadcast::kPerImageChannel, wide.n = 2, wide.c = 40, wide.h = wide.w = 5;
+    AddEveryLayout(out, wide, false);
+  }
+  // EfficientNet's squeeze-excitation multiply, large enough for several thread-pool tasks and activation pieces
+  // (tasks of 8192 outputs: NHWC tasks cross the image boundary), then a ReLU.
+  BinaryProblem se_large;
+  se_large.op = BinaryOp::kMul, se_large.broadcast = BinaryBroadcast::kPerImageChannel;
+  se_large.n = 2, se_large.c = 24, se_large.h = se_large.w = 20, se_large.activation = Activation::Relu();
+  AddEveryLayout(out, se_large, false);
+  BinaryProblem flat_large = se_large;  // same-shape b over a flat buffer of several tasks
+  flat_large.op = BinaryOp::kAdd, flat_large.broadcast = BinaryBroadcast::kNone;
+  AddEveryLayout(out, flat_large, false);
   return out;
 }
 
