@@ -120,6 +120,16 @@ Layout DefaultCpuLayout(bool avx512_kernels, bool grouped_convs) {
   return avx512_kernels && !grouped_convs ? Layout::kNHWC : Layout::kNCHW8c;
 }
 
+bool HasGroupedNonDepthwiseConv(const Graph& graph) {
+  for (const Node& node : graph.nodes()) {
+    if (node.op() != OpKind::kConv2d || node.As<Conv2dAttrs>().groups <= 1) continue;
+    // The filter is [K, C/groups, R, S]: depthwise has one input channel per group.
+    absl::StatusOr<Shape> filter = node.inputs.size() > 1 ? graph.ShapeOf(node.inputs[1]) : absl::StatusOr<Shape>();
+    if (!filter.ok() || filter->size() != 4 || (*filter)[1] != 1) return true;
+  }
+  return false;
+}
+
 std::vector<int64_t> ModelRuntime::ConcreteDims(const TensorMetadata& t, int batch_size) const {
   std::vector<int64_t> dims = t.dims;
   if (max_batch_size_ > 0) dims[0] = batch_size;
@@ -267,12 +277,8 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
   // The CPU default follows oneDNN's kernels on this CPU (DefaultCpuLayout; docs/runtime.md, "Layouts"); CUDA's
   // tensor-core kernels want NHWC.
   const bool cpu = options.device->backend() == Backend::kCpu;
-  bool grouped_convs = false;
-  for (const Node& node : graph_.nodes()) {
-    grouped_convs |= node.op() == OpKind::kConv2d && node.As<Conv2dAttrs>().groups > 1;
-  }
   planner.layout = options.layout.value_or(
-      cpu ? DefaultCpuLayout(cpu::onednn::HasAvx512Kernels(), grouped_convs) : Layout::kNHWC);
+      cpu ? DefaultCpuLayout(cpu::onednn::HasAvx512Kernels(), HasGroupedNonDepthwiseConv(graph_)) : Layout::kNHWC);
   planner.max_batch_size = std::max(1, max_batch_size_);
   planner.int8_convolutions = options.int8_convolutions.value_or(true);
   planner.selection = options.selection.value_or(optimization.algorithm_selection == repository::AlgorithmSelection::kTune

@@ -44,11 +44,16 @@
 namespace convoy::runtime {
 
 // The layout a CPU plan runs in unless told otherwise (planner.h), by what oneDNN runs on the CPU and what the model
-// has: NHWC where oneDNN has AVX-512 kernels (`avx512_kernels`: its brgconv convolutions take NHWC, while its
-// blocked kernels stay AVX2) and the model has no grouped or depthwise convolution (`grouped_convs`: MobileNetV2's
-// and EfficientNet's ran slower in NHWC than blocked there); blocked NCHW8c elsewhere (oneDNN's AVX2 convolutions
-// and pooling keep activations in nChw8c between steps). The measurements are in docs/performance.md.
+// has: NHWC where oneDNN has AVX-512 kernels (`avx512_kernels`: its brgconv and jit:avx512_core convolutions,
+// depthwise included, take NHWC, while its blocked kernels stay AVX2), unless the model has grouped convolutions
+// other than depthwise (`grouped_convs`: ResNeXt/RegNet-like groups, not measured in NHWC); blocked NCHW8c elsewhere
+// (oneDNN's AVX2 convolutions and pooling keep activations in nChw8c between steps; AVX2-only CPUs measured faster
+// blocked, depthwise models included). The measurements are in docs/performance.md.
 Layout DefaultCpuLayout(bool avx512_kernels, bool grouped_convs);
+
+// Whether `graph` has a grouped convolution that is not depthwise (more than one input channel per group): the
+// `grouped_convs` of DefaultCpuLayout.
+bool HasGroupedNonDepthwiseConv(const Graph& graph);
 
 struct ModelRuntimeOptions {
   // model.onnx or a Convoy model.yaml. Required.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/cpu/onednn_support.h"
@@ -79,8 +80,35 @@ TEST(ModelRuntimeTest, PrecisionAutoResolvesByTheCpusBf16Compute) {
   EXPECT_THAT(log, ::testing::Contains(HasSubstr(absl::StrCat(bf16 ? "(bf16, " : "(fp32, ", layout, ")"))));
 }
 
-// NHWC where oneDNN has AVX-512 kernels (brgconv) and the model no grouped convolution, blocked elsewhere; a plan of
-// simple_cnn (no grouped convolution) made without a layout follows it on this CPU.
+// A graph of one 3x3 convolution of 8 channels in `groups` groups, then a plain 1x1 one.
+absl::StatusOr<Graph> GroupedConvGraph(int64_t groups) {
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 8, 6, 6}));
+  Conv2dAttrs conv;
+  conv.window = Window2d{3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  conv.groups = groups;
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("w", Tensor::Zeros({8, 8 / groups, 3, 3})));
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("conv", conv, {"x", "w"}, {"y"})));
+  Conv2dAttrs pointwise;
+  pointwise.window = Window2d{1, 1, 1, 1, 0, 0, 0, 0, 1, 1};
+  CONVOY_RETURN_IF_ERROR(g.AddConstant("w1", Tensor::Zeros({8, 8, 1, 1})));
+  CONVOY_RETURN_IF_ERROR(g.AddNode(MakeNode("pointwise", pointwise, {"y", "w1"}, {"z"})));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("z"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
+// Depthwise convolutions (MobileNet, EfficientNet) do not count as grouped for the default layout; other groups do.
+TEST(ModelRuntimeTest, OnlyGroupedConvolutionsOtherThanDepthwiseCount) {
+  for (int64_t groups : {1, 2, 4, 8}) {
+    CONVOY_ASSERT_OK_AND_ASSIGN(Graph g, GroupedConvGraph(groups));
+    EXPECT_EQ(HasGroupedNonDepthwiseConv(g), groups == 2 || groups == 4) << groups << " groups";
+  }
+}
+
+// NHWC where oneDNN has AVX-512 kernels (brgconv, jit:avx512_core, depthwise included) unless the model has grouped
+// convolutions other than depthwise, blocked elsewhere; a plan of simple_cnn (no grouped convolution) made without a
+// layout follows it on this CPU.
 TEST(ModelRuntimeTest, DefaultCpuLayoutFollowsOnednnsKernelsAndTheModel) {
   EXPECT_EQ(DefaultCpuLayout(true, false), Layout::kNHWC);
   EXPECT_EQ(DefaultCpuLayout(true, true), Layout::kNCHW8c);

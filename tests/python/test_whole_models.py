@@ -1,10 +1,10 @@
 """Whole-model tests of Convoy's runtime: torchvision architectures with random weights and non-trivial batch-norm
 statistics (exported by tools/models/export_torchvision.py with Debian's torch) run through `convoy run` on the CPU
 backend (import, passes, planner, real CPU kernels, executor) and compared with onnxruntime on fresh random inputs,
-batch 2, 64x64, in NCHW plans, NHWC plans (the CPU default with AVX-512 for models without grouped convolutions, where
-oneDNN's brgconv kernels run NHWC and take the residual as a sum post-op; what the CUDA tensor-core kernels use) and
-blocked NCHW8c plans (the CPU default otherwise: oneDNN convolutions and pooling keep activations in nChw8c between
-steps):
+batch 2, 64x64, in NCHW plans, NHWC plans (the CPU default with AVX-512 for models without grouped convolutions other
+than depthwise, where oneDNN's brgconv kernels run NHWC and take the residual as a sum post-op; what the CUDA
+tensor-core kernels use) and blocked NCHW8c plans (the CPU default otherwise: oneDNN convolutions and pooling keep
+activations in nChw8c between steps):
   FP32 within 1e-4 relative error (max |diff| / max |ref|), measured 2e-7 to 1.4e-6;
   FP16 within 1e-2: every layer rounds its activations to 11 significant bits (2^-11 ~ 5e-4 each); measured
   2.5e-4 to 1.7e-3 over the nine families;
