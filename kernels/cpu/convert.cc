@@ -115,7 +115,7 @@ constexpr int64_t kRunBuffer = 512;  // 8-bit values per stack buffer of a strid
 struct QuantizedRuns {
   bool quantize;
   ByteQuantization q;
-  VectorIsa isa;
+  CpuIsa isa;
   const void* x;
   void* y;
 
@@ -161,7 +161,7 @@ void RunPlainLayout(const ConvertProblem& p, const QuantizedRuns& r, ThreadPool&
 bool RunQuantizedRuns(const ConvertProblem& p, const ConvertArgs& args, ThreadPool& pool) {
   const bool quantize = ConvertProblem::IsQuantizedType(p.dst_dtype);
   const DataType bytes = quantize ? p.dst_dtype : p.src_dtype;
-  const QuantizedRuns r{quantize, {p.scale, p.zero_point, bytes == DataType::kUInt8}, BestVectorIsa(), args.x, args.y};
+  const QuantizedRuns r{quantize, {p.scale, p.zero_point, bytes == DataType::kUInt8}, BestCpuIsa(), args.x, args.y};
   const Layout src = StoredLayout(p.src_layout, p.c), dst = StoredLayout(p.dst_layout, p.c);
   const int64_t N = p.n, C = p.c, H = p.h, W = p.w;
   if (src == dst || H * W == 1 || C == 1) {

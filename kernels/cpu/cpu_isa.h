@@ -9,6 +9,8 @@
 #ifndef CONVOY_KERNELS_CPU_CPU_ISA_H_
 #define CONVOY_KERNELS_CPU_CPU_ISA_H_
 
+#include <vector>
+
 #include "absl/strings/string_view.h"
 
 namespace convoy::cpu {
@@ -24,6 +26,11 @@ bool CpuSupports(CpuIsa isa);
 
 // "baseline", "avx2", "avx512".
 absl::string_view CpuIsaName(CpuIsa isa);
+
+// The widest instruction set this CPU runs.
+CpuIsa BestCpuIsa();
+// Every instruction set this CPU runs, kBaseline first.
+std::vector<CpuIsa> SupportedCpuIsas();
 
 }  // namespace convoy::cpu
 

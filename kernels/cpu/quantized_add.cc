@@ -22,7 +22,7 @@ absl::Status QuantizedAddElementwise::Run(const QuantizedAddProblem& p, const Qu
   const ByteQuantization a = Quantization(p.a_type, p.a_scale, p.a_zero_point);
   const ByteQuantization b = Quantization(p.b_type, p.b_scale, p.b_zero_point);
   const ByteQuantization y = Quantization(p.y_type, p.y_scale, p.y_zero_point);
-  const VectorIsa isa = BestVectorIsa();
+  const CpuIsa isa = BestCpuIsa();
   const auto* a_bytes = static_cast<const uint8_t*>(args.a);
   const auto* b_bytes = static_cast<const uint8_t*>(args.b);
   auto* y_bytes = static_cast<uint8_t*>(args.y);

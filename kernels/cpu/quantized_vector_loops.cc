@@ -220,70 +220,32 @@ CONVOY_TARGET_AVX512 void DequantizeRunsAvx512(const QuantizeConstants& k, const
 // ---- dispatch -------------------------------------------------------------------------------------------------------
 
 // `isa` if this CPU runs it, else the portable loops (a caller asking for more than the CPU has gets correct results).
-VectorIsa Runnable(VectorIsa isa) { return CpuSupports(isa) ? isa : VectorIsa::kPortable; }
+CpuIsa Runnable(CpuIsa isa) { return CpuSupports(isa) ? isa : CpuIsa::kBaseline; }
 
 template <bool kAUnsigned, bool kBUnsigned>
-void Add(VectorIsa isa, const AddConstants& k, const void* a, const void* b, void* y, int64_t count) {
+void Add(CpuIsa isa, const AddConstants& k, const void* a, const void* b, void* y, int64_t count) {
   switch (Runnable(isa)) {
-    case VectorIsa::kAvx512: return AddAvx512<kAUnsigned, kBUnsigned>(k, a, b, y, count);
-    case VectorIsa::kAvx2: return AddAvx2<kAUnsigned, kBUnsigned>(k, a, b, y, count);
-    case VectorIsa::kPortable: break;
+    case CpuIsa::kAvx512: return AddAvx512<kAUnsigned, kBUnsigned>(k, a, b, y, count);
+    case CpuIsa::kAvx2: return AddAvx2<kAUnsigned, kBUnsigned>(k, a, b, y, count);
+    case CpuIsa::kBaseline: break;
   }
   AddPortable<kAUnsigned, kBUnsigned>(k, a, b, y, 0, count);
 }
 
 template <bool kUnsigned>
-void Dequantize(VectorIsa isa, const QuantizeConstants& k, const uint8_t* x, int64_t x_stride, float* y,
+void Dequantize(CpuIsa isa, const QuantizeConstants& k, const uint8_t* x, int64_t x_stride, float* y,
                 int64_t y_stride, int64_t runs, int64_t width) {
   switch (Runnable(isa)) {
-    case VectorIsa::kAvx512: return DequantizeRunsAvx512<kUnsigned>(k, x, x_stride, y, y_stride, runs, width);
-    case VectorIsa::kAvx2: return DequantizeRunsAvx2<kUnsigned>(k, x, x_stride, y, y_stride, runs, width);
-    case VectorIsa::kPortable: break;
+    case CpuIsa::kAvx512: return DequantizeRunsAvx512<kUnsigned>(k, x, x_stride, y, y_stride, runs, width);
+    case CpuIsa::kAvx2: return DequantizeRunsAvx2<kUnsigned>(k, x, x_stride, y, y_stride, runs, width);
+    case CpuIsa::kBaseline: break;
   }
   for (int64_t r = 0; r < runs; ++r) DequantizePortable<kUnsigned>(k, x + r * x_stride, y + r * y_stride, 0, width);
 }
 
 }  // namespace
 
-absl::string_view VectorIsaName(VectorIsa isa) {
-  switch (isa) {
-    case VectorIsa::kPortable: return "portable";
-    case VectorIsa::kAvx2: return "avx2";
-    case VectorIsa::kAvx512: return "avx512";
-  }
-  return "unknown";
-}
-
-bool CpuSupports(VectorIsa isa) {
-  // __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512 registers (XGETBV).
-  static const bool avx2 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
-  }();
-  static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") != 0;
-  switch (isa) {
-    case VectorIsa::kPortable: return true;
-    case VectorIsa::kAvx2: return avx2;
-    case VectorIsa::kAvx512: return avx512;
-  }
-  return false;
-}
-
-VectorIsa BestVectorIsa() {
-  if (CpuSupports(VectorIsa::kAvx512)) return VectorIsa::kAvx512;
-  if (CpuSupports(VectorIsa::kAvx2)) return VectorIsa::kAvx2;
-  return VectorIsa::kPortable;
-}
-
-std::vector<VectorIsa> SupportedVectorIsas() {
-  std::vector<VectorIsa> out;
-  for (VectorIsa isa : {VectorIsa::kPortable, VectorIsa::kAvx2, VectorIsa::kAvx512}) {
-    if (CpuSupports(isa)) out.push_back(isa);
-  }
-  return out;
-}
-
-void QuantizedAddLoop(VectorIsa isa, const ByteQuantization& a, const void* a_data, const ByteQuantization& b,
+void QuantizedAddLoop(CpuIsa isa, const ByteQuantization& a, const void* a_data, const ByteQuantization& b,
                       const void* b_data, const ByteQuantization& y, void* y_data, int64_t count) {
   const AddConstants k = MakeAddConstants(a, b, y);
   if (a.is_unsigned) {
@@ -294,19 +256,19 @@ void QuantizedAddLoop(VectorIsa isa, const ByteQuantization& a, const void* a_da
   return Add<false, false>(isa, k, a_data, b_data, y_data, count);
 }
 
-void QuantizeRuns(VectorIsa isa, const ByteQuantization& q, const float* x, int64_t x_stride, void* y_data,
+void QuantizeRuns(CpuIsa isa, const ByteQuantization& q, const float* x, int64_t x_stride, void* y_data,
                   int64_t y_stride, int64_t runs, int64_t width) {
   const QuantizeConstants k = MakeQuantizeConstants(q);
   uint8_t* y = Bytes(y_data);
   switch (Runnable(isa)) {
-    case VectorIsa::kAvx512: return QuantizeRunsAvx512(k, x, x_stride, y, y_stride, runs, width);
-    case VectorIsa::kAvx2: return QuantizeRunsAvx2(k, x, x_stride, y, y_stride, runs, width);
-    case VectorIsa::kPortable: break;
+    case CpuIsa::kAvx512: return QuantizeRunsAvx512(k, x, x_stride, y, y_stride, runs, width);
+    case CpuIsa::kAvx2: return QuantizeRunsAvx2(k, x, x_stride, y, y_stride, runs, width);
+    case CpuIsa::kBaseline: break;
   }
   for (int64_t r = 0; r < runs; ++r) QuantizePortable(k, x + r * x_stride, y + r * y_stride, 0, width);
 }
 
-void DequantizeRuns(VectorIsa isa, const ByteQuantization& q, const void* x, int64_t x_stride, float* y,
+void DequantizeRuns(CpuIsa isa, const ByteQuantization& q, const void* x, int64_t x_stride, float* y,
                     int64_t y_stride, int64_t runs, int64_t width) {
   const QuantizeConstants k = MakeQuantizeConstants(q);
   if (q.is_unsigned) return Dequantize<true>(isa, k, Bytes(x), x_stride, y, y_stride, runs, width);

@@ -1,7 +1,7 @@
 // The element loops of the CPU INT8 steps, vectorized: the quantized residual add (quantized_add.h) and ONNX's
 // QuantizeLinear / DequantizeLinear over contiguous runs (the quantize and dequantize steps of convert.h). Each loop
-// has three versions: AVX-512 (16 lanes), AVX2 (8 lanes) and portable C++; BestVectorIsa() picks the widest the CPU
-// runs (cpuid, once per process), and every version is callable directly so tests check each one the machine has.
+// has three versions: AVX-512 (16 lanes), AVX2 (8 lanes) and portable C++ (the baseline); BestCpuIsa() (cpu_isa.h)
+// picks the widest the CPU runs, and every version is callable directly so tests check each one the machine has.
 //
 // Every version computes the same FP32 operations in the same order as the scalar definition (no FMA contraction: the
 // library is compiled with -ffp-contract=off; explicit FMAs where the definition has them; rounding half to even by
@@ -23,19 +23,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/strings/string_view.h"
+#include "kernels/cpu/cpu_isa.h"
 
 namespace convoy::cpu {
-
-enum class VectorIsa : uint8_t { kPortable = 0, kAvx2, kAvx512 };
-
-absl::string_view VectorIsaName(VectorIsa isa);
-// Whether this CPU (and its OS) runs `isa`'s loops; kPortable always.
-bool CpuSupports(VectorIsa isa);
-// The widest ISA this CPU runs: the one the kernels use.
-VectorIsa BestVectorIsa();
-// Every ISA this CPU runs, kPortable first.
-std::vector<VectorIsa> SupportedVectorIsas();
 
 // The quantization of one 8-bit tensor: scale, zero point, UINT8 (else INT8).
 struct ByteQuantization {
@@ -45,16 +35,16 @@ struct ByteQuantization {
 };
 
 // y[i] = the quantized add of a[i] and b[i] (above), i < count. y may equal a or b.
-void QuantizedAddLoop(VectorIsa isa, const ByteQuantization& a, const void* a_data, const ByteQuantization& b,
+void QuantizedAddLoop(CpuIsa isa, const ByteQuantization& a, const void* a_data, const ByteQuantization& b,
                       const void* b_data, const ByteQuantization& y, void* y_data, int64_t count);
 
 // QuantizeLinear of `runs` runs of `width` FP32 values: run r reads x + r * x_stride and writes y + r * y_stride
 // (strides in elements). One run of a whole buffer is a flat loop; width 8 with strides 8 and C walks NCHW8c <-> NHWC.
-void QuantizeRuns(VectorIsa isa, const ByteQuantization& q, const float* x, int64_t x_stride, void* y,
+void QuantizeRuns(CpuIsa isa, const ByteQuantization& q, const float* x, int64_t x_stride, void* y,
                   int64_t y_stride, int64_t runs, int64_t width);
 
 // DequantizeLinear of `runs` runs of `width` 8-bit values, as QuantizeRuns.
-void DequantizeRuns(VectorIsa isa, const ByteQuantization& q, const void* x, int64_t x_stride, float* y,
+void DequantizeRuns(CpuIsa isa, const ByteQuantization& q, const void* x, int64_t x_stride, float* y,
                     int64_t y_stride, int64_t runs, int64_t width);
 
 }  // namespace convoy::cpu

@@ -1,4 +1,4 @@
-// Every version of the INT8 vector loops this CPU runs (portable, AVX2, AVX-512: each one called directly) against the
+// Every version of the INT8 vector loops this CPU runs (baseline, AVX2, AVX-512: each one called directly) against the
 // scalar definitions written out here: the quantized add of every pair of operand types into either output type, and
 // QuantizeLinear / DequantizeLinear over runs with strides. Lengths cover the 16-lane body, the 8-lane step and the
 // scalar tail (1 to 50 elements per run, and long buffers of odd length). Fresh random data each run (the seed is
@@ -69,7 +69,7 @@ std::vector<int64_t> Lengths(std::mt19937& rng) {
   return out;
 }
 
-absl::Status CheckAdd(VectorIsa isa, bool a_unsigned, bool b_unsigned, bool y_unsigned, bool in_place, uint32_t seed) {
+absl::Status CheckAdd(CpuIsa isa, bool a_unsigned, bool b_unsigned, bool y_unsigned, bool in_place, uint32_t seed) {
   std::mt19937 rng(seed);
   for (int64_t count : Lengths(rng)) {
     const ByteQuantization a = RandomQuantization(a_unsigned, rng), b = RandomQuantization(b_unsigned, rng);
@@ -95,14 +95,14 @@ absl::Status CheckAdd(VectorIsa isa, bool a_unsigned, bool b_unsigned, bool y_un
 }
 
 TEST(QuantizedVectorLoopsTest, AddMatchesTheDefinitionOnEveryIsaAndTypeTriple) {
-  for (VectorIsa isa : SupportedVectorIsas()) {
+  for (CpuIsa isa : SupportedCpuIsas()) {
     for (bool a : {true, false}) {
       for (bool b : {true, false}) {
         for (bool y : {true, false}) {
           for (bool in_place : {false, true}) {
             const uint32_t seed = std::random_device{}();
             EXPECT_THAT(CheckAdd(isa, a, b, y, in_place, seed), IsOk())
-                << VectorIsaName(isa) << (a ? " u8" : " s8") << (b ? " + u8" : " + s8") << (y ? " -> u8" : " -> s8")
+                << CpuIsaName(isa) << (a ? " u8" : " s8") << (b ? " + u8" : " + s8") << (y ? " -> u8" : " -> s8")
                 << (in_place ? " in place" : "") << " seed " << seed;
           }
         }
@@ -130,7 +130,7 @@ std::vector<float> RandomFloats(int64_t count, const ByteQuantization& q, std::m
 }
 
 // `runs` runs of `width`, the FP32 side at stride x_stride and the 8-bit side at stride y_stride (both >= width).
-absl::Status CheckQuantizeRuns(VectorIsa isa, bool is_unsigned, int64_t runs, int64_t width, int64_t fp32_stride,
+absl::Status CheckQuantizeRuns(CpuIsa isa, bool is_unsigned, int64_t runs, int64_t width, int64_t fp32_stride,
                                int64_t byte_stride, uint32_t seed) {
   std::mt19937 rng(seed);
   const ByteQuantization q = RandomQuantization(is_unsigned, rng);
@@ -184,12 +184,12 @@ TEST(QuantizedVectorLoopsTest, QuantizeAndDequantizeRunsMatchOnnxOnEveryIsa) {
       {29, 8, 48, 8},            // the other way round
       {5, 1, 3, 1},  {3, 15, 15, 17}, {4, 16, 20, 16}, {6, 17, 17, 40}, {2, 50, 64, 50},
   };
-  for (VectorIsa isa : SupportedVectorIsas()) {
+  for (CpuIsa isa : SupportedCpuIsas()) {
     for (bool is_unsigned : {true, false}) {
       for (const Shape& s : shapes) {
         const uint32_t seed = std::random_device{}();
         EXPECT_THAT(CheckQuantizeRuns(isa, is_unsigned, s.runs, s.width, s.fp32_stride, s.byte_stride, seed), IsOk())
-            << VectorIsaName(isa) << (is_unsigned ? " UINT8" : " INT8") << " runs " << s.runs << " width " << s.width
+            << CpuIsaName(isa) << (is_unsigned ? " UINT8" : " INT8") << " runs " << s.runs << " width " << s.width
             << " seed " << seed;
       }
     }
@@ -197,12 +197,12 @@ TEST(QuantizedVectorLoopsTest, QuantizeAndDequantizeRunsMatchOnnxOnEveryIsa) {
 }
 
 TEST(QuantizedVectorLoopsTest, BestIsaIsTheWidestSupported) {
-  const std::vector<VectorIsa> supported = SupportedVectorIsas();
+  const std::vector<CpuIsa> supported = SupportedCpuIsas();
   ASSERT_FALSE(supported.empty());
-  EXPECT_EQ(supported.front(), VectorIsa::kPortable);
-  EXPECT_EQ(BestVectorIsa(), supported.back());
+  EXPECT_EQ(supported.front(), CpuIsa::kBaseline);
+  EXPECT_EQ(BestCpuIsa(), supported.back());
   std::string names;
-  for (VectorIsa isa : supported) names += absl::StrCat(" ", VectorIsaName(isa));
+  for (CpuIsa isa : supported) names += absl::StrCat(" ", CpuIsaName(isa));
   std::printf("vector loops tested on this CPU:%s\n", names.c_str());
 }
 
