@@ -35,6 +35,12 @@ uint32_t FreshSeed() { return std::random_device{}(); }
 // Asserted: 3 steps, 98 % identical.
 constexpr float kStepsFromSimulation = 3;
 
+// INT8 against FP32 on these random blocks, as a fraction of the largest FP32 output: the MEAN error. Measured over
+// 700 fresh seeds: 0.0013-0.0027 (median 0.0016-0.0017). The largest single error has a long tail with random
+// weights (median 0.012-0.015, 1 % of seeds above 0.10, worst seen 0.25), so no bound on it is a property of the
+// code; the exact check of the INT8 steps is the one against the simulation above. Asserted: 0.01.
+constexpr double kMeanErrorOfFp32Output = 0.01;
+
 Tensor Random(Shape shape, std::mt19937& rng, float lo, float hi) {
   std::uniform_real_distribution<float> dist(lo, hi);
   Tensor t = Tensor::Zeros(std::move(shape));
@@ -220,7 +226,7 @@ TEST(QuantizeWithCalibrationTableTest, EveryLayerRunsInt8AndAgreesWithTheSimulat
     const std::vector<float>& ref = reference.at("out").data;
     ASSERT_EQ(got.size(), sim.size());
     size_t identical = 0;
-    double largest = 0, worst = 0;
+    double largest = 0, worst = 0, total = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       // The INT8 steps against the FP32 simulation of the same quantization (kStepsFromSimulation).
       ASSERT_LE(std::fabs(got[i] - sim[i]), kStepsFromSimulation * y3_step * 1.001f) << i << ": " << got[i] << " vs "
@@ -228,13 +234,16 @@ TEST(QuantizeWithCalibrationTableTest, EveryLayerRunsInt8AndAgreesWithTheSimulat
       identical += std::fabs(got[i] - sim[i]) < y3_step * 0.001f;
       largest = std::max(largest, std::fabs(static_cast<double>(ref[i])));
       worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - ref[i]));
+      total += std::fabs(static_cast<double>(got[i]) - ref[i]);
     }
     EXPECT_GE(identical, got.size() * 98 / 100);
-    // Against FP32: four 8-bit layers with min-max ranges from the same distribution.
-    EXPECT_LE(worst, 0.1 * largest) << "step " << y3_step;
-    std::cout << LayoutName(layout) << ": INT8 vs FP32 max error " << worst << " (" << worst / y3_step
-              << " output steps, output max " << largest << "); " << identical << " of " << got.size()
-              << " equal to the simulation\n";
+    // Against FP32 (four 8-bit layers with min-max ranges from the same distribution): the mean error
+    // (kMeanErrorOfFp32Output).
+    const double mean = total / static_cast<double>(got.size());
+    EXPECT_LE(mean, kMeanErrorOfFp32Output * largest) << "step " << y3_step << ", max error " << worst;
+    std::cout << LayoutName(layout) << ": INT8 vs FP32 mean error " << mean << ", max " << worst << " ("
+              << worst / y3_step << " output steps, output max " << largest << "); " << identical << " of "
+              << got.size() << " equal to the simulation\n";
   }
 }
 
@@ -261,13 +270,14 @@ TEST(QuantizeWithCalibrationTableTest, ResNetStyleReluAfterTheResidualRunsInt8) 
   CONVOY_ASSERT_OK_AND_ASSIGN(auto simulated, RunReference(int8, {{"x", x}}));
   CONVOY_ASSERT_OK_AND_ASSIGN(auto reference, RunReference(fp32, {{"x", x}}));
   const float step = table.FindTensor("y3")->scale;
-  double largest = 0, worst = 0;
+  double largest = 0, worst = 0, total = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_LE(std::fabs(got[i] - simulated.at("out").data[i]), kStepsFromSimulation * step * 1.001f) << i;
     largest = std::max(largest, std::fabs(static_cast<double>(reference.at("out").data[i])));
     worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - reference.at("out").data[i]));
+    total += std::fabs(static_cast<double>(got[i]) - reference.at("out").data[i]);
   }
-  EXPECT_LE(worst, 0.1 * largest);
+  EXPECT_LE(total / static_cast<double>(got.size()), kMeanErrorOfFp32Output * largest) << "max error " << worst;
   // With INT8 symmetric activations the saturation is no ReLU: the ReLU stays and the add stays FP32.
   CalibrationTable symmetric = table;
   for (TensorQuantization& t : symmetric.tensors) t.is_signed = true, t.zero_point = 0;
