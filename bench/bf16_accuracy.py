@@ -25,6 +25,7 @@ import numpy as np
 import onnxruntime as ort
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from int8_accuracy import crops_of  # noqa: E402
 from onnxruntime_compare import export_whole_model  # noqa: E402
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
@@ -34,7 +35,6 @@ IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
 def photo_crops(count, seed):
     """`count` RGB uint8 224x224 crops of scikit-image's colour sample photos, NCHW."""
     import skimage.data
-    import skimage.transform
     names = ["astronaut", "chelsea", "coffee", "rocket", "cat", "hubble_deep_field", "immunohistochemistry",
              "retina", "colorwheel"]
     photos = []
@@ -45,22 +45,7 @@ def photo_crops(count, seed):
             continue
         if image.ndim == 3 and image.shape[2] >= 3:
             photos.append(image[:, :, :3])
-    rng = np.random.default_rng(seed)
-    crops = []
-    for i in range(count):
-        image = photos[i % len(photos)]
-        short = rng.integers(232, 320)
-        scale = short / min(image.shape[:2])
-        resized = skimage.transform.resize(image, (max(224, round(image.shape[0] * scale)),
-                                                   max(224, round(image.shape[1] * scale))),
-                                           preserve_range=True, anti_aliasing=True).astype(np.uint8)
-        y = rng.integers(0, resized.shape[0] - 224 + 1)
-        x = rng.integers(0, resized.shape[1] - 224 + 1)
-        crop = resized[y:y + 224, x:x + 224]
-        if rng.random() < 0.5:
-            crop = crop[:, ::-1]
-        crops.append(crop.transpose(2, 0, 1))
-    return np.stack(crops)
+    return crops_of(photos, count, seed)
 
 
 def convoy_logits(convoy, model, x, precision, directory, threads):

@@ -53,10 +53,9 @@ def load_photo(name):
     return np.ascontiguousarray(image[:, :, :3])
 
 
-def photo_crops(names, count, seed):
-    """`count` UINT8 NCHW 224x224 crops of the named photos, taken in turn (module docstring)."""
+def crops_of(photos, count, seed):
+    """`count` UINT8 NCHW 224x224 crops of the RGB [H, W, 3] `photos`, taken in turn (module docstring)."""
     import skimage.transform
-    photos = [load_photo(name) for name in names]
     rng = np.random.default_rng(seed)
     crops = []
     for i in range(count):
@@ -72,6 +71,11 @@ def photo_crops(names, count, seed):
             crop = crop[:, ::-1]
         crops.append(crop.transpose(2, 0, 1))
     return np.stack(crops)
+
+
+def photo_crops(names, count, seed):
+    """`count` UINT8 NCHW 224x224 crops of the named photos, taken in turn (module docstring)."""
+    return crops_of([load_photo(name) for name in names], count, seed)
 
 
 def normalise(pixels):
