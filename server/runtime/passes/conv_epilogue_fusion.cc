@@ -85,25 +85,7 @@ bool TryAbsorb(Graph& graph, Node& conv, const Node& reader) {
 }  // namespace
 
 absl::StatusOr<int> FuseConvEpilogue(Graph& graph) {
-  int fused = 0;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < graph.nodes().size() && !changed; ++i) {
-      if (graph.nodes()[i].op() != OpKind::kConv2d) continue;
-      int reader_index = SoleConsumer(graph, graph.nodes()[i].outputs[0]);
-      if (reader_index < 0) continue;
-      Node reader = graph.nodes()[reader_index];
-      if (!TryAbsorb(graph, graph.mutable_nodes()[i], reader)) continue;
-      graph.mutable_nodes()[i].outputs[0] = reader.outputs[0];
-      EraseNodes(graph, {reader_index});
-      // The residual may be produced after the conv in the current order; re-sort before the next match.
-      CONVOY_RETURN_IF_ERROR(graph.Finalize());
-      ++fused;
-      changed = true;
-    }
-  }
-  if (fused > 0) CONVOY_RETURN_IF_ERROR(EliminateDeadNodes(graph).status());
-  return fused;
+  return FoldSoleConsumers(graph, OpKind::kConv2d, TryAbsorb);
 }
 
 }  // namespace convoy::runtime::passes

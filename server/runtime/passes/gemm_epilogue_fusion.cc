@@ -58,24 +58,7 @@ bool TryAbsorb(Graph& graph, Node& gemm, const Node& reader) {
 }  // namespace
 
 absl::StatusOr<int> FuseGemmEpilogue(Graph& graph) {
-  int fused = 0;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < graph.nodes().size() && !changed; ++i) {
-      if (graph.nodes()[i].op() != OpKind::kGemm) continue;
-      const int reader_index = SoleConsumer(graph, graph.nodes()[i].outputs[0]);
-      if (reader_index < 0) continue;
-      const Node reader = graph.nodes()[reader_index];
-      if (!TryAbsorb(graph, graph.mutable_nodes()[i], reader)) continue;
-      graph.mutable_nodes()[i].outputs[0] = reader.outputs[0];
-      EraseNodes(graph, {reader_index});
-      CONVOY_RETURN_IF_ERROR(graph.Finalize());
-      ++fused;
-      changed = true;
-    }
-  }
-  if (fused > 0) CONVOY_RETURN_IF_ERROR(EliminateDeadNodes(graph).status());
-  return fused;
+  return FoldSoleConsumers(graph, OpKind::kGemm, TryAbsorb);
 }
 
 }  // namespace convoy::runtime::passes

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/common/status_macros.h"
+#include "server/runtime/passes/passes.h"
+
 namespace convoy::runtime::passes {
 
 void ReplaceUses(Graph& graph, const std::string& from, const std::string& to) {
@@ -36,6 +39,28 @@ int SoleConsumer(const Graph& graph, const std::string& tensor) {
   const auto& inputs = graph.nodes()[consumers[0]].inputs;
   if (std::count(inputs.begin(), inputs.end(), tensor) != 1) return -1;
   return consumers[0];
+}
+
+absl::StatusOr<int> FoldSoleConsumers(Graph& graph, OpKind producer_op,
+                                      absl::FunctionRef<bool(Graph&, Node&, const Node&)> absorb) {
+  int fused = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < graph.nodes().size() && !changed; ++i) {
+      if (graph.nodes()[i].op() != producer_op) continue;
+      const int reader_index = SoleConsumer(graph, graph.nodes()[i].outputs[0]);
+      if (reader_index < 0) continue;
+      const Node reader = graph.nodes()[reader_index];
+      if (!absorb(graph, graph.mutable_nodes()[i], reader)) continue;
+      graph.mutable_nodes()[i].outputs[0] = reader.outputs[0];
+      EraseNodes(graph, {reader_index});
+      CONVOY_RETURN_IF_ERROR(graph.Finalize());
+      ++fused;
+      changed = true;
+    }
+  }
+  if (fused > 0) CONVOY_RETURN_IF_ERROR(EliminateDeadNodes(graph).status());
+  return fused;
 }
 
 std::string AddFreshConstant(Graph& graph, const std::string& stem, Tensor value) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
 #include "server/runtime/graph.h"
 
 namespace convoy::runtime::passes {
@@ -23,6 +25,13 @@ void EraseNodes(Graph& graph, const std::set<int>& indices);
 // The index of the only node reading `tensor`, or -1 when it has several readers, none, or is a graph output
 // (then fusing it away would lose a value someone needs).
 int SoleConsumer(const Graph& graph, const std::string& tensor);
+
+// The epilogue fusions' loop: for each `producer_op` node whose output has a sole consumer, `absorb(graph, producer,
+// consumer)` may fold that consumer into the producer (returning true); the producer then writes the consumer's
+// output and the consumer is erased. Repeats until nothing more folds (the graph re-sorted after each fold, since an
+// absorbed input may be produced later in the current order), then drops what became dead. Returns the folds made.
+absl::StatusOr<int> FoldSoleConsumers(Graph& graph, OpKind producer_op,
+                                      absl::FunctionRef<bool(Graph&, Node&, const Node&)> absorb);
 
 // Adds `value` as a new constant named after `stem` and returns its name.
 std::string AddFreshConstant(Graph& graph, const std::string& stem, Tensor value);
