@@ -42,14 +42,21 @@ def randomize_batch_norm(model, seed):
             m.running_var = torch.rand(c, generator=gen) * 0.5 + 0.75
 
 
-def export(name, out_dir, size, seed):
+def export_randomized(build, randomize, name, out_dir, size, seed):
+    """Builds a model with `build()` after seeding torch with `seed`, draws its parameters with
+    `randomize(model, seed)` and writes <out_dir>/<name>.onnx with input `images` and output `logits`."""
     torch.manual_seed(seed)
-    model = getattr(torchvision.models, name)(**MODELS[name])
-    randomize_batch_norm(model, seed)
+    model = build()
+    randomize(model, seed)
     model.eval()
     path = out_dir / f"{name}.onnx"
     export_with_dynamic_batch(model, torch.randn(1, 3, size, size), path, "images", ["logits"])
     return path
+
+
+def export(name, out_dir, size, seed):
+    return export_randomized(lambda: getattr(torchvision.models, name)(**MODELS[name]), randomize_batch_norm, name,
+                             out_dir, size, seed)
 
 
 def main(models=None, export_model=None, description=__doc__):

@@ -16,7 +16,6 @@ import torch
 import torchvision
 
 import export_torchvision
-from torch_export import export_with_dynamic_batch
 
 MODELS = {"convnext_tiny": dict(num_classes=10)}
 
@@ -33,13 +32,8 @@ def randomize_scales(model, seed):
 
 
 def export(name, out_dir, size, seed):
-    torch.manual_seed(seed)
-    model = getattr(torchvision.models, name)(**MODELS[name])
-    randomize_scales(model, seed)
-    model.eval()
-    path = out_dir / f"{name}.onnx"
-    export_with_dynamic_batch(model, torch.randn(1, 3, size, size), path, "images", ["logits"])
-    return path
+    return export_torchvision.export_randomized(lambda: getattr(torchvision.models, name)(**MODELS[name]),
+                                                randomize_scales, name, out_dir, size, seed)
 
 
 if __name__ == "__main__":

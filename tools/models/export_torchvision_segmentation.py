@@ -14,7 +14,6 @@ import torchvision
 
 import export_torchvision
 from export_torchvision import randomize_batch_norm
-from torch_export import export_with_dynamic_batch
 
 # name -> constructor kwargs (5 classes keep the files small; no auxiliary head).
 MODELS = {
@@ -36,13 +35,9 @@ class OutputMap(torch.nn.Module):
 
 
 def export(name, out_dir, size, seed):
-    torch.manual_seed(seed)
-    model = getattr(torchvision.models.segmentation, name)(**MODELS[name])
-    randomize_batch_norm(model, seed)
-    model = OutputMap(model).eval()
-    path = out_dir / f"{name}.onnx"
-    export_with_dynamic_batch(model, torch.randn(1, 3, size, size), path, "images", ["logits"])
-    return path
+    return export_torchvision.export_randomized(
+        lambda: OutputMap(getattr(torchvision.models.segmentation, name)(**MODELS[name])), randomize_batch_norm, name,
+        out_dir, size, seed)
 
 
 if __name__ == "__main__":
