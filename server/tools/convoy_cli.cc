@@ -80,7 +80,7 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|int8|auto  --la
          --int8=true|false (QDQ models: convolutions between quantize-dequantize steps run INT8; default true)
          --calibration_table=FILE (--precision=int8 on an FP32 model; default: the config's, or calibration.yaml
            beside the model file)
---output_dir=DIR writes output i to DIR/i.npy, in the model's output order.
+--output_dir=DIR writes output i to DIR/i.npy, in the model's output order (DIR is created if missing).
 --repeat=N times N more runs after the first (warm-up) one and prints their median and fastest wall time.
 --profile_runs=R (inspect) times each step in R runs after the warm-up run and prints each step's median.
   convoy jobs              one command per stdin line (tab-separated arguments), each answered "job ok" or
@@ -250,12 +250,17 @@ absl::StatusOr<std::vector<std::string>> AssignPaths(const std::vector<std::stri
   return paths;
 }
 
-// The output files: --output values matched to `outputs`, or DIR/<index>.npy for every output with --output_dir.
+// The output files: --output values matched to `outputs`, or DIR/<index>.npy for every output with --output_dir
+// (DIR is created if it does not exist).
 absl::StatusOr<std::vector<std::string>> OutputPaths(const Flags& flags, const std::vector<std::string>& outputs) {
   if (!flags.Has("output_dir")) return AssignPaths(flags.All("output"), outputs, "output");
   if (flags.Has("output")) return absl::InvalidArgumentError("give --output or --output_dir, not both");
+  const std::string dir = flags.Get("output_dir");
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return absl::InvalidArgumentError(absl::StrCat("--output_dir=", dir, ": ", error.message()));
   std::vector<std::string> paths;
-  for (size_t i = 0; i < outputs.size(); ++i) paths.push_back(absl::StrCat(flags.Get("output_dir"), "/", i, ".npy"));
+  for (size_t i = 0; i < outputs.size(); ++i) paths.push_back(absl::StrCat(dir, "/", i, ".npy"));
   return paths;
 }
 

@@ -153,14 +153,13 @@ def test_run_reports_input_errors_precisely(tmp_path):
 
 def test_reference_engine_and_output_dir(tmp_path):
     """`--engine=reference` (the FP32 reference interpreter) and the runtime agree; --output_dir writes DIR/<i>.npy in
-    the model's output order; --optimize is the reference engine's alone."""
+    the model's output order, creating DIR; --optimize is the reference engine's alone."""
     model = residual_cnn(tmp_path / "m.onnx")
     x = rand(2, 3, 16, 16)
     np.save(tmp_path / "x.npy", x)
     expected = expected_outputs(model, x)
     for engine, optimize in [("runtime", None), ("reference", "true"), ("reference", "false")]:
-        out = tmp_path / f"{engine}_{optimize}"
-        out.mkdir()
+        out = tmp_path / f"{engine}_{optimize}" / "new"  # created by convoy run
         flags = [f"--engine={engine}"] + ([f"--optimize={optimize}"] if optimize else [])
         convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={out}", "--quiet", *flags)
         for i, e in enumerate(expected):
@@ -168,6 +167,9 @@ def test_reference_engine_and_output_dir(tmp_path):
     proc = convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={tmp_path}",
                   "--optimize=false", check=False)
     assert proc.returncode == 1 and "--optimize applies to --engine=reference only" in proc.stderr
+    proc = convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={tmp_path / 'x.npy'}",
+                  check=False)
+    assert proc.returncode == 1 and f"--output_dir={tmp_path / 'x.npy'}: " in proc.stderr, proc.stderr
     proc = convoy("inspect", f"--model={model}", "--engine=reference", "--optimize=false", check=False)
     assert proc.returncode == 0 and "BatchNorm(" in proc.stdout and "optimizations:" not in proc.stdout
 
