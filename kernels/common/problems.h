@@ -143,9 +143,10 @@ struct QuantizedConv2dArgs {
 
 // ---- quantized element-wise add (INT8): y = Q_y(DQ_a(a) + DQ_b(b)) -------------------------------------------------
 // Two UINT8/INT8 tensors of `count` elements in the same layout, each with its scale and zero point, into a UINT8/INT8
-// output: y = saturate(round_half_even(((a - a_zp) * a_scale + (b - b_zp) * b_scale) / y_scale) + y_zp), each
-// operation in FP32 in that order: what a QDQ graph's DequantizeLinear, DequantizeLinear -> Add -> QuantizeLinear
-// computes (the residual adds of quantized ResNets and MobileNets).
+// output: what a QDQ graph's DequantizeLinear, DequantizeLinear -> Add -> QuantizeLinear computes (the residual adds
+// of quantized ResNets and MobileNets), in onnxruntime's x86 QLinearAdd arithmetic: with ra = a_scale / y_scale,
+// rb = b_scale / y_scale and fixed = y_zp - fma(ra, a_zp, rb * b_zp), y = saturate(round_half_even(fma(a, ra,
+// fma(b, rb, fixed)))), in FP32 (quantized_vector_loops.h says why not ONNX's own order of operations).
 struct QuantizedAddProblem {
   static constexpr OpKind kKind = OpKind::kQuantizedAdd;
   int64_t count = 1;
