@@ -13,10 +13,10 @@
 //   :quantized_conv2d_emulated_test   the kernels compiled against the CUDA emulation, on the emulated CudaDevice;
 //                                     also under the reverse and seeded-random thread schedules (barriers).
 //   :quantized_conv2d_cuda_test       the nvcc-built kernels on a real GPU (skips, saying so, where there is none).
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -85,42 +85,61 @@ std::vector<const QuantizedConv2dAlgorithm*> CudaAlgorithms() {
   return OpRegistry<QuantizedConv2dOp>::Global().All(Backend::kCuda);
 }
 
-// Runs every CUDA algorithm that implements each problem; every problem must have one, every algorithm must run.
-void ExpectEveryAlgorithmExact(const std::vector<QuantizedConv2dProblem>& problems, Device& device) {
-  std::set<std::string> ran;
-  for (const QuantizedConv2dProblem& p : problems) {
-    int implemented = 0;
-    for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
-      if (!algorithm->CanImplement(p).ok()) continue;
-      ++implemented;
-      ran.insert(std::string(algorithm->name()));
-      const uint32_t seed = std::random_device{}();
-      EXPECT_THAT(CheckQuantizedConv2d(*algorithm, p, device, seed, QuantizedTolerance{}), IsOk())
-          << algorithm->name() << " " << p.ToString() << " seed " << seed;
-    }
-    EXPECT_GT(implemented, 0) << "no CUDA INT8 algorithm implements " << p.ToString();
-  }
-  for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
-    EXPECT_EQ(ran.count(std::string(algorithm->name())), 1u) << algorithm->name() << " ran no problem";
-  }
+std::vector<std::string> CudaAlgorithmNames() {
+  std::vector<std::string> names;
+  for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) names.emplace_back(algorithm->name());
+  return names;
 }
+
+// One algorithm per test instance, so the sharded (and the ASan) runs split the emulated work.
+class CudaQuantizedConv2dAlgorithmTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  const QuantizedConv2dAlgorithm& algorithm() const {
+    for (const QuantizedConv2dAlgorithm* a : CudaAlgorithms()) {
+      if (a->name() == GetParam()) return *a;
+    }
+    std::abort();  // the parameters are the registry's names
+  }
+
+  // Runs the algorithm on every problem it implements (at least one), bit-exact against the reference.
+  void ExpectExactOnEveryProblemItImplements(const std::vector<QuantizedConv2dProblem>& problems, Device& device) {
+    int ran = 0;
+    for (const QuantizedConv2dProblem& p : problems) {
+      if (!algorithm().CanImplement(p).ok()) continue;
+      ++ran;
+      const uint32_t seed = std::random_device{}();
+      EXPECT_THAT(CheckQuantizedConv2d(algorithm(), p, device, seed, QuantizedTolerance{}), IsOk())
+          << GetParam() << " " << p.ToString() << " seed " << seed;
+    }
+    EXPECT_GT(ran, 0) << GetParam() << " implements none of the problems";
+  }
+};
 
 TEST(CudaQuantizedConv2dTest, SixAlgorithmsAreRegistered) { EXPECT_EQ(CudaAlgorithms().size(), 6u); }
 
-TEST(CudaQuantizedConv2dTest, SharedProblemsMatchTheIntegerReferenceExactly) {
-  CONVOY_CREATE_DEVICE_OR_SKIP(device);
-  ExpectEveryAlgorithmExact(QuantizedConv2dTestProblems(Layout::kNHWC), *device);
+TEST(CudaQuantizedConv2dTest, EveryProblemHasAnAlgorithm) {
+  std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);
+  for (const QuantizedConv2dProblem& p : ExtraProblems()) problems.push_back(p);
+  for (const QuantizedConv2dProblem& p : problems) {
+    EXPECT_THAT(OpRegistry<QuantizedConv2dOp>::Global().Heuristic(p, Backend::kCuda).status(), IsOk())
+        << p.ToString();
+  }
 }
 
-TEST(CudaQuantizedConv2dTest, CornerShapesMatchTheIntegerReferenceExactly) {
+TEST_P(CudaQuantizedConv2dAlgorithmTest, SharedProblemsMatchTheIntegerReferenceExactly) {
   CONVOY_CREATE_DEVICE_OR_SKIP(device);
-  ExpectEveryAlgorithmExact(ExtraProblems(), *device);
+  ExpectExactOnEveryProblemItImplements(QuantizedConv2dTestProblems(Layout::kNHWC), *device);
+}
+
+TEST_P(CudaQuantizedConv2dAlgorithmTest, CornerShapesMatchTheIntegerReferenceExactly) {
+  CONVOY_CREATE_DEVICE_OR_SKIP(device);
+  ExpectExactOnEveryProblemItImplements(ExtraProblems(), *device);
 }
 
 #if defined(CONVOY_CUDA_EMULATION)
 // The kernels' barriers (pipeline stages refilled while other warps read them, the epilogue's staging reusing the
 // pipeline's shared memory) under the reverse and a seeded-random thread order, on two problems (one per gather).
-TEST(CudaQuantizedConv2dTest, BarriersHoldUnderReverseAndRandomSchedules) {
+TEST_P(CudaQuantizedConv2dAlgorithmTest, BarriersHoldUnderReverseAndRandomSchedules) {
   CONVOY_CREATE_DEVICE_OR_SKIP(device);
   const std::vector<QuantizedConv2dProblem> all = QuantizedConv2dTestProblems(Layout::kNHWC);
   const std::vector<QuantizedConv2dProblem> problems = {all[3 * 7 + 3], all[5 * 7 + 4]};  // 1x1 residual; grouped
@@ -128,10 +147,16 @@ TEST(CudaQuantizedConv2dTest, BarriersHoldUnderReverseAndRandomSchedules) {
        {cuda_emulation::Schedule::Reverse(), cuda_emulation::Schedule::SeededRandom(std::random_device{}())}) {
     SCOPED_TRACE(schedule.ToString());
     cuda_emulation::ScopedSchedule scoped(schedule);
-    ExpectEveryAlgorithmExact(problems, *device);
+    ExpectExactOnEveryProblemItImplements(problems, *device);
   }
 }
 #endif
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, CudaQuantizedConv2dAlgorithmTest, ::testing::ValuesIn(CudaAlgorithmNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param.substr(info.param.rfind('.') + 1);  // implicit_gemm_64x64
+                           return name;
+                         });
 
 // Bad arguments come back as statuses naming what is wrong, before anything is launched.
 TEST(CudaQuantizedConv2dTest, RejectsMissingOperandsAndOtherLayouts) {

@@ -1,5 +1,6 @@
 // INT8 conv2d on tensor cores (mma.sync m16n8k32, u8 x s8 or s8 x s8 into int32; NHWC, any groups, the whole
-// QuantizedEpilogue fused), registered as one algorithm per tile and gather (quantized_conv2d_implicit_gemm_algorithm.cuh):
+// QuantizedEpilogue fused), registered as one algorithm per tile and gather
+// (quantized_conv2d_implicit_gemm_algorithm.cuh):
 //   cuda.quantized_conv2d.implicit_gemm_{128x128,128x64,64x64}            C and C/groups multiples of 16
 //   cuda.quantized_conv2d.implicit_gemm_bytewise_{128x128,128x64,64x64}   any other channel count
 // and the plan-time filter packing kernel. The kernel is quantized_conv2d_implicit_gemm_kernel.cuh (instances in

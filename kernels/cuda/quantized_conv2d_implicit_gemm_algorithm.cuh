@@ -100,7 +100,8 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
                           const ExecutionContext& context) const override {
     if (absl::Status can = CanImplement(problem); !can.ok()) return can;
     if (filter == nullptr || packed == nullptr || !IsAligned(packed, 16)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": PackFilter needs a filter and a 16-byte aligned output"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": PackFilter needs a filter and a 16-byte aligned output"));
     }
     return CudaStatus(LaunchPackQuantizedFilter(problem, static_cast<const int8_t*>(filter), packed,
                                                 static_cast<cudaStream_t>(context.cuda_stream)),

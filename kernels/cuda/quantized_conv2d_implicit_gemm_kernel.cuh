@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocksPerSm)
   constexpr int kVec = 16;                             // 8-bit elements per 16-byte chunk
   constexpr int kChunksPerRow = Tile::kStepBytes / 16;  // chunks per stage row
   constexpr int kBlockK = Tile::kStepBytes;            // reduction elements per stage
-  constexpr int kRowStride = kBlockK + kVec;           // shared row pitch in bytes, padded by 16 (ldmatrix: no conflicts)
+  constexpr int kRowStride = kBlockK + kVec;           // shared row pitch in bytes, padded by 16 (no bank conflicts)
   constexpr int kMmaK = 32;                            // m16n8k32
   constexpr int kSteps = kBlockK / kMmaK;              // mma k-steps per stage
   constexpr int kMmaTilesM = Tile::kWarpM / 16;
