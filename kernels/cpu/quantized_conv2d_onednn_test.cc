@@ -1,8 +1,7 @@
-// oneDNN INT8 conv2d against the exact integer reference (reference::QuantizedConv2d), NHWC, on the
-// kinds of layers quantized ResNets and MobileNets have (the 3-channel stem, strided 3x3 with asymmetric padding,
-// 1x1 with a residual, depthwise, grouped), UINT8 and INT8 sources with nonzero zero points, and every epilogue:
-// INT32 bias, per-channel requantization, the residual sum with its own scale and zero point, ReLU, UINT8 / INT8 /
-// FP32 outputs with destination zero points. Fresh random data each run (the seed is printed on failure).
+// oneDNN INT8 conv2d against the exact integer reference (reference::QuantizedConv2d), NHWC, on the shared INT8
+// problem list (kernels/testing/quantized_conv2d_cases.h: the kinds of layers quantized ResNets and MobileNets have,
+// crossed with every epilogue, UINT8 and INT8 sources with nonzero zero points). Fresh random data each run (the seed
+// is printed on failure). The CUDA INT8 kernels run the same list (kernels/cuda/quantized_conv2d_cuda_test.cc).
 //
 // Tolerance. The accumulation is exact on both sides; the requantization is one FP32 product float(acc + bias) *
 // scale[k] (plus the residual term) rounded half to even, then the zero point. oneDNN may form that value in another
@@ -14,168 +13,49 @@
 // algorithm rounds first (an eltwise_round post-op): 5 runs of 5 exact.
 #include "kernels/cpu/quantized_conv2d_onednn.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
+#include <memory>
 #include <random>
-#include <string>
-#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/common/status_macros.h"
 #include "kernels/common/status_matchers.h"
-#include "kernels/common/thread_pool.h"
-#include "kernels/cpu/reference/reference_ops.h"
+#include "kernels/cpu/cpu_device.h"
+#include "kernels/testing/quantized_conv2d_cases.h"
 
 namespace convoy::cpu {
 namespace {
 
 using ::convoy::testing::IsOk;
-
-QuantizedConv2dProblem Conv(int n, int c, int h, int w, int k, int r, int stride, int pad, int groups, Layout layout) {
-  QuantizedConv2dProblem p;
-  p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = r;
-  p.stride_h = p.stride_w = stride;
-  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = pad;
-  p.groups = groups;
-  p.layout = layout;
-  return p;
-}
-
-std::vector<QuantizedConv2dProblem> Shapes(Layout layout) {
-  QuantizedConv2dProblem asymmetric = Conv(2, 16, 15, 13, 32, 3, 2, 1, 1, layout);  // TF "SAME": more pad after
-  asymmetric.pad_top = asymmetric.pad_left = 0;
-  return {
-      Conv(2, 3, 32, 32, 16, 7, 2, 3, 1, layout),     // the ResNet stem on a 3-channel image
-      asymmetric,
-      Conv(2, 64, 8, 8, 64, 3, 1, 1, 1, layout),      // ResNet basic block
-      Conv(2, 96, 8, 8, 24, 1, 1, 0, 1, layout),      // MobileNetV2 projection (the residual epilogues)
-      Conv(1, 48, 12, 12, 48, 3, 2, 1, 48, layout),   // depthwise, stride 2
-      Conv(1, 32, 9, 9, 32, 3, 1, 1, 4, layout),      // grouped (8 channels per group)
-  };
-}
-
-struct EpilogueCase {
-  DataType src_type, dst_type;
-  QuantizedEpilogue epilogue;
-};
-
-// Every epilogue feature at least once, each source type with a nonzero zero point.
-std::vector<EpilogueCase> Epilogues() {
-  std::vector<EpilogueCase> out;
-  auto add = [&out](DataType src, DataType dst, int src_zp, int dst_zp, bool bias, bool relu, bool residual) {
-    EpilogueCase e{src, dst, {}};
-    e.epilogue.src_zero_point = src_zp, e.epilogue.dst_zero_point = dst_zp;
-    e.epilogue.has_bias = bias, e.epilogue.relu = relu;
-    if (residual) {
-      e.epilogue.residual = ResidualMode::kBeforeActivation;
-      e.epilogue.residual_scale = 0.6875f, e.epilogue.residual_zero_point = dst == DataType::kUInt8 ? 111 : -9;
-    }
-    out.push_back(e);
-  };
-  add(DataType::kUInt8, DataType::kUInt8, 0, 0, false, false, false);    // plain
-  add(DataType::kUInt8, DataType::kUInt8, 128, 0, true, true, false);    // QDQ conv + relu (u8 activations)
-  add(DataType::kUInt8, DataType::kUInt8, 97, 131, true, false, false);  // no relu: output zero point mid-range
-  add(DataType::kUInt8, DataType::kUInt8, 120, 5, true, true, true);     // ResNet: relu(conv + bias + residual)
-  add(DataType::kInt8, DataType::kInt8, -3, -7, true, false, true);      // INT8 activations, residual, no relu
-  add(DataType::kInt8, DataType::kUInt8, 0, 0, true, true, false);
-  add(DataType::kUInt8, DataType::kFloat32, 140, 0, true, false, false); // dequantized output (the last layer)
-  return out;
-}
-
-// Fills `count` elements of an integer type uniformly over its range.
-template <typename T>
-std::vector<T> RandomInts(size_t count, int lo, int hi, std::mt19937& rng) {
-  std::uniform_int_distribution<int> dist(lo, hi);
-  std::vector<T> v(count);
-  for (T& x : v) x = static_cast<T>(dist(rng));
-  return v;
-}
-
-// One problem: random data, the algorithm (filter packed, primitive prepared) against the reference.
-absl::Status Check(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& p, uint32_t seed) {
-  CONVOY_RETURN_IF_ERROR(algorithm.CanImplement(p));
-  std::mt19937 rng(seed);
-  ThreadPool pool(2);
-  ExecutionContext context{Backend::kCpu, &pool};
-  const bool u8_src = p.src_type == DataType::kUInt8;
-  const int64_t x_count = p.input_desc().num_elements(), y_count = p.output_desc().num_elements();
-  const std::vector<uint8_t> x = RandomInts<uint8_t>(x_count, u8_src ? 0 : -128, u8_src ? 255 : 127, rng);
-  const std::vector<int8_t> w = RandomInts<int8_t>(p.filter_elements(), -127, 127, rng);
-  const std::vector<int32_t> bias = RandomInts<int32_t>(p.k, -20000, 20000, rng);
-  // Multipliers that spread the outputs over the whole quantized range (some saturating): the accumulator's spread is
-  // about sqrt(C/g * R * S) * 74 * 73 for uniform operands.
-  const double spread = std::sqrt(double(p.c_per_group()) * p.r * p.s) * 74 * 73;
-  std::uniform_real_distribution<float> jitter(0.5f, 1.5f);
-  std::vector<float> scale(p.k);
-  for (float& s : scale) s = static_cast<float>(jitter(rng) * 80 / spread);
-  const size_t y_bytes = static_cast<size_t>(y_count) * DataTypeSize(p.dst_type);
-  const bool u8_dst = p.dst_type == DataType::kUInt8;
-  std::vector<uint8_t> residual(y_bytes);
-  if (p.dst_type == DataType::kFloat32) {
-    for (size_t i = 0; i < residual.size() / 4; ++i) reinterpret_cast<float*>(residual.data())[i] = jitter(rng);
-  } else {
-    residual = RandomInts<uint8_t>(y_bytes, u8_dst ? 0 : -128, u8_dst ? 255 : 127, rng);
-  }
-  // The reference first, so the algorithm's output can be poisoned with a value differing from the expected one in
-  // every element (FP32: NaN; integers: the bitwise complement): an element the algorithm leaves unwritten fails.
-  std::vector<uint8_t> y_reference(y_bytes);
-  QuantizedConv2dArgs args{x.data(), w.data(), bias.data(), scale.data(), residual.data(), y_reference.data()};
-  CONVOY_RETURN_IF_ERROR(reference::QuantizedConv2d(p, args));
-  std::vector<uint8_t> y(y_bytes);
-  for (size_t i = 0; i < y_bytes; ++i) y[i] = p.dst_type == DataType::kFloat32 ? 0xFF : ~y_reference[i];
-
-  CONVOY_ASSIGN_OR_RETURN(HostBuffer workspace, HostBuffer::Allocate(algorithm.WorkspaceBytes(p)));
-  CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<AlgorithmState> state, algorithm.Prepare(p, context));
-  CONVOY_ASSIGN_OR_RETURN(HostBuffer packed, HostBuffer::Allocate(std::max<size_t>(algorithm.PackedFilterBytes(p), 1)));
-  CONVOY_RETURN_IF_ERROR(algorithm.PackFilter(p, w.data(), packed.data(), context));
-  args.w = packed.as<int8_t>();
-  args.y = y.data();
-  CONVOY_RETURN_IF_ERROR(algorithm.Run(p, args, Workspace{workspace.data(), workspace.size(), state.get()}, context));
-
-  int64_t off_by_one = 0;
-  for (int64_t i = 0; i < y_count; ++i) {
-    const float a = LoadAsFloat(y.data(), p.dst_type, i), e = LoadAsFloat(y_reference.data(), p.dst_type, i);
-    if (p.dst_type == DataType::kFloat32) {
-      if (!(std::fabs(a - e) <= 1e-5f * std::max(1.0f, std::fabs(e)))) {
-        return absl::InternalError(absl::StrCat("element ", i, ": ", a, " vs reference ", e));
-      }
-      continue;
-    }
-    if (a == e) continue;
-    if (std::fabs(a - e) > 1.0f) return absl::InternalError(absl::StrCat("element ", i, ": ", a, " vs reference ", e));
-    ++off_by_one;
-  }
-  const int64_t allowed = std::max<int64_t>(2, y_count / 1000);
-  if (off_by_one > allowed) {
-    return absl::InternalError(absl::StrCat(off_by_one, " of ", y_count, " outputs one step off (allowed ", allowed, ")"));
-  }
-  if (off_by_one > 0) std::printf("%s: %lld of %lld one step off\n", p.ToString().c_str(),
-                                  static_cast<long long>(off_by_one), static_cast<long long>(y_count));
-  return absl::OkStatus();
-}
+using ::convoy::testing::QuantizedConv2dTestProblems;
+using ::convoy::testing::QuantizedConv2dTestShapes;
 
 TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
   const QuantizedConv2dOnednnNhwc algorithm;
-  for (const QuantizedConv2dProblem& shape : Shapes(Layout::kNHWC)) {
-    for (const EpilogueCase& e : Epilogues()) {
-      QuantizedConv2dProblem p = shape;
-      p.src_type = e.src_type, p.dst_type = e.dst_type, p.epilogue = e.epilogue;
-      const uint32_t seed = std::random_device{}();
-      EXPECT_THAT(Check(algorithm, p, seed), IsOk()) << p.ToString() << " seed " << seed;
-    }
+  CpuDevice::Options options;
+  options.num_threads = 2;
+  absl::StatusOr<std::unique_ptr<CpuDevice>> device = CpuDevice::Create(options);
+  ASSERT_THAT(device.status(), IsOk());
+  ::convoy::testing::QuantizedTolerance tolerance;
+  tolerance.max_off_by_one_fraction = 0.001;
+  tolerance.min_off_by_one_allowed = 2;
+  tolerance.fp32_relative = 1e-5f;
+  for (const QuantizedConv2dProblem& p : QuantizedConv2dTestProblems(Layout::kNHWC)) {
+    const uint32_t seed = std::random_device{}();
+    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, **device, seed, tolerance), IsOk())
+        << p.ToString() << " seed " << seed;
   }
 }
 
 // oneDNN 2.6 has only its reference INT8 convolution in the other layouts: declined.
 TEST(QuantizedConv2dOnednnTest, DeclinesOtherLayouts) {
-  QuantizedConv2dProblem p = Shapes(Layout::kNCHW8c)[2];
+  QuantizedConv2dProblem p = QuantizedConv2dTestShapes(Layout::kNCHW8c)[2];
   EXPECT_TRUE(absl::IsUnimplemented(QuantizedConv2dOnednnNhwc().CanImplement(p)));
 }
 
 TEST(QuantizedConv2dOnednnTest, ValidateNamesTheField) {
-  QuantizedConv2dProblem p = Conv(1, 8, 4, 4, 8, 3, 1, 1, 1, Layout::kNHWC);
+  QuantizedConv2dProblem p;
+  p.c = p.k = 8, p.h = p.w = 4, p.r = p.s = 3;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
   p.src_type = DataType::kFloat32;
   EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("the input must be UINT8 or INT8, got FP32"));
   p.src_type = DataType::kUInt8;

@@ -217,6 +217,43 @@ TEST_P(SampleKernelsTest, MmaTf32GemmMatchesCpuProductOfRoundedInputs) {
       c.Download(), a_rounded, [&](int p, int j) { return double{RoundToTf32(b_nk[j * k + p])}; }, m, n, k);
 }
 
+// The 8-bit integer mma (s8 x s8 and u8 x s8, m16n8k32) against a plain integer product: random bytes over the whole
+// range of each type (so sign extension of A's and B's bytes is exercised), a random accumulator input, exact
+// equality. The output starts as the bitwise complement of the expected result, so an element left unwritten fails.
+TEST_P(SampleKernelsTest, MmaInt8GemmMatchesIntegerProductExactly) {
+  const int m = 32, n = 16, k = 96;
+  for (const bool a_unsigned : {false, true}) {
+    SCOPED_TRACE(a_unsigned ? "u8 x s8" : "s8 x s8");
+    std::uniform_int_distribution<int> byte(0, 255), start(-1000000, 1000000);
+    std::vector<uint8_t> a(m * k);
+    std::vector<int8_t> b_nk(n * k);
+    std::vector<int32_t> c_in(m * n);
+    for (uint8_t& v : a) v = static_cast<uint8_t>(byte(random_));
+    for (int8_t& v : b_nk) v = static_cast<int8_t>(byte(random_) - 128);
+    for (int32_t& v : c_in) v = start(random_);
+    std::vector<int32_t> want(m * n), poison(m * n);
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        int64_t sum = c_in[i * n + j];
+        for (int p = 0; p < k; ++p) {
+          const int a_value = a_unsigned ? int{a[i * k + p]} : int{static_cast<int8_t>(a[i * k + p])};
+          sum += int64_t{a_value} * b_nk[j * k + p];
+        }
+        want[i * n + j] = static_cast<int32_t>(sum);
+        poison[i * n + j] = ~want[i * n + j];
+      }
+    }
+    TestDeviceBuffer<uint8_t> device_a(a);
+    TestDeviceBuffer<int8_t> device_b(b_nk);
+    TestDeviceBuffer<int32_t> device_c_in(c_in), c(poison);
+    ASSERT_EQ(testdata::LaunchMmaGemmInt8(device_a.get(), a_unsigned, device_b.get(), device_c_in.get(), c.get(), m, n,
+                                          k, nullptr),
+              cudaSuccess)
+        << LastErrorDetail();
+    EXPECT_EQ(c.Download(), want);
+  }
+}
+
 TEST_P(SampleKernelsTest, HistogramAndAtomicsMatchCpuCounts) {
   const int n = 10000, bins = 37;
   std::uniform_int_distribution<int> value(0, 999);

@@ -4,6 +4,8 @@
 //   MmaM16N8K16F16(acc, a, b)    acc[4] += A(16x16 f16, 4 regs) * B(16x8 f16, 2 regs)    mma.sync ... .f32.f16.f16.f32
 //   MmaM16N8K16Bf16(acc, a, b)   the same with bfloat16 inputs                          .f32.bf16.bf16.f32
 //   MmaM16N8K8Tf32(acc, a, b)    acc[4] += A(16x8 tf32, 4 regs) * B(8x8 tf32, 2 regs)    m16n8k8 .f32.tf32.tf32.f32
+//   MmaM16N8K32S8(acc, a, b)     int acc[4] += A(16x32 s8, 4 regs) * B(32x8 s8, 2 regs)  m16n8k32 .s32.s8.s8.s32
+//   MmaM16N8K32U8S8(acc, a, b)   the same with unsigned bytes in A                       m16n8k32 .s32.u8.s8.s32
 //   LdMatrixX1/X2/X4[Trans](regs, row_address)   ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16
 //   CpAsyncCa<4|8|16>(dst, src, src_bytes), CpAsyncCg16(dst, src, src_bytes)   cp.async (zero-fills past src_bytes)
 //   CpAsyncCommitGroup(), CpAsyncWaitGroup<N>(), CpAsyncWaitAll()
@@ -69,6 +71,32 @@ __device__ __forceinline__ void MmaM16N8K8Tf32(float acc[4], const uint32_t a[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
   ::convoy::cuda_emulation::MmaM16N8K8Tf32F32(acc, a, b, CONVOY_HERE_);
+#endif
+}
+
+// The 8-bit integer forms (sm_80 and later): four bytes per register, the lowest k in the lowest byte; exact products,
+// the s32 sums wrap (no .satfinite).
+__device__ __forceinline__ void MmaM16N8K32S8(int32_t acc[4], const uint32_t a[4],
+                                              const uint32_t b[2] CONVOY_CALLER_LOCATION) {
+#if defined(CONVOY_CUDA_REAL)
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  ::convoy::cuda_emulation::MmaM16N8K32S8S8S32(acc, a, b, CONVOY_HERE_);
+#endif
+}
+
+__device__ __forceinline__ void MmaM16N8K32U8S8(int32_t acc[4], const uint32_t a[4],
+                                                const uint32_t b[2] CONVOY_CALLER_LOCATION) {
+#if defined(CONVOY_CUDA_REAL)
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  ::convoy::cuda_emulation::MmaM16N8K32U8S8S32(acc, a, b, CONVOY_HERE_);
 #endif
 }
 

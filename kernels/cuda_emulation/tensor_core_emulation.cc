@@ -5,6 +5,10 @@
 //   B ("col", K x 8):      register i holds rows (k) 2t, 2t+1 (+8 for i = 1) [16-bit] or t (+4) [tf32], column g;
 //   C/D (16 x 8 float):    element i is row g (+8 for i >= 2), column 2t + (i & 1).
 // 16-bit pairs are packed with the lower column (or row) in the low half of the register.
+// "Matrix Fragments for mma.m16n8k32" (8-bit integers, four per register, the lowest k in the lowest byte):
+//   A (row-major, 16 x 32): register i holds row g (+8 for odd i), columns 4t .. 4t+3 (+16 for i >= 2);
+//   B ("col", 32 x 8):      register i holds rows (k) 4t .. 4t+3 (+16 for i = 1), column g;
+//   C/D (16 x 8 s32):       as the float accumulators above.
 #include "kernels/cuda_emulation/tensor_core_emulation.h"
 
 #include <cstring>
@@ -82,6 +86,64 @@ std::string ResolveMma(void* const payloads[kWarpSize], unsigned) {
   return "";
 }
 
+// The 8-bit integer mma: A's bytes signed (s8) or unsigned (u8), B's signed.
+enum class MmaIntegerA { kS8, kU8 };
+
+struct MmaIntegerLane {
+  const uint32_t* a;
+  const uint32_t* b;
+  int32_t acc[4];
+};
+
+int ByteOf(uint32_t word, int byte, bool is_signed) {
+  const uint32_t bits = (word >> (8 * byte)) & 0xFFu;
+  return is_signed ? static_cast<int>(static_cast<int8_t>(bits)) : static_cast<int>(bits);
+}
+
+template <MmaIntegerA kA>
+std::string ResolveMmaInteger(void* const payloads[kWarpSize], unsigned) {
+  int a[16][32], b[32][8];
+  int64_t d[16][8];
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    const MmaIntegerLane& in = *static_cast<const MmaIntegerLane*>(payloads[lane]);
+    const int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; ++i) {
+      for (int byte = 0; byte < 4; ++byte) {
+        a[g + 8 * (i & 1)][4 * t + 16 * (i >> 1) + byte] = ByteOf(in.a[i], byte, kA == MmaIntegerA::kS8);
+      }
+      d[g + 8 * (i >> 1)][2 * t + (i & 1)] = in.acc[i];
+    }
+    for (int i = 0; i < 2; ++i) {
+      for (int byte = 0; byte < 4; ++byte) b[4 * t + 16 * i + byte][g] = ByteOf(in.b[i], byte, true);
+    }
+  }
+  for (int k = 0; k < 32; ++k) {
+    for (int row = 0; row < 16; ++row) {
+      for (int col = 0; col < 8; ++col) d[row][col] += int64_t{a[row][k]} * b[k][col];
+    }
+  }
+  for (int lane = 0; lane < kWarpSize; ++lane) {
+    MmaIntegerLane& out = *static_cast<MmaIntegerLane*>(payloads[lane]);
+    const int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; ++i) {
+      // Wraps modulo 2^32 like the s32 accumulator (the conversion of an out-of-range value is modular in C++20 and
+      // in every C++17 compiler this builds with).
+      out.acc[i] = static_cast<int32_t>(static_cast<uint32_t>(d[g + 8 * (i >> 1)][2 * t + (i & 1)]));
+    }
+  }
+  return "";
+}
+
+constexpr WarpCollectiveKind kMmaS8{"mma.sync.m16n8k32.s32.s8.s8.s32", &ResolveMmaInteger<MmaIntegerA::kS8>};
+constexpr WarpCollectiveKind kMmaU8S8{"mma.sync.m16n8k32.s32.u8.s8.s32", &ResolveMmaInteger<MmaIntegerA::kU8>};
+
+void MmaInteger(const WarpCollectiveKind& kind, int32_t acc[4], const uint32_t a[4], const uint32_t b[2],
+                SourceLocation where) {
+  MmaIntegerLane lane{a, b, {acc[0], acc[1], acc[2], acc[3]}};
+  BlockScheduler::Current().WarpCollective(kind, 0xFFFFFFFFu, &lane, where);
+  for (int i = 0; i < 4; ++i) acc[i] = lane.acc[i];
+}
+
 constexpr WarpCollectiveKind kMmaF16{"mma.sync.m16n8k16.f32.f16.f16.f32", &ResolveMma<MmaInput::kF16>};
 constexpr WarpCollectiveKind kMmaBf16{"mma.sync.m16n8k16.f32.bf16.bf16.f32", &ResolveMma<MmaInput::kBf16>};
 constexpr WarpCollectiveKind kMmaTf32{"mma.sync.m16n8k8.f32.tf32.tf32.f32", &ResolveMma<MmaInput::kTf32>};
@@ -134,6 +196,13 @@ void MmaM16N8K16Bf16F32(float acc[4], const uint32_t a[4], const uint32_t b[2], 
 }
 void MmaM16N8K8Tf32F32(float acc[4], const uint32_t a[4], const uint32_t b[2], SourceLocation where) {
   Mma(kMmaTf32, acc, a, b, where);
+}
+
+void MmaM16N8K32S8S8S32(int32_t acc[4], const uint32_t a[4], const uint32_t b[2], SourceLocation where) {
+  MmaInteger(kMmaS8, acc, a, b, where);
+}
+void MmaM16N8K32U8S8S32(int32_t acc[4], const uint32_t a[4], const uint32_t b[2], SourceLocation where) {
+  MmaInteger(kMmaU8S8, acc, a, b, where);
 }
 
 void LdMatrix(int matrices, bool transpose, uint32_t* out, const void* row_address, SourceLocation where) {

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -130,7 +132,142 @@ absl::Status BenchLayer(const testing::ResNetLayer& layer, const ConvBenchOption
   return absl::OkStatus();
 }
 
+// ---- INT8 ------------------------------------------------------------------------------------------------------
+
+// A device copy of `count` random values of T in [lo, hi].
+template <typename T>
+absl::StatusOr<DeviceAllocation> RandomIntegers(cuda::CudaDevice& device, int64_t count, int lo, int hi,
+                                                uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<T> host(static_cast<size_t>(count));
+  for (T& v : host) v = static_cast<T>(dist(rng));
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation buffer, device.Allocate(host.size() * sizeof(T)));
+  CONVOY_RETURN_IF_ERROR(device.CopyToDevice(buffer.data(), host.data(), host.size() * sizeof(T)));
+  return buffer;
+}
+
+// The INT8 problem of a ResNet-50 layer's geometry: INT8 in and out without zero points (what cuDNN's INT8_CONFIG
+// computes), bias + ReLU, per-channel scales.
+QuantizedConv2dProblem Int8ProblemOf(const Conv2dProblem& c) {
+  QuantizedConv2dProblem p;
+  p.n = c.n, p.h = c.h, p.w = c.w, p.c = c.c, p.k = c.k, p.r = c.r, p.s = c.s;
+  p.pad_top = c.pad_top, p.pad_bottom = c.pad_bottom, p.pad_left = c.pad_left, p.pad_right = c.pad_right;
+  p.stride_h = c.stride_h, p.stride_w = c.stride_w, p.dilation_h = c.dilation_h, p.dilation_w = c.dilation_w;
+  p.groups = c.groups;
+  p.src_type = p.dst_type = DataType::kInt8;
+  p.layout = Layout::kNHWC;
+  p.epilogue.has_bias = true, p.epilogue.relu = true;
+  return p;
+}
+
+// Our fastest INT8 algorithm on `p`: each candidate's filter packed once (plan-time work, not timed), then its Run.
+absl::StatusOr<Ours> TimeOursInt8(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& args,
+                                  const void* raw_filter, cuda::CudaDevice& device,
+                                  const LaunchTimingOptions& timing) {
+  std::optional<Ours> best;
+  std::string errors;
+  for (const QuantizedConv2dAlgorithm* algorithm :
+       OpRegistry<QuantizedConv2dOp>::Global().Candidates(p, Backend::kCuda)) {
+    absl::StatusOr<Ours> ours = [&]() -> absl::StatusOr<Ours> {
+      if (algorithm->WorkspaceBytes(p) > 0) return absl::UnimplementedError("needs a workspace");
+      QuantizedConv2dArgs run_args = args;
+      DeviceAllocation packed;
+      if (const size_t bytes = algorithm->PackedFilterBytes(p); bytes > 0) {
+        CONVOY_ASSIGN_OR_RETURN(packed, device.Allocate(bytes));
+        CONVOY_RETURN_IF_ERROR(algorithm->PackFilter(p, raw_filter, packed.data(), device.context()));
+        run_args.w = packed.as<int8_t>();
+      }
+      auto launch = [&] { return algorithm->Run(p, run_args, Workspace{}, device.context()); };
+      CONVOY_ASSIGN_OR_RETURN(LaunchTiming t, TimeLaunches(device.stream(), launch, timing));
+      return Ours{std::string(algorithm->name()), t};
+    }();
+    if (!ours.ok()) {
+      absl::StrAppend(&errors, " ", algorithm->name(), ": ", ours.status().message(), ";");
+      continue;
+    }
+    if (!best.has_value() || ours->timing.microseconds < best->timing.microseconds) best = *ours;
+  }
+  if (!best.has_value()) return absl::InternalError(absl::StrCat("no INT8 algorithm of ours ran:", errors));
+  return *best;
+}
+
+absl::Status BenchInt8Layer(const testing::ResNetLayer& layer, const ConvBenchOptions& options,
+                            cuda::CudaDevice& device, DeviceAllocation& workspace) {
+  const QuantizedConv2dProblem p = Int8ProblemOf(layer.problem);
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation x, RandomIntegers<int8_t>(device, p.input_desc().num_elements(), -128,
+                                                                     127, 1));
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation w, RandomIntegers<int8_t>(device, p.filter_elements(), -127, 127, 2));
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation bias, RandomIntegers<int32_t>(device, p.k, -2000, 2000, 3));
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation bias_float, RandomDeviceBuffer(device, DataType::kFloat32, p.k, 3));
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation scale, RandomDeviceBuffer(device, DataType::kFloat32, p.k, 4));
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation y, device.Allocate(p.output_desc().size_bytes()));
+  QuantizedConv2dArgs args{x.data(), w.as<int8_t>(), bias.as<int32_t>(), scale.as<float>(), nullptr, y.data()};
+  LaunchTimingOptions timing;
+  if (options.quick) timing.warmup = 1, timing.samples = 1, timing.min_launches = 1, timing.max_launches = 2;
+  CONVOY_ASSIGN_OR_RETURN(Ours ours, TimeOursInt8(p, args, w.data(), device, timing));
+
+  CudnnBenchOptions cudnn_options;
+  cudnn_options.timing = timing;
+  absl::StatusOr<CudnnResult> cudnn = TimeCudnnInt8(p, x.data(), w.data(), bias_float.as<float>(), y.data(),
+                                                    workspace.data(), workspace.bytes(), device.stream(),
+                                                    cudnn_options);
+  if (cudnn.ok() && cudnn->timing.graph != ours.timing.graph) {
+    LaunchTimingOptions same = timing;
+    same.as_graph = cudnn->timing.graph;
+    CONVOY_ASSIGN_OR_RETURN(ours, TimeOursInt8(p, args, w.data(), device, same));
+  }
+  const double ops = static_cast<double>(p.flops());
+  const double peak = 2 * PeakTensorTflops(device.info(), DataType::kFloat16);  // dense INT8: twice FP16's rate
+  const double our_tops = Tflops(ops, ours.timing.microseconds);
+  std::string cudnn_us = "-", ratio = "-", cudnn_tops = "-", winner = "-", notes;
+  if (cudnn.ok()) {
+    const double r = ours.timing.microseconds / cudnn->timing.microseconds;
+    cudnn_us = absl::StrFormat("%.2f", cudnn->timing.microseconds);
+    ratio = absl::StrFormat("%.2f", r);
+    cudnn_tops = absl::StrFormat("%.1f", Tflops(ops, cudnn->timing.microseconds));
+    winner = cudnn->winner + (cudnn->fused ? "" : " (conv only)");
+    notes = absl::StrCat(cudnn->candidates, " timed; cuDNN: one alpha, ours: per-channel scales");
+    Say("@@ratio INT8 ", r);
+  } else {
+    notes = std::string(cudnn.status().message());
+  }
+  Say(absl::StrFormat("%-20s %-5s %-50s %9.2f %9s %6s %7.1f %5s %7s %-10s %-30s | %s", layer.name, "INT8",
+                      ours.algorithm, ours.timing.microseconds, cudnn_us, ratio, our_tops,
+                      peak > 0 ? absl::StrFormat("%.0f%%", 100 * our_tops / peak) : "-", cudnn_tops,
+                      ours.timing.method(), winner, notes));
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+void RunConvBenchInt8(const ConvBenchOptions& options, cuda::CudaDevice& device, CaseRunner& cases) {
+  const absl::Status cudnn = CudnnBenchAvailable();
+  Say("== Benchmark: ResNet-50 conv layers in INT8 (s8 x s8, INT8 out, bias+ReLU; batch 1 and 8), per-launch device "
+      "time, timed as the rows above ==");
+  if (device.emulated()) Say("(emulated device: the times below are CPU emulation times, not GPU times)");
+  Say(cudnn.ok() ? absl::StrCat("cuDNN ", CudnnVersionString(), ": INT8 through the legacy API (Find, top 3 timed, "
+                                "fused bias+ReLU where it takes it)")
+                 : absl::StrCat("cuDNN: SKIPPED (", cudnn.message(), ")"));
+  const size_t workspace_bytes = options.quick ? (1 << 20) : (size_t{512} << 20);
+  absl::StatusOr<DeviceAllocation> workspace = device.Allocate(workspace_bytes);
+  if (!workspace.ok()) {
+    cases.Fail("bench_int8 workspace", workspace.status().message());
+    return;
+  }
+  Say(absl::StrFormat("%-20s %-5s %-50s %9s %9s %6s %7s %5s %7s %-10s %-30s | %s", "layer", "dtype", "our best",
+                      "ours us", "cuDNN us", "ratio", "TOP/s", "peak", "cuDNN", "method", "cuDNN winner", "notes"));
+  ConvBenchOptions int8 = options;
+  int8.batches.clear();
+  for (int batch : options.batches) {
+    if (batch <= 8) int8.batches.push_back(batch);
+  }
+  for (const testing::ResNetLayer& layer : BenchLayers(int8)) {
+    if (layer.problem.dtype != DataType::kFloat16) continue;  // one INT8 row per layer geometry
+    cases.Run(absl::StrCat("bench_int8 ", layer.name),
+              [&] { return BenchInt8Layer(layer, options, device, *workspace); });
+  }
+}
 
 double PeakTensorTflops(const cuda::GpuInfo& info, DataType dtype) {
   int clock_khz = 0;

@@ -21,6 +21,11 @@ struct ConvBenchOptions {
 
 void RunConvBench(const ConvBenchOptions& options, cuda::CudaDevice& device, CaseRunner& cases);
 
+// The "bench_int8" phase: the same layers' geometry (batches up to 8) as INT8 convolutions (s8 x s8 -> s8, bias +
+// ReLU): our fastest CUDA INT8 algorithm (its filter packed once, untimed) against cuDNN's INT8 convolution
+// (cudnn_bench.h, TimeCudnnInt8), one row per layer; TOP/s against twice the FP16 dense peak.
+void RunConvBenchInt8(const ConvBenchOptions& options, cuda::CudaDevice& device, CaseRunner& cases);
+
 // Dense tensor-core peak of the device in TFLOP/s for `dtype` (FP16/BF16, or FP32 as TF32), from its SM count, peak
 // clock and compute capability; 0 when unknown.
 double PeakTensorTflops(const cuda::GpuInfo& info, DataType dtype);

@@ -484,6 +484,67 @@ std::string Describe(const std::optional<Candidate>& c) {
   return c.has_value() ? absl::StrFormat("%s %.2fus", c->name, c->timing.microseconds) : "-";
 }
 
+// ---- INT8 (legacy API) ---------------------------------------------------------------------------------------------
+
+// cuDNN's INT8 convolution: NHWC INT8 x and w, INT32 compute, INT8 y ("INT8_CONFIG"); the fused call adds an FP32
+// bias and ReLU. alpha is the one output scale (cuDNN has no per-channel multipliers in this API).
+absl::Status TimeLegacyInt8(CudnnApi* api, const QuantizedConv2dProblem& p, const void* x, const void* w,
+                            const float* bias, void* y, void* workspace, size_t workspace_bytes, cudaStream_t stream,
+                            const CudnnBenchOptions& options, std::optional<Candidate>& best, int& timed) {
+  LegacyDescriptors d;
+  d.api = api;
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnCreateTensorDescriptor(&d.x));
+  CONVOY_CUDNN_RETURN_IF_ERROR(
+      api->cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NHWC, CUDNN_DATA_INT8, p.n, p.c, p.h, p.w));
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnCreateTensorDescriptor(&d.y));
+  CONVOY_CUDNN_RETURN_IF_ERROR(
+      api->cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NHWC, CUDNN_DATA_INT8, p.n, p.k, p.p(), p.q()));
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnCreateTensorDescriptor(&d.bias));
+  CONVOY_CUDNN_RETURN_IF_ERROR(
+      api->cudnnSetTensor4dDescriptor(d.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, p.k, 1, 1));
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnCreateFilterDescriptor(&d.w));
+  CONVOY_CUDNN_RETURN_IF_ERROR(
+      api->cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_INT8, CUDNN_TENSOR_NHWC, p.k, p.c_per_group(), p.r, p.s));
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnCreateConvolutionDescriptor(&d.conv));
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnSetConvolution2dDescriptor(d.conv, p.pad_top, p.pad_left, p.stride_h,
+                                                                    p.stride_w, p.dilation_h, p.dilation_w,
+                                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_INT32));
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnSetConvolutionMathType(d.conv, CUDNN_DEFAULT_MATH));
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnCreateActivationDescriptor(&d.relu));
+  CONVOY_CUDNN_RETURN_IF_ERROR(
+      api->cudnnSetActivationDescriptor(d.relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int returned = 0;
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnFindConvolutionForwardAlgorithmEx(
+      api->handle, d.x, x, d.w, w, d.conv, d.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace,
+      workspace_bytes));
+  const float alpha = 0.01f, zero = 0.0f;
+  int tried = 0;
+  for (int i = 0; i < returned && tried < options.legacy_top; ++i) {
+    const cudnnConvolutionFwdAlgoPerf_t& algo = perf[i];
+    if (algo.status != CUDNN_STATUS_SUCCESS || algo.memory > workspace_bytes) continue;
+    ++tried;
+    auto fused = [&]() -> absl::Status {
+      CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnConvolutionBiasActivationForward(
+          api->handle, &alpha, d.x, x, d.w, w, d.conv, algo.algo, workspace, algo.memory, &zero, d.y, y, d.bias,
+          bias, d.relu, d.y, y));
+      return absl::OkStatus();
+    };
+    auto plain = [&]() -> absl::Status {
+      CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnConvolutionForward(api->handle, &alpha, d.x, x, d.w, w, d.conv,
+                                                                algo.algo, workspace, algo.memory, &zero, d.y, y));
+      return absl::OkStatus();
+    };
+    const bool can_fuse = fused().ok();
+    absl::StatusOr<LaunchTiming> timing =
+        TimeLaunches(stream, can_fuse ? std::function<absl::Status()>(fused) : plain, options.timing);
+    if (!timing.ok()) continue;
+    ++timed;
+    Keep(best, Candidate{absl::StrCat("legacy INT8 ", ForwardAlgorithmName(algo.algo)), *timing, can_fuse});
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CudnnBenchAvailable() { return LoadCudnn().status(); }
@@ -520,6 +581,31 @@ absl::StatusOr<CudnnResult> TimeCudnnBest(const Conv2dProblem& p, const void* x,
   result.winner = best->name;
   result.timing = best->timing;
   result.fused = best->fused;
+  return result;
+}
+
+absl::StatusOr<CudnnResult> TimeCudnnInt8(const QuantizedConv2dProblem& p, const void* x, const void* w,
+                                          const float* bias, void* y, void* workspace, size_t workspace_bytes,
+                                          void* stream_pointer, const CudnnBenchOptions& options) {
+  absl::StatusOr<CudnnApi*> loaded = LoadCudnn();
+  if (!loaded.ok()) return loaded.status();
+  CudnnApi* api = *loaded;
+  const auto stream = static_cast<cudaStream_t>(stream_pointer);
+  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnSetStream(api->handle, stream));
+  std::optional<Candidate> legacy;
+  CudnnResult result;
+  const absl::Status status =
+      TimeLegacyInt8(api, p, x, w, bias, y, workspace, workspace_bytes, stream, options, legacy, result.candidates);
+  (void)cudaGetLastError();  // as in TimeCudnnBest: leave no runtime error behind for ours
+  if (!legacy.has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("no cuDNN INT8 candidate ran: ", status.ok() ? "none found" : status.message()));
+  }
+  result.legacy_best = Describe(legacy);
+  result.backend_best = "- (INT8 timed through the legacy API only)";
+  result.winner = legacy->name;
+  result.timing = legacy->timing;
+  result.fused = legacy->fused;
   return result;
 }
 

@@ -51,6 +51,14 @@ absl::StatusOr<CudnnResult> TimeCudnnBest(const Conv2dProblem& problem, const vo
                                           const float* bias, void* y, void* workspace, size_t workspace_bytes,
                                           void* stream, const CudnnBenchOptions& options);
 
+// cuDNN's INT8 convolution on `problem`'s geometry (the legacy API, where cuDNN 9 offers INT8: NHWC INT8 x and w,
+// INT32 compute, INT8 y, C and K multiples of 4; Find's top algorithms timed, bias (K floats) + ReLU fused where
+// cuDNN takes the fused call). It scales by one alpha: less work than Convoy's per-channel requantization with zero
+// points, so the ratio favours cuDNN.
+absl::StatusOr<CudnnResult> TimeCudnnInt8(const QuantizedConv2dProblem& problem, const void* x, const void* w,
+                                          const float* bias, void* y, void* workspace, size_t workspace_bytes,
+                                          void* stream, const CudnnBenchOptions& options);
+
 }  // namespace convoy::gpu_check
 
 #endif  // CONVOY_TESTS_GPU_CUDNN_BENCH_H_

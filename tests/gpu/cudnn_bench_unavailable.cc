@@ -14,4 +14,9 @@ absl::StatusOr<CudnnResult> TimeCudnnBest(const Conv2dProblem&, const void*, con
   return CudnnBenchAvailable();
 }
 
+absl::StatusOr<CudnnResult> TimeCudnnInt8(const QuantizedConv2dProblem&, const void*, const void*, const float*, void*,
+                                          void*, size_t, void*, const CudnnBenchOptions&) {
+  return CudnnBenchAvailable();
+}
+
 }  // namespace convoy::gpu_check

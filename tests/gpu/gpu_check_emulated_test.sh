@@ -26,7 +26,11 @@ done
 grep -q "^PASS plan every_op fp16 NHWC batch 2 \[graph\]" "$out"  # whole plans, CUDA graphs per batch size
 grep -q "^conv chain of .* as a CUDA graph" "$out"
 grep -q "^PASS bench res5_3x3_512_b1" "$out"           # the benchmark rows ran (timed the same way as cuDNN would be)
+grep -q "^PASS bench_int8 res5_3x3_512_b1" "$out"      # and the INT8 rows
 grep -q "^-- phase ops.transpose: " "$out"               # one process per op family
+# The INT8 convolutions, both gathers, bit-exact against the integer reference.
+grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_128x64 " "$out"
+grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_bytewise_64x64 " "$out"
 grep -q "^PASS model resnet50 fp16 vs PyTorch fp32 logits" "$out"  # the whole model through ModelRuntime
 grep -q "^PASS model time batch 2" "$out"
 grep -q "^gpu_check: [1-9][0-9]* passed, 0 failed, 0 skipped$" "$out"

@@ -6,6 +6,7 @@
 //                    graph (ops_check.h); ops.conv2d_full: three full-size ResNet-50 layers (not with --quick)
 //   plans            whole plans, step by step and as CUDA graphs (plan_check.h)
 //   bench            ResNet-50 conv layers, ours against cuDNN's best (conv_bench.h; not with --no_bench)
+//   bench_int8       the same layers in INT8 (batch <= 8), ours against cuDNN's INT8 convolution (not with --no_bench)
 //   model            ResNet-50 through ModelRuntime (model_bench.h; only with --model_dir)
 //
 //   gpu_check [--quick] [--no_bench] [--batches=1,8,32] [--model_dir=DIR] [--model_batches=1,8,32,64]
@@ -129,6 +130,7 @@ std::vector<PhaseSpec> PhaseList(const Options& o) {
   phases.push_back({"plans", 40});
   if (!o.model_dir.empty()) phases.push_back({"model", 80});
   if (o.bench) phases.push_back({"bench", 120});
+  if (o.bench) phases.push_back({"bench_int8", 60});
   if (o.phases.empty()) return phases;
   std::vector<PhaseSpec> chosen;
   for (const PhaseSpec& p : phases) {
@@ -164,6 +166,8 @@ int RunChildPhase(const Options& o) {
     CheckPlans(gpu, o.quick, cases);
   } else if (o.phase == "bench") {
     RunConvBench({o.batches, o.quick}, gpu, cases);
+  } else if (o.phase == "bench_int8") {
+    RunConvBenchInt8({o.batches, o.quick}, gpu, cases);
   } else if (o.phase == "model") {
     RunModelBench({o.model_dir, o.model_batches, o.quick}, gpu, cases);
   } else {

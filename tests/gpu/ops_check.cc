@@ -12,6 +12,7 @@
 #include "kernels/cuda/conv2d_gemm_test_problems.h"
 #include "kernels/registry/registry.h"
 #include "kernels/testing/cross_backend_suite.h"
+#include "kernels/testing/quantized_conv2d_cases.h"
 
 namespace convoy::gpu_check {
 namespace {
@@ -155,6 +156,37 @@ void CheckFullSizeLayers(cuda::CudaDevice& device, CaseRunner& cases) {
   CheckOp<Conv2dOp>(full, device, cases, /*recorded=*/false, /*require_coverage=*/false);
 }
 
+// INT8 convolution (not in ForEachOp: the cross-backend suite has no INT8 case traits): every CUDA algorithm on the
+// shared INT8 problem list (every layer shape x every epilogue; --quick: every shape with two epilogues, u8 + ReLU
+// and s8 + residual) against the exact integer reference, bit-exact (quantized_conv2d_cases.h).
+void CheckQuantizedConv2d(bool quick, cuda::CudaDevice& device, CaseRunner& cases) {
+  const auto algorithms = OpRegistry<QuantizedConv2dOp>::Global().All(Backend::kCuda);
+  if (algorithms.empty()) {
+    cases.Fail("cuda.quantized_conv2d", "no CUDA algorithm is registered for this op");
+    return;
+  }
+  const std::vector<QuantizedConv2dProblem> all = testing::QuantizedConv2dTestProblems(Layout::kNHWC);
+  const size_t epilogues = testing::QuantizedConv2dTestEpilogues().size();
+  std::map<std::string, int> ran;
+  for (const auto* algorithm : algorithms) ran[std::string(algorithm->name())] = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (quick && i % epilogues != 1 && i % epilogues != 4) continue;
+    const QuantizedConv2dProblem& problem = all[i];
+    const uint32_t seed = 20241205 + 64 * static_cast<uint32_t>(i);
+    for (const auto* algorithm : algorithms) {
+      if (!algorithm->CanImplement(problem).ok()) continue;
+      ++ran[std::string(algorithm->name())];
+      cases.Run(absl::StrCat(algorithm->name(), " ", problem.ToString(), " (seed ", seed, ")"), [&] {
+        return testing::CheckQuantizedConv2d(*algorithm, problem, device, seed, testing::QuantizedTolerance{});
+      });
+    }
+  }
+  for (const auto& [name, count] : ran) {
+    if (cases.past_resume_point()) Say("  ", name, ": ", count, " cases");
+    if (count == 0) cases.Fail(name, "ran on no problem of the list");
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> OpsPhaseNames(bool quick) {
@@ -163,11 +195,17 @@ std::vector<std::string> OpsPhaseNames(bool quick) {
     using Op = typename decltype(tag)::type;
     names.push_back(absl::StrCat("ops.", OpKindName(Op::Problem::kKind)));
   });
+  names.push_back("ops.quantized_conv2d");
   if (!quick) names.push_back("ops.conv2d_full");
   return names;
 }
 
 bool RunOpsPhase(const std::string& phase, bool quick, cuda::CudaDevice& device, CaseRunner& cases) {
+  if (phase == "ops.quantized_conv2d") {
+    Say("-- quantized_conv2d (INT8): every CUDA algorithm against the exact integer reference --");
+    CheckQuantizedConv2d(quick, device, cases);
+    return true;
+  }
   if (phase == "ops.conv2d_full") {
     Say("-- full-size ResNet-50 layers (batch 1, FP16) against the reference --");
     CheckFullSizeLayers(device, cases);

@@ -32,6 +32,10 @@ cudaError_t LaunchMmaGemmF16(const __half* a, const __half* b_nk, float* c, int 
 cudaError_t LaunchMmaGemmBf16(const __nv_bfloat16* a, const __nv_bfloat16* b_kn, float* c, int m, int n, int k,
                               cudaStream_t stream);
 cudaError_t LaunchMmaGemmTf32(const float* a, const float* b_nk, float* c, int m, int n, int k, cudaStream_t stream);
+// c[m][n] = c_in[m][n] + sum_k a[m][k] * b_nk[n][k] in int32 on the 8-bit integer mma (m16n8k32): a signed bytes
+// (a_unsigned false, .s8.s8) or unsigned bytes (.u8.s8), b signed. m % 16 == 0, n % 8 == 0, k % 32 == 0.
+cudaError_t LaunchMmaGemmInt8(const void* a, bool a_unsigned, const int8_t* b_nk, const int32_t* c_in, int32_t* c,
+                              int m, int n, int k, cudaStream_t stream);
 
 // histogram.cu: histogram[v % bins] counts, plus atomicMax/atomicMin/float atomicAdd/atomicCAS/atomicExch results:
 // stats = {max, min, index of some v == target (or -1), index of some element (last exchanged)}; sum = sum of values.

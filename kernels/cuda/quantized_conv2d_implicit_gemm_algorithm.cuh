@@ -1,0 +1,217 @@
+// The INT8 tensor-core convolution algorithms over quantized_conv2d_implicit_gemm_kernel.cuh, one per tile shape and
+// gather: CudaQuantizedConv2dImplicitGemm<Tile, kVectorGather>, registered by quantized_conv2d_implicit_gemm.cu as
+//   cuda.quantized_conv2d.implicit_gemm_<M>x<N>            16-byte cp.async gather: C and C/groups multiples of 16
+//   cuda.quantized_conv2d.implicit_gemm_bytewise_<M>x<N>   byte-by-byte gather: every other channel count (the
+//                                                           3-channel stem, depthwise and narrow grouped layers)
+//
+// CanImplement: NHWC; UINT8 or INT8 input (Validate), UINT8 / INT8 / FP32 output, any groups, every epilogue of
+// QuantizedEpilogue; N*P*Q, N*H*W*C and K*R*S*Cp below 2^31 and R*S*C/groups at most kMaxQuantizedReduction (so
+// the int32 sums cannot overflow). The vector variant also needs C and C/groups multiples of 16; the bytewise one
+// declines those (the vector variant is the same tiles with cheaper copies).
+//
+// Packed filter (PackFilter, a plan-time kernel on the context's stream, device to device): the OHWI filter
+// [K, R, S, C/groups] with each tap's channels padded with zeros to Cp = C/groups rounded up to 16, then, 16-byte
+// aligned, int32 compensation[K] = -src_zero_point * (sum of filter k's weights). PackedFilterLayout names the zero
+// point it folded in. Run takes that packed filter in args.w (16-byte aligned) and needs no workspace.
+#ifndef CONVOY_KERNELS_CUDA_QUANTIZED_CONV2D_IMPLICIT_GEMM_ALGORITHM_CUH_
+#define CONVOY_KERNELS_CUDA_QUANTIZED_CONV2D_IMPLICIT_GEMM_ALGORITHM_CUH_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "kernels/common/problems.h"
+#include "kernels/cuda/conv2d_implicit_gemm_algorithm.cuh"
+#include "kernels/cuda/gpu_model.cuh"
+#include "kernels/cuda/quantized_conv2d_implicit_gemm_kernel.cuh"
+#include "kernels/cuda_emulation/cuda_compat.cuh"
+#include "kernels/cuda_emulation/cuda_status.h"
+#include "kernels/registry/algorithm.h"
+
+namespace convoy::cuda {
+
+// Largest reduction (R*S*C/groups) whose exact sum always fits int32: 255 * 128 per product.
+inline constexpr int64_t kMaxQuantizedReduction = ((int64_t{1} << 31) - 1) / (255 * 128);
+
+// The packed filter's pieces for a problem.
+struct QuantizedPackedFilterLayout {
+  int c_padded = 16;              // C/groups rounded up to 16
+  int64_t filter_bytes = 0;       // K * R * S * c_padded
+  int64_t compensation_offset = 0;  // filter_bytes rounded up to 16
+  int64_t total_bytes = 0;        // compensation_offset + 4 * K
+
+  static QuantizedPackedFilterLayout Of(const QuantizedConv2dProblem& problem) {
+    QuantizedPackedFilterLayout layout;
+    layout.c_padded = (problem.c_per_group() + 15) / 16 * 16;
+    layout.filter_bytes = int64_t{problem.k} * problem.r * problem.s * layout.c_padded;
+    layout.compensation_offset = (layout.filter_bytes + 15) / 16 * 16;
+    layout.total_bytes = layout.compensation_offset + 4 * int64_t{problem.k};
+    return layout;
+  }
+};
+
+// Launches the packing kernel (quantized_conv2d_implicit_gemm.cu) on `stream`.
+cudaError_t LaunchPackQuantizedFilter(const QuantizedConv2dProblem& problem, const int8_t* filter, void* packed,
+                                      cudaStream_t stream);
+
+template <typename Tile, bool kVectorGather>
+class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
+ public:
+  CudaQuantizedConv2dImplicitGemm()
+      : name_(absl::StrCat("cuda.quantized_conv2d.implicit_gemm_", kVectorGather ? "" : "bytewise_", Tile::kM, "x",
+                           Tile::kN)) {}
+
+  absl::string_view name() const override { return name_; }
+  Backend backend() const override { return Backend::kCuda; }
+
+  absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override {
+    if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
+    if (problem.layout != Layout::kNHWC) return absl::UnimplementedError("needs NHWC");
+    const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
+    if (int64_t{problem.n} * problem.p() * problem.q() >= (int64_t{1} << 31) ||
+        int64_t{problem.n} * problem.h * problem.w * problem.c >= (int64_t{1} << 31) ||
+        packed.filter_bytes >= (int64_t{1} << 31)) {
+      return absl::UnimplementedError("N*P*Q, N*H*W*C or K*R*S*Cp does not fit in 32 bits");
+    }
+    const int64_t reduction = int64_t{problem.r} * problem.s * problem.c_per_group();
+    if (reduction > kMaxQuantizedReduction) {
+      return absl::UnimplementedError(absl::StrCat("R*S*C/groups = ", reduction, " exceeds ", kMaxQuantizedReduction,
+                                                   " (the int32 sum could overflow)"));
+    }
+    const bool vector_channels = problem.c % 16 == 0 && problem.c_per_group() % 16 == 0;
+    if (kVectorGather && !vector_channels) {
+      return absl::UnimplementedError(absl::StrCat("the 16-byte gather needs C and C/groups multiples of 16, got C = ",
+                                                   problem.c, ", C/groups = ", problem.c_per_group()));
+    }
+    if (!kVectorGather && vector_channels) {
+      return absl::UnimplementedError("C and C/groups are multiples of 16: the 16-byte gather's (same tiles)");
+    }
+    return absl::OkStatus();
+  }
+
+  size_t PackedFilterBytes(const QuantizedConv2dProblem& problem) const override {
+    return static_cast<size_t>(QuantizedPackedFilterLayout::Of(problem).total_bytes);
+  }
+  std::string PackedFilterLayout(const QuantizedConv2dProblem& problem) const override {
+    return absl::StrCat("OHWI16+compensation(zp ", problem.epilogue.src_zero_point, ")");
+  }
+  absl::Status PackFilter(const QuantizedConv2dProblem& problem, const void* filter, void* packed,
+                          const ExecutionContext& context) const override {
+    if (absl::Status can = CanImplement(problem); !can.ok()) return can;
+    if (filter == nullptr || packed == nullptr || !IsAligned(packed, 16)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": PackFilter needs a filter and a 16-byte aligned output"));
+    }
+    return CudaStatus(LaunchPackQuantizedFilter(problem, static_cast<const int8_t*>(filter), packed,
+                                                static_cast<cudaStream_t>(context.cuda_stream)),
+                      "LaunchPackQuantizedFilter");
+  }
+
+  absl::Status Run(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args, Workspace workspace,
+                   const ExecutionContext& context) const override {
+    if (absl::Status can = CanImplement(problem); !can.ok()) return can;
+    if (args.x == nullptr || args.w == nullptr || args.scale == nullptr || args.y == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": x, the packed w, scale and y must be set"));
+    }
+    if (problem.epilogue.has_bias && args.bias == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": has_bias but args.bias is null"));
+    }
+    if (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": the epilogue has a residual but args.residual is null"));
+    }
+    if (!IsAligned(args.w, 16) || (kVectorGather && !IsAligned(args.x, 16))) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, kVectorGather ? ": x and the packed w" : ": the packed w",
+                                                     " must be 16-byte aligned"));
+    }
+    const QuantizedImplicitGemmParams params = MakeParams(problem, args);
+    const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
+    const cudaError_t error =
+        problem.src_type == DataType::kUInt8
+            ? LaunchQuantizedImplicitGemm<Tile, true, kVectorGather>(params, problem.groups, stream)
+            : LaunchQuantizedImplicitGemm<Tile, false, kVectorGather>(params, problem.groups, stream);
+    return CudaStatus(error, "LaunchQuantizedImplicitGemm");
+  }
+
+  int HeuristicScore(const QuantizedConv2dProblem& problem) const override { return kTensorCoreScore; }
+  double EstimatedMicroseconds(const QuantizedConv2dProblem& problem) const override {
+    return Estimate(problem).total_us;
+  }
+  std::string LaunchSummary(const QuantizedConv2dProblem& problem) const override {
+    return absl::StrCat("tile ", Tile::kM, "x", Tile::kN, " (", Tile::kWarps, " warps, ", Tile::kStepBytes,
+                        "-element k-step, ", kVectorGather ? "16-byte" : "bytewise", " gather): ",
+                        Estimate(problem).ToString());
+  }
+
+ private:
+  static LaunchEstimate Estimate(const QuantizedConv2dProblem& problem) {
+    const GpuModel& gpu = CurrentGpuModel();
+    const GemmKernelDescription kernel = QuantizedImplicitGemmDescription<Tile>(gpu);
+    GemmShape shape;
+    shape.m = int64_t{problem.n} * problem.p() * problem.q() * problem.groups;  // the groups' GEMMs side by side
+    shape.n = problem.k_per_group();
+    shape.k = int64_t{problem.r} * problem.s * QuantizedPackedFilterLayout::Of(problem).c_padded;
+    shape.input_bytes = 1;
+    shape.output_bytes = static_cast<int>(DataTypeSize(problem.dst_type));
+    shape.residual = problem.epilogue.residual != ResidualMode::kNone;
+    return EstimateGemmLaunch(kernel, shape, OccupancyBlocksPerSm(kernel.resources, gpu), gpu);
+  }
+
+  static QuantizedImplicitGemmParams MakeParams(const QuantizedConv2dProblem& problem,
+                                                const QuantizedConv2dArgs& args) {
+    const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
+    QuantizedImplicitGemmParams params;
+    params.n = problem.n, params.h = problem.h, params.w = problem.w, params.c = problem.c;
+    params.k = problem.k, params.r = problem.r, params.s = problem.s;
+    params.p = problem.p(), params.q = problem.q();
+    params.pad_h = problem.pad_top, params.pad_w = problem.pad_left;
+    params.stride_h = problem.stride_h, params.stride_w = problem.stride_w;
+    params.dilation_h = problem.dilation_h, params.dilation_w = problem.dilation_w;
+    params.c_group = problem.c_per_group();
+    params.c_padded = packed.c_padded;
+    params.k_group = problem.k_per_group();
+    params.gemm_m = problem.n * params.p * params.q;
+    params.gemm_k = problem.r * problem.s * packed.c_padded;
+    params.x = args.x;
+    params.filter = args.w;
+    params.compensation = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(args.w) +
+                                                           packed.compensation_offset);
+    params.bias = problem.epilogue.has_bias ? args.bias : nullptr;
+    params.scale = args.scale;
+    params.residual = problem.epilogue.residual != ResidualMode::kNone ? args.residual : nullptr;
+    params.y = args.y;
+    params.output = problem.dst_type == DataType::kUInt8  ? QuantizedOutput::kUInt8
+                    : problem.dst_type == DataType::kInt8 ? QuantizedOutput::kInt8
+                                                          : QuantizedOutput::kFloat32;
+    params.src_zero_point = problem.epilogue.src_zero_point;
+    params.dst_zero_point = problem.epilogue.dst_zero_point;
+    params.relu = problem.epilogue.relu;
+    params.residual_scale = problem.epilogue.residual_scale;
+    params.residual_zero_point = problem.epilogue.residual_zero_point;
+    return params;
+  }
+
+  std::string name_;
+};
+
+// The explicit instances live in quantized_conv2d_implicit_gemm_instances_{vector,bytewise}.cu (nvcc builds them in
+// parallel); files that launch them see these declarations instead of instantiating the kernels again.
+#define CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCE(PREFIX, TILE, UNSIGNED, VECTOR)                            \
+  PREFIX template cudaError_t LaunchQuantizedImplicitGemm<TILE, UNSIGNED, VECTOR>(                         \
+      const QuantizedImplicitGemmParams&, int, cudaStream_t);
+#define CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCES_OF(PREFIX, VECTOR)                          \
+  CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCE(PREFIX, ImplicitGemmTile128x128, true, VECTOR)  \
+  CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCE(PREFIX, ImplicitGemmTile128x128, false, VECTOR) \
+  CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCE(PREFIX, ImplicitGemmTile128x64, true, VECTOR)   \
+  CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCE(PREFIX, ImplicitGemmTile128x64, false, VECTOR)  \
+  CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCE(PREFIX, ImplicitGemmTile64x64, true, VECTOR)    \
+  CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCE(PREFIX, ImplicitGemmTile64x64, false, VECTOR)
+
+#if !defined(CONVOY_QUANTIZED_IMPLICIT_GEMM_DEFINE_INSTANCES)
+CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCES_OF(extern, true)
+CONVOY_QUANTIZED_IMPLICIT_GEMM_INSTANCES_OF(extern, false)
+#endif
+
+}  // namespace convoy::cuda
+
+#endif  // CONVOY_KERNELS_CUDA_QUANTIZED_CONV2D_IMPLICIT_GEMM_ALGORITHM_CUH_
