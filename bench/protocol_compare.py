@@ -23,7 +23,9 @@ server's 0.5 ms goal is stated against. A third table gives the server's own edg
 [3,8,8] one (768 bytes). wire_tiny's p50 is the fixed cost of a request (both ends, the loopback, the server's
 threads); wire_588k's minus wire_tiny's is what carrying the 588 KiB request costs. --baseline_server serves the same
 models from a second binary (its own ports, the same core), measured in the same rounds in alternating order, so two
-builds compare on the same machine state.
+builds (or, with --server_flag / --baseline_flag, two settings of one build) compare on the same machine state.
+--fifo=N runs the servers, perf_analyzer and the plan alone as SCHED_FIFO tasks (chrt), so other work on the machine
+(compilers) waits while they run: the nearest to an idle machine a shared one gives.
 
 The model's config.yaml is used as shipped (dynamic batching on); --no_batching serves it without
 `dynamic_batching`. All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials).
@@ -54,16 +56,18 @@ def free_port():
         return s.getsockname()[1]
 
 
-def pinned(cmd, core):
-    return cmd if core is None else ["taskset", "-c", str(core)] + cmd
+def pinned(cmd, core, fifo=0):
+    """`cmd` on `core` (taskset), and with fifo > 0 at that SCHED_FIFO priority (chrt: ahead of every normal task)."""
+    cmd = cmd if core is None else ["taskset", "-c", str(core)] + cmd
+    return cmd if fifo <= 0 else ["chrt", "-f", str(fifo)] + cmd
 
 
-def start_server(args, binary, repo, log):
+def start_server(args, binary, flags, repo, log):
     ports = {"grpc": free_port(), "http": free_port(), "metrics": free_port()}
     env = dict(os.environ, CONVOY_CPU_THREADS=str(args.server_threads))
     proc = subprocess.Popen(pinned([binary, f"--model_repository={repo}", f"--grpc_port={ports['grpc']}",
                                     f"--http_port={ports['http']}", f"--metrics_port={ports['metrics']}",
-                                    "--device=cpu"] + args.server_flag, args.server_core),
+                                    "--device=cpu"] + flags, args.server_core, args.fifo),
                             stdout=open(log, "ab"), stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -104,7 +108,7 @@ def perf_analyzer(args, model, protocol, ports, concurrency, out_csv):
     cmd = pinned([args.perf_analyzer, "-m", model, "-i", protocol, "-u", f"127.0.0.1:{ports[protocol]}",
                   "--concurrency-range", f"{concurrency}:{concurrency}", "--measurement-interval",
                   str(args.measurement_ms), "--max-trials", str(args.max_trials), "--stability-percentage",
-                  str(args.stability), "-f", str(out_csv)], args.client_core)
+                  str(args.stability), "-f", str(out_csv)], args.client_core, args.fifo)
     before = edge_counters(ports["metrics"], model)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     after = edge_counters(ports["metrics"], model)
@@ -176,7 +180,7 @@ def plan_time(args, repo, model, tmp):
     x = pathlib.Path(tmp) / f"{model}_input.npy"
     np.save(x, np.random.default_rng().uniform(0, 1, (1, *dims)).astype(np.float32))
     cmd = pinned([args.convoy, "run", f"--model={repo / model}", f"--input={x}", f"--output_dir={tmp}/plan_out",
-                  f"--threads={args.server_threads}", f"--repeat={args.plan_runs}", "--quiet"], args.server_core)
+                  f"--threads={args.server_threads}", f"--repeat={args.plan_runs}", "--quiet"], args.server_core, args.fifo)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     match = re.search(r"median ([0-9.]+) ms", out.stdout)
     if not match:
@@ -249,7 +253,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--server", default=os.environ.get("CONVOY_SERVER", str(opt_bin / "server/convoy_server")))
     p.add_argument("--baseline_server", default="", help="a second convoy_server binary measured in the same rounds")
-    p.add_argument("--server_flag", action="append", default=[], help="extra flag for the server(s), repeatable")
+    p.add_argument("--server_flag", action="append", default=[], help="extra flag of --server, repeatable")
+    p.add_argument("--baseline_flag", action="append", default=[], help="extra flag of --baseline_server, repeatable")
     p.add_argument("--convoy", default=str(opt_bin / "server/tools/convoy"), help="the convoy CLI (plan alone)")
     p.add_argument("--plan_runs", type=int, default=200, help="timed runs of the plan alone")
     p.add_argument("--perf_analyzer", default=str(REPO_ROOT / ".venv/bin/perf_analyzer"))
@@ -259,19 +264,24 @@ def main():
     p.add_argument("--taskset", default="0:1", help="SERVER_CORE:CLIENT_CORE (empty: no pinning)")
     p.add_argument("--server_threads", type=int, default=1, help="CONVOY_CPU_THREADS of the server")
     p.add_argument("--measurement_ms", type=int, default=3000)
+    p.add_argument("--fifo", type=int, default=0,
+                   help="run the servers, perf_analyzer and the plan alone at this SCHED_FIFO priority (needs root): "
+                        "measures the edge on a machine shared with other work; only for servers that never spin")
     p.add_argument("--max_trials", type=int, default=6)
     p.add_argument("--stability", type=int, default=50)
     p.add_argument("--no_batching", action="store_true", help="serve the model without dynamic_batching")
     p.add_argument("--probes", action="store_true", help="also measure wire_588k and wire_tiny (see above)")
+    p.add_argument("--models", default="", help="measure these models only (of resnet_classifier and the probes)")
     args = p.parse_args()
     args.server = os.path.abspath(args.server)
     args.server_core, args.client_core = (args.taskset.split(":") if args.taskset else (None, None))
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     protocols = args.protocols.split(",")
-    models = [MODEL] + (list(PROBES) if args.probes else [])
-    binaries = {"new": args.server}
+    models = args.models.split(",") if args.models else [MODEL] + (list(PROBES) if args.probes else [])
+    args.probes = args.probes or any(m in PROBES for m in models)
+    binaries = {"new": (args.server, args.server_flag)}
     if args.baseline_server:
-        binaries["baseline"] = os.path.abspath(args.baseline_server)
+        binaries["baseline"] = (os.path.abspath(args.baseline_server), args.baseline_flag)
     servers = list(binaries)
     runs = {(s, m, proto, c): [] for s in servers for m in models for proto in protocols for c in concurrencies}
     print(f"load average at the start: {load_average()}", flush=True)
@@ -287,8 +297,8 @@ def main():
         print("plan alone: " + ", ".join(f"{m} {ms:.3f} ms" for m, ms in plan_ms.items()), flush=True)
         started = {}
         try:
-            for s, binary in binaries.items():
-                started[s] = start_server(args, binary, repo, pathlib.Path(tmp) / f"server_{s}.log")
+            for s, (binary, flags) in binaries.items():
+                started[s] = start_server(args, binary, flags, repo, pathlib.Path(tmp) / f"server_{s}.log")
             for r in range(args.rounds):
                 for c in concurrencies:
                     for model in models:
