@@ -100,6 +100,24 @@ def edge_counters(metrics_port, model):
     return sums, counts
 
 
+def write_inputs(models, tmp):
+    """One request's input per model, uniform in [0, 1) like normalized pixels: {model: (data folder, .npy)}. The
+    plan alone and perf_analyzer (--input-data=folder: a raw file named after the input) use the same values; its
+    default random bytes would carry NaN and denormal floats the plan alone never sees (denormals cost the plan
+    about 0.2 ms here)."""
+    import numpy as np
+    rng = np.random.default_rng()
+    inputs = {}
+    for model in models:
+        x = rng.uniform(0, 1, (1, *PROBES.get(model, (3, 224, 224)))).astype(np.float32)
+        folder = pathlib.Path(tmp) / "inputs" / model
+        folder.mkdir(parents=True)
+        (folder / "images").write_bytes(x.tobytes())
+        np.save(folder.parent / f"{model}.npy", x)
+        inputs[model] = (folder, folder.parent / f"{model}.npy")
+    return inputs
+
+
 def perf_analyzer(args, model, protocol, ports, concurrency, out_csv):
     venv = pathlib.Path(args.perf_analyzer).absolute().parent.parent
     site = next((venv / "lib").glob("python3*/site-packages"))
@@ -108,7 +126,8 @@ def perf_analyzer(args, model, protocol, ports, concurrency, out_csv):
     cmd = pinned([args.perf_analyzer, "-m", model, "-i", protocol, "-u", f"127.0.0.1:{ports[protocol]}",
                   "--concurrency-range", f"{concurrency}:{concurrency}", "--measurement-interval",
                   str(args.measurement_ms), "--max-trials", str(args.max_trials), "--stability-percentage",
-                  str(args.stability), "-f", str(out_csv)], args.client_core, args.fifo)
+                  str(args.stability), "--input-data", str(args.inputs[model][0]), "-f", str(out_csv)],
+                 args.client_core, args.fifo)
     before = edge_counters(ports["metrics"], model)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     after = edge_counters(ports["metrics"], model)
@@ -174,13 +193,12 @@ def write_probe_models(repo):
 
 
 def plan_time(args, repo, model, tmp):
-    """Median ms of the plan alone at batch 1: `convoy run --repeat` pinned as the server, with its thread count."""
-    import numpy as np
-    dims = PROBES.get(model, (3, 224, 224))
-    x = pathlib.Path(tmp) / f"{model}_input.npy"
-    np.save(x, np.random.default_rng().uniform(0, 1, (1, *dims)).astype(np.float32))
+    """Median ms of the plan alone at batch 1: `convoy run --repeat` pinned as the server, with its thread count, on
+    the input perf_analyzer sends."""
+    x = args.inputs[model][1]
     cmd = pinned([args.convoy, "run", f"--model={repo / model}", f"--input={x}", f"--output_dir={tmp}/plan_out",
-                  f"--threads={args.server_threads}", f"--repeat={args.plan_runs}", "--quiet"], args.server_core, args.fifo)
+                  f"--threads={args.server_threads}", f"--repeat={args.plan_runs}", "--quiet"],
+                 args.server_core, args.fifo)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     match = re.search(r"median ([0-9.]+) ms", out.stdout)
     if not match:
@@ -293,6 +311,7 @@ def main():
             config.write_text(re.sub(r"(?ms)^dynamic_batching:.*?(?=^\S)", "", config.read_text()))
         if args.probes:
             write_probe_models(repo)
+        args.inputs = write_inputs(models, tmp)
         plan_ms = {m: plan_time(args, repo, m, tmp) for m in models}
         print("plan alone: " + ", ".join(f"{m} {ms:.3f} ms" for m, ms in plan_ms.items()), flush=True)
         started = {}
