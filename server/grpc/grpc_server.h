@@ -41,8 +41,8 @@ class GrpcServer {
     std::string server_version = "0.1.0";
     bool on_gpu = false;
     // gRPC core channel arguments for the server's transport, integer-valued (e.g. {"grpc.http2.lookahead_bytes",
-    // 1 << 20}), set after Convoy's own so they can override them; docs/server.md ("Transport") says which ones
-    // were measured. ParseChannelArgs reads them from --grpc_channel_args.
+    // 1 << 20}), set after Convoy's own so they can override them; docs/performance.md ("The edge's cost per
+    // request") says which ones were measured. ParseChannelArgs reads them from --grpc_channel_args.
     std::vector<std::pair<std::string, int>> channel_args;
   };
 
