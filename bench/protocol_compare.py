@@ -7,11 +7,25 @@ of the rounds. perf_analyzer -i http sends and receives tensors in the binary te
 
 A second table splits each protocol's average request into perf_analyzer's phases (client send, network and the
 server's send/receive, the server's queue, compute input, compute infer, compute output, client receive; averages in
-microseconds, the server's from its statistics extension) and prints the edge cost: the client's p50 latency minus
-the server's own compute-infer time (the plan running), i.e. what the protocol, the batcher and the copies add.
+microseconds, the server's from its statistics extension) and prints two edge costs: the client's p50 latency minus
+the server's own compute-infer time, and the client's p50 minus the plan's own time (`convoy run --repeat` of the
+same model on the server's core with the server's thread count, before the servers start), which is the figure the
+server's 0.5 ms goal is stated against. A third table gives the server's own edge phases per request from its
+`convoy_edge_duration_us` metric (scraped before and after each perf_analyzer run).
 
     .venv/bin/python bench/protocol_compare.py                         # concurrency 1 and 8, 3 rounds, cores 0:1
     .venv/bin/python bench/protocol_compare.py --concurrency=1,2,8 --rounds=5 --measurement_ms=3000
+    .venv/bin/python bench/protocol_compare.py --no_batching --concurrency=1 --probes \
+        --baseline_server=/tmp/old/convoy_server                       # where the edge's time goes, old against new
+
+--probes also serves two generated models with the ResNet's output (logits [1000] FP32) on a trivial plan
+(GlobalAveragePool, Flatten, Gemm): `wire_588k` takes the ResNet's 588 KiB input [3,224,224] FP32, `wire_tiny` a
+[3,8,8] one (768 bytes). wire_tiny's p50 is the fixed cost of a request (both ends, the loopback, the server's
+threads); wire_588k's minus wire_tiny's is what carrying the 588 KiB request costs. --baseline_server serves the same
+models from a second binary (its own ports, the same core), measured in the same rounds in alternating order, so two
+builds (or, with --server_flag / --baseline_flag, two settings of one build) compare on the same machine state.
+--fifo=N runs the servers, perf_analyzer and the plan alone as SCHED_FIFO tasks (chrt), so other work on the machine
+(compilers) waits while they run: the nearest to an idle machine a shared one gives.
 
 The model's config.yaml is used as shipped (dynamic batching on); --no_batching serves it without
 `dynamic_batching`. All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials).
@@ -33,6 +47,7 @@ import urllib.request
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODEL = "resnet_classifier"
+PROBES = {"wire_588k": (3, 224, 224), "wire_tiny": (3, 8, 8)}
 
 
 def free_port():
@@ -41,16 +56,18 @@ def free_port():
         return s.getsockname()[1]
 
 
-def pinned(cmd, core):
-    return cmd if core is None else ["taskset", "-c", str(core)] + cmd
+def pinned(cmd, core, fifo=0):
+    """`cmd` on `core` (taskset), and with fifo > 0 at that SCHED_FIFO priority (chrt: ahead of every normal task)."""
+    cmd = cmd if core is None else ["taskset", "-c", str(core)] + cmd
+    return cmd if fifo <= 0 else ["chrt", "-f", str(fifo)] + cmd
 
 
-def start_server(args, repo, log):
+def start_server(args, binary, flags, repo, log):
     ports = {"grpc": free_port(), "http": free_port(), "metrics": free_port()}
     env = dict(os.environ, CONVOY_CPU_THREADS=str(args.server_threads))
-    proc = subprocess.Popen(pinned([args.server, f"--model_repository={repo}", f"--grpc_port={ports['grpc']}",
+    proc = subprocess.Popen(pinned([binary, f"--model_repository={repo}", f"--grpc_port={ports['grpc']}",
                                     f"--http_port={ports['http']}", f"--metrics_port={ports['metrics']}",
-                                    "--device=cpu"], args.server_core),
+                                    "--device=cpu"] + flags, args.server_core, args.fifo),
                             stdout=open(log, "ab"), stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -64,16 +81,56 @@ def start_server(args, repo, log):
     raise RuntimeError(f"convoy_server not ready in 120 s; see {log}")
 
 
-def perf_analyzer(args, protocol, port, concurrency, out_csv):
+def edge_counters(metrics_port, model):
+    """{(protocol, phase): summed µs} and {protocol: requests} of `model` from the server's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    sums, counts = {}, {}
+    for line in text.splitlines():
+        m = re.match(r'convoy_edge_(duration_us|requests_total)\{([^}]*)\} (\S+)', line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        if labels.get("model") != model:
+            continue
+        if m.group(1) == "duration_us":
+            sums[(labels["protocol"], labels["phase"])] = float(m.group(3))
+        else:
+            counts[labels["protocol"]] = float(m.group(3))
+    return sums, counts
+
+
+def write_inputs(models, tmp):
+    """One request's input per model, uniform in [0, 1) like normalized pixels: {model: (data folder, .npy)}. The
+    plan alone and perf_analyzer (--input-data=folder: a raw file named after the input) use the same values; its
+    default random bytes would carry NaN and denormal floats the plan alone never sees (denormals cost the plan
+    about 0.2 ms here)."""
+    import numpy as np
+    rng = np.random.default_rng()
+    inputs = {}
+    for model in models:
+        x = rng.uniform(0, 1, (1, *PROBES.get(model, (3, 224, 224)))).astype(np.float32)
+        folder = pathlib.Path(tmp) / "inputs" / model
+        folder.mkdir(parents=True)
+        (folder / "images").write_bytes(x.tobytes())
+        np.save(folder.parent / f"{model}.npy", x)
+        inputs[model] = (folder, folder.parent / f"{model}.npy")
+    return inputs
+
+
+def perf_analyzer(args, model, protocol, ports, concurrency, out_csv):
     venv = pathlib.Path(args.perf_analyzer).absolute().parent.parent
     site = next((venv / "lib").glob("python3*/site-packages"))
     env = dict(os.environ, LD_LIBRARY_PATH=f"{site / 'nvidia' / 'cuda_runtime' / 'lib'}:"
                                           f"{os.environ.get('LD_LIBRARY_PATH', '')}")
-    cmd = pinned([args.perf_analyzer, "-m", MODEL, "-i", protocol, "-u", f"127.0.0.1:{port}", "--concurrency-range",
-                  f"{concurrency}:{concurrency}", "--measurement-interval", str(args.measurement_ms),
-                  "--max-trials", str(args.max_trials), "--stability-percentage", str(args.stability),
-                  "-f", str(out_csv)], args.client_core)
+    cmd = pinned([args.perf_analyzer, "-m", model, "-i", protocol, "-u", f"127.0.0.1:{ports[protocol]}",
+                  "--concurrency-range", f"{concurrency}:{concurrency}", "--measurement-interval",
+                  str(args.measurement_ms), "--max-trials", str(args.max_trials), "--stability-percentage",
+                  str(args.stability), "--input-data", str(args.inputs[model][0]), "-f", str(out_csv)],
+                 args.client_core, args.fifo)
+    before = edge_counters(ports["metrics"], model)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    after = edge_counters(ports["metrics"], model)
     if not out_csv.exists():
         raise RuntimeError(f"perf_analyzer -i {protocol} failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
     with open(out_csv, newline="") as f:
@@ -83,6 +140,9 @@ def perf_analyzer(args, protocol, port, concurrency, out_csv):
     for key, column in PHASES:
         result[key] = float(row.get(column) or "nan") / 1000
     result["edge_ms"] = result["p50_ms"] - result["infer_ms"]
+    requests = after[1].get(protocol, 0) - before[1].get(protocol, 0)
+    result["server_phases"] = {phase: (after[0][(p, phase)] - before[0].get((p, phase), 0)) / requests / 1000
+                               for (p, phase) in after[0] if p == protocol and requests > 0}
     return result
 
 
@@ -95,70 +155,185 @@ PHASES = [("client_send_ms", "Client Send"), ("network_ms", "Network+Server Send
 def cpu_name():
     out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     match = re.search(r"Model name:\s*(.+)", out)
-    return match.group(1).strip() if match else "unknown CPU"
+    family = re.search(r"CPU family:\s*(\d+)", out)
+    model = re.search(r"Model:\s*(\d+)", out)
+    name = match.group(1).strip() if match else "unknown CPU"
+    return f"{name} (family {family.group(1)} model {model.group(1)})" if family and model else name
+
+
+def load_average():
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def write_probe_models(repo):
+    """wire_588k and wire_tiny: the ResNet's logits [1000] output on GlobalAveragePool -> Flatten -> Gemm, served
+    without dynamic batching (see the module docstring)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng()
+    for name, dims in PROBES.items():
+        init = {"fc_w": rng.uniform(-1, 1, (1000, dims[0])).astype(np.float32),
+                "fc_b": rng.uniform(-0.5, 0.5, 1000).astype(np.float32)}
+        nodes = [helper.make_node("GlobalAveragePool", ["images"], ["gap"]),
+                 helper.make_node("Flatten", ["gap"], ["flat"]),
+                 helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1)]
+        graph = helper.make_graph(
+            nodes, name, [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["N", *dims])],
+            [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 1000])],
+            initializer=[numpy_helper.from_array(v, n) for n, v in init.items()])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        (repo / name / "1").mkdir(parents=True)
+        onnx.save(model, str(repo / name / "1" / "model.onnx"))
+        (repo / name / "config.yaml").write_text(
+            f"name: {name}\nformat: onnx\nmax_batch_size: 16\ninputs:\n  - name: images\n    datatype: FP32\n"
+            f"    dims: [{', '.join(map(str, dims))}]\noutputs:\n  - name: logits\n    datatype: FP32\n"
+            f"    dims: [1000]\ninstance_group:\n  - count: 1\n    kind: auto\n")
+
+
+def plan_time(args, repo, model, tmp):
+    """Median ms of the plan alone at batch 1: `convoy run --repeat` pinned as the server, with its thread count, on
+    the input perf_analyzer sends."""
+    x = args.inputs[model][1]
+    cmd = pinned([args.convoy, "run", f"--model={repo / model}", f"--input={x}", f"--output_dir={tmp}/plan_out",
+                  f"--threads={args.server_threads}", f"--repeat={args.plan_runs}", "--quiet"],
+                 args.server_core, args.fifo)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    match = re.search(r"median ([0-9.]+) ms", out.stdout)
+    if not match:
+        raise RuntimeError(f"convoy run failed ({out.returncode}):\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    return float(match.group(1))
+
+
+def median_of(rows, key):
+    return statistics.median(row[key] for row in rows)
+
+
+def print_tables(args, runs, servers, models, protocols, concurrencies, plan_ms):
+    print(f"\n{cpu_name()}, server on core {args.server_core} with {args.server_threads} compute thread(s), "
+          f"perf_analyzer on core {args.client_core}, {args.rounds} rounds, medians"
+          f"{', batching off' if args.no_batching else ', batching as in config.yaml'}; load average now "
+          f"{load_average()}\n")
+    print("Plan alone (`convoy run --repeat`, batch 1, median): " +
+          ", ".join(f"{m} {plan_ms[m]:.3f} ms" for m in models) + "\n")
+    print("| server | model | concurrency | protocol | infer/s | p50 ms | p99 ms | HTTP / gRPC throughput "
+          "(median of rounds) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for server in servers:
+        for model in models:
+            for c in concurrencies:
+                ratios = []
+                if len(protocols) == 2:
+                    ratios = [h["throughput"] / g["throughput"] for g, h in
+                              zip(runs[(server, model, "grpc", c)], runs[(server, model, "http", c)])]
+                for proto in protocols:
+                    rows = runs[(server, model, proto, c)]
+                    ratio = f"{statistics.median(ratios):.3f} (rounds: {', '.join(f'{x:.3f}' for x in ratios)})" \
+                        if proto == "http" and ratios else ""
+                    print(f"| {server} | {model} | {c} | {proto} | {median_of(rows, 'throughput'):.1f} | "
+                          f"{median_of(rows, 'p50_ms'):.2f} | {median_of(rows, 'p99_ms'):.2f} | {ratio} |")
+    print("\nPhases of a request, ms (perf_analyzer's averages over the measurement, medians of the rounds); "
+          "edge = client p50 minus the server's compute infer; over plan = client p50 minus the plan alone\n")
+    print("| server | model | concurrency | protocol | client send | network + server send/recv | server queue | "
+          "compute input | compute infer | compute output | client recv | p50 | edge | **over plan** |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for server in servers:
+        for model in models:
+            for c in concurrencies:
+                for proto in protocols:
+                    rows = runs[(server, model, proto, c)]
+                    cells = " | ".join(f"{median_of(rows, k):.3f}" for k, _ in PHASES)
+                    p50 = median_of(rows, "p50_ms")
+                    print(f"| {server} | {model} | {c} | {proto} | {cells} | {p50:.3f} | "
+                          f"{median_of(rows, 'edge_ms'):.3f} | **{p50 - plan_ms[model]:.3f}** |")
+    phases = sorted({ph for rows in runs.values() for row in rows for ph in row["server_phases"]})
+    if not phases:
+        return
+    print("\nThe server's edge phases per request, ms (convoy_edge_duration_us over convoy_edge_requests_total "
+          "during each run, medians of the rounds)\n")
+    print(f"| server | model | concurrency | protocol | {' | '.join(phases)} |")
+    print(f"| --- | --- | --- | --- | {' | '.join('---:' for _ in phases)} |")
+    for server in servers:
+        for model in models:
+            for c in concurrencies:
+                for proto in protocols:
+                    rows = runs[(server, model, proto, c)]
+                    cells = []
+                    for ph in phases:
+                        values = [row["server_phases"][ph] for row in rows if ph in row["server_phases"]]
+                        cells.append(f"{statistics.median(values):.3f}" if values else "")
+                    print(f"| {server} | {model} | {c} | {proto} | {' | '.join(cells)} |")
 
 
 def main():
     opt_bin = REPO_ROOT / "bazel-out/k8-opt/bin"
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--server", default=os.environ.get("CONVOY_SERVER", str(opt_bin / "server/convoy_server")))
+    p.add_argument("--baseline_server", default="", help="a second convoy_server binary measured in the same rounds")
+    p.add_argument("--server_flag", action="append", default=[], help="extra flag of --server, repeatable")
+    p.add_argument("--baseline_flag", action="append", default=[], help="extra flag of --baseline_server, repeatable")
+    p.add_argument("--convoy", default=str(opt_bin / "server/tools/convoy"), help="the convoy CLI (plan alone)")
+    p.add_argument("--plan_runs", type=int, default=200, help="timed runs of the plan alone")
     p.add_argument("--perf_analyzer", default=str(REPO_ROOT / ".venv/bin/perf_analyzer"))
     p.add_argument("--concurrency", default="1,8")
+    p.add_argument("--protocols", default="grpc,http")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--taskset", default="0:1", help="SERVER_CORE:CLIENT_CORE (empty: no pinning)")
     p.add_argument("--server_threads", type=int, default=1, help="CONVOY_CPU_THREADS of the server")
     p.add_argument("--measurement_ms", type=int, default=3000)
+    p.add_argument("--fifo", type=int, default=0,
+                   help="run the servers, perf_analyzer and the plan alone at this SCHED_FIFO priority (needs root): "
+                        "measures the edge on a machine shared with other work; only for servers that never spin")
     p.add_argument("--max_trials", type=int, default=6)
     p.add_argument("--stability", type=int, default=50)
     p.add_argument("--no_batching", action="store_true", help="serve the model without dynamic_batching")
+    p.add_argument("--probes", action="store_true", help="also measure wire_588k and wire_tiny (see above)")
+    p.add_argument("--models", default="", help="measure these models only (of resnet_classifier and the probes)")
     args = p.parse_args()
     args.server = os.path.abspath(args.server)
     args.server_core, args.client_core = (args.taskset.split(":") if args.taskset else (None, None))
     concurrencies = [int(c) for c in args.concurrency.split(",")]
-    protocols = ["grpc", "http"]
-    runs = {(proto, c): [] for proto in protocols for c in concurrencies}
+    protocols = args.protocols.split(",")
+    models = args.models.split(",") if args.models else [MODEL] + (list(PROBES) if args.probes else [])
+    args.probes = args.probes or any(m in PROBES for m in models)
+    binaries = {"new": (args.server, args.server_flag)}
+    if args.baseline_server:
+        binaries["baseline"] = (os.path.abspath(args.baseline_server), args.baseline_flag)
+    servers = list(binaries)
+    runs = {(s, m, proto, c): [] for s in servers for m in models for proto in protocols for c in concurrencies}
+    print(f"load average at the start: {load_average()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         repo = pathlib.Path(tmp) / "repo"
         shutil.copytree(REPO_ROOT / "model_repo" / MODEL, repo / MODEL)
         if args.no_batching:
             config = repo / MODEL / "config.yaml"
             config.write_text(re.sub(r"(?ms)^dynamic_batching:.*?(?=^\S)", "", config.read_text()))
-        server, ports = start_server(args, repo, pathlib.Path(tmp) / "server.log")
+        if args.probes:
+            write_probe_models(repo)
+        args.inputs = write_inputs(models, tmp)
+        plan_ms = {m: plan_time(args, repo, m, tmp) for m in models}
+        print("plan alone: " + ", ".join(f"{m} {ms:.3f} ms" for m, ms in plan_ms.items()), flush=True)
+        started = {}
         try:
+            for s, (binary, flags) in binaries.items():
+                started[s] = start_server(args, binary, flags, repo, pathlib.Path(tmp) / f"server_{s}.log")
             for r in range(args.rounds):
                 for c in concurrencies:
-                    for proto in (protocols if r % 2 == 0 else protocols[::-1]):
-                        row = perf_analyzer(args, proto, ports[proto], c, pathlib.Path(tmp) / f"{proto}_{c}_{r}.csv")
-                        runs[(proto, c)].append(row)
-                        print(f"round {r + 1} concurrency {c} {proto}: {row['throughput']:.1f} infer/s, "
-                              f"p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms", flush=True)
+                    for model in models:
+                        for s in (servers if r % 2 == 0 else servers[::-1]):
+                            for proto in (protocols if r % 2 == 0 else protocols[::-1]):
+                                row = perf_analyzer(args, model, proto, started[s][1], c,
+                                                    pathlib.Path(tmp) / f"{s}_{model}_{proto}_{c}_{r}.csv")
+                                runs[(s, model, proto, c)].append(row)
+                                print(f"round {r + 1} {s} {model} concurrency {c} {proto}: "
+                                      f"{row['throughput']:.1f} infer/s, p50 {row['p50_ms']:.3f} ms, p99 "
+                                      f"{row['p99_ms']:.2f} ms (load {load_average()})", flush=True)
         finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=60)
-    print(f"\n{cpu_name()}, server on core {args.server_core} with {args.server_threads} compute thread(s), "
-          f"perf_analyzer on core {args.client_core}, {args.rounds} rounds, medians"
-          f"{', batching off' if args.no_batching else ', batching as in config.yaml'}\n")
-    print("| concurrency | protocol | infer/s | p50 ms | p99 ms | HTTP / gRPC throughput (median of rounds) |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for c in concurrencies:
-        ratios = [h["throughput"] / g["throughput"] for g, h in zip(runs[("grpc", c)], runs[("http", c)])]
-        for proto in protocols:
-            rows = runs[(proto, c)]
-            med = {k: statistics.median(row[k] for row in rows) for k in ("throughput", "p50_ms", "p99_ms")}
-            ratio = f"{statistics.median(ratios):.3f} (rounds: {', '.join(f'{x:.3f}' for x in ratios)})" \
-                if proto == "http" else ""
-            print(f"| {c} | {proto} | {med['throughput']:.1f} | {med['p50_ms']:.2f} | {med['p99_ms']:.2f} | {ratio} |")
-    print("\nPhases of a request, ms (averages over the measurement, medians of the rounds); edge = client p50 minus "
-          "the server's compute infer\n")
-    print("| concurrency | protocol | client send | network + server send/recv | server queue | compute input | "
-          "compute infer | compute output | client recv | p50 | **edge** |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for c in concurrencies:
-        for proto in protocols:
-            rows = runs[(proto, c)]
-            med = {k: statistics.median(row[k] for row in rows) for k, _ in PHASES + [("p50_ms", ""), ("edge_ms", "")]}
-            cells = " | ".join(f"{med[k]:.3f}" for k, _ in PHASES)
-            print(f"| {c} | {proto} | {cells} | {med['p50_ms']:.3f} | **{med['edge_ms']:.3f}** |")
+            for proc, _ in started.values():
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=60)
+    print_tables(args, runs, servers, models, protocols, concurrencies, plan_ms)
 
 
 if __name__ == "__main__":

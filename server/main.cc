@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -58,6 +59,8 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate: serve gRPC and HTT
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require client certificates it signed (mutual TLS).");
 ABSL_FLAG(int, max_message_bytes, 0, "Largest gRPC message; 0 derives it from the largest model input or output at max batch.");
+ABSL_FLAG(std::vector<std::string>, grpc_channel_args, {},
+          "gRPC transport settings as NAME=INTEGER,... (e.g. grpc.http2.lookahead_bytes=1048576), after Convoy's own.");
 ABSL_FLAG(int, poll_interval_seconds, 15, "Repository rescan interval with --model_control_mode=poll.");
 ABSL_FLAG(std::vector<std::string>, load_model, {}, "Models to load at start with --model_control_mode=explicit.");
 ABSL_FLAG(int, log_verbosity, 1,
@@ -331,6 +334,10 @@ int Run() {
                                          : DerivedMaxMessageBytes(manager_options.repository_path);
   server_options.server_version = kServerVersion;
   server_options.on_gpu = device->gpu;
+  absl::StatusOr<std::vector<std::pair<std::string, int>>> channel_args =
+      grpc_server::ParseChannelArgs(absl::GetFlag(FLAGS_grpc_channel_args));
+  if (!channel_args.ok()) return fail(channel_args.status());
+  server_options.channel_args = *channel_args;
   for (auto [flag, path, out] : {std::make_tuple("tls_cert", absl::GetFlag(FLAGS_tls_cert), &server_options.tls_cert_pem),
                                  std::make_tuple("tls_key", absl::GetFlag(FLAGS_tls_key), &server_options.tls_key_pem),
                                  std::make_tuple("tls_client_ca", absl::GetFlag(FLAGS_tls_client_ca),

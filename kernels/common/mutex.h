@@ -12,7 +12,8 @@
 //   bool ready = mu_.AwaitWithDeadline(condition, deadline);
 //
 // Await works like absl's conditional critical sections: waiters re-check their condition each time any holder
-// releases the mutex, so no explicit notify is needed.
+// releases the mutex (Unlock, or a holder starting to wait), so no explicit notify is needed; a waiter that only
+// re-checked its condition wakes nobody.
 #ifndef CONVOY_KERNELS_COMMON_MUTEX_H_
 #define CONVOY_KERNELS_COMMON_MUTEX_H_
 
@@ -92,9 +93,14 @@ inline bool Mutex::AwaitWithDeadline(const absl::Condition& cond, absl::Time dea
   std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
   ++waiters_;
   bool satisfied = cond.Eval();
+  bool woken = false;
   while (!satisfied) {
-    // Waiting releases the mutex: like Unlock, let the other waiters re-check what this holder may have changed.
-    if (waiters_ > 1) released_.notify_all();
+    // Waiting releases the mutex: like Unlock, let the other waiters re-check what this holder may have changed. Only
+    // on the way in: a waiter woken to find its condition still false changed nothing, and waking the others again
+    // would have two idle waiters wake each other forever (each wait-wake round a pair of futex calls, a core's worth
+    // of CPU taken from every other thread).
+    if (waiters_ > 1 && !woken) released_.notify_all();
+    woken = true;
     if (deadline == absl::InfiniteFuture()) {
       released_.wait(lock);
     } else if (released_.wait_until(lock, absl::ToChronoTime(deadline)) == std::cv_status::timeout) {

@@ -1,5 +1,6 @@
 #include "kernels/common/mutex.h"
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -88,6 +89,38 @@ TEST(MutexTest, AwaitWakesOtherWaitersWhenItBlocks) {
     state.mu.Unlock();
   }
   waiter.join();
+}
+
+// Two waiters whose conditions stay false must sleep: neither re-checking its condition is a release that wakes the
+// other. (They used to wake each other in turn, forever, taking a core from every other thread of the process.)
+TEST(MutexTest, IdleWaitersDoNotWakeEachOther) {
+  struct State {
+    Mutex mu;
+    bool go ABSL_GUARDED_BY(mu) = false;
+    std::atomic<int> checks{0};
+    bool Ready() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      checks.fetch_add(1);
+      return go;
+    }
+  } state;
+  std::atomic<int> inside{0};
+  auto wait = [&] {
+    MutexLock lock(&state.mu);
+    inside.fetch_add(1);
+    state.mu.Await(absl::Condition(&state, &State::Ready));
+  };
+  std::thread first(wait), second(wait);
+  while (inside.load() < 2 || state.checks.load() < 2) std::this_thread::yield();
+  absl::SleepFor(absl::Milliseconds(20));  // both are blocked by now (a livelock would be thousands of checks in)
+  const int settled = state.checks.load();
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_LE(state.checks.load() - settled, 2) << "idle waiters kept re-checking their conditions";
+  {
+    MutexLock lock(&state.mu);
+    state.go = true;
+  }
+  first.join();
+  second.join();
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -30,6 +32,22 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const GrpcS
 
 }  // namespace
 
+absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseChannelArgs(const std::vector<std::string>& entries) {
+  std::vector<std::pair<std::string, int>> args;
+  for (const std::string& entry : entries) {
+    const size_t eq = entry.find('=');
+    int value = 0;
+    if (eq == std::string::npos || !absl::StartsWith(entry, "grpc.") ||
+        !absl::SimpleAtoi(absl::string_view(entry).substr(eq + 1), &value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--grpc_channel_args: expected NAME=INTEGER with a gRPC channel argument name (grpc.*), got '", entry,
+          "'"));
+    }
+    args.emplace_back(entry.substr(0, eq), value);
+  }
+  return args;
+}
+
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& options) {
   if (options.manager == nullptr) return absl::InvalidArgumentError("GrpcServer: no model manager");
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
@@ -50,6 +68,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& opt
   builder.RegisterService(server->health_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  for (const auto& [name, value] : options.channel_args) builder.AddChannelArgument(name, value);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("gRPC: cannot listen on ", options.address));

@@ -12,6 +12,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -21,6 +23,10 @@
 #include "server/repository/model_manager.h"
 
 namespace convoy::grpc_server {
+
+// "NAME=INTEGER" entries (--grpc_channel_args) as channel arguments; INVALID_ARGUMENT naming the entry for one
+// without '=', a name outside gRPC's "grpc." namespace, or a value that is not a 32-bit integer.
+absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseChannelArgs(const std::vector<std::string>& entries);
 
 class GrpcServer {
  public:
@@ -34,6 +40,10 @@ class GrpcServer {
     std::string tls_client_ca_pem;
     std::string server_version = "0.1.0";
     bool on_gpu = false;
+    // gRPC core channel arguments for the server's transport, integer-valued (e.g. {"grpc.http2.lookahead_bytes",
+    // 1 << 20}), set after Convoy's own so they can override them; docs/performance.md ("The edge's cost per
+    // request") says which ones were measured. ParseChannelArgs reads them from --grpc_channel_args.
+    std::vector<std::pair<std::string, int>> channel_args;
   };
 
   // UNAVAILABLE naming the address when it cannot listen; INVALID_ARGUMENT for half a TLS configuration.

@@ -115,6 +115,7 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
       ++pending_;
     }
     ++received_;
+    const absl::Time received = absl::Now();
     auto response = std::make_shared<inference::ModelStreamInferResponse>();
     request_.Clear();
     absl::Status parsed = ParseMessage(read_buffer_, &request_);
@@ -124,7 +125,7 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
                absl::InvalidArgumentError(absl::StrCat("request ", received_, " on this stream: ", parsed.message())));
     } else {
       grpc::CallbackServerContext* context = context_;
-      service_->StartInfer(request_, DeadlineOf(*context), [context] { return context->IsCancelled(); },
+      service_->StartInfer(request_, received, DeadlineOf(*context), [context] { return context->IsCancelled(); },
                            response->mutable_infer_response(),
                            [this, response, id = request_.id(), model = request_.model_name()](absl::Status status) {
                              Complete(response, id, model, status);
@@ -262,9 +263,9 @@ void InferenceService::AdminLoop() {
 
 // The neutral path (server/inference/infer_dispatch.h) on a view of the request; the gRPC-only check of
 // raw_input_contents against the input count comes first.
-void InferenceService::StartInfer(const inference::ModelInferRequest& request, absl::Time deadline,
-                                  std::function<bool()> cancelled, inference::ModelInferResponse* response,
-                                  std::function<void(absl::Status)> done) {
+void InferenceService::StartInfer(const inference::ModelInferRequest& request, absl::Time received,
+                                  absl::Time deadline, std::function<bool()> cancelled,
+                                  inference::ModelInferResponse* response, std::function<void(absl::Status)> done) {
   if (request.raw_input_contents_size() > 0 && request.raw_input_contents_size() != request.inputs_size()) {
     absl::Status status = absl::InvalidArgumentError(absl::StrCat(
         "expected one raw_input_contents entry per input: the request has ", request.inputs_size(),
@@ -275,7 +276,6 @@ void InferenceService::StartInfer(const inference::ModelInferRequest& request, a
     (*served)->RecordRejectedRequest(status);
     return done(status);
   }
-  const absl::Time received = absl::Now();
   infer::StartInfer(*manager_, ViewOf(request), deadline, std::move(cancelled),
                     [id = request.id(), response, received, done = std::move(done)](
                         absl::Status status, const ServedModel* model, const std::vector<RequestedOutput>& outputs,
@@ -380,9 +380,11 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(Context* context, cons
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const Bytes* in, Bytes* out) {
+  const absl::Time received = absl::Now();  // gRPC hands a unary call over with its whole message read
   return Serve<ModelInferRequest, ModelInferResponse>(
-      context, in, out, [this, context](const ModelInferRequest& request, ModelInferResponse* response, Done done) {
-        StartInfer(request, DeadlineOf(*context), [context] { return context->IsCancelled(); }, response,
+      context, in, out,
+      [this, context, received](const ModelInferRequest& request, ModelInferResponse* response, Done done) {
+        StartInfer(request, received, DeadlineOf(*context), [context] { return context->IsCancelled(); }, response,
                    std::move(done));
       });
 }

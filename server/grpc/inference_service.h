@@ -61,9 +61,11 @@ class InferenceService final : public raw_methods::RawService {
   ~InferenceService() override;
 
   // Decodes `request`, queues it, and calls `done` exactly once: with OK after `response` holds the result, or
-  // with the error. `cancelled` is polled while the request waits; `deadline` is the client's.
-  void StartInfer(const inference::ModelInferRequest& request, absl::Time deadline, std::function<bool()> cancelled,
-                  inference::ModelInferResponse* response, std::function<void(absl::Status)> done);
+  // with the error. `cancelled` is polled while the request waits; `deadline` is the client's. `received` is when
+  // the call had the request's bytes, before parsing them (the start of the edge's decode phase in the metrics).
+  void StartInfer(const inference::ModelInferRequest& request, absl::Time received, absl::Time deadline,
+                  std::function<bool()> cancelled, inference::ModelInferResponse* response,
+                  std::function<void(absl::Status)> done);
 
   using Unary = grpc::ServerUnaryReactor;
   using Context = grpc::CallbackServerContext;

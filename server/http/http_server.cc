@@ -549,6 +549,7 @@ struct HttpServer::InferCall {
   std::string inflated;             // the body when it came compressed
   absl::string_view body;           // into the request's input buffer, `wire` or `inflated`
   std::unique_ptr<HttpInferRequest> request;
+  absl::Time received;  // when the loop thread had the whole body: the start of the edge's decode phase
 };
 
 // An infer request's answer, written by the loop thread.
@@ -618,6 +619,7 @@ void HttpServer::Infer(evhttp_request* req, const std::string& model, const std:
   absl::StatusOr<std::optional<size_t>> header_length = HeaderLength(req);
   if (!header_length.ok()) return ReplyStatus(req, header_length.status());
   auto call = std::make_shared<InferCall>();
+  call->received = absl::Now();
   call->req = req;
   call->model = model;
   call->version = version;
@@ -668,7 +670,7 @@ void HttpServer::Infer(evhttp_request* req, const std::string& model, const std:
 // it, and hands the reply to the loop. Uses `this` only on those two threads (the server outlives both); the
 // completion callback reaches the loop through the shared task queue alone, which drops it once the server is gone.
 void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
-  const absl::Time received = absl::Now();
+  const absl::Time received = call->received;
   std::shared_ptr<LoopTasks> tasks = tasks_;
   if (call->body_coding != ContentCoding::kIdentity) {
     absl::StatusOr<std::string> inflated =

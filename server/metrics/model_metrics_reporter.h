@@ -127,9 +127,9 @@ class ModelMetricsReporter {
   // The policy's estimates now; an execution series appears for each batch size once it was measured.
   void SetBatcherEstimates(const BatcherEstimateValues& estimates);
   // What the protocol edge spent on one successful request outside the batcher: `decode` from the moment the
-  // protocol handler had the request (gRPC: the parsed message; HTTP: the body read) to the request queued in the
-  // batcher (parsing, validation, the copy into the batch's input buffers), `encode` building the response from the
-  // output buffers (serialization, compression).
+  // protocol handler had the request's bytes (gRPC: the received message, before parsing; HTTP: the body read) to
+  // the request queued in the batcher (parsing, the hand-off to a decode thread, validation, the copy into the
+  // batch's input buffers), `encode` building the response from the output buffers (serialization, compression).
   void RecordEdge(EdgeProtocol protocol, absl::Duration decode, absl::Duration encode);
 
  private:

@@ -183,3 +183,18 @@ def test_a_second_server_on_a_taken_port_fails_to_start_cleanly(shared_server, f
     assert proc.returncode == 1, f"exit {proc.returncode}\n{output[-2000:]}"
     assert "event=startup_failed" in output and message.format(port=port) in output, output[-2000:]
     assert shared_server.health_status("readiness") == 1  # SERVING
+
+
+@pytest.mark.parametrize("entry", ["grpc.http2.lookahead_bytes", "http2.lookahead_bytes=1048576",
+                                   "grpc.http2.lookahead_bytes=big", "grpc.http2.lookahead_bytes=99999999999"])
+def test_a_malformed_grpc_channel_arg_stops_the_start(shared_server, entry):
+    """--grpc_channel_args takes NAME=INTEGER entries with gRPC's own names: anything else ends the start with status 1
+    and a message quoting the entry (never a server running without the setting its operator asked for)."""
+    proc = subprocess.run([server_binary(), f"--model_repository={shared_server.repository}", "--device=cpu",
+                           "--grpc_port=0", "--http_port=-1", "--metrics_port=-1",
+                           f"--grpc_channel_args=grpc.http2.bdp_probe=1,{entry}"],
+                          capture_output=True, text=True, timeout=120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, f"exit {proc.returncode}\n{output[-2000:]}"
+    assert "event=startup_failed" in output and "--grpc_channel_args: expected NAME=INTEGER" in output \
+        and entry in output, output[-2000:]
