@@ -145,10 +145,6 @@ absl::Status PlanPool2d(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<Pool2dAttrs>();
   CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
   CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
-  if (!a.global && (a.window.dilation_h != 1 || a.window.dilation_w != 1)) {
-    return b.NodeError(node, absl::StrCat("dilated pooling (", a.window.dilation_h, "x", a.window.dilation_w,
-                                          ") is not supported"));
-  }
   PoolMode mode = a.kind == PoolKind::kMax ? PoolMode::kMax : PoolMode::kAverage;
   if (a.global) mode = a.kind == PoolKind::kMax ? PoolMode::kGlobalMax : PoolMode::kGlobalAverage;
   auto problem_in = [&b, a, mode](int x, int batch, Layout layout) {
@@ -161,6 +157,7 @@ absl::Status PlanPool2d(PlanBuilder& b, const Node& node) {
       p.pad_top = int(a.window.pad_top), p.pad_bottom = int(a.window.pad_bottom);
       p.pad_left = int(a.window.pad_left), p.pad_right = int(a.window.pad_right);
       p.stride_h = int(a.window.stride_h), p.stride_w = int(a.window.stride_w);
+      p.dilation_h = int(a.window.dilation_h), p.dilation_w = int(a.window.dilation_w);
       p.ceil_mode = a.ceil_mode, p.count_include_pad = a.count_include_pad;
     }
     p.dtype = b.compute_dtype(), p.layout = layout;
