@@ -124,19 +124,10 @@ EXCLUDED = {
 # Cases that run on the reference path but that the CPU kernel runtime refuses at load, with the start of its
 # message (the kernel library's gaps, for its owners; docs/model_formats.md counts them).
 KERNEL_REFUSALS = {
-    "test_averagepool_2d_dilations": "node 'pool' (Pool2d): dilated pooling",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False": "node 'pool' (Pool2d): dilated pooling",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True": "node 'pool' (Pool2d): dilated pooling",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False": "node 'pool' (Pool2d): dilated pooling",
-    "test_averagepool_3d_dilations_small": "node 'pool' (Pool2d): dilated pooling",
     "test_center_crop_pad_crop_axes_chw_expanded": "node 'pad' (Pad): input 'x' must be",
     "test_gemm_all_attributes": "node 'gemm' (Gemm): transpose_a is not supported",
     "test_gemm_default_matrix_bias": "node 'gemm' (Gemm): bias [3,4] must be",
     "test_gemm_transposeA": "node 'gemm' (Gemm): transpose_a is not supported",
-    "test_maxpool_2d_dilations": "node 'pool' (Pool2d): dilated pooling",
-    "test_maxpool_3d_dilations": "node 'pool' (Pool2d): dilated pooling",
-    "test_maxpool_3d_dilations_use_ref_impl": "node 'pool' (Pool2d): dilated pooling",
-    "test_maxpool_3d_dilations_use_ref_impl_large": "node 'pool' (Pool2d): dilated pooling",
 }
 
 NODE_CASES = sorted((c for c in load_model_tests(kind="node") if c.model_dir), key=lambda c: c.name)
