@@ -123,12 +123,7 @@ EXCLUDED = {
 
 # Cases that run on the reference path but that the CPU kernel runtime refuses at load, with the start of its
 # message (the kernel library's gaps, for its owners; docs/model_formats.md counts them).
-KERNEL_REFUSALS = {
-    "test_center_crop_pad_crop_axes_chw_expanded": "node 'pad' (Pad): input 'x' must be",
-    "test_gemm_all_attributes": "node 'gemm' (Gemm): transpose_a is not supported",
-    "test_gemm_default_matrix_bias": "node 'gemm' (Gemm): bias [3,4] must be",
-    "test_gemm_transposeA": "node 'gemm' (Gemm): transpose_a is not supported",
-}
+KERNEL_REFUSALS = {}
 
 NODE_CASES = sorted((c for c in load_model_tests(kind="node") if c.model_dir), key=lambda c: c.name)
 
