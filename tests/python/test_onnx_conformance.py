@@ -16,9 +16,10 @@ How a case becomes a Convoy model: the first graph input stays the model's input
 image tensor and keeps its weights in the model. The model then runs on Convoy's reference path (import, the
 optimization passes, the FP32 reference interpreter: `convoy run --engine=reference`), the path the importer's
 semantics are judged on. Each case that runs also runs on the CPU kernel runtime (`convoy run --device=cpu
---precision=fp32`, the CPU's default layout: NHWC with AVX-512 for models without grouped convolutions, blocked otherwise) at the same tolerance, except KERNEL_REFUSALS: cases the kernel
-library has no kernel for (dilated pooling, Gemm with transA or a matrix bias, a Pad of rank other than 4), which must fail the load with the
-listed message naming the node; when a kernel appears the case fails until it leaves that list.
+--precision=fp32`, the CPU's default layout: NHWC with AVX-512 for models without grouped convolutions, blocked
+otherwise) at the same tolerance, except KERNEL_REFUSALS: cases the kernel library has no kernel for (none at
+present), which must fail the load with the listed message naming the node; when a kernel appears the case fails
+until it leaves that list.
 """
 import collections
 import pathlib
