@@ -235,6 +235,30 @@ def test_flatten_gemm_matmul_softmax(tmp_path):
     check(tmp_path, make_model(nodes, x, ["y"], inits), x)
 
 
+@pytest.mark.parametrize("trans_a", [0, 1])
+@pytest.mark.parametrize("c_shape", [(5, 6), (5, 1), (1, 6)])
+def test_gemm_trans_a_and_a_bias_varying_along_m(tmp_path, trans_a, c_shape):
+    """transA (a Transpose step on the kernels) and C of [M,N] or [M,1] (the GEMM epilogue's residual): A's 5 rows
+    are static, so the model has no dynamic batch."""
+    inits = [("w", rand(6, 7)), ("c", rand(*c_shape))]
+    node = helper.make_node("Gemm", ["a", "w", "c"], ["y"], transA=trans_a, transB=1, alpha=0.75, beta=1.5)
+    x = {"a": rand(7, 5) if trans_a else rand(5, 7)}
+    check(tmp_path, make_model([node], x, ["y"], inits, dynamic_batch=False), x)
+
+
+@pytest.mark.parametrize("shape,pads,mode", [
+    ((2, 3, 8, 6), [0, 0, 1, 2, 0, 0, 2, -1], "constant"),  # [N,C,H,W] padded on its last two axes, from opset 13
+    ((2, 5, 9), [0, 0, 2, 0, 0, 3], "reflect"),               # rank 3, the last axis
+    ((2, 3, 4, 5, 6), [0, 0, 1, 0, 0, 0, 0, 2, 0, 0], "edge"),  # rank 5, the depth axis (whole H*W planes)
+    ((2, 6, 4, 4), [0, 2, 0, 0, 0, 1, 0, 0], "constant"),     # an image's channels
+])
+def test_pad_of_any_rank(tmp_path, shape, pads, mode):
+    inits = [("pads", I64(*pads)), ("v", np.array(0.25, np.float32))]
+    node = helper.make_node("Pad", ["x", "pads", "v"], ["y"], mode=mode)
+    x = {"x": rand(*shape)}
+    check(tmp_path, make_model([node], x, ["y"], inits, opset=13), x)
+
+
 def test_reduce_mean_keepdims(tmp_path):
     nodes = [helper.make_node("ReduceMean", ["x"], ["k"], axes=[2, 3], keepdims=1),
              helper.make_node("ReduceMean", ["x"], ["d"], axes=[-1, -2], keepdims=0)]
