@@ -909,8 +909,10 @@ absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
     const int64_t rows = matrices == 1 ? 0 : b.tensor(x).shape[rank - 2];
     const size_t a_offset = mat * rows * k * element, y_offset = mat * rows * n * element;
     const void* w = packed_weights[mat];
-    auto bind = [x, w, bias, matrix_bias, y, a_offset, y_offset](TensorPointers t) {
-      return GemmArgs{static_cast<const char*>(t[x]) + a_offset, w, bias, nullptr, matrix_bias,
+    // A matrix bias lies as the output does ([..., M, N]): matrix `mat`'s part starts at the same offset.
+    const void* residual = matrix_bias == nullptr ? nullptr : static_cast<const char*>(matrix_bias) + y_offset;
+    auto bind = [x, w, bias, residual, y, a_offset, y_offset](TensorPointers t) {
+      return GemmArgs{static_cast<const char*>(t[x]) + a_offset, w, bias, nullptr, residual,
                       static_cast<char*>(t[y]) + y_offset};
     };
     const std::string name = matrices == 1 ? node.name : absl::StrCat(node.name, "/", mat);
