@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/common/pool_window.h"
 
 namespace convoy {
 namespace {
@@ -198,7 +199,7 @@ absl::Status Conv2dProblem::Validate() const {
 // ---- pool2d ----
 int Pool2dProblem::p() const {
   if (mode == PoolMode::kGlobalAverage || mode == PoolMode::kGlobalMax) return 1;
-  const int span = h + pad_top + pad_bottom - r;
+  const int span = h + pad_top + pad_bottom - window_h();
   int out = (ceil_mode ? (span + stride_h - 1) / stride_h : span / stride_h) + 1;
   // With ceil mode the last window must start inside the input or the top padding (PyTorch and ONNX agree).
   if (ceil_mode && (out - 1) * stride_h >= h + pad_top) --out;
@@ -207,7 +208,7 @@ int Pool2dProblem::p() const {
 
 int Pool2dProblem::q() const {
   if (mode == PoolMode::kGlobalAverage || mode == PoolMode::kGlobalMax) return 1;
-  const int span = w + pad_left + pad_right - s;
+  const int span = w + pad_left + pad_right - window_w();
   int out = (ceil_mode ? (span + stride_w - 1) / stride_w : span / stride_w) + 1;
   if (ceil_mode && (out - 1) * stride_w >= w + pad_left) --out;
   return out;
@@ -217,6 +218,8 @@ std::string Pool2dProblem::ToString() const {
   static constexpr const char* kModes[] = {"max", "avg", "global_avg", "global_max"};
   return absl::StrCat("pool2d ", kModes[static_cast<int>(mode)], " ", ImageString(n, c, h, w), " r=", r, " s=", s,
                       " ", PadString(pad_top, pad_bottom, pad_left, pad_right), " stride=", stride_h, ",", stride_w,
+                      // Undilated windows keep the key they had before pooling took dilation.
+                      dilation_h != 1 || dilation_w != 1 ? absl::StrCat(" dilation=", dilation_h, ",", dilation_w) : "",
                       count_include_pad ? " count_include_pad" : "", ceil_mode ? " ceil" : "", " ",
                       DataTypeName(dtype), " ", LayoutName(layout));
 }
@@ -224,18 +227,33 @@ std::string Pool2dProblem::ToString() const {
 absl::Status Pool2dProblem::Validate() const {
   const std::string name = ToString();
   if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}, {"r", r}, {"s", s},
-                                     {"stride_h", stride_h}, {"stride_w", stride_w}});
+                                     {"stride_h", stride_h}, {"stride_w", stride_w}, {"dilation_h", dilation_h},
+                                     {"dilation_w", dilation_w}});
       !st.ok()) {
     return st;
   }
   if (auto st = CheckPads(name, pad_top, pad_bottom, pad_left, pad_right); !st.ok()) return st;
   if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
-  if (pad_top >= r || pad_bottom >= r || pad_left >= s || pad_right >= s) {
-    if (mode == PoolMode::kMax || mode == PoolMode::kAverage) {
-      return Invalid(name, absl::StrCat("padding must be smaller than the ", r, "x", s, " window"));
-    }
+  const bool windowed = mode == PoolMode::kMax || mode == PoolMode::kAverage;
+  if (windowed && (pad_top >= window_h() || pad_bottom >= window_h() || pad_left >= window_w() ||
+                   pad_right >= window_w())) {
+    return Invalid(name, absl::StrCat("padding must be smaller than the ", window_h(), "x", window_w(), " window"));
   }
   if (p() <= 0 || q() <= 0) return Invalid(name, absl::StrCat("output would be ", p(), "x", q()));
+  if (windowed) {
+    // A dilated window can step over a small input: each window needs a tap inside it (else max and mean are empty).
+    for (int oy = 0; oy < p(); ++oy) {
+      if (PoolTapsAlong(oy * stride_h - pad_top, r, dilation_h, h, pad_bottom).count == 0) {
+        return Invalid(name, absl::StrCat("output row ", oy, "'s window has no tap inside the ", h, " input rows"));
+      }
+    }
+    for (int ox = 0; ox < q(); ++ox) {
+      if (PoolTapsAlong(ox * stride_w - pad_left, s, dilation_w, w, pad_right).count == 0) {
+        return Invalid(name, absl::StrCat("output column ", ox, "'s window has no tap inside the ", w,
+                                          " input columns"));
+      }
+    }
+  }
   return CheckBlockedLayout(name, layout, true, {c});
 }
 

@@ -179,20 +179,25 @@ struct Pool2dProblem {
   int r = 1, s = 1;  // window (ignored by global modes)
   int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
   int stride_h = 1, stride_w = 1;
-  bool count_include_pad = false;  // average: divide by the full window instead of the valid elements
+  // Taps r apart by dilation_h rows (ONNX's dilations): the window spans (r - 1) * dilation_h + 1 rows.
+  int dilation_h = 1, dilation_w = 1;
+  // average: divide by the taps within the padded input (PyTorch's rule) instead of the taps within the input
+  bool count_include_pad = false;
   bool ceil_mode = false;
   DataType dtype = DataType::kFloat32;
   Layout layout = Layout::kNCHW;
 
   int p() const;  // output H (1 for global modes)
   int q() const;  // output W
+  int window_h() const { return (r - 1) * dilation_h + 1; }  // rows one window spans, taps and gaps
+  int window_w() const { return (s - 1) * dilation_w + 1; }
   TensorDesc input_desc() const { return TensorDesc::Image(dtype, n, c, h, w, layout); }
   TensorDesc output_desc() const { return TensorDesc::Image(dtype, n, c, p(), q(), layout); }
   absl::Status Validate() const;
   std::string ToString() const;
   auto Tie() const {
     return std::tie(mode, n, c, h, w, r, s, pad_top, pad_bottom, pad_left, pad_right, stride_h, stride_w,
-                    count_include_pad, ceil_mode, dtype, layout);
+                    dilation_h, dilation_w, count_include_pad, ceil_mode, dtype, layout);
   }
   CONVOY_PROBLEM_COMPARISONS(Pool2dProblem)
 };

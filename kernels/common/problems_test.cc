@@ -1,12 +1,14 @@
 #include "kernels/common/problems.h"
 
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/hash/hash.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/common/pool_window.h"
 #include "kernels/common/status_matchers.h"
 
 namespace convoy {
@@ -15,6 +17,7 @@ namespace {
 using ::convoy::testing::IsOk;
 using ::convoy::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Conv2dProblem ResNetConv() {
   Conv2dProblem p;
@@ -116,6 +119,62 @@ TEST(ProblemsTest, PoolCeilModeMatchesOnnxRule) {
   flags.count_include_pad = true;
   EXPECT_NE(flags, p);
   EXPECT_NE(flags.ToString(), p.ToString());
+}
+
+// ONNX's output size with dilations: floor or ceil of (H + pads - ((r - 1) * d + 1)) / stride, plus 1 (the sizes of
+// onnx's test_maxpool_2d_dilations and test_maxpool_3d_dilations_use_ref_impl_large).
+TEST(ProblemsTest, DilatedPoolSizeKeyAndEmptyWindows) {
+  Pool2dProblem p;
+  p.h = p.w = 4, p.r = p.s = 2, p.dilation_h = p.dilation_w = 2;
+  EXPECT_EQ(p.p(), 2);
+  EXPECT_EQ(p.q(), 2);
+  Pool2dProblem large;
+  large.h = large.w = 32, large.r = large.s = 5, large.stride_h = large.stride_w = 3, large.ceil_mode = true;
+  large.dilation_h = 2;
+  EXPECT_EQ(large.p(), 9);
+  EXPECT_EQ(large.q(), 10);  // undilated: (32 - 5) / 3 rounded up, plus 1
+  large.ceil_mode = false;
+  EXPECT_EQ(large.p(), 8);
+  EXPECT_THAT(large.Validate(), IsOk());
+  Pool2dProblem undilated = large;
+  undilated.dilation_h = 1;
+  EXPECT_NE(undilated, large);
+  EXPECT_NE(absl::Hash<Pool2dProblem>{}(undilated), absl::Hash<Pool2dProblem>{}(large));
+  EXPECT_THAT(large.ToString(), HasSubstr("dilation=2,1"));
+  EXPECT_THAT(undilated.ToString(), Not(HasSubstr("dilation")));  // undilated keys are as before
+  // Padding up to the dilated window's extent is allowed; a window whose taps all miss the input is not.
+  Pool2dProblem sparse;
+  sparse.h = 1, sparse.w = 6, sparse.r = 2, sparse.dilation_h = 3, sparse.pad_top = 1, sparse.pad_bottom = 2;
+  EXPECT_EQ(sparse.p(), 1);  // taps at rows -1 and 2 of a 1-row input
+  EXPECT_THAT(sparse.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no tap inside")));
+  sparse.dilation_w = 0;
+  EXPECT_THAT(sparse.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dilation_w")));
+}
+
+// PoolTapsAlong against counting every tap, over random windows.
+TEST(PoolWindowTest, TapsMatchCountingEveryTap) {
+  std::mt19937 rng(std::random_device{}());
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int taps = 1 + int(rng() % 6), dilation = 1 + int(rng() % 4), extent = 1 + int(rng() % 12);
+    const int pad_begin = int(rng() % 5), pad_end = int(rng() % 5);
+    const int start = -pad_begin + int(rng() % (extent + pad_begin + 1));
+    int first = -1, count = 0, padded = 0;
+    for (int i = 0; i < taps; ++i) {
+      const int at = start + i * dilation;
+      if (at < extent + pad_end) ++padded;
+      if (at < 0 || at >= extent) continue;
+      if (first < 0) first = at;
+      ++count;
+    }
+    const PoolTaps t = PoolTapsAlong(start, taps, dilation, extent, pad_end);
+    SCOPED_TRACE(::testing::Message() << "start " << start << " taps " << taps << " dilation " << dilation
+                                      << " extent " << extent << " pad_end " << pad_end);
+    EXPECT_EQ(t.count, count);
+    EXPECT_EQ(t.padded, padded);
+    if (count > 0) {
+      EXPECT_EQ(t.first, first);
+    }
+  }
 }
 
 TEST(ProblemsTest, ConcatChannelsAreKeyed) {

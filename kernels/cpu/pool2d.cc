@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/common/pool_window.h"
 #include "kernels/cpu/convert_element.h"
 #include "kernels/registry/registry.h"
 
@@ -11,20 +12,23 @@ namespace {
 
 constexpr int kChannelBlock = 64;
 
-// The input window of output (oy, ox), clipped to the input, and the average's divisor.
+// The taps of output (oy, ox) inside the input, rows then columns, and the average's divisor.
 struct Window {
-  int y0, y1, x0, x1;
-  float inverse_divisor;
+  PoolTaps rows, cols;
+  int dilation_h = 1, dilation_w = 1;
+  float inverse_divisor = 1.0f;
 };
 
 Window WindowAt(const Pool2dProblem& p, int oy, int ox) {
+  Window win;
   if (p.mode == PoolMode::kGlobalAverage || p.mode == PoolMode::kGlobalMax) {
-    return {0, p.h, 0, p.w, 1.0f / (static_cast<float>(p.h) * p.w)};
+    win.rows = {0, p.h, p.h}, win.cols = {0, p.w, p.w};
+  } else {
+    win.rows = PoolTapsAlong(oy * p.stride_h - p.pad_top, p.r, p.dilation_h, p.h, p.pad_bottom);
+    win.cols = PoolTapsAlong(ox * p.stride_w - p.pad_left, p.s, p.dilation_w, p.w, p.pad_right);
+    win.dilation_h = p.dilation_h, win.dilation_w = p.dilation_w;
   }
-  const int py0 = oy * p.stride_h - p.pad_top, px0 = ox * p.stride_w - p.pad_left;
-  const int py1 = std::min(py0 + p.r, p.h + p.pad_bottom), px1 = std::min(px0 + p.s, p.w + p.pad_right);
-  Window win{std::max(py0, 0), std::min(py1, p.h), std::max(px0, 0), std::min(px1, p.w), 0.0f};
-  const int count = p.count_include_pad ? (py1 - py0) * (px1 - px0) : (win.y1 - win.y0) * (win.x1 - win.x0);
+  const int count = p.count_include_pad ? win.rows.padded * win.cols.padded : win.rows.count * win.cols.count;
   win.inverse_divisor = 1.0f / static_cast<float>(count);
   return win;
 }
@@ -39,35 +43,57 @@ void PoolPlane(const Pool2dProblem& p, const typename S::T* x, typename S::T* y)
     for (int ox = 0; ox < p.q(); ++ox) {
       const Window win = WindowAt(p, oy, ox);
       float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
-      for (int iy = win.y0; iy < win.y1; ++iy)
-        for (int ix = win.x0; ix < win.x1; ++ix) {
-          const float v = S::Load(x, int64_t{iy} * p.w + ix);
+      for (int ty = 0; ty < win.rows.count; ++ty) {
+        const int iy = win.rows.first + ty * win.dilation_h;
+        for (int tx = 0; tx < win.cols.count; ++tx) {
+          const float v = S::Load(x, int64_t{iy} * p.w + win.cols.first + tx * win.dilation_w);
           acc = is_max ? std::max(acc, v) : acc + v;
         }
+      }
       S::Store(y, int64_t{oy} * p.q() + ox, is_max ? acc : acc * win.inverse_divisor);
     }
   }
 }
 
-// NHWC: output pixel (n, oy, ox), channels [c0, c0 + width).
+// Where the channels of one pixel lie in a channel-innermost layout, in elements: pixel (n, iy, ix) of channel block
+// b starts at n * image + iy * row + ix * pixel + b * block and holds `width` contiguous channels (fewer in the last
+// block). NHWC: blocks of 64 channels of [N, H, W, C]; NCHW8c: the 8-channel blocks of [N, C/8, H, W, 8].
+struct ChannelBlocks {
+  int64_t image, row, pixel, block;
+  int width;
+};
+
+ChannelBlocks ChannelBlocksOf(Layout layout, int c, int h, int w) {
+  if (layout == Layout::kNCHW8c) {
+    const int64_t b = kLayoutChannelBlock;
+    return {int64_t{c} * h * w, w * b, b, int64_t{h} * w * b, kLayoutChannelBlock};
+  }
+  return {int64_t{h} * w * c, int64_t{w} * c, c, kChannelBlock, kChannelBlock};
+}
+
+// Output pixel (n, oy, ox) of channel block `block` (`width` channels).
 template <typename S>
-void PoolPixelBlock(const Pool2dProblem& p, const typename S::T* x, typename S::T* y, int n, int oy, int ox, int c0,
-                    int width) {
+void PoolPixelBlock(const Pool2dProblem& p, const typename S::T* x, typename S::T* y, const ChannelBlocks& in,
+                    const ChannelBlocks& out, int n, int oy, int ox, int block, int width) {
   const bool is_max = IsMax(p.mode);
   const Window win = WindowAt(p, oy, ox);
   float acc[kChannelBlock];
   std::fill(acc, acc + width, is_max ? -std::numeric_limits<float>::infinity() : 0.0f);
-  for (int iy = win.y0; iy < win.y1; ++iy)
-    for (int ix = win.x0; ix < win.x1; ++ix) {
-      const typename S::T* in = x + ((int64_t{n} * p.h + iy) * p.w + ix) * p.c + c0;  // x[n, iy, ix, c0:]
+  const typename S::T* image = x + n * in.image + block * in.block;  // x[n, :, :, block's channels]
+  for (int ty = 0; ty < win.rows.count; ++ty) {
+    const int iy = win.rows.first + ty * win.dilation_h;
+    for (int tx = 0; tx < win.cols.count; ++tx) {
+      const int ix = win.cols.first + tx * win.dilation_w;
+      const typename S::T* tap = image + iy * in.row + ix * in.pixel;  // x[n, iy, ix, block's channels]
       if (is_max) {
-        for (int c = 0; c < width; ++c) acc[c] = std::max(acc[c], S::Load(in, c));
+        for (int c = 0; c < width; ++c) acc[c] = std::max(acc[c], S::Load(tap, c));
       } else {
-        for (int c = 0; c < width; ++c) acc[c] += S::Load(in, c);
+        for (int c = 0; c < width; ++c) acc[c] += S::Load(tap, c);
       }
     }
-  typename S::T* out = y + ((int64_t{n} * p.p() + oy) * p.q() + ox) * p.c + c0;  // y[n, oy, ox, c0:]
-  for (int c = 0; c < width; ++c) S::Store(out, c, is_max ? acc[c] : acc[c] * win.inverse_divisor);
+  }
+  typename S::T* pixel = y + n * out.image + block * out.block + oy * out.row + ox * out.pixel;  // y[n, oy, ox, :]
+  for (int c = 0; c < width; ++c) S::Store(pixel, c, is_max ? acc[c] : acc[c] * win.inverse_divisor);
 }
 
 template <typename S>
@@ -79,26 +105,22 @@ void PoolKernel(const Pool2dProblem& p, const typename S::T* x, typename S::T* y
     });
     return;
   }
-  const int blocks = (p.c + kChannelBlock - 1) / kChannelBlock;
+  const ChannelBlocks in = ChannelBlocksOf(p.layout, p.c, p.h, p.w), out = ChannelBlocksOf(p.layout, p.c, p.p(), p.q());
+  const int blocks = (p.c + in.width - 1) / in.width;
   pool.ParallelFor(int64_t{p.n} * p.p() * p.q() * blocks, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {  // item = ((n * P + oy) * Q + ox) * blocks + block
       const int block = static_cast<int>(item % blocks);
       const int64_t pixel = item / blocks;
       const int ox = static_cast<int>(pixel % p.q()), oy = static_cast<int>(pixel / p.q() % p.p());
       const int n = static_cast<int>(pixel / (int64_t{p.q()} * p.p()));
-      const int c0 = block * kChannelBlock;
-      PoolPixelBlock<S>(p, x, y, n, oy, ox, c0, std::min(kChannelBlock, p.c - c0));
+      PoolPixelBlock<S>(p, x, y, in, out, n, oy, ox, block, std::min(in.width, p.c - block * in.width));
     }
   });
 }
 
 }  // namespace
 
-absl::Status CpuPool2dAlgorithm::CanImplement(const Pool2dProblem& problem) const {
-  if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
-  if (problem.layout == Layout::kNCHW8c) return absl::UnimplementedError("cpu.pool2d.direct takes NCHW and NHWC only");
-  return absl::OkStatus();
-}
+absl::Status CpuPool2dAlgorithm::CanImplement(const Pool2dProblem& problem) const { return problem.Validate(); }
 
 absl::Status CpuPool2dAlgorithm::Run(const Pool2dProblem& p, const Pool2dArgs& args, Workspace,
                                      const ExecutionContext& context) const {

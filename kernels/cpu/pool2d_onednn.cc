@@ -76,6 +76,10 @@ absl::Status Pool2dOnednn<kLayout>::CanImplement(const Pool2dProblem& p) const {
   if (p.layout != kLayout) {
     return absl::UnimplementedError(absl::StrCat(name(), " takes ", LayoutName(kLayout), " only"));
   }
+  if (p.dilation_h != 1 || p.dilation_w != 1) {
+    // oneDNN 2.6 has dilation only in its pooling_v2 primitive, which this algorithm does not build.
+    return absl::UnimplementedError(absl::StrCat(name(), ": dilated windows run on cpu.pool2d.direct"));
+  }
   if (p.mode == PoolMode::kAverage && p.count_include_pad && p.ceil_mode &&
       ((p.p() - 1) * p.stride_h + p.r > p.h + p.pad_top + p.pad_bottom ||
        (p.q() - 1) * p.stride_w + p.s > p.w + p.pad_left + p.pad_right)) {

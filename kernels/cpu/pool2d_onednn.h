@@ -2,7 +2,8 @@
 // global max, FP32 (and BF16 where the CPU has a BF16 kernel), in NCHW, NHWC and the blocked NCHW8c layout. One
 // algorithm per layout: "cpu.pool2d.onednn_nchw", "_nhwc", "_nchw8c". Ceil mode becomes extra bottom/right padding;
 // the one PyTorch rule oneDNN does not share (with count_include_pad, a ceil-mode window that runs past the padded
-// input divides by the clipped window) is declined. The primitive is made once per problem by Prepare.
+// input divides by the clipped window) is declined, as are dilated windows (cpu.pool2d.direct takes those). The
+// primitive is made once per problem by Prepare.
 #ifndef CONVOY_KERNELS_CPU_POOL2D_ONEDNN_H_
 #define CONVOY_KERNELS_CPU_POOL2D_ONEDNN_H_
 

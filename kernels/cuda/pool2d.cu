@@ -1,15 +1,18 @@
 // CUDA 2-D pooling, FP32/FP16/BF16 (accumulated in FP32), NCHW and NHWC. Two algorithms:
 //
-//   cuda.pool2d.direct         max / average windows (asymmetric padding, stride, ceil mode, count_include_pad) and
-//                              the global modes; one thread per output element, writes coalesced in either layout.
+//   cuda.pool2d.direct         max / average windows (asymmetric padding, stride, dilation, ceil mode,
+//                              count_include_pad) and the global modes; one thread per output element, writes
+//                              coalesced in either layout.
 //   cuda.pool2d.global_reduce  global average / max: NCHW one warp per (n, c) plane, lanes striding over the plane
 //                              and combined with __shfl_xor_sync; NHWC one thread per (n, c) walking the pixels
 //                              (neighbouring threads read neighbouring channels). Preferred for the global modes.
 //
-// Windows follow PyTorch: the divisor with count_include_pad is the window clipped to the padded input.
+// Windows follow PyTorch: the divisor with count_include_pad is the taps inside the padded input; the taps of a window
+// come from kernels/common/pool_window.h, as the CPU algorithm's.
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/common/pool_window.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/registry/registry.h"
 
@@ -19,7 +22,7 @@ namespace {
 struct Pool2dParams {
   int64_t count;  // output elements: n * c * p * q
   int channels, h, w, p, q;
-  int r, s, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right;
+  int r, s, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w;
   bool is_max, count_include_pad, channels_last;
 };
 
@@ -44,20 +47,21 @@ __global__ void __launch_bounds__(kElementwiseThreads)
       c = static_cast<int>(rest % p.channels), rest /= p.channels;
     }
     const int64_t n = rest;
-    // The window in padded coordinates clipped to the padded input (count_include_pad divisor), then to the input.
-    const int py0 = oy * p.stride_h - p.pad_top, px0 = ox * p.stride_w - p.pad_left;
-    const int py1 = std::min(py0 + p.r, p.h + p.pad_bottom), px1 = std::min(px0 + p.s, p.w + p.pad_right);
-    const int y0 = std::max(py0, 0), y1 = std::min(py1, p.h), x0 = std::max(px0, 0), x1 = std::min(px1, p.w);
+    // The window's taps inside the input, and inside the padded input (count_include_pad divisor).
+    const PoolTaps rows = PoolTapsAlong(oy * p.stride_h - p.pad_top, p.r, p.dilation_h, p.h, p.pad_bottom);
+    const PoolTaps cols = PoolTapsAlong(ox * p.stride_w - p.pad_left, p.s, p.dilation_w, p.w, p.pad_right);
     float acc = p.is_max ? -INFINITY : 0.0f;
-    for (int yy = y0; yy < y1; ++yy) {
-      for (int xx = x0; xx < x1; ++xx) {
+    for (int ty = 0; ty < rows.count; ++ty) {
+      const int yy = rows.first + ty * p.dilation_h;  // input row
+      for (int tx = 0; tx < cols.count; ++tx) {
+        const int xx = cols.first + tx * p.dilation_w;  // input column
         const int64_t source = p.channels_last ? ((n * p.h + yy) * p.w + xx) * p.channels + c
                                                : ((n * p.channels + c) * p.h + yy) * p.w + xx;
         acc = Combine(acc, ElementToFloat(x[source]), p.is_max);
       }
     }
     if (!p.is_max) {
-      const int divisor = p.count_include_pad ? (py1 - py0) * (px1 - px0) : (y1 - y0) * (x1 - x0);
+      const int divisor = p.count_include_pad ? rows.padded * cols.padded : rows.count * cols.count;
       acc /= static_cast<float>(divisor);
     }
     y[i] = FloatToElement<T>(acc);
@@ -130,6 +134,7 @@ bool IsGlobal(const Pool2dProblem& problem) {
 absl::Status CheckPoolProblem(const Pool2dProblem& problem) {
   if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
   if (!IsFloatingPoint(problem.dtype)) return absl::UnimplementedError("pool2d: FP32, FP16 or BF16 only");
+  if (problem.layout == Layout::kNCHW8c) return absl::UnimplementedError("pool2d: NCHW and NHWC only");
   return absl::OkStatus();
 }
 
@@ -151,6 +156,7 @@ class CudaPool2dDirect final : public Pool2dAlgorithm {
     params.r = global ? problem.h : problem.r;
     params.s = global ? problem.w : problem.s;
     params.stride_h = problem.stride_h, params.stride_w = problem.stride_w;
+    params.dilation_h = global ? 1 : problem.dilation_h, params.dilation_w = global ? 1 : problem.dilation_w;
     params.pad_top = global ? 0 : problem.pad_top, params.pad_bottom = global ? 0 : problem.pad_bottom;
     params.pad_left = global ? 0 : problem.pad_left, params.pad_right = global ? 0 : problem.pad_right;
     params.is_max = problem.mode == PoolMode::kMax || problem.mode == PoolMode::kGlobalMax;

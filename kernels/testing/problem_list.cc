@@ -160,6 +160,19 @@ std::vector<Pool2dProblem> Pool2dProblems() {
   p = pool(PoolMode::kAverage, 1, 4, 8, 6, 2, 2, 0);
   p.pad_bottom = 1;  // asymmetric
   AddEveryLayout(out, p, false);
+  // Dilated windows (ONNX's dilations): taps 2 apart with a stride, asymmetric dilation with padding and ceil mode
+  // (windows whose taps fall partly in the padding), and an average counting the padded taps.
+  p = pool(PoolMode::kMax, 2, 3, 9, 8, 3, 2, 1);
+  p.dilation_h = p.dilation_w = 2;
+  AddEveryLayout(out, p, true);
+  p = pool(PoolMode::kAverage, 1, 4, 10, 9, 3, 3, 2);
+  p.dilation_h = 3, p.dilation_w = 2, p.pad_bottom = 1, p.ceil_mode = true;
+  AddEveryLayout(out, p, false);
+  p.count_include_pad = true;
+  AddEveryLayout(out, p, false);
+  p = pool(PoolMode::kMax, 1, 2, 7, 11, 2, 1, 0);
+  p.s = 3, p.dilation_w = 4, p.ceil_mode = true;
+  AddEveryLayout(out, p, false);
   AddEveryLayout(out, pool(PoolMode::kGlobalAverage, 2, 6, 7, 5, 1, 1, 0), true);
   AddEveryLayout(out, pool(PoolMode::kGlobalMax, 1, 5, 4, 9, 1, 1, 0), true);
   AddEveryLayout(out, pool(PoolMode::kGlobalAverage, 3, 17, 1, 1, 1, 1, 0), false);  // 1x1 planes

@@ -73,16 +73,23 @@ TEST(ProblemListCoverageTest, ConvListCoversTheCorners) {
   EXPECT_EQ(activations.size(), AllActivations().size());
 }
 
-TEST(ProblemListCoverageTest, PoolListCoversCeilModeCountIncludePadAndGlobalModes) {
-  std::set<PoolMode> modes;
-  bool ceil = false, include_pad = false;
+TEST(ProblemListCoverageTest, PoolListCoversCeilModeCountIncludePadDilationAndGlobalModes) {
+  std::set<PoolMode> modes, dilated_modes;
+  bool ceil = false, include_pad = false, dilated_include_pad = false, asymmetric_dilation = false;
   for (const Pool2dProblem& p : Pool2dProblems()) {
     modes.insert(p.mode);
     ceil |= p.ceil_mode;
     include_pad |= p.count_include_pad;
+    if (p.dilation_h > 1 || p.dilation_w > 1) {
+      dilated_modes.insert(p.mode);
+      dilated_include_pad |= p.count_include_pad && p.ceil_mode;
+      asymmetric_dilation |= p.dilation_h != p.dilation_w;
+    }
   }
   EXPECT_EQ(modes.size(), 4u);
   EXPECT_TRUE(ceil && include_pad);
+  EXPECT_EQ(dilated_modes, (std::set<PoolMode>{PoolMode::kMax, PoolMode::kAverage}));
+  EXPECT_TRUE(dilated_include_pad && asymmetric_dilation);
 }
 
 TEST(ProblemListCoverageTest, TransposeListCoversEveryRankLayoutSwapAndElementSize) {

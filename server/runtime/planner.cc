@@ -96,6 +96,13 @@ absl::StatusOr<int> PlanBuilder::AddOutput(const std::string& name, DataType dty
   return id;
 }
 
+absl::StatusOr<int> PlanBuilder::AddIntermediate(const std::string& name, Shape shape, DataType dtype,
+                                                 Layout layout) {
+  plan_->tensors_.push_back(PlanTensor{name, std::move(shape), dtype, layout});
+  producer_.push_back(-1);
+  return static_cast<int>(plan_->tensors_.size()) - 1;
+}
+
 absl::StatusOr<int> PlanBuilder::AddAlias(const std::string& name, int source) {
   CONVOY_ASSIGN_OR_RETURN(Shape shape, graph_.ShapeOf(name));
   return AddAlias(name, source, shape.size() == 4 ? plan_->tensors_[source].layout : Layout::kNCHW);

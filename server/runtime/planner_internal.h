@@ -114,6 +114,8 @@ class PlanBuilder {
   absl::StatusOr<int> ComputeInput(const Node& node, size_t index, Layout layout);
   // A new step output for graph tensor `name`, shaped as the graph says.
   absl::StatusOr<int> AddOutput(const std::string& name, DataType dtype, Layout layout);
+  // A new step output that no graph tensor names (an op's intermediate, e.g. Gemm's transposed A), shaped `shape`.
+  absl::StatusOr<int> AddIntermediate(const std::string& name, Shape shape, DataType dtype, Layout layout);
   // A new tensor viewing `source`'s storage, registered as graph tensor `name` (in `layout`: a Transpose between
   // NHWC and NCHW order is a view of the same bytes).
   absl::StatusOr<int> AddAlias(const std::string& name, int source);

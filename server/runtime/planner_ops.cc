@@ -145,10 +145,6 @@ absl::Status PlanPool2d(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<Pool2dAttrs>();
   CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
   CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
-  if (!a.global && (a.window.dilation_h != 1 || a.window.dilation_w != 1)) {
-    return b.NodeError(node, absl::StrCat("dilated pooling (", a.window.dilation_h, "x", a.window.dilation_w,
-                                          ") is not supported"));
-  }
   PoolMode mode = a.kind == PoolKind::kMax ? PoolMode::kMax : PoolMode::kAverage;
   if (a.global) mode = a.kind == PoolKind::kMax ? PoolMode::kGlobalMax : PoolMode::kGlobalAverage;
   auto problem_in = [&b, a, mode](int x, int batch, Layout layout) {
@@ -161,6 +157,7 @@ absl::Status PlanPool2d(PlanBuilder& b, const Node& node) {
       p.pad_top = int(a.window.pad_top), p.pad_bottom = int(a.window.pad_bottom);
       p.pad_left = int(a.window.pad_left), p.pad_right = int(a.window.pad_right);
       p.stride_h = int(a.window.stride_h), p.stride_w = int(a.window.stride_w);
+      p.dilation_h = int(a.window.dilation_h), p.dilation_w = int(a.window.dilation_w);
       p.ceil_mode = a.ceil_mode, p.count_include_pad = a.count_include_pad;
     }
     p.dtype = b.compute_dtype(), p.layout = layout;
@@ -394,27 +391,74 @@ absl::Status PlanSoftmax(PlanBuilder& b, const Node& node) {
   return b.AddKernelStep<SoftmaxOp>(node.name, {x}, {y}, problem_for, bind);
 }
 
+namespace {
+
+// How a Pad of any rank runs as the kernel's [N,C,H,W] pad of H and W. An image whose padded axes are among H and W
+// pads in the plan's layout. Otherwise the row-major tensor is viewed as [outer, 1, H, W] around its padded axes:
+// one padded axis `a` is H (outer = the axes before it, W = the product of those after it: whole rows are padded,
+// reflected or repeated), or the last two axes are H and W. `h_axis` is -1 for the image form.
+struct PadView {
+  int h_axis = -1;
+  bool pads_w = false;  // the axis after h_axis (the last one) is padded too
+};
+
+absl::StatusOr<PadView> PadViewOf(PlanBuilder& b, const Node& node, const Shape& shape,
+                                  const std::vector<int64_t>& pads) {
+  const size_t rank = shape.size();
+  std::vector<size_t> axes;  // the padded (or cropped) axes
+  for (size_t d = 0; d < rank && pads.size() == 2 * rank; ++d) {
+    if (pads[d] != 0 || pads[d + rank] != 0) axes.push_back(d);
+  }
+  if (pads.size() != 2 * rank) {
+    return b.NodeError(node, absl::StrCat(pads.size(), " pad values for input ", ShapeToString(shape)));
+  }
+  PadView view;
+  if (rank == 4 && std::all_of(axes.begin(), axes.end(), [](size_t d) { return d >= 2; })) return view;
+  if (axes.empty()) {
+    view.h_axis = static_cast<int>(rank) - 1;  // a copy
+  } else if (axes.size() == 1) {
+    view.h_axis = static_cast<int>(axes[0]);
+  } else if (axes.size() == 2 && axes[0] + 1 == axes[1] && axes[1] == rank - 1) {
+    view.h_axis = static_cast<int>(axes[0]), view.pads_w = true;
+  } else {
+    return b.NodeError(node, absl::StrCat("pads axes [", absl::StrJoin(axes, ","), "] of the rank-", rank, " input ",
+                                          ShapeToString(shape), "; the kernel pads one axis, or the last two"));
+  }
+  return view;
+}
+
+}  // namespace
+
 absl::Status PlanPad(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<PadAttrs>();
-  CONVOY_ASSIGN_OR_RETURN(int x, b.ComputeInput(node, 0));
-  CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
-  const auto& pads = a.pads;  // [n, c, h, w] begins, then ends; negative ones crop
-  if (pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5]) {
-    return b.NodeError(node, "only padding (or cropping) of H and W is supported");
-  }
-  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), b.layout()));
-  const PadMode mode = a.mode;
+  const auto& pads = a.pads;  // every axis's begin, then every axis's end; negative ones crop
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
+  const Shape shape = b.tensor(x).shape;
+  const int rank = static_cast<int>(shape.size());
+  CONVOY_ASSIGN_OR_RETURN(const PadView view, PadViewOf(b, node, shape, pads));
+  const Layout layout = view.h_axis < 0 ? b.layout() : Layout::kNCHW;
+  CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0, layout));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), layout));
+  const convoy::PadMode mode = a.mode == PadMode::kReflect ? convoy::PadMode::kReflect
+                               : a.mode == PadMode::kEdge  ? convoy::PadMode::kEdge
+                                                           : convoy::PadMode::kConstant;
   const float value = a.value;
-  auto problem_for = [&b, x, pads, mode, value](int batch) {
-    const ImageDims d = b.Dims(x, batch);
+  auto problem_for = [&b, x, pads, rank, view, layout, mode, value](int batch) {
     PadProblem p;
-    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
-    p.pad_top = int(pads[2]), p.pad_left = int(pads[3]), p.pad_bottom = int(pads[6]), p.pad_right = int(pads[7]);
-    p.mode = mode == PadMode::kReflect ? convoy::PadMode::kReflect
-             : mode == PadMode::kEdge  ? convoy::PadMode::kEdge
-                                       : convoy::PadMode::kConstant;
-    p.value = value;
-    p.dtype = b.compute_dtype(), p.layout = b.layout();
+    if (view.h_axis < 0) {
+      const ImageDims d = b.Dims(x, batch);
+      p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
+      p.pad_top = int(pads[2]), p.pad_left = int(pads[3]), p.pad_bottom = int(pads[6]), p.pad_right = int(pads[7]);
+    } else {
+      const Shape dims = b.tensor(x).Dims(batch);
+      const int h = view.h_axis;
+      p.n = int(NumElements(Shape(dims.begin(), dims.begin() + h))), p.c = 1, p.h = int(dims[h]);
+      p.w = int(NumElements(Shape(dims.begin() + h + 1, dims.end())));
+      p.pad_top = int(pads[h]), p.pad_bottom = int(pads[h + rank]);
+      if (view.pads_w) p.pad_left = int(pads[h + 1]), p.pad_right = int(pads[h + 1 + rank]);
+    }
+    p.mode = mode, p.value = value;
+    p.dtype = b.compute_dtype(), p.layout = layout;
     return p;
   };
   auto bind = [x, y](TensorPointers t) { return PadArgs{t[x], t[y]}; };
@@ -740,29 +784,81 @@ absl::Status PlanBinary(PlanBuilder& b, const Node& node) {
   return b.AddKernelStep<BinaryElementwiseOp>(node.name, inputs, {y}, problem_for, bind);
 }
 
-// beta * C as a per-column bias of [M, N], or an error when C varies along M.
-absl::StatusOr<std::vector<float>> GemmBias(PlanBuilder& b, const Node& node, const Tensor& c, float beta,
-                                            int64_t n) {
-  const int64_t count = NumElements(c.shape);
-  const bool rows_broadcast = c.shape.size() < 2 || c.shape[0] == 1;
-  if (!rows_broadcast || (count != 1 && count != n)) {
-    return b.NodeError(node, absl::StrCat("bias ", ShapeToString(c.shape), " must be a scalar, [", n, "] or [1,", n,
-                                          "] for the kernel's per-column bias"));
+namespace {
+
+// Gemm's beta * C in the kernel's epilogue: a per-column bias [N] when C is the same for every row (a scalar, [N],
+// [1,N], [1,1]); otherwise (C [M,N] or [M,1]) C broadcast to [M, N] as the residual added before the activation,
+// which needs a static M (a row count that does not grow with the batch).
+struct GemmBiasOperand {
+  const float* columns = nullptr;
+  const void* matrix = nullptr;
+};
+
+absl::StatusOr<GemmBiasOperand> GemmBias(PlanBuilder& b, const Node& node, const Tensor& c, float beta,
+                                         const Shape& a_rows, int64_t n) {
+  const Shape& s = c.shape;
+  const int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.empty() ? 1 : s.back();
+  if (s.size() > 2 || (cols != 1 && cols != n)) {
+    return b.NodeError(node, absl::StrCat("bias ", ShapeToString(s), " does not broadcast to [M,", n, "]"));
   }
-  std::vector<float> bias(n);
-  for (int64_t j = 0; j < n; ++j) bias[j] = beta * c.data[count == 1 ? 0 : j];
-  return bias;
+  GemmBiasOperand operand;
+  if (rows == 1) {
+    std::vector<float> bias(n);
+    for (int64_t j = 0; j < n; ++j) bias[j] = beta * c.data[cols == 1 ? 0 : j];
+    CONVOY_ASSIGN_OR_RETURN(const void* p, b.UploadFloats(bias));
+    operand.columns = static_cast<const float*>(p);
+    return operand;
+  }
+  const int64_t m = NumElements(a_rows);
+  if (std::count(a_rows.begin(), a_rows.end(), kBatch) > 0 || m != rows) {
+    return b.NodeError(node, absl::StrCat("bias ", ShapeToString(s), " varies along M, so A's rows ",
+                                          ShapeToString(a_rows), " must be ", rows, " static rows"));
+  }
+  Tensor matrix{{m, n}, std::vector<float>(m * n)};
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) matrix.data[i * n + j] = beta * c.data[i * cols + (cols == 1 ? 0 : j)];
+  }
+  CONVOY_ASSIGN_OR_RETURN(operand.matrix, b.Upload(matrix, b.compute_dtype(), Layout::kNCHW));
+  return operand;
 }
 
+// Gemm's transA: A [K, M] transposed to [M, K] by a Transpose step on the row-major matrix. K must be static (it
+// cannot be the batch axis).
+absl::StatusOr<int> TransposedA(PlanBuilder& b, const Node& node, int x) {
+  const Shape s = b.tensor(x).shape;
+  if (s.size() != 2 || s[0] == kBatch) {
+    return b.NodeError(node, absl::StrCat("transA needs a 2-D A [K, M] with a static K, got ", ShapeToString(s)));
+  }
+  CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
+  CONVOY_ASSIGN_OR_RETURN(int t, b.AddIntermediate(absl::StrCat(node.name, "/A_transposed"), {s[1], s[0]},
+                                                   b.compute_dtype(), Layout::kNCHW));
+  const DataType dtype = b.compute_dtype();
+  auto problem_for = [s, dtype](int) {
+    TransposeProblem p;
+    p.dims = s;
+    p.perm = {1, 0};
+    p.dtype = dtype;
+    return p;
+  };
+  auto bind = [x, t](TensorPointers tensors) { return TransposeArgs{tensors[x], tensors[t]}; };
+  CONVOY_RETURN_IF_ERROR(b.AddKernelStep<TransposeOp>(absl::StrCat(node.name, "/transpose_a"), {x}, {t},
+                                                      problem_for, bind));
+  return t;
+}
+
+}  // namespace
+
 // A [M, K] by a constant B: one GEMM step. An N-D A [..., M, K] (MatMul; row-major, so NCHW-order) is one GEMM of
-// its flattened rows by a 2-D B, or one step per matrix by a B with A's leading dims.
+// its flattened rows by a 2-D B, or one step per matrix by a B with A's leading dims. transA adds a Transpose step
+// before; a bias that varies along M rides in the epilogue as a constant residual (GemmBias).
 absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<GemmAttrs>();
-  if (a.transpose_a) return b.NodeError(node, "transpose_a is not supported (the activation must be [M, K])");
   CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
   const size_t rank = b.tensor(x).shape.size();
   if (rank < 2) return b.NodeError(node, absl::StrCat("A must be [..., M, K], got ", ShapeToString(b.tensor(x).shape)));
-  if (rank == 2) {
+  if (a.transpose_a) {
+    CONVOY_ASSIGN_OR_RETURN(x, TransposedA(b, node, x));
+  } else if (rank == 2) {
     CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0));
   } else {
     CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), Layout::kNCHW));
@@ -785,34 +881,38 @@ absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
     CONVOY_ASSIGN_OR_RETURN(const void* w, b.Upload(packed, b.compute_dtype(), Layout::kNCHW));
     packed_weights.push_back(w);
   }
-  const float* bias = nullptr;
+  GemmBiasOperand bias_operand;
   if (a.has_bias && a.beta != 0.0f) {
     CONVOY_ASSIGN_OR_RETURN(const Tensor* c, b.Constant(node, 2));
-    CONVOY_ASSIGN_OR_RETURN(std::vector<float> values, GemmBias(b, node, *c, a.beta, n));
-    CONVOY_ASSIGN_OR_RETURN(const void* p, b.UploadFloats(values));
-    bias = static_cast<const float*>(p);
+    const Shape& xs = b.tensor(x).shape;
+    CONVOY_ASSIGN_OR_RETURN(bias_operand, GemmBias(b, node, *c, a.beta, Shape(xs.begin(), xs.end() - 1), n));
   }
+  const float* bias = bias_operand.columns;
+  const void* matrix_bias = bias_operand.matrix;
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), Layout::kNCHW));
   const bool tf32 = b.options().precision == Precision::kTf32;
   const size_t element = DataTypeSize(b.compute_dtype());
   for (int64_t mat = 0; mat < matrices; ++mat) {
     // One shared B: every row of A ([..., M, K] flattened) in one GEMM; else matrix `mat` of A (static dims).
     const convoy::Activation activation = KernelActivation(a.activation);
-  auto problem_for = [&b, x, n, k, bias, tf32, matrices, activation](int batch) {
+  auto problem_for = [&b, x, n, k, bias, matrix_bias, tf32, matrices, activation](int batch) {
       const Shape dims = b.tensor(x).Dims(batch);
       GemmProblem p;
       p.m = int(matrices == 1 ? NumElements(Shape(dims.begin(), dims.end() - 1)) : dims[dims.size() - 2]);
       p.n = int(n), p.k = int(k);
       p.dtype = b.compute_dtype(), p.allow_tf32 = tf32;
       p.epilogue.has_bias = bias != nullptr;
+      p.epilogue.residual = matrix_bias != nullptr ? ResidualMode::kBeforeActivation : ResidualMode::kNone;
       p.epilogue.activation = activation;
       return p;
     };
     const int64_t rows = matrices == 1 ? 0 : b.tensor(x).shape[rank - 2];
     const size_t a_offset = mat * rows * k * element, y_offset = mat * rows * n * element;
     const void* w = packed_weights[mat];
-    auto bind = [x, w, bias, y, a_offset, y_offset](TensorPointers t) {
-      return GemmArgs{static_cast<const char*>(t[x]) + a_offset, w, bias, nullptr, nullptr,
+    // A matrix bias lies as the output does ([..., M, N]): matrix `mat`'s part starts at the same offset.
+    const void* residual = matrix_bias == nullptr ? nullptr : static_cast<const char*>(matrix_bias) + y_offset;
+    auto bind = [x, w, bias, residual, y, a_offset, y_offset](TensorPointers t) {
+      return GemmArgs{static_cast<const char*>(t[x]) + a_offset, w, bias, nullptr, residual,
                       static_cast<char*>(t[y]) + y_offset};
     };
     const std::string name = matrices == 1 ? node.name : absl::StrCat(node.name, "/", mat);

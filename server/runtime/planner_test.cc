@@ -10,6 +10,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
@@ -428,6 +429,73 @@ TEST(PlannerTest, LoadFailuresNameTheNodeAndTheShapes) {
                        HasSubstr("node 't' (Transpose): perm [1,0] moves the dynamic batch axis 0 of [N,12]")));
   EXPECT_THAT(BuildExecutionPlan(g, PlannerOptions()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("device is required")));
+}
+
+// Gemm's transA (a Transpose step before the GEMM) and a bias varying along M ([M,N] or [M,1]: the epilogue's
+// residual), with alpha, beta and a fused relu, against the reference in NCHW and NHWC plans.
+TEST(PlannerTest, GemmTransposesAAndAddsABiasThatVariesAlongM) {
+  for (bool transpose_a : {false, true}) {
+    for (const Shape& c_shape : {Shape{3, 5}, Shape{3, 1}, Shape{1, 5}, Shape{5}}) {
+      SCOPED_TRACE(::testing::Message() << "transA " << transpose_a << ", C " << ShapeToString(c_shape));
+      Graph g;
+      ASSERT_THAT(g.AddInput("x", transpose_a ? Shape{4, 3} : Shape{3, 4}), IsOk());  // M = 3 static rows, K = 4
+      ASSERT_THAT(g.AddConstant("w", testing::RandomTensor({5, 4}, FreshSeed())), IsOk());
+      ASSERT_THAT(g.AddConstant("c", testing::RandomTensor(c_shape, FreshSeed())), IsOk());
+      GemmAttrs gemm;
+      gemm.alpha = 0.25f, gemm.beta = 0.35f, gemm.transpose_a = transpose_a, gemm.transpose_b = true;
+      gemm.has_bias = true, gemm.activation = Activation::Relu();
+      ASSERT_THAT(g.AddNode(MakeNode("gemm", gemm, {"x", "w", "c"}, {"y"})), IsOk());
+      ASSERT_THAT(g.AddOutput("y"), IsOk());
+      ASSERT_THAT(g.Finalize(), IsOk());
+      for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+        CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(g, CpuOptions(Precision::kFp32, layout, 1)));
+        EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kTranspose), transpose_a ? 1 : 0) << plan->ToString(1);
+        EXPECT_THAT(plan->ToString(1), HasSubstr(c_shape.size() == 2 && c_shape[0] == 3 ? "residual" : "bias"));
+        ExpectPlanMatchesReference(g, plan, 1, {1e-5, 1e-5});
+      }
+    }
+  }
+}
+
+// A Pad of any rank runs as the kernel's pad of H and W: an image's H and W in the plan's layout, else one padded
+// axis (whole rows of the axes after it) or the last two axes of the row-major tensor; other axis sets name the axes.
+TEST(PlannerTest, PadOfAnyRankPadsOneAxisOrTheLastTwo) {
+  struct Case {
+    Shape x;
+    std::vector<int64_t> pads;
+    PadMode mode;
+  };
+  const Case cases[] = {
+      {{kBatch, 5, 6}, {0, 1, 2, 0, 2, -1}, PadMode::kConstant},          // [C,H,W]-like: the last two axes
+      {{kBatch, 7}, {0, 2, 0, 3}, PadMode::kReflect},                      // rank 2
+      {{kBatch, 2, 3, 4, 5}, {0, 0, 1, 0, 0, 0, 0, 2, 0, 0}, PadMode::kEdge},  // rank 5, the depth axis
+      {{kBatch, 4, 3, 3}, {0, 1, 0, 0, 0, 2, 0, 0}, PadMode::kConstant},  // an image's channels
+      {{kBatch, 4, 3, 3}, {0, 0, 1, 2, 0, 0, 2, 1}, PadMode::kReflect},   // an image's H and W
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << ShapeToString(c.x) << " pads " << absl::StrJoin(c.pads, ","));
+    Graph g;
+    ASSERT_THAT(g.AddInput("x", c.x), IsOk());
+    ASSERT_THAT(g.AddNode(MakeNode("pad", PadAttrs{c.mode, c.pads, 0.5f}, {"x"}, {"y"})), IsOk());
+    ASSERT_THAT(g.AddOutput("y"), IsOk());
+    ASSERT_THAT(g.Finalize(), IsOk());
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+      CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(g, CpuOptions(Precision::kFp32, layout, 2)));
+      EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kPad), 1) << plan->ToString(1);
+      for (int batch = 1; batch <= 2; ++batch) ExpectPlanMatchesReference(g, plan, batch, {0, 0});
+    }
+  }
+  Graph g;
+  ASSERT_THAT(g.AddInput("x", {kBatch, 2, 3, 4, 5}), IsOk());
+  ASSERT_THAT(g.AddNode(MakeNode("pad3d", PadAttrs{PadMode::kConstant, {0, 0, 1, 1, 1, 0, 0, 1, 1, 1}, 0.0f}, {"x"},
+                                 {"y"})),
+              IsOk());
+  ASSERT_THAT(g.AddOutput("y"), IsOk());
+  ASSERT_THAT(g.Finalize(), IsOk());
+  EXPECT_THAT(BuildExecutionPlan(g, CpuOptions(Precision::kFp32, Layout::kNCHW, 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'pad3d' (Pad): pads axes [2,3,4] of the rank-5 input [N,2,3,4,5]; the kernel "
+                                 "pads one axis, or the last two")));
 }
 
 TEST(PlannerTest, PrecisionNamesRoundTrip) {

@@ -16,9 +16,10 @@ How a case becomes a Convoy model: the first graph input stays the model's input
 image tensor and keeps its weights in the model. The model then runs on Convoy's reference path (import, the
 optimization passes, the FP32 reference interpreter: `convoy run --engine=reference`), the path the importer's
 semantics are judged on. Each case that runs also runs on the CPU kernel runtime (`convoy run --device=cpu
---precision=fp32`, the CPU's default layout: NHWC with AVX-512 for models without grouped convolutions, blocked otherwise) at the same tolerance, except KERNEL_REFUSALS: cases the kernel
-library has no kernel for (dilated pooling, Gemm with transA or a matrix bias, a Pad of rank other than 4), which must fail the load with the
-listed message naming the node; when a kernel appears the case fails until it leaves that list.
+--precision=fp32`, the CPU's default layout: NHWC with AVX-512 for models without grouped convolutions, blocked
+otherwise) at the same tolerance, except KERNEL_REFUSALS: cases the kernel library has no kernel for (none at
+present), which must fail the load with the listed message naming the node; when a kernel appears the case fails
+until it leaves that list.
 """
 import collections
 import pathlib
@@ -123,21 +124,7 @@ EXCLUDED = {
 
 # Cases that run on the reference path but that the CPU kernel runtime refuses at load, with the start of its
 # message (the kernel library's gaps, for its owners; docs/model_formats.md counts them).
-KERNEL_REFUSALS = {
-    "test_averagepool_2d_dilations": "node 'pool' (Pool2d): dilated pooling",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False": "node 'pool' (Pool2d): dilated pooling",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True": "node 'pool' (Pool2d): dilated pooling",
-    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False": "node 'pool' (Pool2d): dilated pooling",
-    "test_averagepool_3d_dilations_small": "node 'pool' (Pool2d): dilated pooling",
-    "test_center_crop_pad_crop_axes_chw_expanded": "node 'pad' (Pad): input 'x' must be",
-    "test_gemm_all_attributes": "node 'gemm' (Gemm): transpose_a is not supported",
-    "test_gemm_default_matrix_bias": "node 'gemm' (Gemm): bias [3,4] must be",
-    "test_gemm_transposeA": "node 'gemm' (Gemm): transpose_a is not supported",
-    "test_maxpool_2d_dilations": "node 'pool' (Pool2d): dilated pooling",
-    "test_maxpool_3d_dilations": "node 'pool' (Pool2d): dilated pooling",
-    "test_maxpool_3d_dilations_use_ref_impl": "node 'pool' (Pool2d): dilated pooling",
-    "test_maxpool_3d_dilations_use_ref_impl_large": "node 'pool' (Pool2d): dilated pooling",
-}
+KERNEL_REFUSALS = {}
 
 NODE_CASES = sorted((c for c in load_model_tests(kind="node") if c.model_dir), key=lambda c: c.name)
 

@@ -75,7 +75,6 @@ def check(tmp_path, model, inputs, tol=1e-5, kernel_refusal=None):
 # docs/reliability.md ("Single-op ONNX tests") for the kernel library's owners.
 BROADCAST_REFUSAL = ("cannot broadcast {} onto [N,6,5,5]: the kernel supports the same shape, [N,C,1,1], [1,C,1,1], "
                      "a scalar, and an operand whose axes other than ones are one block of the output's")
-DILATED_POOL_REFUSAL = "node 'pool' (Pool2d): dilated pooling (2x2) is not supported"
 
 
 CONV_CASES = [
@@ -113,9 +112,19 @@ def test_conv(tmp_path, attrs, bias):
 ])
 def test_pool(tmp_path, op, attrs):
     x = {"x": rand(2, 3, 9, 11)}
-    refusal = DILATED_POOL_REFUSAL if attrs.get("dilations", [1, 1]) != [1, 1] else None
-    check(tmp_path, make_model([helper.make_node(op, ["x"], ["y"], name="pool", **attrs)], x, ["y"]), x,
-          kernel_refusal=refusal)
+    check(tmp_path, make_model([helper.make_node(op, ["x"], ["y"], name="pool", **attrs)], x, ["y"]), x)
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", dict(kernel_shape=[3, 3], dilations=[2, 3], pads=[2, 1, 1, 2], strides=[2, 1], ceil_mode=1)),
+    ("AveragePool", dict(kernel_shape=[2, 3], dilations=[3, 2], pads=[1, 1, 1, 1], strides=[2, 2],
+                         count_include_pad=1)),
+    ("AveragePool", dict(kernel_shape=[3, 2], dilations=[2, 2], strides=[1, 3], ceil_mode=1)),
+])
+def test_dilated_pool_in_every_layout(tmp_path, op, attrs):
+    """Dilated windows on every kernel path; 16 channels, so the blocked NCHW8c plan pools in the blocked layout."""
+    x = {"x": rand(2, 16, 10, 11)}
+    check(tmp_path, make_model([helper.make_node(op, ["x"], ["y"], name="pool", **attrs)], x, ["y"], opset=19), x)
 
 
 @pytest.mark.parametrize("op,shape,attrs", [
@@ -224,6 +233,30 @@ def test_flatten_gemm_matmul_softmax(tmp_path):
              helper.make_node("Softmax", ["mm"], ["y"], axis=-1)]
     x = {"x": rand(3, 3, 4, 4)}
     check(tmp_path, make_model(nodes, x, ["y"], inits), x)
+
+
+@pytest.mark.parametrize("trans_a", [0, 1])
+@pytest.mark.parametrize("c_shape", [(5, 6), (5, 1), (1, 6)])
+def test_gemm_trans_a_and_a_bias_varying_along_m(tmp_path, trans_a, c_shape):
+    """transA (a Transpose step on the kernels) and C of [M,N] or [M,1] (the GEMM epilogue's residual): A's 5 rows
+    are static, so the model has no dynamic batch."""
+    inits = [("w", rand(6, 7)), ("c", rand(*c_shape))]
+    node = helper.make_node("Gemm", ["a", "w", "c"], ["y"], transA=trans_a, transB=1, alpha=0.75, beta=1.5)
+    x = {"a": rand(7, 5) if trans_a else rand(5, 7)}
+    check(tmp_path, make_model([node], x, ["y"], inits, dynamic_batch=False), x)
+
+
+@pytest.mark.parametrize("shape,pads,mode", [
+    ((2, 3, 8, 6), [0, 0, 1, 2, 0, 0, 2, -1], "constant"),  # [N,C,H,W] padded on its last two axes, from opset 13
+    ((2, 5, 9), [0, 0, 2, 0, 0, 3], "reflect"),               # rank 3, the last axis
+    ((2, 3, 4, 5, 6), [0, 0, 1, 0, 0, 0, 0, 2, 0, 0], "edge"),  # rank 5, the depth axis (whole H*W planes)
+    ((2, 6, 4, 4), [0, 2, 0, 0, 0, 1, 0, 0], "constant"),     # an image's channels
+])
+def test_pad_of_any_rank(tmp_path, shape, pads, mode):
+    inits = [("pads", I64(*pads)), ("v", np.array(0.25, np.float32))]
+    node = helper.make_node("Pad", ["x", "pads", "v"], ["y"], mode=mode)
+    x = {"x": rand(*shape)}
+    check(tmp_path, make_model([node], x, ["y"], inits, opset=13), x)
 
 
 def test_reduce_mean_keepdims(tmp_path):
@@ -459,7 +492,7 @@ def test_average_pool_dilations_from_opset_19(tmp_path, opset):
     x = {"x": rand(2, 3, 9, 11)}
     node = helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 3], dilations=[2, 2],
                             pads=[1, 1, 1, 1], strides=[1, 2])
-    check(tmp_path, make_model([node], x, ["y"], opset=opset), x, kernel_refusal=DILATED_POOL_REFUSAL)
+    check(tmp_path, make_model([node], x, ["y"], opset=opset), x)
 
 
 @pytest.mark.parametrize("opset", [19, 21])

@@ -1,4 +1,5 @@
-// Reference pool2d: max, average (PyTorch divisor rules) and the global modes, double accumulation.
+// Reference pool2d: max, average (PyTorch divisor rules) and the global modes, with dilated windows, double
+// accumulation. Written tap by tap, independently of kernels/common/pool_window.h (which the fast kernels share).
 #include <algorithm>
 #include <limits>
 
@@ -9,19 +10,31 @@
 namespace convoy::reference {
 namespace {
 
-// Pools window [y0, y1) x [x0, x1) (already clipped to the input) of image n, channel c. `divisor` is used by the
-// average modes only.
-double PoolWindow(const Pool2dProblem& p, const Pool2dArgs& args, const TensorDesc& x_desc, int n, int c, int y0,
-                  int y1, int x0, int x1, double divisor) {
+// Output (oy, ox) of image n, channel c. Window taps (py0 + i * dilation_h, px0 + j * dilation_w) inside the input
+// are pooled; with count_include_pad the average divides by the taps inside the padded input instead.
+double PoolWindow(const Pool2dProblem& p, const Pool2dArgs& args, const TensorDesc& x_desc, int n, int c, int oy,
+                  int ox) {
   const bool is_max = p.mode == PoolMode::kMax || p.mode == PoolMode::kGlobalMax;
+  const bool global = p.mode == PoolMode::kGlobalAverage || p.mode == PoolMode::kGlobalMax;
+  const int r = global ? p.h : p.r, s = global ? p.w : p.s;
+  const int dh = global ? 1 : p.dilation_h, dw = global ? 1 : p.dilation_w;
+  const int py0 = global ? 0 : oy * p.stride_h - p.pad_top, px0 = global ? 0 : ox * p.stride_w - p.pad_left;
+  const int pad_bottom = global ? 0 : p.pad_bottom, pad_right = global ? 0 : p.pad_right;
   double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-  for (int y = y0; y < y1; ++y) {
-    for (int x = x0; x < x1; ++x) {
+  int64_t inside = 0, inside_padded = 0;
+  for (int i = 0; i < r; ++i) {
+    const int y = py0 + i * dh;
+    for (int j = 0; j < s; ++j) {
+      const int x = px0 + j * dw;
+      if (y < p.h + pad_bottom && x < p.w + pad_right) ++inside_padded;  // y, x >= -pad always
+      if (y < 0 || y >= p.h || x < 0 || x >= p.w) continue;
+      ++inside;
       const double v = LoadAsFloat(args.x, p.dtype, x_desc.Offset4(n, c, y, x));
       acc = is_max ? std::max(acc, v) : acc + v;
     }
   }
-  return is_max ? acc : acc / divisor;
+  if (is_max) return acc;
+  return acc / static_cast<double>(p.count_include_pad && !global ? inside_padded : inside);
 }
 
 }  // namespace
@@ -29,25 +42,12 @@ double PoolWindow(const Pool2dProblem& p, const Pool2dArgs& args, const TensorDe
 absl::Status Pool2d(const Pool2dProblem& p, const Pool2dArgs& args) {
   CONVOY_RETURN_IF_ERROR(p.Validate());
   CONVOY_RETURN_IF_ERROR(internal::CheckNotNull(p.ToString(), {{"args.x", args.x}, {"args.y", args.y}}));
-  const bool global = p.mode == PoolMode::kGlobalAverage || p.mode == PoolMode::kGlobalMax;
   const TensorDesc x_desc = p.input_desc(), y_desc = p.output_desc();
   for (int n = 0; n < p.n; ++n) {
     for (int c = 0; c < p.c; ++c) {
       for (int oy = 0; oy < p.p(); ++oy) {
         for (int ox = 0; ox < p.q(); ++ox) {
-          double v;
-          if (global) {
-            v = PoolWindow(p, args, x_desc, n, c, 0, p.h, 0, p.w, static_cast<double>(p.h) * p.w);
-          } else {
-            // Window in padded coordinates, clipped to the padded input (the count_include_pad divisor) ...
-            const int py0 = oy * p.stride_h - p.pad_top, px0 = ox * p.stride_w - p.pad_left;
-            const int py1 = std::min(py0 + p.r, p.h + p.pad_bottom), px1 = std::min(px0 + p.s, p.w + p.pad_right);
-            // ... and to the input itself (the elements that exist).
-            const int y0 = std::max(py0, 0), y1 = std::min(py1, p.h), x0 = std::max(px0, 0), x1 = std::min(px1, p.w);
-            const double divisor =
-                p.count_include_pad ? static_cast<double>(py1 - py0) * (px1 - px0) : static_cast<double>(y1 - y0) * (x1 - x0);
-            v = PoolWindow(p, args, x_desc, n, c, y0, y1, x0, x1, divisor);
-          }
+          const double v = PoolWindow(p, args, x_desc, n, c, oy, ox);
           StoreFromFloat(args.y, p.dtype, y_desc.Offset4(n, c, oy, ox), static_cast<float>(v));
         }
       }

@@ -63,6 +63,42 @@ TEST(ReferencePool2dTest, AverageOfARampIsTheWindowCenterUnlessPaddingCounts) {
     }
 }
 
+// Dilated windows read every dilation-th element: on a ramp the max is the last tap inside the input, and with
+// count_include_pad the average divides by the taps inside the padded input (PyTorch's rule, dilated).
+TEST(ReferencePool2dTest, DilatedWindowsReadEveryDilationthElement) {
+  Pool2dProblem p;
+  p.c = 2, p.h = 9, p.w = 10, p.r = 3, p.s = 2, p.dilation_h = 3, p.dilation_w = 4, p.stride_h = 2;
+  p.pad_top = 2, p.pad_bottom = 1, p.pad_left = 1, p.ceil_mode = true;
+  const std::vector<float> x = Ramp(p);
+  const std::vector<float> max = RunPool(p, x);
+  p.mode = PoolMode::kAverage, p.count_include_pad = true;
+  const std::vector<float> mean_padded = RunPool(p, x);
+  const TensorDesc d = p.output_desc();
+  ASSERT_EQ(p.p(), 4);  // (9 + 3 - 7) / 2 rounded up, plus 1
+  ASSERT_EQ(p.q(), 7);  // 10 + 1 - 5, plus 1
+  for (int i = 0; i < p.p(); ++i)
+    for (int j = 0; j < p.q(); ++j) {
+      std::vector<int> rows, cols;  // taps inside the input
+      int padded_rows = 0, padded_cols = 0;
+      for (int t = 0; t < 3; ++t) {
+        const int y = 2 * i - 2 + 3 * t;
+        if (y >= 0 && y < 9) rows.push_back(y);
+        if (y < 10) ++padded_rows;
+      }
+      for (int t = 0; t < 2; ++t) {
+        const int x = j - 1 + 4 * t;
+        if (x >= 0 && x < 10) cols.push_back(x);
+        if (x < 10) ++padded_cols;
+      }
+      ASSERT_FALSE(rows.empty() || cols.empty());
+      EXPECT_EQ(max[d.Offset4(0, 1, i, j)], 100.0f + 10.0f * rows.back() + cols.back()) << i << "," << j;
+      double sum = 0;
+      for (int y : rows)
+        for (int x : cols) sum += 100.0 + 10.0 * y + x;
+      EXPECT_NEAR(mean_padded[d.Offset4(0, 1, i, j)], sum / (padded_rows * padded_cols), 1e-4) << i << "," << j;
+    }
+}
+
 TEST(ReferencePool2dTest, GlobalModesReduceTheWholePlane) {
   Pool2dProblem p;
   p.n = 2, p.c = 3, p.h = 5, p.w = 4, p.mode = PoolMode::kGlobalAverage, p.layout = Layout::kNHWC;
