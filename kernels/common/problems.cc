@@ -134,6 +134,14 @@ absl::Status QuantizedConv2dProblem::Validate() const {
   if (epilogue.residual == ResidualMode::kAfterActivation) {
     return Invalid(name, "a quantized residual is added before the activation only");
   }
+  if (!epilogue.scales.empty() && epilogue.scales.size() != static_cast<size_t>(k)) {
+    return Invalid(name, absl::StrCat("epilogue.scales: expected k=", k, " multipliers, got ", epilogue.scales.size()));
+  }
+  for (size_t i = 0; i < epilogue.scales.size(); ++i) {
+    if (!std::isfinite(epilogue.scales[i])) {
+      return Invalid(name, absl::StrCat("epilogue.scales[", i, "] is ", epilogue.scales[i], ", not a finite number"));
+    }
+  }
   if (c % groups != 0 || k % groups != 0) {
     return Invalid(name, absl::StrCat("groups=", groups, " must divide c=", c, " and k=", k));
   }

@@ -136,7 +136,7 @@ struct QuantizedConv2dArgs {
   const void* x = nullptr;         // input, problem.input_desc()
   const int8_t* w = nullptr;       // INT8 filter, Conv2dProblem's convention for the layout (or the packed filter)
   const int32_t* bias = nullptr;   // [K] when epilogue.has_bias
-  const float* scale = nullptr;    // [K] requantization multipliers, always
+  const float* scale = nullptr;    // [K] requantization multipliers when epilogue.scales is empty (else unread)
   const void* residual = nullptr;  // output-shaped, dst_type, when epilogue.residual != kNone
   void* y = nullptr;               // output, problem.output_desc(); may equal residual
 };

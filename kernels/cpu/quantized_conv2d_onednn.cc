@@ -1,6 +1,7 @@
 // CPU INT8 conv2d on oneDNN's convolution primitive; see quantized_conv2d_onednn.h.
 #include "kernels/cpu/quantized_conv2d_onednn.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -45,23 +46,31 @@ memory::desc UserWeightsDesc(const QuantizedConv2dProblem& p) {
   return memory::desc({g, o, i, r, s}, memory::data_type::s8, {o * i * r * s, ois[0], ois[1], ois[2], ois[3]});
 }
 
-// The requantization as post-ops, so the per-channel multipliers stay run-time operands (oneDNN 2.6 has no
-// convolution taking run-time output scales): a per-channel binary multiply, the residual sum with its scale and
-// zero point, ReLU, and for an 8-bit output a round half to even; the zero points are primitive attributes. oneDNN
-// then computes dst = saturate(round(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp)).
+// The requantization. Multipliers fixed with the problem (epilogue.scales) become the primitive's output scales,
+// which its kernels apply with one multiply while storing the accumulator; run-time multipliers (args.scale) become a
+// per-channel binary multiply post-op (oneDNN 2.6 has no convolution taking run-time output scales), which costs
+// 1.1-1.6x on ResNet-50's 1x1 layers at batch 1 (docs/performance.md). Both compute the same FP32 product
+// float(acc) + float(bias), times scale[k]. Then the post-ops: the residual sum with its scale and zero point, ReLU, and
+// for an 8-bit output a round half to even; the zero points are primitive attributes. oneDNN then computes
+// dst = saturate(round(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp)).
 // The explicit round makes the zero point's FP32 add exact: without it oneDNN rounds v + dst_zp, which differs from
 // round(v) + dst_zp (QuantizedEpilogue, onnxruntime's QLinearConv) where v lies within an FP32 ulp of 256 of a tie,
 // a few outputs in 100000, and the difference travels through a deep network's later layers.
 dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, const memory::desc& scales) {
   const QuantizedEpilogue& e = p.epilogue;
   dnnl::post_ops ops;
-  ops.append_binary(dnnl::algorithm::binary_mul, scales);
+  if (e.scales.empty()) ops.append_binary(dnnl::algorithm::binary_mul, scales);
   if (e.residual == ResidualMode::kBeforeActivation) {
     ops.append_sum(e.residual_scale, e.residual_zero_point, memory::data_type::undef);
   }
   if (e.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
   if (p.dst_type != DataType::kFloat32) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
   dnnl::primitive_attr attr = onednn::MakeAttr(ops);
+  if (!e.scales.empty()) {
+    const bool common = std::all_of(e.scales.begin(), e.scales.end(), [&](float v) { return v == e.scales[0]; });
+    // Mask bit 1: one scale per output channel (dimension 1 of the destination); 0: one for all.
+    attr.set_output_scales(common ? 0 : 1 << 1, common ? std::vector<float>{e.scales[0]} : e.scales);
+  }
   if (e.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {e.src_zero_point});
   if (e.dst_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {e.dst_zero_point});
   return attr;
@@ -166,8 +175,10 @@ absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& proble
         {DNNL_ARG_SRC, onednn::Wrap(d->src, args.x)},
         {DNNL_ARG_WEIGHTS, onednn::Wrap(d->pd.weights_desc(), args.w)},
         {DNNL_ARG_DST, onednn::Wrap(d->dst, args.y)},
-        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, onednn::Wrap(d->scales, args.scale)},
     };
+    if (problem.epilogue.scales.empty()) {
+      run_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, onednn::Wrap(d->scales, args.scale));
+    }
     if (problem.epilogue.has_bias) run_args.emplace(DNNL_ARG_BIAS, onednn::Wrap(d->bias, args.bias));
     return onednn::Execute(*state, run_args, workspace, d->pd.scratchpad_desc().get_size(), context);
   } catch (const dnnl::error& error) {

@@ -93,8 +93,11 @@ std::vector<T> RandomInts(size_t count, int lo, int hi, std::mt19937& rng) {
   return v;
 }
 
-// One problem: random data, the algorithm (filter packed, primitive prepared) against the reference.
-absl::Status Check(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& p, uint32_t seed) {
+// One problem: random data, the algorithm (filter packed, primitive prepared) against the reference. With
+// `fixed_scales` the multipliers go into the problem (epilogue.scales, as plans make it) and args.scale is null, so
+// an algorithm that still read it would fail; otherwise they come in args.scale.
+absl::Status Check(const QuantizedConv2dAlgorithm& algorithm, QuantizedConv2dProblem p, uint32_t seed,
+                   bool fixed_scales) {
   CONVOY_RETURN_IF_ERROR(algorithm.CanImplement(p));
   std::mt19937 rng(seed);
   ThreadPool pool(2);
@@ -110,6 +113,7 @@ absl::Status Check(const QuantizedConv2dAlgorithm& algorithm, const QuantizedCon
   std::uniform_real_distribution<float> jitter(0.5f, 1.5f);
   std::vector<float> scale(p.k);
   for (float& s : scale) s = static_cast<float>(jitter(rng) * 80 / spread);
+  if (fixed_scales) p.epilogue.scales = scale;
   const size_t y_bytes = static_cast<size_t>(y_count) * DataTypeSize(p.dst_type);
   const bool u8_dst = p.dst_type == DataType::kUInt8;
   std::vector<uint8_t> residual(y_bytes);
@@ -121,7 +125,8 @@ absl::Status Check(const QuantizedConv2dAlgorithm& algorithm, const QuantizedCon
   // The reference first, so the algorithm's output can be poisoned with a value differing from the expected one in
   // every element (FP32: NaN; integers: the bitwise complement): an element the algorithm leaves unwritten fails.
   std::vector<uint8_t> y_reference(y_bytes);
-  QuantizedConv2dArgs args{x.data(), w.data(), bias.data(), scale.data(), residual.data(), y_reference.data()};
+  QuantizedConv2dArgs args{x.data(), w.data(), bias.data(), fixed_scales ? nullptr : scale.data(), residual.data(),
+                           y_reference.data()};
   CONVOY_RETURN_IF_ERROR(reference::QuantizedConv2d(p, args));
   std::vector<uint8_t> y(y_bytes);
   for (size_t i = 0; i < y_bytes; ++i) y[i] = p.dst_type == DataType::kFloat32 ? 0xFF : ~y_reference[i];
@@ -162,8 +167,11 @@ TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
     for (const EpilogueCase& e : Epilogues()) {
       QuantizedConv2dProblem p = shape;
       p.src_type = e.src_type, p.dst_type = e.dst_type, p.epilogue = e.epilogue;
-      const uint32_t seed = std::random_device{}();
-      EXPECT_THAT(Check(algorithm, p, seed), IsOk()) << p.ToString() << " seed " << seed;
+      for (bool fixed_scales : {false, true}) {
+        const uint32_t seed = std::random_device{}();
+        EXPECT_THAT(Check(algorithm, p, seed, fixed_scales), IsOk())
+            << p.ToString() << (fixed_scales ? " scales fixed" : " scales in args") << " seed " << seed;
+      }
     }
   }
 }
@@ -185,6 +193,13 @@ TEST(QuantizedConv2dOnednnTest, ValidateNamesTheField) {
   p.dst_type = DataType::kFloat32;
   p.epilogue.dst_zero_point = 4;
   EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("dst zero point 4 does not fit FP32"));
+  p.dst_type = DataType::kUInt8;
+  p.epilogue.dst_zero_point = 0;
+  p.epilogue.scales.assign(7, 0.5f);
+  EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("epilogue.scales: expected k=8 multipliers, got 7"));
+  p.epilogue.scales.assign(8, 0.5f);
+  p.epilogue.scales[3] = std::nanf("");
+  EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("epilogue.scales[3] is nan, not a finite number"));
 }
 
 }  // namespace

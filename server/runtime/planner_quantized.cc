@@ -23,15 +23,15 @@ absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const Quantiz
   if (!fold.bias.empty()) {
     CONVOY_ASSIGN_OR_RETURN(bias, b.UploadBytes(fold.bias.data(), fold.bias.size() * sizeof(int32_t)));
   }
-  CONVOY_ASSIGN_OR_RETURN(const void* multipliers, b.UploadFloats(fold.multipliers));
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddQuantizedOutput(fold.output, fold.dst_type));
   auto problem_for = [&b, &a, &fold, x](int batch) {
     const ImageDims d = b.Dims(x, batch);
     return MakeQuantizedConvProblem(a, fold, d.n, d.c, d.h, d.w);
   };
-  auto bind = [x, w, bias, multipliers, y](TensorPointers t) {
-    return QuantizedConv2dArgs{t[x], static_cast<const int8_t*>(w), static_cast<const int32_t*>(bias),
-                               static_cast<const float*>(multipliers), nullptr, t[y]};
+  // The multipliers travel in the problem (MakeQuantizedConvProblem), not in the arguments.
+  auto bind = [x, w, bias, y](TensorPointers t) {
+    return QuantizedConv2dArgs{t[x], static_cast<const int8_t*>(w), static_cast<const int32_t*>(bias), nullptr,
+                               nullptr, t[y]};
   };
   return b.AddKernelStep<QuantizedConv2dOp>(node.name, {x}, {y}, problem_for, bind, w);
 }

@@ -255,6 +255,7 @@ QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const 
   p.epilogue.dst_zero_point = fold.dst_zero_point;
   p.epilogue.has_bias = !fold.bias.empty();
   p.epilogue.relu = fold.relu;
+  p.epilogue.scales = fold.multipliers;  // fixed at plan time: oneDNN builds them into the primitive
   return p;
 }
 

@@ -86,7 +86,7 @@ struct QuantizedConvAnalysis {
 // the reason it is not. Nodes with no QDQ node next to them (FP32 models) appear in no map.
 QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph);
 
-// The kernel problem of a fold at one input size (n, c, h, w of the input, NHWC).
+// The kernel problem of a fold at one input size (n, c, h, w of the input, NHWC), the multipliers fixed in it.
 QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const QuantizedConvFold& fold, int n, int c,
                                                 int h, int w);
 

@@ -43,8 +43,9 @@ absl::Status QuantizedConv2d(const QuantizedConv2dProblem& p, const QuantizedCon
   CONVOY_RETURN_IF_ERROR(p.Validate());
   const std::string name = p.ToString();
   const QuantizedEpilogue& e = p.epilogue;
-  CONVOY_RETURN_IF_ERROR(internal::CheckNotNull(
-      name, {{"args.x", args.x}, {"args.w", args.w}, {"args.scale", args.scale}, {"args.y", args.y}}));
+  CONVOY_RETURN_IF_ERROR(internal::CheckNotNull(name, {{"args.x", args.x}, {"args.w", args.w}, {"args.y", args.y}}));
+  if (e.scales.empty()) CONVOY_RETURN_IF_ERROR(internal::CheckNotNull(name, {{"args.scale", args.scale}}));
+  const float* scale = e.scales.empty() ? args.scale : e.scales.data();
   if (e.has_bias) CONVOY_RETURN_IF_ERROR(internal::CheckNotNull(name, {{"args.bias (has_bias)", args.bias}}));
   if (e.residual != ResidualMode::kNone) {
     CONVOY_RETURN_IF_ERROR(internal::CheckNotNull(name, {{"args.residual", args.residual}}));
@@ -61,7 +62,7 @@ absl::Status QuantizedConv2d(const QuantizedConv2dProblem& p, const QuantizedCon
           // Read before the store: y may alias the residual.
           const float r = e.residual == ResidualMode::kNone ? 0.0f : LoadAsFloat(args.residual, p.dst_type, y_offset);
           const int64_t acc = Accumulate(p, args, x_desc, n, k, out_y, out_x) + (e.has_bias ? args.bias[k] : 0);
-          float v = static_cast<float>(acc) * args.scale[k];
+          float v = static_cast<float>(acc) * scale[k];
           if (e.residual != ResidualMode::kNone) v += e.residual_scale * (r - static_cast<float>(e.residual_zero_point));
           if (e.relu) v = std::max(v, 0.0f);
           if (quantized_out) v = std::clamp(std::nearbyint(v) + static_cast<float>(e.dst_zero_point), qmin, qmax);
