@@ -22,13 +22,19 @@
 #include "absl/status/statusor.h"
 #include "kernels/cpu/onednn_support.h"
 #include "kernels/registry/algorithm.h"
+#include "kernels/registry/residual_in_output.h"
 
 namespace convoy::cpu {
 
 struct OnednnQuantizedConvDescriptor;
 
-class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm {
+class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm, public ResidualInOutput {
  public:
+  // The sum post-op (the residual sum, and the fused add) reads the residual from the output buffer.
+  bool AccumulatesOntoOutput(const Conv2dProblem&) const override { return false; }
+  bool AccumulatesOntoOutput(const QuantizedConv2dProblem& problem) const override {
+    return problem.epilogue.residual != ResidualMode::kNone || problem.fused_add != QuantizedFusedAdd::kNone;
+  }
   absl::string_view name() const override;
   Backend backend() const override { return Backend::kCpu; }
   absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override;
