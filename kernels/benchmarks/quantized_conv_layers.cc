@@ -1,9 +1,9 @@
 // What INT8 convolutions would buy: every conv layer of ResNet-18 and ResNet-50 (224x224, NHWC, the layer's fused
 // epilogue: bias + relu, bias, or bias + residual + relu) run by Convoy's FP32 oneDNN algorithm
 // (cpu.conv2d.onednn_nhwc) and by its INT8 one (cpu.quantized_conv2d.onednn_nhwc: UINT8 activations with zero point
-// 0 as after a ReLU, INT8 weights, INT32 bias, per-channel requantization, UINT8 output; the residual as the INT8
-// sum), through the algorithms' own CanImplement / PackFilter / Prepare / Run; the fastest of REPS runs per layer
-// after 2 warm-up runs, and the sums weighted by each layer's use count.
+// 0 as after a ReLU, INT8 weights, INT32 bias, per-channel requantization fixed in the problem as plans fix it,
+// UINT8 output; the residual as the INT8 sum), through the algorithms' own CanImplement / PackFilter / Prepare / Run;
+// the fastest of REPS runs per layer after 2 warm-up runs, and the sums weighted by each layer's use count.
 //
 //   bazel build //kernels/benchmarks:quantized_conv_layers
 //   bazel-bin/kernels/benchmarks/quantized_conv_layers BATCH THREADS REPS     # e.g. 1 1 10
@@ -86,6 +86,8 @@ const cpu::Conv2dOnednn<Layout::kNHWC> fp32;
     std::vector<int8_t> wq(w_count, 2);
     std::vector<int32_t> bias_q(l.k, 10);
     std::vector<float> multipliers(l.k, 0.01f);
+    multipliers[0] = 0.02f;  // per channel, as a QDQ file's
+    q.epilogue.scales = multipliers;  // fixed with the problem, as plans make it
     std::string fp32_impl, int8_impl;
     const double t_fp32 = TimeAlgorithm(fp32, f, Conv2dArgs{xf.data(), nullptr, bias_f.data(), nullptr, rf.data(),
                                                             yf.data()},

@@ -50,7 +50,7 @@ std::string ToString(const Epilogue& e) {
 std::string ToString(const QuantizedEpilogue& e) {
   std::string s = absl::StrCat("src_zp=", e.src_zero_point);
   if (e.has_bias) absl::StrAppend(&s, "+bias_s32");
-  absl::StrAppend(&s, "+requant");
+  absl::StrAppend(&s, e.scales.empty() ? "+requant" : "+requant(const_scales)");
   if (e.residual == ResidualMode::kBeforeActivation) {
     absl::StrAppend(&s, "+residual(", e.residual_scale, ",zp=", e.residual_zero_point, ")");
   }

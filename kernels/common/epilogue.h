@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "kernels/common/host_device.h"
 
@@ -95,7 +96,16 @@ std::string ToString(const Epilogue& epilogue);
 //   y   = v                                                        (FP32 output: dst_zero_point must be 0)
 // bias is INT32 (the form ONNX QDQ models store), scale[k] the per-output-channel requantization multiplier, r the
 // residual element at y's position in the output's type. The zero points and the residual's scale are problem fields
-// (so the algorithm cache keys them); the per-channel arrays travel in the arguments like a float epilogue's.
+// (so the algorithm cache keys them); the bias travels in the arguments like a float epilogue's.
+//
+// The multipliers come one of two ways. `scales` empty: in args.scale at every run (any values, the kernel treats
+// them as data). `scales` holding K values: fixed when the problem is made (a plan's QDQ folds know them), and
+// args.scale is not read; an algorithm may build them into its kernel. That is what oneDNN 2.6 needs for speed: its
+// INT8 convolutions take per-channel output scales only as values given when the primitive is made, and the run-time
+// alternative, a per-channel binary multiply post-op, made ResNet-50's 1x1 layers 1.1-1.6x slower
+// (docs/performance.md, "CPU: INT8"). The values are part of the problem's equality and hash (two layers of one shape
+// with different multipliers are two primitives) but not of ToString, which says only "const_scales": the algorithm
+// cache keys on ToString, and which algorithm is fastest does not depend on the values.
 struct QuantizedEpilogue {
   int src_zero_point = 0;
   int dst_zero_point = 0;
@@ -104,9 +114,11 @@ struct QuantizedEpilogue {
   ResidualMode residual = ResidualMode::kNone;  // kNone or kBeforeActivation
   float residual_scale = 1.0f;
   int residual_zero_point = 0;
+  std::vector<float> scales;  // [K] multipliers fixed with the problem, or empty (args.scale)
 
   auto Tie() const {
-    return std::tie(src_zero_point, dst_zero_point, has_bias, relu, residual, residual_scale, residual_zero_point);
+    return std::tie(src_zero_point, dst_zero_point, has_bias, relu, residual, residual_scale, residual_zero_point,
+                    scales);
   }
   bool operator==(const QuantizedEpilogue& o) const { return Tie() == o.Tie(); }
   bool operator!=(const QuantizedEpilogue& o) const { return !(*this == o); }

@@ -106,7 +106,10 @@ std::string QuantizedConv2dProblem::ToString() const {
                       PadString(pad_top, pad_bottom, pad_left, pad_right), " stride=", stride_h, ",", stride_w,
                       " dilation=", dilation_h, ",", dilation_w, " groups=", groups, " ", DataTypeName(src_type),
                       "->", DataTypeName(dst_type), " ", LayoutName(layout),
-                      " epilogue=", convoy::ToString(epilogue));
+                      " epilogue=", convoy::ToString(epilogue),
+                      fused_add == QuantizedFusedAdd::kNone ? ""
+                      : absl::StrCat(fused_add == QuantizedFusedAdd::kConvIsA ? " +add(conv=a: " : " +add(conv=b: ",
+                                     add.ToString(), ")"));
 }
 
 absl::Status QuantizedConv2dProblem::Validate() const {
@@ -128,12 +131,37 @@ absl::Status QuantizedConv2dProblem::Validate() const {
   if (!in_range(epilogue.src_zero_point, src_type)) {
     return Invalid(name, absl::StrCat("src zero point ", epilogue.src_zero_point, " is outside ", DataTypeName(src_type)));
   }
-  if (dst_type == DataType::kFloat32 ? epilogue.dst_zero_point != 0 : !in_range(epilogue.dst_zero_point, dst_type)) {
+  if (conv_type() == DataType::kFloat32 ? epilogue.dst_zero_point != 0
+                                        : !in_range(epilogue.dst_zero_point, conv_type())) {
     return Invalid(name, absl::StrCat("dst zero point ", epilogue.dst_zero_point, " does not fit ",
-                                      DataTypeName(dst_type)));
+                                      DataTypeName(conv_type())));
   }
   if (epilogue.residual == ResidualMode::kAfterActivation) {
     return Invalid(name, "a quantized residual is added before the activation only");
+  }
+  if (!epilogue.scales.empty() && epilogue.scales.size() != static_cast<size_t>(k)) {
+    return Invalid(name, absl::StrCat("epilogue.scales: expected k=", k, " multipliers, got ", epilogue.scales.size()));
+  }
+  for (size_t i = 0; i < epilogue.scales.size(); ++i) {
+    if (!std::isfinite(epilogue.scales[i])) {
+      return Invalid(name, absl::StrCat("epilogue.scales[", i, "] is ", epilogue.scales[i], ", not a finite number"));
+    }
+  }
+  if (fused_add != QuantizedFusedAdd::kNone) {
+    if (auto st = add.Validate(); !st.ok()) return Invalid(name, absl::StrCat("the fused add: ", st.message()));
+    const bool conv_is_a = fused_add == QuantizedFusedAdd::kConvIsA;
+    const int conv_zero_point = conv_is_a ? add.a_zero_point : add.b_zero_point;
+    if (dst_type != add.y_type) {
+      return Invalid(name, absl::StrCat("with a fused add the output is the add's ", DataTypeName(add.y_type),
+                                        ", got ", DataTypeName(dst_type)));
+    }
+    if (conv_zero_point != epilogue.dst_zero_point) {
+      return Invalid(name, absl::StrCat("the fused add's operand ", conv_is_a ? "a" : "b", " has zero point ",
+                                        conv_zero_point, ", the convolution's output ", epilogue.dst_zero_point));
+    }
+    if (epilogue.residual != ResidualMode::kNone) {
+      return Invalid(name, "a fused add and a residual sum cannot both follow the convolution");
+    }
   }
   if (c % groups != 0 || k % groups != 0) {
     return Invalid(name, absl::StrCat("groups=", groups, " must divide c=", c, " and k=", k));

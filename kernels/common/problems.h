@@ -99,48 +99,6 @@ struct Conv2dArgs {
   void* y = nullptr;              // output, problem.output_desc()
 };
 
-// ---- quantized conv2d (INT8): y = QuantizedEpilogue(sum (x - src_zp) * w) -------------------------------------------
-// x is UINT8 or INT8, w INT8 (symmetric, per-output-channel scales folded into args.scale), the accumulator exact
-// INT32; y UINT8, INT8 (requantized) or FP32. Same geometry fields and filter conventions as Conv2dProblem.
-struct QuantizedConv2dProblem {
-  static constexpr OpKind kKind = OpKind::kQuantizedConv2d;
-  int n = 1, h = 1, w = 1, c = 1;
-  int k = 1, r = 1, s = 1;
-  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
-  int stride_h = 1, stride_w = 1;
-  int dilation_h = 1, dilation_w = 1;
-  int groups = 1;
-  DataType src_type = DataType::kUInt8;  // kUInt8 or kInt8
-  DataType dst_type = DataType::kUInt8;  // kUInt8, kInt8 or kFloat32
-  Layout layout = Layout::kNHWC;
-  QuantizedEpilogue epilogue;
-
-  int p() const { return (h + pad_top + pad_bottom - dilation_h * (r - 1) - 1) / stride_h + 1; }
-  int q() const { return (w + pad_left + pad_right - dilation_w * (s - 1) - 1) / stride_w + 1; }
-  int c_per_group() const { return c / groups; }
-  int k_per_group() const { return k / groups; }
-  TensorDesc input_desc() const { return TensorDesc::Image(src_type, n, c, h, w, layout); }
-  TensorDesc output_desc() const { return TensorDesc::Image(dst_type, n, k, p(), q(), layout); }
-  int64_t filter_elements() const { return int64_t{k} * c_per_group() * r * s; }
-  int64_t flops() const { return 2 * int64_t{n} * k * p() * q() * c_per_group() * r * s; }
-  absl::Status Validate() const;
-  std::string ToString() const;
-  auto Tie() const {
-    return std::tie(n, h, w, c, k, r, s, pad_top, pad_bottom, pad_left, pad_right, stride_h, stride_w, dilation_h,
-                    dilation_w, groups, src_type, dst_type, layout, epilogue);
-  }
-  CONVOY_PROBLEM_COMPARISONS(QuantizedConv2dProblem)
-};
-
-struct QuantizedConv2dArgs {
-  const void* x = nullptr;         // input, problem.input_desc()
-  const int8_t* w = nullptr;       // INT8 filter, Conv2dProblem's convention for the layout (or the packed filter)
-  const int32_t* bias = nullptr;   // [K] when epilogue.has_bias
-  const float* scale = nullptr;    // [K] requantization multipliers, always
-  const void* residual = nullptr;  // output-shaped, dst_type, when epilogue.residual != kNone
-  void* y = nullptr;               // output, problem.output_desc(); may equal residual
-};
-
 // ---- quantized element-wise add (INT8): y = Q_y(DQ_a(a) + DQ_b(b)) -------------------------------------------------
 // Two UINT8/INT8 tensors of `count` elements in the same layout, each with its scale and zero point, into a UINT8/INT8
 // output: what a QDQ graph's DequantizeLinear, DequantizeLinear -> Add -> QuantizeLinear computes (the residual adds
@@ -163,6 +121,65 @@ struct QuantizedAddProblem {
   CONVOY_PROBLEM_COMPARISONS(QuantizedAddProblem)
 };
 
+// ---- quantized conv2d (INT8): y = QuantizedEpilogue(sum (x - src_zp) * w) -------------------------------------------
+// x is UINT8 or INT8, w INT8 (symmetric, per-output-channel scales folded into args.scale), the accumulator exact
+// INT32; y UINT8, INT8 (requantized) or FP32. Same geometry fields and filter conventions as Conv2dProblem.
+//
+// fused_add: a QDQ plan's residual add after the requantization (QuantizedAddOp's computation, fused). The conv's own
+// output, c = saturate(round_half_even(v) + epilogue.dst_zero_point) in its 8-bit type (v as QuantizedEpilogue says,
+// after the ReLU), is one operand of `add` (the first, a, for kConvIsA; the second, b, for kConvIsB), args.residual
+// the other, and y = the quantized add of the two (QuantizedAddElementwise's formula, onnxruntime's QLinearAdd), in
+// dst_type = add.y_type. add.count is not used; the conv operand's type and zero point must be the conv's own.
+enum class QuantizedFusedAdd : uint8_t { kNone = 0, kConvIsA = 1, kConvIsB = 2 };
+
+struct QuantizedConv2dProblem {
+  static constexpr OpKind kKind = OpKind::kQuantizedConv2d;
+  int n = 1, h = 1, w = 1, c = 1;
+  int k = 1, r = 1, s = 1;
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int stride_h = 1, stride_w = 1;
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;
+  DataType src_type = DataType::kUInt8;  // kUInt8 or kInt8
+  DataType dst_type = DataType::kUInt8;  // kUInt8, kInt8 or kFloat32
+  Layout layout = Layout::kNHWC;
+  QuantizedEpilogue epilogue;
+  QuantizedFusedAdd fused_add = QuantizedFusedAdd::kNone;
+  QuantizedAddProblem add;  // when fused_add != kNone
+
+  int p() const { return (h + pad_top + pad_bottom - dilation_h * (r - 1) - 1) / stride_h + 1; }
+  int q() const { return (w + pad_left + pad_right - dilation_w * (s - 1) - 1) / stride_w + 1; }
+  int c_per_group() const { return c / groups; }
+  int k_per_group() const { return k / groups; }
+  TensorDesc input_desc() const { return TensorDesc::Image(src_type, n, c, h, w, layout); }
+  TensorDesc output_desc() const { return TensorDesc::Image(dst_type, n, k, p(), q(), layout); }
+  int64_t filter_elements() const { return int64_t{k} * c_per_group() * r * s; }
+  int64_t flops() const { return 2 * int64_t{n} * k * p() * q() * c_per_group() * r * s; }
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const {
+    return std::tie(n, h, w, c, k, r, s, pad_top, pad_bottom, pad_left, pad_right, stride_h, stride_w, dilation_h,
+                    dilation_w, groups, src_type, dst_type, layout, epilogue, fused_add, add);
+  }
+  // The conv's own 8-bit output type (dst_type unless an add is fused after it).
+  DataType conv_type() const {
+    if (fused_add == QuantizedFusedAdd::kNone) return dst_type;
+    return fused_add == QuantizedFusedAdd::kConvIsA ? add.a_type : add.b_type;
+  }
+  CONVOY_PROBLEM_COMPARISONS(QuantizedConv2dProblem)
+};
+
+struct QuantizedConv2dArgs {
+  const void* x = nullptr;         // input, problem.input_desc()
+  const int8_t* w = nullptr;       // INT8 filter, Conv2dProblem's convention for the layout (or the packed filter)
+  const int32_t* bias = nullptr;   // [K] when epilogue.has_bias
+  const float* scale = nullptr;    // [K] requantization multipliers when epilogue.scales is empty (else unread)
+  const void* residual = nullptr;  // output-shaped: dst_type when epilogue.residual != kNone; the add's other
+                                   // operand's type when fused_add != kNone
+  void* y = nullptr;               // output, problem.output_desc(); may equal residual
+};
+
+// The INT8 add's arguments (QuantizedAddProblem is above, before the convolution that may fuse it).
 struct QuantizedAddArgs {
   const void* a = nullptr;
   const void* b = nullptr;

@@ -1,6 +1,8 @@
 // CPU INT8 conv2d on oneDNN's convolution primitive; see quantized_conv2d_onednn.h.
 #include "kernels/cpu/quantized_conv2d_onednn.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -18,6 +20,8 @@ using dnnl::memory;
 struct OnednnQuantizedConvDescriptor {
   dnnl::convolution_forward::primitive_desc pd;
   memory::desc src, dst, user_weights, bias, scales;
+  memory::desc scalar;             // one FP32 value: the conv's zero point before a fused add
+  int conv_zero_point_post_op = -1;  // the binary_add post-op adding it, or -1
   std::string impl;
 };
 
@@ -45,25 +49,100 @@ memory::desc UserWeightsDesc(const QuantizedConv2dProblem& p) {
   return memory::desc({g, o, i, r, s}, memory::data_type::s8, {o * i * r * s, ois[0], ois[1], ois[2], ois[3]});
 }
 
-// The requantization as post-ops, so the per-channel multipliers stay run-time operands (oneDNN 2.6 has no
-// convolution taking run-time output scales): a per-channel binary multiply, the residual sum with its scale and
-// zero point, ReLU, and for an 8-bit output a round half to even; the zero points are primitive attributes. oneDNN
-// then computes dst = saturate(round(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp)).
+// The requantization. Multipliers fixed with the problem (epilogue.scales) become the primitive's output scales,
+// which its kernels apply with one multiply while storing the accumulator; run-time multipliers (args.scale) become a
+// per-channel binary multiply post-op (oneDNN 2.6 has no convolution taking run-time output scales), which costs
+// 1.1-1.6x on ResNet-50's 1x1 layers at batch 1 (docs/performance.md). Both compute the same FP32 product
+// float(acc) + float(bias), times scale[k]. Then the post-ops: the residual sum with its scale and zero point, ReLU, and
+// for an 8-bit output a round half to even; the zero points are primitive attributes. oneDNN then computes
+// dst = saturate(round(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp)).
 // The explicit round makes the zero point's FP32 add exact: without it oneDNN rounds v + dst_zp, which differs from
 // round(v) + dst_zp (QuantizedEpilogue, onnxruntime's QLinearConv) where v lies within an FP32 ulp of 256 of a tie,
 // a few outputs in 100000, and the difference travels through a deep network's later layers.
-dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, const memory::desc& scales) {
+float Lowest(DataType t) { return t == DataType::kUInt8 ? 0.f : -128.f; }
+float Highest(DataType t) { return t == DataType::kUInt8 ? 255.f : 127.f; }
+
+// The constants of onnxruntime's QLinearAdd (QuantizedAddElementwise): y = rint(fma(a, ra, fma(b, rb, fixed))).
+struct AddFactors {
+  float ra, rb, fixed;
+};
+AddFactors AddFactorsOf(const QuantizedAddProblem& q) {
+  const float ra = q.a_scale / q.y_scale, rb = q.b_scale / q.y_scale;
+  return {ra, rb,
+          static_cast<float>(q.y_zero_point) -
+              std::fmaf(ra, static_cast<float>(q.a_zero_point), rb * static_cast<float>(q.b_zero_point))};
+}
+
+// The fused add as post-ops on v (the requantized value after the ReLU), reproducing the separate steps: round, add
+// the conv's zero point (a scalar binary_add: a second eltwise_linear in one chain takes the first one's constants in
+// oneDNN 2.6's brgconv, checked on the AVX-512 VNNI Xeon) and saturate to its type (c, an integer in FP32), then
+// eltwise_linear, which oneDNN 2.6 evaluates as one FMA, c * r_conv + fixed, and the sum post-op, one FMA with the
+// residual read from the destination, r * r_residual + that; round; no destination zero point (y's is inside
+// `fixed`), saturation on the store. With the conv as the add's second operand that is the add's own order,
+// fma(r, ra, fma(c, rb, fixed)); as its first operand the FMAs come in the other order (ExactConvFirstOrder).
+// Returns the index of the zero point's binary_add post-op, or -1 when the zero point is 0.
+int AppendFusedAdd(const QuantizedConv2dProblem& p, const memory::desc& scalar, dnnl::post_ops& ops) {
+  const AddFactors f = AddFactorsOf(p.add);
+  const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
+  const DataType residual_type = conv_is_a ? p.add.b_type : p.add.a_type;
+  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
+  int zero_point_index = -1;
+  if (p.epilogue.dst_zero_point != 0) {
+    zero_point_index = ops.len();
+    ops.append_binary(dnnl::algorithm::binary_add, scalar);
+  }
+  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, Lowest(p.conv_type()), Highest(p.conv_type()));
+  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, conv_is_a ? f.ra : f.rb, f.fixed);
+  ops.append_sum(conv_is_a ? f.rb : f.ra, 0, Int8TypeOf(residual_type));
+  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
+  return zero_point_index;
+}
+
+// With the conv as the add's first operand, oneDNN's post-ops compute rint(fma(r, rb, fma(c, ra, fixed))) where the
+// add computes rint(fma(c, ra, fma(r, rb, fixed))): the two differ where the sum lies within an FP32 rounding of a
+// tie. Every pair of 8-bit values is tried (at most 65536): OK when both orders give the same saturated result for
+// all of them (13 of ResNet-50's 16 residual adds in a QDQ file from onnxruntime's quantizer), else how many differ.
+absl::Status ExactConvFirstOrder(const QuantizedConv2dProblem& p) {
+  const AddFactors f = AddFactorsOf(p.add);
+  const float lo = Lowest(p.add.y_type), hi = Highest(p.add.y_type);
+  int differ = 0;
+  for (float c = Lowest(p.add.a_type); c <= Highest(p.add.a_type); c += 1.f) {
+    for (float r = Lowest(p.add.b_type); r <= Highest(p.add.b_type); r += 1.f) {
+      const float add = std::clamp(std::nearbyint(std::fmaf(c, f.ra, std::fmaf(r, f.rb, f.fixed))), lo, hi);
+      const float fused = std::clamp(std::nearbyint(std::fmaf(r, f.rb, std::fmaf(c, f.ra, f.fixed))), lo, hi);
+      differ += add != fused;
+    }
+  }
+  if (differ == 0) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      "with the convolution as the add's first operand oneDNN's post-ops would evaluate the add's two FMAs in the "
+      "other order, which rounds ", differ, " pairs of 8-bit operands differently for ", p.add.ToString()));
+}
+
+dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, OnednnQuantizedConvDescriptor& d) {
+  const memory::desc& scales = d.scales;
   const QuantizedEpilogue& e = p.epilogue;
   dnnl::post_ops ops;
-  ops.append_binary(dnnl::algorithm::binary_mul, scales);
+  if (e.scales.empty()) ops.append_binary(dnnl::algorithm::binary_mul, scales);
   if (e.residual == ResidualMode::kBeforeActivation) {
     ops.append_sum(e.residual_scale, e.residual_zero_point, memory::data_type::undef);
   }
   if (e.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-  if (p.dst_type != DataType::kFloat32) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
+  if (p.fused_add != QuantizedFusedAdd::kNone) {
+    d.conv_zero_point_post_op = AppendFusedAdd(p, d.scalar, ops);
+  } else if (p.dst_type != DataType::kFloat32) {
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
+  }
   dnnl::primitive_attr attr = onednn::MakeAttr(ops);
+  if (!e.scales.empty()) {
+    const bool common = std::all_of(e.scales.begin(), e.scales.end(), [&](float v) { return v == e.scales[0]; });
+    // Mask bit 1: one scale per output channel (dimension 1 of the destination); 0: one for all.
+    attr.set_output_scales(common ? 0 : 1 << 1, common ? std::vector<float>{e.scales[0]} : e.scales);
+  }
   if (e.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {e.src_zero_point});
-  if (e.dst_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {e.dst_zero_point});
+  if (e.dst_zero_point != 0 && p.fused_add == QuantizedFusedAdd::kNone) {
+    attr.set_zero_points(DNNL_ARG_DST, 0, {e.dst_zero_point});
+  }
   return attr;
 }
 
@@ -73,6 +152,7 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescrip
   d->dst = ImageDesc(p.dst_type, p.n, p.k, p.p(), p.q(), p.layout);
   d->user_weights = UserWeightsDesc(p);
   d->scales = memory::desc({1, p.k, 1, 1}, memory::data_type::f32, memory::format_tag::abcd);
+  d->scalar = memory::desc({1, 1, 1, 1}, memory::data_type::f32, memory::format_tag::abcd);
   if (p.epilogue.has_bias) d->bias = memory::desc({p.k}, memory::data_type::s32, memory::format_tag::a);
   try {
     const memory::desc weights_any(d->user_weights.dims(), memory::data_type::s8, memory::format_tag::any);
@@ -80,7 +160,7 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescrip
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, d->src, weights_any, d->bias, d->dst,
         {p.stride_h, p.stride_w}, {p.dilation_h - 1, p.dilation_w - 1}, {p.pad_top, p.pad_left},
         {p.pad_bottom, p.pad_right});
-    d->pd = dnnl::convolution_forward::primitive_desc(desc, MakeQuantizedAttr(p, d->scales), onednn::Engine(),
+    d->pd = dnnl::convolution_forward::primitive_desc(desc, MakeQuantizedAttr(p, *d), onednn::Engine(),
                                                       /*allow_empty=*/true);
     if (!d->pd) {
       return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no INT8 convolution for ",
@@ -117,6 +197,7 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> QuantizedCo
 absl::Status QuantizedConv2dOnednnNhwc::CanImplement(const QuantizedConv2dProblem& problem) const {
   CONVOY_RETURN_IF_ERROR(problem.Validate());
   if (problem.layout != Layout::kNHWC) return absl::UnimplementedError(absl::StrCat(name(), " takes NHWC only"));
+  if (problem.fused_add == QuantizedFusedAdd::kConvIsA) CONVOY_RETURN_IF_ERROR(ExactConvFirstOrder(problem));
   CONVOY_ASSIGN_OR_RETURN(auto descriptor, Describe(problem));
   return onednn::RejectReferenceImplementation(descriptor->impl, name());
 }
@@ -158,7 +239,8 @@ absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& proble
                                                  const ExecutionContext& context) const {
   CONVOY_ASSIGN_OR_RETURN(const onednn::PrimitiveState* state, onednn::PreparedState(workspace, name()));
   CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
-  if (problem.epilogue.residual != ResidualMode::kNone && args.residual != args.y) {
+  const bool residual = problem.epilogue.residual != ResidualMode::kNone || problem.fused_add != QuantizedFusedAdd::kNone;
+  if (residual && args.residual != args.y) {
     std::memcpy(args.y, args.residual, d->dst.get_size());  // the sum post-op accumulates onto the destination
   }
   try {
@@ -166,9 +248,16 @@ absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& proble
         {DNNL_ARG_SRC, onednn::Wrap(d->src, args.x)},
         {DNNL_ARG_WEIGHTS, onednn::Wrap(d->pd.weights_desc(), args.w)},
         {DNNL_ARG_DST, onednn::Wrap(d->dst, args.y)},
-        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, onednn::Wrap(d->scales, args.scale)},
     };
+    if (problem.epilogue.scales.empty()) {
+      run_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, onednn::Wrap(d->scales, args.scale));
+    }
     if (problem.epilogue.has_bias) run_args.emplace(DNNL_ARG_BIAS, onednn::Wrap(d->bias, args.bias));
+    const float conv_zero_point = static_cast<float>(problem.epilogue.dst_zero_point);  // lives through the run
+    if (d->conv_zero_point_post_op >= 0) {
+      run_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(d->conv_zero_point_post_op) | DNNL_ARG_SRC_1,
+                       onednn::Wrap(d->scalar, &conv_zero_point));
+    }
     return onednn::Execute(*state, run_args, workspace, d->pd.scratchpad_desc().get_size(), context);
   } catch (const dnnl::error& error) {
     return onednn::FromError(error, problem.ToString());

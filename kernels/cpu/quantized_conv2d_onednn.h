@@ -2,9 +2,10 @@
 // has only its reference kernel for INT8 convolutions in NCHW and nChw8c (checked on an AVX-512 VNNI Xeon).
 // UINT8 or INT8 activations times symmetric INT8 weights with exact INT32 accumulation (VNNI on AVX-512 / AVX-VNNI
 // CPUs, vpmaddubsw on AVX2), and QuantizedEpilogue (problems.h) fused: the INT32 bias, the per-output-channel
-// requantization multipliers as a per-channel binary multiply post-op (run-time operands: 2.6 has no convolution
-// with run-time output scales), the residual as a sum post-op with its own
-// scale and zero point, ReLU as an eltwise post-op, the source and destination zero points as primitive attributes.
+// requantization multipliers as the primitive's output scales when the problem fixes them (epilogue.scales, what
+// plans do), else as a per-channel binary multiply post-op (2.6 has no convolution with run-time output scales; the
+// post-op is the slower of the two), the residual as a sum post-op with its own scale and zero point, ReLU as an
+// eltwise post-op, the source and destination zero points as primitive attributes.
 // The output is UINT8, INT8 or FP32.
 //
 // As conv2d_onednn: the filter is reordered at plan time into the layout the primitive chose (PackFilter; for a
@@ -21,13 +22,19 @@
 #include "absl/status/statusor.h"
 #include "kernels/cpu/onednn_support.h"
 #include "kernels/registry/algorithm.h"
+#include "kernels/registry/residual_in_output.h"
 
 namespace convoy::cpu {
 
 struct OnednnQuantizedConvDescriptor;
 
-class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm {
+class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm, public ResidualInOutput {
  public:
+  // The sum post-op (the residual sum, and the fused add) reads the residual from the output buffer.
+  bool AccumulatesOntoOutput(const Conv2dProblem&) const override { return false; }
+  bool AccumulatesOntoOutput(const QuantizedConv2dProblem& problem) const override {
+    return problem.epilogue.residual != ResidualMode::kNone || problem.fused_add != QuantizedFusedAdd::kNone;
+  }
   absl::string_view name() const override;
   Backend backend() const override { return Backend::kCpu; }
   absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override;

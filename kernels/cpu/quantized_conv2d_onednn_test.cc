@@ -1,7 +1,8 @@
 // oneDNN INT8 conv2d against the exact integer reference (reference::QuantizedConv2d), NHWC, on the shared INT8
 // problem list (kernels/testing/quantized_conv2d_cases.h: the kinds of layers quantized ResNets and MobileNets have,
-// crossed with every epilogue, UINT8 and INT8 sources with nonzero zero points). Fresh random data each run (the seed
-// is printed on failure). The CUDA INT8 kernels run the same list (kernels/cuda/quantized_conv2d_cuda_test.cc).
+// crossed with every epilogue, UINT8 and INT8 sources with nonzero zero points), plus the residual adds fused after the
+// convolution, each with the multipliers given at run time and fixed in the problem (as plans make it). Fresh random
+// data each run (the seed is printed on failure). A fused add must match the separate steps exactly. The CUDA INT8 kernels run the same list (kernels/cuda/quantized_conv2d_cuda_test.cc).
 //
 // Tolerance. The accumulation is exact on both sides; the requantization is one FP32 product float(acc + bias) *
 // scale[k] (plus the residual term) rounded half to even, then the zero point. oneDNN may form that value in another
@@ -13,8 +14,11 @@
 // algorithm rounds first (an eltwise_round post-op): 5 runs of 5 exact.
 #include "kernels/cpu/quantized_conv2d_onednn.h"
 
+#include <cmath>
 #include <memory>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -27,7 +31,10 @@ namespace {
 
 using ::convoy::testing::IsOk;
 using ::convoy::testing::QuantizedConv2dTestProblems;
+using ::convoy::testing::QuantizedConv2dFusedAddTestProblems;
 using ::convoy::testing::QuantizedConv2dTestShapes;
+using ::convoy::testing::QuantizedScaleSource;
+using ::convoy::testing::WithFusedAdd;
 
 TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
   const QuantizedConv2dOnednnNhwc algorithm;
@@ -39,11 +46,33 @@ TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
   tolerance.max_off_by_one_fraction = 0.001;
   tolerance.min_off_by_one_allowed = 2;
   tolerance.fp32_relative = 1e-5f;
-  for (const QuantizedConv2dProblem& p : QuantizedConv2dTestProblems(Layout::kNHWC)) {
-    const uint32_t seed = std::random_device{}();
-    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, **device, seed, tolerance), IsOk())
-        << p.ToString() << " seed " << seed;
+  std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);
+  for (const QuantizedConv2dProblem& p : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) problems.push_back(p);
+  for (const QuantizedConv2dProblem& p : problems) {
+    for (QuantizedScaleSource scales : {QuantizedScaleSource::kArgs, QuantizedScaleSource::kProblem}) {
+      const uint32_t seed = std::random_device{}();
+      EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, **device, seed, tolerance, scales), IsOk())
+          << p.ToString() << (scales == QuantizedScaleSource::kProblem ? " scales fixed" : " scales in args")
+          << " seed " << seed;
+    }
   }
+}
+
+// With the conv as the add's first operand, a quantization whose two FMA orders round some operand pair differently
+// (ResNet-50's layer2.0 add: one pair of 65536) is declined, naming the count; the same add with the conv as the
+// second operand runs.
+TEST(QuantizedConv2dOnednnTest, DeclinesAFusedAddItCannotReproduce) {
+  QuantizedConv2dProblem p =
+      WithFusedAdd(QuantizedConv2dTestShapes(Layout::kNHWC)[3], QuantizedFusedAdd::kConvIsA, 0.012813163921236992f,
+                   140, 0.017131511121988297f, 0.009712425991892815f);
+  p.add.b_zero_point = 124;
+  const absl::Status status = QuantizedConv2dOnednnNhwc().CanImplement(p);
+  EXPECT_TRUE(absl::IsUnimplemented(status)) << status;
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("which rounds 1 pairs of 8-bit operands differently"));
+  std::swap(p.add.a_scale, p.add.b_scale);
+  std::swap(p.add.a_zero_point, p.add.b_zero_point);
+  p.fused_add = QuantizedFusedAdd::kConvIsB;
+  EXPECT_THAT(QuantizedConv2dOnednnNhwc().CanImplement(p), IsOk());
 }
 
 // oneDNN 2.6 has only its reference INT8 convolution in the other layouts: declined.
@@ -65,6 +94,13 @@ TEST(QuantizedConv2dOnednnTest, ValidateNamesTheField) {
   p.dst_type = DataType::kFloat32;
   p.epilogue.dst_zero_point = 4;
   EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("dst zero point 4 does not fit FP32"));
+  p.dst_type = DataType::kUInt8;
+  p.epilogue.dst_zero_point = 0;
+  p.epilogue.scales.assign(7, 0.5f);
+  EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("epilogue.scales: expected k=8 multipliers, got 7"));
+  p.epilogue.scales.assign(8, 0.5f);
+  p.epilogue.scales[3] = std::nanf("");
+  EXPECT_THAT(p.Validate().message(), ::testing::HasSubstr("epilogue.scales[3] is nan, not a finite number"));
 }
 
 }  // namespace

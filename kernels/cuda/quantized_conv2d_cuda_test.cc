@@ -177,5 +177,24 @@ TEST(CudaQuantizedConv2dTest, RejectsMissingOperandsAndOtherLayouts) {
   }
 }
 
+// What only the CPU algorithm runs is declined with the reason: a residual add fused after the requantization, and
+// multipliers fixed in the problem (the kernels read args.scale).
+TEST(CudaQuantizedConv2dTest, DeclinesAFusedAddAndFixedScales) {
+  for (const QuantizedConv2dProblem& fused : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) {
+    for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
+      const absl::Status status = algorithm->CanImplement(fused);
+      EXPECT_TRUE(absl::IsUnimplemented(status)) << algorithm->name() << " " << status;
+    }
+  }
+  for (QuantizedConv2dProblem p : QuantizedConv2dTestProblems(Layout::kNHWC)) {
+    p.epilogue.scales.assign(p.k, 0.01f);
+    for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
+      const absl::Status status = algorithm->CanImplement(p);
+      EXPECT_TRUE(absl::IsUnimplemented(status)) << algorithm->name() << " " << status;
+      EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("args.scale"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace convoy::testing

@@ -5,8 +5,8 @@
 //                                                           3-channel stem, depthwise and narrow grouped layers)
 //
 // CanImplement: NHWC; UINT8 or INT8 input (Validate), UINT8 / INT8 / FP32 output, any groups, every epilogue of
-// QuantizedEpilogue; N*P*Q, N*H*W*C and K*R*S*Cp below 2^31 and R*S*C/groups at most kMaxQuantizedReduction (so
-// the int32 sums cannot overflow). The vector variant also needs C and C/groups multiples of 16; the bytewise one
+// QuantizedEpilogue with the multipliers in args.scale (not fixed in epilogue.scales), no fused add; N*P*Q, N*H*W*C
+// and K*R*S*Cp below 2^31 and R*S*C/groups at most kMaxQuantizedReduction (so the int32 sums cannot overflow). The vector variant also needs C and C/groups multiples of 16; the bytewise one
 // declines those (the vector variant is the same tiles with cheaper copies).
 //
 // Packed filter (PackFilter, a plan-time kernel on the context's stream, device to device): the OHWI filter
@@ -68,6 +68,12 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
   absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override {
     if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
     if (problem.layout != Layout::kNHWC) return absl::UnimplementedError("needs NHWC");
+    if (problem.fused_add != QuantizedFusedAdd::kNone) {
+      return absl::UnimplementedError("no residual add fused after the requantization (fused_add)");
+    }
+    if (!problem.epilogue.scales.empty()) {
+      return absl::UnimplementedError("the requantization multipliers come in args.scale, not fixed in the problem");
+    }
     const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
     if (int64_t{problem.n} * problem.p() * problem.q() >= (int64_t{1} << 31) ||
         int64_t{problem.n} * problem.h * problem.w * problem.c >= (int64_t{1} << 31) ||

@@ -20,11 +20,18 @@ class ResidualInOutput {
   // Whether Run adds the residual of `problem` onto the output buffer (false where the problem has no residual, or
   // where the algorithm takes it another way for this problem).
   virtual bool AccumulatesOntoOutput(const Conv2dProblem& problem) const = 0;
+  // The same for an INT8 convolution's residual (its sum, or the add fused after it); none by default.
+  virtual bool AccumulatesOntoOutput(const QuantizedConv2dProblem& problem) const { return false; }
 };
 
 // Whether `algorithm` adds the residual of `problem` onto the output buffer: false for algorithms without the
 // capability.
 inline bool AccumulatesOntoOutput(const Conv2dAlgorithm& algorithm, const Conv2dProblem& problem) {
+  const auto* capable = dynamic_cast<const ResidualInOutput*>(&algorithm);
+  return capable != nullptr && capable->AccumulatesOntoOutput(problem);
+}
+
+inline bool AccumulatesOntoOutput(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& problem) {
   const auto* capable = dynamic_cast<const ResidualInOutput*>(&algorithm);
   return capable != nullptr && capable->AccumulatesOntoOutput(problem);
 }

@@ -91,8 +91,41 @@ std::vector<QuantizedConv2dProblem> QuantizedConv2dTestProblems(Layout layout) {
   return out;
 }
 
-absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& p,
-                                  Device& device, uint32_t seed, const QuantizedTolerance& tolerance) {
+QuantizedConv2dProblem WithFusedAdd(QuantizedConv2dProblem p, QuantizedFusedAdd which, float conv_scale, int conv_zp,
+                                    float residual_scale, float y_scale, DataType conv_type, DataType residual_type) {
+  p.src_type = DataType::kUInt8;
+  p.epilogue = QuantizedEpilogue{};
+  p.epilogue.has_bias = true;
+  p.epilogue.dst_zero_point = conv_zp;
+  p.fused_add = which;
+  const bool conv_is_a = which == QuantizedFusedAdd::kConvIsA;
+  QuantizedAddProblem& q = p.add;
+  q.a_type = conv_is_a ? conv_type : residual_type, q.b_type = conv_is_a ? residual_type : conv_type;
+  q.a_scale = conv_is_a ? conv_scale : residual_scale, q.b_scale = conv_is_a ? residual_scale : conv_scale;
+  q.a_zero_point = conv_is_a ? conv_zp : 0, q.b_zero_point = conv_is_a ? 0 : conv_zp;
+  q.y_scale = y_scale;  // into UINT8 (add.y_type's default), whatever the operands' types
+  p.dst_type = q.y_type;
+  return p;
+}
+
+std::vector<QuantizedConv2dProblem> QuantizedConv2dFusedAddTestProblems(Layout layout) {
+  std::vector<QuantizedConv2dProblem> out;
+  for (const QuantizedConv2dProblem& shape : QuantizedConv2dTestShapes(layout)) {
+    out.push_back(WithFusedAdd(shape, QuantizedFusedAdd::kConvIsB, 0.0067857676185667515f, 140,
+                               0.0071817971765995026f, 0.0046936883591115475f));
+    out.push_back(WithFusedAdd(shape, QuantizedFusedAdd::kConvIsA, 0.009907187893986702f, 127,
+                               0.0046936883591115475f, 0.00786774791777134f));
+    out.push_back(WithFusedAdd(shape, QuantizedFusedAdd::kConvIsB, 0.05f, -3, 0.04f, 0.07f, DataType::kInt8,
+                               DataType::kInt8));
+    out.back().epilogue.relu = true;
+  }
+  return out;
+}
+
+absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& problem,
+                                  Device& device, uint32_t seed, const QuantizedTolerance& tolerance,
+                                  QuantizedScaleSource scales) {
+  QuantizedConv2dProblem p = problem;
   CONVOY_RETURN_IF_ERROR(algorithm.CanImplement(p));
   std::mt19937 rng(seed);
   const bool u8_src = p.src_type == DataType::kUInt8;
@@ -106,21 +139,28 @@ absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, con
   std::uniform_real_distribution<float> jitter(0.5f, 1.5f);
   std::vector<float> scale(p.k);
   for (float& s : scale) s = static_cast<float>(jitter(rng) * 80 / spread);
+  const bool scales_in_problem = scales == QuantizedScaleSource::kProblem;
+  if (scales_in_problem) p.epilogue.scales = scale;
   const size_t y_bytes = static_cast<size_t>(y_count) * DataTypeSize(p.dst_type);
-  const bool u8_dst = p.dst_type == DataType::kUInt8;
-  std::vector<uint8_t> residual(y_bytes);
+  // The residual: y's type for the sum, the add's other operand's for a fused add.
+  const DataType residual_type = p.fused_add == QuantizedFusedAdd::kNone      ? p.dst_type
+                                 : p.fused_add == QuantizedFusedAdd::kConvIsA ? p.add.b_type
+                                                                              : p.add.a_type;
+  const bool u8_dst = residual_type == DataType::kUInt8;
+  std::vector<uint8_t> residual(static_cast<size_t>(y_count) * DataTypeSize(residual_type));
   if (p.dst_type == DataType::kFloat32) {
     for (size_t i = 0; i < residual.size() / 4; ++i) {
       const float value = jitter(rng);
       std::memcpy(residual.data() + 4 * i, &value, 4);
     }
   } else {
-    residual = RandomInts<uint8_t>(y_bytes, u8_dst ? 0 : -128, u8_dst ? 255 : 127, rng);
+    residual = RandomInts<uint8_t>(residual.size(), u8_dst ? 0 : -128, u8_dst ? 255 : 127, rng);
   }
   // The reference first, so the algorithm's output can be poisoned with a value differing from the expected one in
   // every element (FP32: NaN; integers: the bitwise complement): an element the algorithm leaves unwritten fails.
   std::vector<uint8_t> y_reference(y_bytes);
-  QuantizedConv2dArgs host_args{x.data(), w.data(), bias.data(), scale.data(), residual.data(), y_reference.data()};
+  QuantizedConv2dArgs host_args{x.data(),        w.data(), bias.data(), scales_in_problem ? nullptr : scale.data(),
+                                residual.data(), y_reference.data()};
   CONVOY_RETURN_IF_ERROR(reference::QuantizedConv2d(p, host_args));
   std::vector<uint8_t> y(y_bytes);
   for (size_t i = 0; i < y_bytes; ++i) y[i] = p.dst_type == DataType::kFloat32 ? 0xFF : ~y_reference[i];
@@ -136,7 +176,8 @@ absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, con
   const ExecutionContext context = device.context();
   CONVOY_ASSIGN_OR_RETURN(std::unique_ptr<AlgorithmState> state, algorithm.Prepare(p, context));
   QuantizedConv2dArgs args{x_device.data(),   w_device.as<int8_t>(),      bias_device.as<int32_t>(),
-                           scale_device.as<float>(), residual_device.data(), y_device.data()};
+                           scales_in_problem ? nullptr : scale_device.as<float>(), residual_device.data(),
+                           y_device.data()};
   DeviceAllocation packed;
   if (const size_t packed_bytes = algorithm.PackedFilterBytes(p); packed_bytes > 0) {
     CONVOY_ASSIGN_OR_RETURN(packed, device.Allocate(packed_bytes));
@@ -161,8 +202,10 @@ absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, con
     if (std::fabs(a - e) > 1.0f) return absl::InternalError(absl::StrCat("element ", i, ": ", a, " vs reference ", e));
     ++off_by_one;
   }
-  const int64_t allowed = std::max<int64_t>(tolerance.min_off_by_one_allowed,
-                                            static_cast<int64_t>(tolerance.max_off_by_one_fraction * y_count));
+  const int64_t allowed = p.fused_add != QuantizedFusedAdd::kNone
+                              ? 0
+                              : std::max<int64_t>(tolerance.min_off_by_one_allowed,
+                                                  static_cast<int64_t>(tolerance.max_off_by_one_fraction * y_count));
   if (off_by_one > allowed) {
     return absl::InternalError(absl::StrCat(off_by_one, " of ", y_count, " outputs one step off (allowed ", allowed, ")"));
   }

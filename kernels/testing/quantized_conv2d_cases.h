@@ -34,6 +34,22 @@ std::vector<QuantizedEpilogueCase> QuantizedConv2dTestEpilogues();
 // Every shape crossed with every epilogue case.
 std::vector<QuantizedConv2dProblem> QuantizedConv2dTestProblems(Layout layout);
 
+// ResNet-style residual adds fused after the convolution (QuantizedConv2dProblem::fused_add; the CPU algorithm runs
+// them): every shape crossed with the conv as the add's second operand (always exact in oneDNN's post-op order), as
+// its first with a quantization whose two FMA orders agree on every operand pair (ResNet-50's layer1.1, from
+// onnxruntime's quantizer), and INT8 tensors around a UINT8 sum.
+std::vector<QuantizedConv2dProblem> QuantizedConv2dFusedAddTestProblems(Layout layout);
+
+// A residual-add case with the conv's output (UINT8/INT8, zero point conv_zp, scale conv_scale) as operand `which`
+// and the residual (zero point 0) as the other, into a UINT8 sum with scale y_scale; the conv has a bias.
+QuantizedConv2dProblem WithFusedAdd(QuantizedConv2dProblem shape, QuantizedFusedAdd which, float conv_scale,
+                                    int conv_zp, float residual_scale, float y_scale,
+                                    DataType conv_type = DataType::kUInt8, DataType residual_type = DataType::kUInt8);
+
+// Where the check puts the requantization multipliers: in args.scale (run time), or in the problem
+// (epilogue.scales, as plans make it) with args.scale null, so an algorithm that still read it would fail.
+enum class QuantizedScaleSource { kArgs, kProblem };
+
 // How far an algorithm may be from the reference. The accumulation is exact on every algorithm; where one forms
 // the FP32 requantization in another order than the reference (oneDNN), an output whose exact value lies within an
 // FP32 rounding of a tie may round to the neighbouring step: max_off_by_one_fraction of a problem's quantized
@@ -47,9 +63,11 @@ struct QuantizedTolerance {
 // One problem on `device`: random inputs from `seed` (whole ranges of the source and weight types, INT32 bias, scales
 // that spread the outputs over the whole quantized range with some saturating), the filter packed when the algorithm
 // packs it, the output poisoned before the run with a value differing from the reference in every element (FP32: NaN;
-// integers: the bitwise complement), then compared element by element within `tolerance`.
+// integers: the bitwise complement), then compared element by element within `tolerance`; a fused add must reproduce
+// the separate steps bit for bit (no output off).
 absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& problem,
-                                  Device& device, uint32_t seed, const QuantizedTolerance& tolerance);
+                                  Device& device, uint32_t seed, const QuantizedTolerance& tolerance,
+                                  QuantizedScaleSource scales = QuantizedScaleSource::kArgs);
 
 }  // namespace convoy::testing
 

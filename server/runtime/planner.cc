@@ -179,12 +179,27 @@ absl::StatusOr<int> PlanBuilder::Require(int id, DataType dtype, Layout layout, 
   return out;
 }
 
-bool PlanBuilder::PlaceOutputOverResidual(const Node& node, const std::string& residual_name, int x, int residual,
-                                          int y) {
-  auto* step = dynamic_cast<KernelStep<Conv2dOp>*>(plan_->steps_.back().get());
-  if (step == nullptr || residual_name.empty()) return false;
-  for (const auto& variant : step->variants()) {
+namespace {
+
+// Whether `step` is a KernelStep<Op> whose algorithm adds the residual onto the output buffer at every batch size.
+template <typename Op>
+bool AccumulatesAtEveryBatch(PlanStep* step) {
+  auto* kernel_step = dynamic_cast<KernelStep<Op>*>(step);
+  if (kernel_step == nullptr) return false;
+  for (const auto& variant : kernel_step->variants()) {
     if (!AccumulatesOntoOutput(*variant.algorithm, variant.problem)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool PlanBuilder::PlaceOutputOverResidual(const Node& node, const std::string& residual_name, int x, int residual,
+                                          int y, const std::string& fused_reader) {
+  PlanStep* step = plan_->steps_.back().get();
+  if (residual_name.empty() ||
+      !(AccumulatesAtEveryBatch<Conv2dOp>(step) || AccumulatesAtEveryBatch<QuantizedConv2dOp>(step))) {
+    return false;
   }
   // The storage y would take: the residual's root (itself, or the buffer it is a view of, e.g. the output of an
   // earlier conv that took its own residual's storage).
@@ -209,6 +224,7 @@ bool PlanBuilder::PlaceOutputOverResidual(const Node& node, const std::string& r
   const ptrdiff_t here = &node - nodes.data();
   if (here < 0 || here >= static_cast<ptrdiff_t>(nodes.size())) return false;
   for (size_t i = static_cast<size_t>(here) + 1; i < nodes.size(); ++i) {
+    if (nodes[i].name == fused_reader) continue;  // computed by this step
     for (const std::string& input : nodes[i].inputs) {
       if (names.count(input) > 0) return false;
     }
@@ -386,6 +402,25 @@ absl::Status PlanBuilder::ChooseQuantizedConvs() {
       quantized_.fp32_reasons[name] = reason;
     }
   }
+  // The proposed conv + add fusions where both folds run INT8 and an algorithm implements the fused problem at every
+  // batch size (oneDNN declines an order of FMAs it cannot reproduce); the others keep the add's own step.
+  for (auto& [name, fold] : quantized_.folds) {
+    if (fold.fused_add == QuantizedFusedAdd::kNone) continue;
+    const QuantizedAddFold* add = quantized_.FindAdd(fold.add);
+    bool fused = add != nullptr;
+    CONVOY_ASSIGN_OR_RETURN(const Shape input_shape, graph_.ShapeOf(fold.input));
+    for (int b = 1; fused && b <= max_batch_size(); ++b) {
+      const Shape d = ConcreteShape(input_shape, b);
+      const QuantizedConv2dProblem problem = MakeQuantizedConvProblem(
+          nodes.at(name)->As<Conv2dAttrs>(), fold, int(d[0]), int(d[1]), int(d[2]), int(d[3]), add);
+      fused = OpRegistry<QuantizedConv2dOp>::Global().Heuristic(problem, backend).ok();
+    }
+    if (!fused) quantized_.Unfuse(name);
+  }
+  for (auto& [name, add] : quantized_.adds) {  // an add whose conv stayed FP32
+    const QuantizedConvFold* conv = quantized_.Find(add.fused_into);
+    if (conv == nullptr || conv->add != name) add.fused_into.clear();
+  }
   for (const Node& node : graph_.nodes()) {
     const bool add = node.op() == OpKind::kBinary;
     if (quantized_.Find(node.name) != nullptr || quantized_.FindAdd(node.name) != nullptr) {
@@ -481,7 +516,10 @@ absl::Status PlanBuilder::PlanNode(const Node& node) {
       if (!quantized_.folds.empty() || !quantized_.adds.empty()) return PlanQuantizeDequantize(*this, node);
       return PlanActivation(*this, node);
     case OpKind::kBinary:
-      if (const QuantizedAddFold* fold = quantized_.FindAdd(node.name)) return PlanQuantizedAdd(*this, node, *fold);
+      if (const QuantizedAddFold* fold = quantized_.FindAdd(node.name)) {
+        if (!fold->fused_into.empty()) return absl::OkStatus();  // the conv's step computes it
+        return PlanQuantizedAdd(*this, node, *fold);
+      }
       return PlanBinary(*this, node);
     case OpKind::kConcat: return PlanConcat(*this, node);
     case OpKind::kSplit: return PlanSplit(*this, node);

@@ -160,7 +160,9 @@ class PlanBuilder {
   // and layout, not the conv's input, and no later node and no graph output reads any graph tensor that lies in it
   // (the residual, `residual_name`, and its views). Otherwise leaves the plan as it is (the algorithm then copies).
   // Returns whether it did.
-  bool PlaceOutputOverResidual(const Node& node, const std::string& residual_name, int x, int residual, int y);
+  // `fused_reader`: a later node whose computation this step has taken over (a fused add), whose reads do not count.
+  bool PlaceOutputOverResidual(const Node& node, const std::string& residual_name, int x, int residual, int y,
+                               const std::string& fused_reader = "");
 
  private:
   absl::Status AddGraphInputs();

@@ -23,17 +23,29 @@ absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const Quantiz
   if (!fold.bias.empty()) {
     CONVOY_ASSIGN_OR_RETURN(bias, b.UploadBytes(fold.bias.data(), fold.bias.size() * sizeof(int32_t)));
   }
-  CONVOY_ASSIGN_OR_RETURN(const void* multipliers, b.UploadFloats(fold.multipliers));
-  CONVOY_ASSIGN_OR_RETURN(int y, b.AddQuantizedOutput(fold.output, fold.dst_type));
-  auto problem_for = [&b, &a, &fold, x](int batch) {
+  // A fused add: the step reads its other operand and writes its output (the add's QDQ value).
+  const QuantizedAddFold* add =
+      fold.fused_add == QuantizedFusedAdd::kNone ? nullptr : b.quantized().FindAdd(fold.add);
+  int residual = -1;
+  if (add != nullptr) {
+    CONVOY_ASSIGN_OR_RETURN(residual, b.QuantizedValue(fold.residual));
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, add != nullptr ? b.AddQuantizedOutput(add->output, add->quantization.y_type)
+                                                : b.AddQuantizedOutput(fold.output, fold.dst_type));
+  auto problem_for = [&b, &a, &fold, x, add](int batch) {
     const ImageDims d = b.Dims(x, batch);
-    return MakeQuantizedConvProblem(a, fold, d.n, d.c, d.h, d.w);
+    return MakeQuantizedConvProblem(a, fold, d.n, d.c, d.h, d.w, add);
   };
-  auto bind = [x, w, bias, multipliers, y](TensorPointers t) {
-    return QuantizedConv2dArgs{t[x], static_cast<const int8_t*>(w), static_cast<const int32_t*>(bias),
-                               static_cast<const float*>(multipliers), nullptr, t[y]};
+  // The multipliers travel in the problem (MakeQuantizedConvProblem), not in the arguments.
+  auto bind = [x, w, bias, residual, y](TensorPointers t) {
+    return QuantizedConv2dArgs{t[x], static_cast<const int8_t*>(w), static_cast<const int32_t*>(bias), nullptr,
+                               residual >= 0 ? t[residual] : nullptr, t[y]};
   };
-  return b.AddKernelStep<QuantizedConv2dOp>(node.name, {x}, {y}, problem_for, bind, w);
+  std::vector<int> inputs = {x};
+  if (residual >= 0) inputs.push_back(residual);
+  CONVOY_RETURN_IF_ERROR(b.AddKernelStep<QuantizedConv2dOp>(node.name, inputs, {y}, problem_for, bind, w));
+  if (add != nullptr) b.PlaceOutputOverResidual(node, fold.residual, x, residual, y, add->add);
+  return absl::OkStatus();
 }
 
 absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedAddFold& fold) {
@@ -54,6 +66,7 @@ absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedA
 // reader and the caller: the simulated step, or a dequantize of the 8-bit value; both are exactly
 // (Q(x) - zero_point) * scale).
 absl::Status PlanQuantizeDequantize(PlanBuilder& b, const Node& node) {
+  if (b.quantized().FusedAway(node.name)) return absl::OkStatus();  // between a conv and the add fused into it
   const Activation& a = node.As<ActivationAttrs>().activation;
   if (a.kind != ActivationKind::kQuantizeDequantizeU8 && a.kind != ActivationKind::kQuantizeDequantizeS8) {
     return PlanActivation(b, node);

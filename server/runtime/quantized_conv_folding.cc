@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -138,12 +139,59 @@ absl::Status Fold(const Graph& graph, const Node& conv, const QdqParams& in, con
 }  // namespace
 
 bool QuantizedConvAnalysis::ReadsQuantized(const std::string& reader, const std::string& tensor) const {
-  if (const QuantizedConvFold* conv = Find(reader)) return conv->input == tensor;
+  if (const QuantizedConvFold* conv = Find(reader)) return conv->input == tensor || conv->residual == tensor;
   if (const QuantizedAddFold* add = FindAdd(reader)) return add->a == tensor || add->b == tensor;
   return false;
 }
 
+bool QuantizedConvAnalysis::FusedAway(const std::string& name) const {
+  if (const QuantizedAddFold* add = FindAdd(name)) return !add->fused_into.empty();
+  for (const auto& [conv, fold] : folds) {
+    if (fold.fused_add != QuantizedFusedAdd::kNone && fold.output_node == name) return true;
+  }
+  return false;
+}
+
+void QuantizedConvAnalysis::Unfuse(const std::string& conv) {
+  auto it = folds.find(conv);
+  if (it == folds.end() || it->second.fused_add == QuantizedFusedAdd::kNone) return;
+  if (auto add = adds.find(it->second.add); add != adds.end()) add->second.fused_into.clear();
+  it->second.fused_add = QuantizedFusedAdd::kNone;
+  it->second.add.clear();
+  it->second.residual.clear();
+}
+
 namespace {
+
+// Proposes fusing each folded add into the folded conv producing one of its operands: the conv's output QDQ node
+// read by the add alone, the other operand produced earlier in the graph's order (it must exist when the conv runs).
+// The second operand first (the order oneDNN reproduces without condition).
+void ProposeAddFusions(const Graph& graph, QuantizedConvAnalysis& analysis) {
+  std::map<std::string, int> index;  // node name -> position in the graph's order
+  for (size_t i = 0; i < graph.nodes().size(); ++i) index[graph.nodes()[i].name] = static_cast<int>(i);
+  std::map<std::string, std::string> conv_of_output;  // 8-bit output tensor -> conv
+  for (const auto& [name, fold] : analysis.folds) conv_of_output[fold.output] = name;
+  for (auto& [name, add] : analysis.adds) {
+    const int add_index = index.at(name);
+    for (const bool conv_is_b : {true, false}) {
+      const std::string& operand = conv_is_b ? add.b : add.a;
+      const std::string& other = conv_is_b ? add.a : add.b;
+      auto conv = conv_of_output.find(operand);
+      if (conv == conv_of_output.end() || operand == other) continue;
+      QuantizedConvFold& fold = analysis.folds.at(conv->second);
+      const std::vector<int> readers = graph.ConsumerIndices(operand);
+      if (fold.fused_add != QuantizedFusedAdd::kNone || readers.size() != 1 || readers[0] != add_index ||
+          graph.IsGraphOutput(operand) || graph.ProducerIndex(other) >= index.at(fold.conv)) {
+        continue;
+      }
+      fold.fused_add = conv_is_b ? QuantizedFusedAdd::kConvIsB : QuantizedFusedAdd::kConvIsA;
+      fold.add = name;
+      fold.residual = other;
+      add.fused_into = fold.conv;
+      break;
+    }
+  }
+}
 
 // The QDQ node alone reading `tensor` (not a graph output), or -1.
 int SoleQdqReader(const Graph& graph, const std::string& tensor, QdqParams& params) {
@@ -235,11 +283,12 @@ QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
     }
     analysis.folds.emplace(conv.name, std::move(fold));
   }
+  ProposeAddFusions(graph, analysis);
   return analysis;
 }
 
 QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const QuantizedConvFold& fold, int n, int c,
-                                                int h, int w) {
+                                                int h, int w, const QuantizedAddFold* add) {
   const Window2d& win = attrs.window;
   QuantizedConv2dProblem p;
   p.n = n, p.c = c, p.h = h, p.w = w, p.k = static_cast<int>(fold.weight_shape[0]);
@@ -255,6 +304,13 @@ QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const 
   p.epilogue.dst_zero_point = fold.dst_zero_point;
   p.epilogue.has_bias = !fold.bias.empty();
   p.epilogue.relu = fold.relu;
+  p.epilogue.scales = fold.multipliers;  // fixed at plan time: oneDNN builds them into the primitive
+  if (add != nullptr && fold.fused_add != QuantizedFusedAdd::kNone) {
+    p.fused_add = fold.fused_add;
+    p.add = add->quantization;
+    p.add.count = 1;  // not used by the convolution
+    p.dst_type = p.add.y_type;
+  }
   return p;
 }
 

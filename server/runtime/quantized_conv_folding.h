@@ -22,6 +22,14 @@
 // QuantizeLinear on each element as onnxruntime's x86 QLinearAdd does (kernels/cpu/quantized_add.h; the FP32 path's
 // result up to the last bit), and keeps the block's tensors 8-bit.
 //
+// A folded residual add can in turn fuse into the folded convolution producing one of its operands (the conv's
+// output QDQ node then has the add as its only reader, and the other operand, the residual, is computed before the
+// conv in the graph's order): one step computes the conv, its own rounding and saturation, and the add's formula, bit
+// for bit what the two steps compute (QuantizedConv2dProblem::fused_add), where the algorithm can reproduce that
+// (CanImplement: oneDNN's post-ops evaluate the add's FMAs in the add's own order only with the conv as its second
+// operand, and in the other order the planner keeps the fusion only when both orders round every pair of 8-bit
+// operands alike). The analysis proposes each such fusion; the planner keeps those an algorithm implements.
+//
 // The planner quantizes where a folded step's input comes from an FP32 op, and dequantizes where an FP32 op (or the
 // caller) reads a folded step's output. Every other convolution next to a QDQ node stays on the FP32 path with the
 // quantization simulated by the QDQ nodes, and the analysis says why (a residual fused into it, weights that are
@@ -54,6 +62,10 @@ struct QuantizedConvFold {
   std::vector<int8_t> weights;       // in weight_shape's row-major order
   std::vector<int32_t> bias;         // [K], empty without a bias
   std::vector<float> multipliers;    // [K]: x_scale * w_scale[k] / y_scale, in FP32 as onnxruntime forms it
+  // The residual add fused after it (QuantizedConvAnalysis::adds holds its fold), or kNone.
+  QuantizedFusedAdd fused_add = QuantizedFusedAdd::kNone;
+  std::string add;       // that Add node
+  std::string residual;  // the add's other operand, a QDQ node's output read 8-bit
 };
 
 // One residual Add that runs in INT8: the kernel problem's quantization, and the graph tensors it reads and writes.
@@ -63,6 +75,7 @@ struct QuantizedAddFold {
   std::string output_node;  // the QDQ node reading its sum
   std::string output;       // that node's output: written 8-bit
   QuantizedAddProblem quantization;  // every field but count
+  std::string fused_into;            // the conv computing it (QuantizedConvFold::fused_add), or empty: its own step
 };
 
 struct QuantizedConvAnalysis {
@@ -80,15 +93,21 @@ struct QuantizedConvAnalysis {
   }
   // Whether node `reader` runs as an INT8 step that reads graph tensor `tensor` as 8-bit.
   bool ReadsQuantized(const std::string& reader, const std::string& tensor) const;
+  // Whether node `name` has no step of its own: an add fused into a conv, or the QDQ node between them (its 8-bit
+  // value is never formed).
+  bool FusedAway(const std::string& name) const;
+  // Undoes the fusion proposed for `conv` (the add keeps its own step).
+  void Unfuse(const std::string& conv);
 };
 
 // Every Conv2d and Add next to a QDQ node (reading one's output or read by one) of a finalized graph, folded or with
 // the reason it is not. Nodes with no QDQ node next to them (FP32 models) appear in no map.
 QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph);
 
-// The kernel problem of a fold at one input size (n, c, h, w of the input, NHWC).
+// The kernel problem of a fold at one input size (n, c, h, w of the input, NHWC), the multipliers fixed in it, and
+// its fused add (`add`, the fold's, when fold.fused_add is set).
 QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const QuantizedConvFold& fold, int n, int c,
-                                                int h, int w);
+                                                int h, int w, const QuantizedAddFold* add = nullptr);
 
 }  // namespace convoy::runtime
 
