@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/cpu/binary_rows.h"
-#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/squeeze_excitation_rows.h"
 #include "kernels/registry/registry.h"
 
 namespace convoy::cpu {
@@ -16,8 +17,8 @@ constexpr int kMultiply = 2;                // BinaryRowKernels' index of the mu
 constexpr int64_t kMinTaskElements = 8192;  // a pool task reads at least this many elements of x
 constexpr int64_t kBlock = kLayoutChannelBlock;
 
-const BinaryRowKernels& WidestRowKernels() {
-  switch (BestCpuIsa()) {
+const BinaryRowKernels& BinaryRowsFor(CpuIsa isa) {
+  switch (isa) {
     case CpuIsa::kAvx512: return kBinaryRowKernelsAvx512;
     case CpuIsa::kAvx2: return kBinaryRowKernelsAvx2;
     case CpuIsa::kBaseline: break;
@@ -25,48 +26,34 @@ const BinaryRowKernels& WidestRowKernels() {
   return kBinaryRowKernelsBaseline;
 }
 
-// sum of a[i] * b[i] (b null: of a[i]) in eight independent lanes, which the compiler vectorizes without having to
-// reassociate one running sum.
-float LaneSum(const float* a, const float* b, int64_t n) {
-  float lanes[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    if (b != nullptr) {
-      for (int k = 0; k < 8; ++k) lanes[k] += a[i + k] * b[i + k];
-    } else {
-      for (int k = 0; k < 8; ++k) lanes[k] += a[i + k];
-    }
+const SqueezeExcitationRowKernels& ReductionsFor(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kAvx512: return kSqueezeExcitationRowKernelsAvx512;
+    case CpuIsa::kAvx2: return kSqueezeExcitationRowKernelsAvx2;
+    case CpuIsa::kBaseline: break;
   }
-  float sum = 0;
-  for (; i < n; ++i) sum += b != nullptr ? a[i] * b[i] : a[i];
-  for (int k = 0; k < 8; ++k) sum += lanes[k];
-  return sum;
+  return kSqueezeExcitationRowKernelsBaseline;
 }
 
 // Pass 1 for one piece: adds elements [first, last) of image x (its layout's own order, in units of pixels for NHWC,
 // rows of 8 channels for NCHW8c, channel planes for NCHW) into sums[C], which the caller zeroed.
-void SumPiece(const SqueezeExcitationProblem& p, const float* x, int64_t first, int64_t last, float* sums) {
+void SumPiece(const SqueezeExcitationProblem& p, const SqueezeExcitationRowKernels& k, const float* x, int64_t first,
+              int64_t last, float* sums) {
   const int64_t c = p.c, plane = int64_t{p.h} * p.w;
   switch (p.layout) {
     case Layout::kNHWC:
-      for (int64_t pixel = first; pixel < last; ++pixel) {
-        const float* row = x + pixel * c;  // [C]
-        for (int64_t k = 0; k < c; ++k) sums[k] += row[k];
-      }
+      k.sum_rows(x + first * c, last - first, c, sums);
       return;
     case Layout::kNCHW8c:
       // Rows of 8 channels: block b holds rows [b * plane, (b + 1) * plane).
       for (int64_t row = first; row < last;) {
         const int64_t block = row / plane, end = std::min(last, (block + 1) * plane);
-        float lanes[kBlock] = {};
-        for (; row < end; ++row) {
-          for (int64_t k = 0; k < kBlock; ++k) lanes[k] += x[row * kBlock + k];
-        }
-        for (int64_t k = 0; k < kBlock; ++k) sums[block * kBlock + k] += lanes[k];
+        k.sum_rows(x + row * kBlock, end - row, kBlock, sums + block * kBlock);
+        row = end;
       }
       return;
     case Layout::kNCHW:
-      for (int64_t channel = first; channel < last; ++channel) sums[channel] = LaneSum(x + channel * plane, nullptr, plane);
+      for (int64_t channel = first; channel < last; ++channel) sums[channel] = k.sum(x + channel * plane, plane);
       return;
   }
 }
@@ -83,8 +70,8 @@ int64_t UnitsPerImage(const SqueezeExcitationProblem& p) {
 }
 
 // The calling thread's part: gate[i, :] from the pieces' sums of every image i.
-void ComputeGates(const SqueezeExcitationProblem& p, const SqueezeExcitationArgs& args, int pieces, float* partial,
-                  float* hidden, float* gate) {
+void ComputeGates(const SqueezeExcitationProblem& p, const SqueezeExcitationRowKernels& kernels,
+                  const SqueezeExcitationArgs& args, int pieces, float* partial, float* hidden, float* gate) {
   const int64_t c = p.c, s = p.squeeze;
   const float inverse_pixels = 1.0f / static_cast<float>(int64_t{p.h} * p.w);
   const Activation& ha = p.hidden_activation;
@@ -98,20 +85,20 @@ void ComputeGates(const SqueezeExcitationProblem& p, const SqueezeExcitationArgs
     for (int64_t k = 0; k < c; ++k) mean[k] *= inverse_pixels;
     float* h = hidden + i * s;
     for (int64_t j = 0; j < s; ++j) {
-      const float v = LaneSum(args.w1 + j * c, mean, c) + (p.has_hidden_bias ? args.b1[j] : 0.0f);
+      const float v = kernels.dot(args.w1 + j * c, mean, c) + (p.has_hidden_bias ? args.b1[j] : 0.0f);
       h[j] = ApplyActivation(v, ha.kind, ha.alpha, ha.beta);
     }
     float* g = gate + i * c;
     for (int64_t k = 0; k < c; ++k) {
-      const float v = LaneSum(args.w2 + k * s, h, s) + (p.has_gate_bias ? args.b2[k] : 0.0f);
+      const float v = kernels.dot(args.w2 + k * s, h, s) + (p.has_gate_bias ? args.b2[k] : 0.0f);
       g[k] = ApplyActivation(v, ga.kind, ga.alpha, ga.beta);
     }
   }
 }
 
 // Pass 2: y = x * gate over the pool, in rows the binary op's kernels take.
-void MultiplyByGate(const SqueezeExcitationProblem& p, const float* x, const float* gate, float* y, ThreadPool& pool) {
-  const BinaryRowKernels& kernels = WidestRowKernels();
+void MultiplyByGate(const SqueezeExcitationProblem& p, const BinaryRowKernels& kernels, const float* x,
+                    const float* gate, float* y, ThreadPool& pool) {
   const auto repeated = kernels.repeated[kMultiply];
   const auto scalar = kernels.scalar[kMultiply];
   const int64_t c = p.c, plane = int64_t{p.h} * p.w;
@@ -147,6 +134,20 @@ void MultiplyByGate(const SqueezeExcitationProblem& p, const float* x, const flo
 
 }  // namespace
 
+CpuSqueezeExcitation::CpuSqueezeExcitation(CpuIsa isa)
+    : isa_(isa),
+      name_(isa == CpuIsa::kBaseline ? "cpu.squeeze_excitation.direct"
+                                     : absl::StrCat("cpu.squeeze_excitation.direct_", CpuIsaName(isa))) {}
+
+int CpuSqueezeExcitation::HeuristicScore(const SqueezeExcitationProblem&) const {
+  switch (isa_) {
+    case CpuIsa::kAvx512: return 20;
+    case CpuIsa::kAvx2: return 10;
+    case CpuIsa::kBaseline: break;
+  }
+  return 0;
+}
+
 absl::Status CpuSqueezeExcitation::CanImplement(const SqueezeExcitationProblem& problem) const {
   CONVOY_RETURN_IF_ERROR(problem.Validate());
   if (problem.dtype != DataType::kFloat32) {
@@ -179,19 +180,27 @@ absl::Status CpuSqueezeExcitation::Run(const SqueezeExcitationProblem& p, const 
   float* hidden = partial + int64_t{p.n} * kMaxPieces * c;          // [n, squeeze]
   float* gate = hidden + int64_t{p.n} * p.squeeze;                  // [n, C]
   const float* x = static_cast<const float*>(args.x);
+  const SqueezeExcitationRowKernels& reductions = ReductionsFor(isa_);
   pool.ParallelFor(int64_t{p.n} * pieces, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t image = task / pieces, piece = task % pieces;
       float* sums = partial + task * c;
       std::fill(sums, sums + c, 0.0f);
-      SumPiece(p, x + image * image_elements, piece * units / pieces, (piece + 1) * units / pieces, sums);
+      SumPiece(p, reductions, x + image * image_elements, piece * units / pieces, (piece + 1) * units / pieces, sums);
     }
   });
-  ComputeGates(p, args, pieces, partial, hidden, gate);
-  MultiplyByGate(p, x, gate, static_cast<float*>(args.y), pool);
+  ComputeGates(p, reductions, args, pieces, partial, hidden, gate);
+  MultiplyByGate(p, BinaryRowsFor(isa_), x, gate, static_cast<float*>(args.y), pool);
   return absl::OkStatus();
 }
 
-CONVOY_REGISTER_ALGORITHM(SqueezeExcitationOp, CpuSqueezeExcitation);
+// The baseline everywhere; the AVX2 and AVX-512 versions where the CPU runs them (checked once, at load).
+const bool kSqueezeExcitationAlgorithmsRegistered = [] {
+  auto& registry = OpRegistry<SqueezeExcitationOp>::Global();
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (CpuSupports(isa)) registry.Register(std::make_unique<CpuSqueezeExcitation>(isa));
+  }
+  return true;
+}();
 
 }  // namespace convoy::cpu

@@ -1,6 +1,7 @@
-// cpu.squeeze_excitation.direct against the branch it replaces, computed here in double precision straight from the
-// definition (problems.h: pool, 1x1 conv, activation, 1x1 conv, gate activation, multiply), on fresh random inputs
-// with the output poisoned with NaN, in every layout, out of place and in place, on 1, 2 and 3 threads.
+// cpu.squeeze_excitation.direct and its AVX2 / AVX-512 versions (each one the CPU runs) against the branch they
+// replace, computed here in double precision straight from the definition (problems.h: pool, 1x1 conv, activation,
+// 1x1 conv, gate activation, multiply), on fresh random inputs with the output and the workspace poisoned with NaN,
+// in every layout, out of place and in place, on 1, 2 and 3 threads.
 //
 // Tolerance: relative 1e-5 plus absolute 1e-5. The kernel sums in FP32 in another order than the double reference:
 // the mean of up to 64x64 values in [-1, 1) carries a few 1e-8, and the two products (up to 1152 and 48 terms, weights
@@ -11,12 +12,14 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/registry/registry.h"
 #include "kernels/testing/test_tensors.h"
 
@@ -66,8 +69,15 @@ std::vector<float> Expected(const SqueezeExcitationProblem& p, const std::vector
   return y;
 }
 
-void ExpectTheBranch(const SqueezeExcitationProblem& p, const ExecutionContext& context, uint32_t seed) {
-  const CpuSqueezeExcitation algorithm;
+constexpr CpuIsa kIsas[] = {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512};
+
+std::string NameOf(CpuIsa isa) {
+  return isa == CpuIsa::kBaseline ? "cpu.squeeze_excitation.direct"
+                                  : "cpu.squeeze_excitation.direct_" + std::string(CpuIsaName(isa));
+}
+
+void ExpectTheBranch(const CpuSqueezeExcitation& algorithm, const SqueezeExcitationProblem& p,
+                     const ExecutionContext& context, uint32_t seed) {
   ASSERT_THAT(algorithm.CanImplement(p), IsOk()) << p.ToString();
   const int64_t count = p.input_desc().num_elements();
   const std::vector<float> x = testing::RandomFloats(count, seed);
@@ -86,13 +96,13 @@ void ExpectTheBranch(const SqueezeExcitationProblem& p, const ExecutionContext& 
   SqueezeExcitationArgs args{x.data(), w.w1.data(), p.has_hidden_bias ? w.b1.data() : nullptr, w.w2.data(),
                              p.has_gate_bias ? w.b2.data() : nullptr, y.data()};
   ASSERT_THAT(algorithm.Run(p, args, ws, context), IsOk());
-  EXPECT_THAT(testing::CompareFloats(y, expected, Tolerance{1e-5, 1e-5}), IsOk()) << p.ToString() << " seed "
-                                                                                     << seed;
+  EXPECT_THAT(testing::CompareFloats(y, expected, Tolerance{1e-5, 1e-5}), IsOk())
+      << algorithm.name() << " on " << p.ToString() << " seed " << seed;
   std::vector<float> in_place = x;
   args.x = in_place.data(), args.y = in_place.data();
   ASSERT_THAT(algorithm.Run(p, args, ws, context), IsOk());
   EXPECT_THAT(testing::CompareFloats(in_place, expected, Tolerance{1e-5, 1e-5}), IsOk())
-      << p.ToString() << " in place, seed " << seed;
+      << algorithm.name() << " on " << p.ToString() << " in place, seed " << seed;
 }
 
 // EfficientNet-B0's first and last blocks' shapes (32 -> 8 on 112x112 is covered by the 40x40 case's pieces), shapes
@@ -111,34 +121,44 @@ TEST(CpuSqueezeExcitationTest, MatchesTheUnfusedBranchInEveryLayout) {
   for (int threads : {1, 2, 3}) {
     auto device = CpuDevice::Create(CpuDevice::Options{threads});
     ASSERT_THAT(device.status(), IsOk());
-    int cases = 0;
-    for (const Shape& s : shapes) {
-      for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNCHW8c}) {
-        for (int variant = 0; variant < 2; ++variant) {
-          SqueezeExcitationProblem p;
-          p.n = s.n, p.c = s.c, p.h = s.h, p.w = s.w, p.squeeze = s.squeeze, p.layout = layout;
-          p.hidden_activation = hidden[variant], p.gate_activation = gates[variant];
-          p.has_hidden_bias = variant == 0, p.has_gate_bias = true;
-          if (layout == Layout::kNCHW8c && s.c % kLayoutChannelBlock != 0) continue;
-          ExpectTheBranch(p, (*device)->context(), seed += 5);
-          ++cases;
+    for (CpuIsa isa : kIsas) {
+      if (!CpuSupports(isa)) continue;
+      const CpuSqueezeExcitation algorithm(isa);
+      int cases = 0;
+      for (const Shape& s : shapes) {
+        for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNCHW8c}) {
+          for (int variant = 0; variant < 2; ++variant) {
+            SqueezeExcitationProblem p;
+            p.n = s.n, p.c = s.c, p.h = s.h, p.w = s.w, p.squeeze = s.squeeze, p.layout = layout;
+            p.hidden_activation = hidden[variant], p.gate_activation = gates[variant];
+            p.has_hidden_bias = variant == 0, p.has_gate_bias = true;
+            if (layout == Layout::kNCHW8c && s.c % kLayoutChannelBlock != 0) continue;
+            ExpectTheBranch(algorithm, p, (*device)->context(), seed += 5);
+            ++cases;
+          }
         }
       }
+      std::cout << algorithm.name() << ": " << cases << " problems within tolerance on " << threads << " threads\n";
     }
-    std::cout << cases << " problems within tolerance on " << threads << " threads\n";
   }
 }
 
-TEST(CpuSqueezeExcitationTest, IsRegisteredAndTheHeuristicsChoice) {
+TEST(CpuSqueezeExcitationTest, EveryInstructionSetTheCpuRunsIsRegisteredAndTheWidestIsTheHeuristicsChoice) {
+  const auto& registry = OpRegistry<SqueezeExcitationOp>::Global();
+  CpuIsa widest = CpuIsa::kBaseline;
+  for (CpuIsa isa : kIsas) {
+    EXPECT_EQ(registry.Find(NameOf(isa)) != nullptr, CpuSupports(isa)) << NameOf(isa);
+    if (CpuSupports(isa)) widest = isa;
+  }
   SqueezeExcitationProblem p;
   p.n = 1, p.c = 32, p.h = p.w = 8, p.squeeze = 8, p.layout = Layout::kNHWC;
-  auto chosen = OpRegistry<SqueezeExcitationOp>::Global().Heuristic(p, Backend::kCpu);
+  auto chosen = registry.Heuristic(p, Backend::kCpu);
   ASSERT_THAT(chosen, IsOk());
-  EXPECT_EQ((*chosen)->name(), "cpu.squeeze_excitation.direct");
+  EXPECT_EQ((*chosen)->name(), NameOf(widest));
 }
 
 TEST(CpuSqueezeExcitationTest, RejectsWhatItCannotRunNamingTheField) {
-  const CpuSqueezeExcitation algorithm;
+  const CpuSqueezeExcitation algorithm(CpuIsa::kBaseline);
   SqueezeExcitationProblem p;
   p.n = 1, p.c = 32, p.h = p.w = 8, p.squeeze = 8;
   p.dtype = DataType::kFloat16;
