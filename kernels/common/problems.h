@@ -659,9 +659,10 @@ absl::string_view UnaryKindName(UnaryKind kind);
 // The channel attention of EfficientNet, MobileNetV3 and RegNetY, per image i and channel c of x [N,C,H,W]:
 //   mean[i,c]   = sum over h, w of x[i,c,h,w] / (H*W)                       (the global average pool)
 //   hidden[i,j] = hidden_activation(sum_c w1[j,c] * mean[i,c] + b1[j])       (a 1x1 conv C -> squeeze, j < squeeze)
-//   gate[i,c]   = gate_activation(sum_j w2[c,j] * hidden[i,j] + b2[c])       (a 1x1 conv squeeze -> C)
+//   gate[i,c]   = gate_activation(sum_j w2t[j,c] * hidden[i,j] + b2[c])      (a 1x1 conv squeeze -> C)
 //   y[i,c,h,w]  = x[i,c,h,w] * gate[i,c]
-// w1 is [squeeze, C] and w2 [C, squeeze] (the 1x1 filters' [K, C, 1, 1] order), FP32 like every epilogue parameter;
+// w1 is [squeeze, C] (the first 1x1 filter's [K, C, 1, 1] order) and w2t [squeeze, C] (the second filter's
+// [C, squeeze, 1, 1] transposed, so both products run along C), FP32 like every epilogue parameter;
 // b1 / b2 are read only when has_hidden_bias / has_gate_bias. x and y share the layout (NCHW, NHWC, or NCHW8c for
 // channel counts that are multiples of the block).
 struct SqueezeExcitationProblem {
@@ -690,7 +691,7 @@ struct SqueezeExcitationArgs {
   const void* x = nullptr;      // problem.input_desc()
   const float* w1 = nullptr;    // [squeeze, C]
   const float* b1 = nullptr;    // [squeeze] when has_hidden_bias
-  const float* w2 = nullptr;    // [C, squeeze]
+  const float* w2 = nullptr;    // [squeeze, C]: the second filter transposed
   const float* b2 = nullptr;    // [C] when has_gate_bias
   void* y = nullptr;            // problem.output_desc(); may equal x
 };

@@ -88,11 +88,11 @@ void ComputeGates(const SqueezeExcitationProblem& p, const SqueezeExcitationRowK
       const float v = kernels.dot(args.w1 + j * c, mean, c) + (p.has_hidden_bias ? args.b1[j] : 0.0f);
       h[j] = ApplyActivation(v, ha.kind, ha.alpha, ha.beta);
     }
+    // The second product along C: one row of the transposed filter [S, C] per hidden channel.
     float* g = gate + i * c;
-    for (int64_t k = 0; k < c; ++k) {
-      const float v = kernels.dot(args.w2 + k * s, h, s) + (p.has_gate_bias ? args.b2[k] : 0.0f);
-      g[k] = ApplyActivation(v, ga.kind, ga.alpha, ga.beta);
-    }
+    for (int64_t k = 0; k < c; ++k) g[k] = p.has_gate_bias ? args.b2[k] : 0.0f;
+    for (int64_t j = 0; j < s; ++j) kernels.axpy(h[j], args.w2 + j * c, g, c);
+    for (int64_t k = 0; k < c; ++k) g[k] = ApplyActivation(g[k], ga.kind, ga.alpha, ga.beta);
   }
 }
 

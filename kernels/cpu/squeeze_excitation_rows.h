@@ -17,6 +17,8 @@ struct SqueezeExcitationRowKernels {
   // sum over i < n of a[i] * b[i] (the two matrix-vector products), and of a[i] (an NCHW plane).
   float (*dot)(const float* a, const float* b, int64_t n);
   float (*sum)(const float* a, int64_t n);
+  // y[i] += a * x[i], i < n (the second product, a row of the transposed filter per hidden channel).
+  void (*axpy)(float a, const float* x, float* y, int64_t n);
 };
 
 extern const SqueezeExcitationRowKernels kSqueezeExcitationRowKernelsBaseline;

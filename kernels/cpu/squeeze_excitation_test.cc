@@ -31,7 +31,7 @@ using ::convoy::testing::StatusIs;
 using ::testing::HasSubstr;
 
 struct Weights {
-  std::vector<float> w1, b1, w2, b2;
+  std::vector<float> w1, b1, w2, b2;  // w1 [S, C], w2 [S, C] (the second filter transposed)
 };
 
 double Activate(const Activation& a, double v) {
@@ -56,7 +56,7 @@ std::vector<float> Expected(const SqueezeExcitationProblem& p, const std::vector
     }
     for (int c = 0; c < p.c; ++c) {
       double acc = p.has_gate_bias ? w.b2[c] : 0.0;
-      for (int j = 0; j < p.squeeze; ++j) acc += static_cast<double>(w.w2[int64_t{c} * p.squeeze + j]) * hidden[j];
+      for (int j = 0; j < p.squeeze; ++j) acc += static_cast<double>(w.w2[int64_t{j} * p.c + c]) * hidden[j];
       gate[c] = Activate(p.gate_activation, acc);
     }
     for (int c = 0; c < p.c; ++c)

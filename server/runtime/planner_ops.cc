@@ -841,14 +841,21 @@ absl::Status PlanSqueezeExcitation(PlanBuilder& b, const SqueezeExcitationBranch
   const bool blocked = b.tensor(x).layout == Layout::kNCHW8c && branch.channels % kLayoutChannelBlock == 0;
   const Layout layout = blocked ? Layout::kNCHW8c : b.layout();
   CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), layout));
-  // The filters [S, C, 1, 1] and [C, S, 1, 1] are the kernel's [S, C] and [C, S] as they are.
-  const float* params[4] = {nullptr, nullptr, nullptr, nullptr};  // w1, b1, w2, b2
+  // The first filter [S, C, 1, 1] is the kernel's w1 [S, C] as it is; the second, [C, S, 1, 1], is uploaded
+  // transposed to [S, C] (problems.h).
+  const float* params[4] = {nullptr, nullptr, nullptr, nullptr};  // w1, b1, w2t, b2
   const Node* convs[2] = {branch.reduce, branch.expand};
   for (int i = 0; i < 2; ++i) {
     const int inputs = convs[i]->As<Conv2dAttrs>().has_bias ? 2 : 1;
     for (int j = 0; j < inputs; ++j) {
       CONVOY_ASSIGN_OR_RETURN(const Tensor* value, b.Constant(*convs[i], 1 + j));
-      CONVOY_ASSIGN_OR_RETURN(const void* uploaded, b.UploadFloats(value->data));
+      std::vector<float> data = value->data;
+      if (i == 1 && j == 0) {
+        const int64_t c = branch.channels, s = branch.squeeze;
+        for (int64_t k = 0; k < c; ++k)
+          for (int64_t h = 0; h < s; ++h) data[h * c + k] = value->data[k * s + h];
+      }
+      CONVOY_ASSIGN_OR_RETURN(const void* uploaded, b.UploadFloats(data));
       params[2 * i + j] = static_cast<const float*>(uploaded);
     }
   }
