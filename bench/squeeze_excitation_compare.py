@@ -4,12 +4,15 @@
 Builds one ONNX model (opset 13, random weights) holding the 16 branches of torchvision's EfficientNet-B0 at 224x224
 side by side, each with its own input x_i [N, C, H, H] and output y_i:
     GlobalAveragePool -> Conv 1x1 C->S (bias) -> x * Sigmoid(x) -> Conv 1x1 S->C (bias) -> Sigmoid -> Mul(x_i, gate)
-(the SiLU written as torch exports it). Each round times, one after the other, `convoy run --repeat=R` with
-`--fuse_squeeze_excitation=true` (one step per branch) and `=false` (the pool, both convolutions and the multiply as
-steps), and an onnxruntime session (same threads, sequential, all graph optimizations, R runs after 3 warm-up runs).
+(the SiLU written as torch exports it). Each round times, one after the other, Convoy's plan in its CPU default layout
+(NHWC on AVX-512 CPUs) with `--fuse_squeeze_excitation=true` (one step per branch) and `=false` (the pool, both
+convolutions and the multiply as steps), through `convoy inspect --profile_batch=1 --profile_runs=R` (each step's
+median over R runs): the sum of every step but the layout conversions this stand-alone model needs at its 16 inputs
+and outputs (inside EfficientNet the branch reads and writes NHWC tensors and has none); and an onnxruntime session
+(same threads, sequential, all graph optimizations, R runs after 3 warm-up runs, wall time per run: in NCHW it needs
+no conversions).
 The first round also checks Convoy's fused outputs against onnxruntime's (within 1e-4). Prints every round with the
-load average, then the median over rounds of each engine's per-round statistic
-(--statistic: the median or the fastest of the R runs).
+load average, then the median over rounds of each engine's per-round figure.
 
   .venv/bin/python bench/squeeze_excitation_compare.py --convoy=bazel-bin/server/tools/convoy --rounds=5 --reps=50
 """
@@ -55,14 +58,22 @@ def build_model(batch):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def time_convoy(convoy, model_path, input_args, out_dir, threads, reps, fuse, statistic):
-    out = subprocess.run([convoy, "run", f"--model={model_path}", *input_args, f"--output_dir={out_dir}",
-                          f"--threads={threads}", f"--repeat={reps}", f"--fuse_squeeze_excitation={fuse}", "--quiet"],
-                         check=True, capture_output=True, text=True).stdout
-    m = re.search(r"median ([0-9.]+) ms, min ([0-9.]+) ms", out)
-    if not m:
-        raise SystemExit("no timing in convoy run's output:\n" + out[-2000:])
-    return float(m.group(2) if statistic == "min" else m.group(1))
+def run_convoy(convoy, model_path, input_args, out_dir, threads, fuse):
+    subprocess.run([convoy, "run", f"--model={model_path}", *input_args, f"--output_dir={out_dir}",
+                    f"--threads={threads}", f"--fuse_squeeze_excitation={fuse}", "--quiet"], check=True,
+                   capture_output=True, text=True)
+
+
+def time_convoy_steps(convoy, model_path, threads, reps, fuse):
+    """The sum of the per-step medians of every step but the conversions at the model's edges."""
+    out = subprocess.run([convoy, "inspect", f"--model={model_path}", f"--threads={threads}", "--profile_batch=1",
+                          f"--profile_runs={reps}", f"--fuse_squeeze_excitation={fuse}"], check=True,
+                         capture_output=True, text=True).stdout
+    table = out[out.index("== measured step times"):]
+    steps = re.findall(r"\n\s+\[\d+\]\s+\S+\s+(\S+)\s+\S+\s+([0-9.]+)", table)
+    if not steps:
+        raise SystemExit("no step times in convoy inspect's output:\n" + out[-2000:])
+    return sum(float(ms) for op, ms in steps if op != "convert"), sum(op != "convert" for op, _ in steps)
 
 
 def time_ort(model_bytes, feeds, threads, reps, statistic):
@@ -89,7 +100,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=50)
-    ap.add_argument("--statistic", choices=["median", "min"], default="median")
+    ap.add_argument("--statistic", choices=["median", "min"], default="median", help="onnxruntime's, of its runs")
     args = ap.parse_args()
 
     model = build_model(args.batch)
@@ -110,18 +121,14 @@ def main():
               f"engine and round, statistic {args.statistic}")
         for r in range(args.rounds):
             load = os.getloadavg()[0]
-            fused = time_convoy(args.convoy, model_path, input_args, out_dir, args.threads, args.reps, "true",
-                                args.statistic)
-            nodes = time_convoy(args.convoy, model_path, input_args, out_dir, args.threads, args.reps, "false",
-                                args.statistic)
+            fused, fused_steps = time_convoy_steps(args.convoy, model_path, args.threads, args.reps, "true")
+            nodes, nodes_steps = time_convoy_steps(args.convoy, model_path, args.threads, args.reps, "false")
             peer = time_ort(model.SerializeToString(), feeds, args.threads, args.reps, args.statistic)
             for key, value in (("convoy_fused", fused), ("convoy_nodes", nodes), ("onnxruntime", peer)):
                 results[key].append(value)
             if r == 0:
-                # The fused run wrote its outputs last but one: check them against onnxruntime's once.
-                fused_check = time_convoy(args.convoy, model_path, input_args, out_dir, args.threads, 1, "true",
-                                          args.statistic)
-                del fused_check
+                # Convoy's fused plan's outputs against onnxruntime's, once.
+                run_convoy(args.convoy, model_path, input_args, out_dir, args.threads, "true")
                 expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
                     None, feeds)
                 worst = max(float(np.max(np.abs(np.load(os.path.join(out_dir, f"{i}.npy")) - e)))
@@ -129,8 +136,8 @@ def main():
                 print(f"convoy fused vs onnxruntime: largest difference {worst:.2e} over the 16 outputs")
                 if worst > 1e-4:
                     raise SystemExit("convoy's fused outputs differ from onnxruntime's by more than 1e-4")
-            print(f"round {r} load {load:.2f}: convoy fused {fused:.4f} ms, convoy node by node {nodes:.4f} ms, "
-                  f"onnxruntime {peer:.4f} ms")
+            print(f"round {r} load {load:.2f}: convoy fused {fused:.4f} ms ({fused_steps} steps), convoy node by "
+                  f"node {nodes:.4f} ms ({nodes_steps} steps), onnxruntime {peer:.4f} ms")
     med = {k: statistics.median(v) for k, v in results.items()}
     print(f"\n16 SE branches, batch {args.batch}, median over {args.rounds} rounds: convoy fused "
           f"{med['convoy_fused']:.4f} ms, node by node {med['convoy_nodes']:.4f} ms, onnxruntime "
