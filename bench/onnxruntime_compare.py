@@ -315,6 +315,7 @@ def cpu_model():
 
 
 def main():
+    global STATISTIC, THREADS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bin_dir", default="bazel-bin/kernels/benchmarks")
     parser.add_argument("--batches", default="1,8")
@@ -333,11 +334,13 @@ def main():
     parser.add_argument("--precisions", default="fp32,bf16",
                         help="fp32, bf16 and/or int8 (onnxruntime's QDQ file of each model) whole-model rows")
     parser.add_argument("--skip_openvino", action="store_true", help="whole models against onnxruntime only")
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help="threads of every engine (Convoy's pool, onnxruntime's intra-op, OpenVINO's inference)")
     parser.add_argument("--statistic", choices=["median", "min"], default="median",
                         help="per engine and round: the median of the timed runs, or the fastest (a busy machine)")
     args = parser.parse_args()
-    global STATISTIC
     STATISTIC = args.statistic
+    THREADS = args.threads
     batches = [int(b) for b in args.batches.split(",")]
     models = args.models.split(",")
     layers = [] if args.skip_layers else [l for l in list_layers(args.bin_dir) if l["model"] in models]

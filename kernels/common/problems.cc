@@ -89,6 +89,7 @@ absl::string_view OpKindName(OpKind kind) {
     case OpKind::kLayerNorm: return "layer_norm";
     case OpKind::kConvTranspose2d: return "conv_transpose2d";
     case OpKind::kUnary: return "unary";
+    case OpKind::kSqueezeExcitation: return "squeeze_excitation";
   }
   return "unknown";
 }
@@ -720,6 +721,23 @@ absl::Status UnaryProblem::Validate() const {
   if (auto st = CheckPositive(name, {{"count", count}}); !st.ok()) return st;
   if (kind == UnaryKind::kCelu && alpha == 0.0f) return Invalid(name, "celu's alpha must not be 0");
   return CheckComputeType(name, dtype);
+}
+
+// ---- squeeze-and-excitation ----
+std::string SqueezeExcitationProblem::ToString() const {
+  return absl::StrCat("squeeze_excitation ", ImageString(n, c, h, w), " squeeze=", squeeze,
+                      " hidden=", convoy::ToString(hidden_activation), has_hidden_bias ? "+bias" : "",
+                      " gate=", convoy::ToString(gate_activation), has_gate_bias ? "+bias" : "", " ",
+                      DataTypeName(dtype), " ", LayoutName(layout));
+}
+
+absl::Status SqueezeExcitationProblem::Validate() const {
+  const std::string name = ToString();
+  if (auto st = CheckPositive(name, {{"n", n}, {"c", c}, {"h", h}, {"w", w}, {"squeeze", squeeze}}); !st.ok()) {
+    return st;
+  }
+  if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
+  return CheckBlockedLayout(name, layout, true, {c});
 }
 
 }  // namespace convoy

@@ -47,6 +47,7 @@ enum class OpKind : uint8_t {
   kLayerNorm,
   kConvTranspose2d,
   kUnary,
+  kSqueezeExcitation,
 };
 absl::string_view OpKindName(OpKind kind);
 
@@ -676,6 +677,47 @@ struct UnaryArgs {
   void* y = nullptr;  // may equal x
 };
 absl::string_view UnaryKindName(UnaryKind kind);
+
+// ---- squeeze-and-excitation: y = x * gate(x), one step for the whole branch ----------------------------------------
+// The channel attention of EfficientNet, MobileNetV3 and RegNetY, per image i and channel c of x [N,C,H,W]:
+//   mean[i,c]   = sum over h, w of x[i,c,h,w] / (H*W)                       (the global average pool)
+//   hidden[i,j] = hidden_activation(sum_c w1[j,c] * mean[i,c] + b1[j])       (a 1x1 conv C -> squeeze, j < squeeze)
+//   gate[i,c]   = gate_activation(sum_j w2t[j,c] * hidden[i,j] + b2[c])      (a 1x1 conv squeeze -> C)
+//   y[i,c,h,w]  = x[i,c,h,w] * gate[i,c]
+// w1 is [squeeze, C] (the first 1x1 filter's [K, C, 1, 1] order) and w2t [squeeze, C] (the second filter's
+// [C, squeeze, 1, 1] transposed, so both products run along C), FP32 like every epilogue parameter;
+// b1 / b2 are read only when has_hidden_bias / has_gate_bias. x and y share the layout (NCHW, NHWC, or NCHW8c for
+// channel counts that are multiples of the block).
+struct SqueezeExcitationProblem {
+  static constexpr OpKind kKind = OpKind::kSqueezeExcitation;
+  int n = 1, c = 1, h = 1, w = 1;
+  int squeeze = 1;  // the hidden channels
+  bool has_hidden_bias = false;
+  bool has_gate_bias = false;
+  Activation hidden_activation;  // SiLU in EfficientNet, ReLU in MobileNetV3 and RegNetY
+  Activation gate_activation;    // sigmoid (EfficientNet, RegNetY) or hard sigmoid (MobileNetV3)
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kNCHW;
+
+  TensorDesc input_desc() const { return TensorDesc::Image(dtype, n, c, h, w, layout); }
+  TensorDesc output_desc() const { return input_desc(); }
+  absl::Status Validate() const;
+  std::string ToString() const;
+  auto Tie() const {
+    return std::tie(n, c, h, w, squeeze, has_hidden_bias, has_gate_bias, hidden_activation, gate_activation, dtype,
+                    layout);
+  }
+  CONVOY_PROBLEM_COMPARISONS(SqueezeExcitationProblem)
+};
+
+struct SqueezeExcitationArgs {
+  const void* x = nullptr;      // problem.input_desc()
+  const float* w1 = nullptr;    // [squeeze, C]
+  const float* b1 = nullptr;    // [squeeze] when has_hidden_bias
+  const float* w2 = nullptr;    // [squeeze, C]: the second filter transposed
+  const float* b2 = nullptr;    // [C] when has_gate_bias
+  void* y = nullptr;            // problem.output_desc(); may equal x
+};
 
 #undef CONVOY_PROBLEM_COMPARISONS
 

@@ -131,6 +131,9 @@ using UnaryOp = OpTraits<UnaryProblem, UnaryArgs>;
 using QuantizedConv2dOp = OpTraits<QuantizedConv2dProblem, QuantizedConv2dArgs>;
 // INT8 residual add of QDQ plans: CPU only so far, like QuantizedConv2dOp.
 using QuantizedAddOp = OpTraits<QuantizedAddProblem, QuantizedAddArgs>;
+// A whole squeeze-and-excitation branch in one step: CPU only so far; the planner fuses the branch where the device
+// has an algorithm for it and maps its nodes one by one elsewhere. Not in ForEachOp until a CUDA algorithm exists.
+using SqueezeExcitationOp = OpTraits<SqueezeExcitationProblem, SqueezeExcitationArgs>;
 
 using Conv2dAlgorithm = Conv2dOp::AlgorithmType;
 using Pool2dAlgorithm = Pool2dOp::AlgorithmType;
@@ -153,6 +156,7 @@ using ConvTranspose2dAlgorithm = ConvTranspose2dOp::AlgorithmType;
 using UnaryAlgorithm = UnaryOp::AlgorithmType;
 using QuantizedConv2dAlgorithm = QuantizedConv2dOp::AlgorithmType;
 using QuantizedAddAlgorithm = QuantizedAddOp::AlgorithmType;
+using SqueezeExcitationAlgorithm = SqueezeExcitationOp::AlgorithmType;
 
 // Names one op for ForEachOp's visitor: `using Op = typename decltype(tag)::type;`.
 template <typename Op>

@@ -281,6 +281,7 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
       cpu ? DefaultCpuLayout(cpu::onednn::HasAvx512Kernels(), HasGroupedNonDepthwiseConv(graph_)) : Layout::kNHWC);
   planner.max_batch_size = std::max(1, max_batch_size_);
   planner.int8_convolutions = options.int8_convolutions.value_or(true);
+  planner.fuse_squeeze_excitation = options.fuse_squeeze_excitation.value_or(true);
   planner.selection = options.selection.value_or(optimization.algorithm_selection == repository::AlgorithmSelection::kTune
                                                      ? AlgorithmSelection::kTune
                                                      : AlgorithmSelection::kHeuristic);

@@ -73,6 +73,9 @@ struct ModelRuntimeOptions {
   // QDQ models and precision int8: run the convolutions between quantize-dequantize nodes in INT8
   // (PlannerOptions::int8_convolutions; default true). False simulates every quantization in FP32.
   std::optional<bool> int8_convolutions;
+  // Run each squeeze-and-excitation branch as one step where the device can (PlannerOptions::fuse_squeeze_excitation;
+  // default true). False plans its nodes one by one (for comparisons).
+  std::optional<bool> fuse_squeeze_excitation;
   // Precision int8 on an FP32 model: the calibration table to read instead of the config's `calibration_table`
   // (default `calibration.yaml` beside the model file).
   std::optional<std::string> calibration_table;

@@ -505,7 +505,39 @@ absl::Status PlanBuilder::AddGraphInputs() {
   return absl::OkStatus();
 }
 
+// Keeps the squeeze-and-excitation branches (squeeze_excitation_fusion.h) that an algorithm of the device implements
+// at every batch size in the plan's compute type and in every layout x can have here, and whose nodes are no INT8
+// step of this plan.
+absl::Status PlanBuilder::ChooseSqueezeExcitations() {
+  if (!options_.fuse_squeeze_excitation) return absl::OkStatus();
+  const auto& registry = OpRegistry<SqueezeExcitationOp>::Global();
+  for (auto& [pool, branch] : FindSqueezeExcitationBranches(graph_)) {
+    if (quantized_.Find(branch.reduce->name) != nullptr || quantized_.Find(branch.expand->name) != nullptr ||
+        quantized_.FindAdd(branch.multiply->name) != nullptr) {
+      continue;
+    }
+    CONVOY_ASSIGN_OR_RETURN(const Shape shape, graph_.ShapeOf(branch.x));
+    bool implemented = true;
+    for (int b = 1; implemented && b <= max_batch_size(); ++b) {
+      const Shape dims = ConcreteShape(shape, b);
+      for (Layout probe_layout : {layout(), StoredLayout(options_.layout, dims[1])}) {
+        const SqueezeExcitationProblem probe =
+            SqueezeExcitationProblemFor(branch, dims, compute_dtype(), probe_layout);
+        implemented = implemented && registry.Heuristic(probe, options_.device->backend()).ok();
+      }
+    }
+    if (!implemented) continue;
+    fused_nodes_.insert({branch.reduce->name, branch.expand->name, branch.multiply->name});
+    squeeze_excitations_.emplace(pool, branch);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PlanBuilder::PlanNode(const Node& node) {
+  if (fused_nodes_.count(node.name) > 0) return absl::OkStatus();
+  if (auto it = squeeze_excitations_.find(node.name); it != squeeze_excitations_.end()) {
+    return PlanSqueezeExcitation(*this, it->second);
+  }
   switch (node.op()) {
     case OpKind::kConv2d:
       if (const QuantizedConvFold* fold = quantized_.Find(node.name)) return PlanQuantizedConv2d(*this, node, *fold);
@@ -617,6 +649,7 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanBuilder::Build() {
   plan_->max_batch_size_ = plan_->has_batch_dimension_ ? options_.max_batch_size : 1;
   CONVOY_RETURN_IF_ERROR(AddGraphInputs());
   CONVOY_RETURN_IF_ERROR(ChooseQuantizedConvs());
+  CONVOY_RETURN_IF_ERROR(ChooseSqueezeExcitations());
   const std::vector<Node>& nodes = graph_.nodes();
   const auto start = std::chrono::steady_clock::now();
   auto last_progress = start;

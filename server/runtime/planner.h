@@ -61,6 +61,10 @@ struct PlannerOptions {
   // QDQ models: run the convolutions that fold (quantized_conv_folding.h) as INT8 steps. Off: every quantization
   // is simulated in FP32 (the QDQ nodes as activation steps), as onnxruntime computes with its optimizations off.
   bool int8_convolutions = true;
+  // Runs each squeeze-and-excitation branch (global average pool, two 1x1 convolutions, the gate's multiply;
+  // squeeze_excitation_fusion.h) as one step where an algorithm of the device implements it in the plan's precision
+  // (the CPU, FP32): at batch 1 the five small steps' fixed costs are most of the branch's time. Off: node by node.
+  bool fuse_squeeze_excitation = true;
   // Data type in which each graph input/output (by name) is exchanged with the caller; FP32 when absent.
   std::map<std::string, DataType> io_dtypes;
   // Graph inputs (by name) that arrive as UINT8 images, [N,] H, W, C, and are normalized on the device by a

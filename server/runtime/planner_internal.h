@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "server/runtime/plan.h"
 #include "server/runtime/planner.h"
 #include "server/runtime/quantized_conv_folding.h"
+#include "server/runtime/squeeze_excitation_fusion.h"
 
 namespace convoy::runtime {
 
@@ -167,6 +169,7 @@ class PlanBuilder {
  private:
   absl::Status AddGraphInputs();
   absl::Status ChooseQuantizedConvs();
+  absl::Status ChooseSqueezeExcitations();
   absl::Status AddPreprocessedInput(const GraphInput& input, const PreprocessProblem& configured);
   absl::Status PlanNode(const Node& node);
   absl::Status BindGraphOutputs();
@@ -185,6 +188,8 @@ class PlanBuilder {
   std::vector<int> producer_;                                       // plan tensor -> step index (-1: graph input)
   QuantizedConvAnalysis quantized_;                                 // the folds this plan runs INT8
   std::map<std::string, int> quantized_values_;                     // graph tensor -> its 8-bit plan tensor
+  std::map<std::string, SqueezeExcitationBranch> squeeze_excitations_;  // pool node -> the branch run as one step
+  std::set<std::string> fused_nodes_;  // the other nodes of those branches: planned with their pool node
 };
 
 // One mapping per graph op (planner_ops.cc).
@@ -210,6 +215,11 @@ absl::Status PlanAlias(PlanBuilder& b, const Node& node);
 absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const QuantizedConvFold& fold);
 absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedAddFold& fold);
 absl::Status PlanQuantizeDequantize(PlanBuilder& b, const Node& node);
+// A squeeze-and-excitation branch as one step (squeeze_excitation_fusion.h), planned at its pool node; and its
+// problem for x's dims [N,C,H,W] (planner_ops.cc).
+absl::Status PlanSqueezeExcitation(PlanBuilder& b, const SqueezeExcitationBranch& branch);
+SqueezeExcitationProblem SqueezeExcitationProblemFor(const SqueezeExcitationBranch& branch, const Shape& dims,
+                                                     DataType dtype, Layout layout);
 
 // ---- template definitions ----------------------------------------------------------------------------------------
 

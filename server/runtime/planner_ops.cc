@@ -921,4 +921,52 @@ absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
   return absl::OkStatus();
 }
 
+SqueezeExcitationProblem SqueezeExcitationProblemFor(const SqueezeExcitationBranch& branch, const Shape& dims,
+                                                     DataType dtype, Layout layout) {
+  const auto& reduce = branch.reduce->As<Conv2dAttrs>();
+  const auto& expand = branch.expand->As<Conv2dAttrs>();
+  SqueezeExcitationProblem p;
+  p.n = int(dims[0]), p.c = int(dims[1]), p.h = int(dims[2]), p.w = int(dims[3]);
+  p.squeeze = int(branch.squeeze);
+  p.has_hidden_bias = reduce.has_bias, p.has_gate_bias = expand.has_bias;
+  p.hidden_activation = KernelActivation(reduce.activation);
+  p.gate_activation = KernelActivation(expand.activation);
+  p.dtype = dtype, p.layout = layout;
+  return p;
+}
+
+absl::Status PlanSqueezeExcitation(PlanBuilder& b, const SqueezeExcitationBranch& branch) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.Value(branch.x));
+  // A blocked x stays blocked (EfficientNet's blocked plan); anything else runs in the plan's plain layout.
+  const bool blocked = b.tensor(x).layout == Layout::kNCHW8c && branch.channels % kLayoutChannelBlock == 0;
+  const Layout layout = blocked ? Layout::kNCHW8c : b.layout();
+  CONVOY_ASSIGN_OR_RETURN(x, b.Require(x, b.compute_dtype(), layout));
+  // The first filter [S, C, 1, 1] is the kernel's w1 [S, C] as it is; the second, [C, S, 1, 1], is uploaded
+  // transposed to [S, C] (problems.h).
+  const float* params[4] = {nullptr, nullptr, nullptr, nullptr};  // w1, b1, w2t, b2
+  const Node* convs[2] = {branch.reduce, branch.expand};
+  for (int i = 0; i < 2; ++i) {
+    const int inputs = convs[i]->As<Conv2dAttrs>().has_bias ? 2 : 1;
+    for (int j = 0; j < inputs; ++j) {
+      CONVOY_ASSIGN_OR_RETURN(const Tensor* value, b.Constant(*convs[i], 1 + j));
+      std::vector<float> data = value->data;
+      if (i == 1 && j == 0) {
+        const int64_t c = branch.channels, s = branch.squeeze;
+        for (int64_t k = 0; k < c; ++k)
+          for (int64_t h = 0; h < s; ++h) data[h * c + k] = value->data[k * s + h];
+      }
+      CONVOY_ASSIGN_OR_RETURN(const void* uploaded, b.UploadFloats(data));
+      params[2 * i + j] = static_cast<const float*>(uploaded);
+    }
+  }
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(branch.multiply->outputs[0], b.compute_dtype(), layout));
+  auto problem_for = [&b, x, branch, layout](int batch) {
+    return SqueezeExcitationProblemFor(branch, b.tensor(x).Dims(batch), b.compute_dtype(), layout);
+  };
+  auto bind = [x, y, params](TensorPointers t) {
+    return SqueezeExcitationArgs{t[x], params[0], params[1], params[2], params[3], t[y]};
+  };
+  return b.AddKernelStep<SqueezeExcitationOp>(branch.multiply->name, {x}, {y}, problem_for, bind);
+}
+
 }  // namespace convoy::runtime

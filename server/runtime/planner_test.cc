@@ -129,9 +129,13 @@ TEST(PlannerTest, Fp16AndBf16PlansMatchReferenceWithinStatedTolerance) {
 // The blocked plan reads the 3-channel image in place (the stem writes blocked from an NCHW input), keeps the
 // squeeze-excitation multiply blocked (its [N,C,1,1] gate lies the same in every layout), and reorders only the
 // spatial output back to NCHW.
+// (The branch node by node, as on devices without a squeeze-excitation algorithm; the fused step is tested below.)
 TEST(PlannerTest, BlockedPlanReordersOnlyAtTheOutputOfASqueezeExcitationBlock) {
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::SqueezeExcitationGraph(FreshSeed()));
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp32, Layout::kNCHW8c, 3)));
+  PlannerOptions options = CpuOptions(Precision::kFp32, Layout::kNCHW8c, 3);
+  options.fuse_squeeze_excitation = false;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, options));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kSqueezeExcitation), 0) << plan->ToString(1);
   EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), 1) << plan->ToString(1);
   for (const auto& step : plan->steps()) {
     if (step->name() == "stem" || step->name() == "se_mul") {
@@ -146,6 +150,66 @@ TEST(PlannerTest, BlockedPlanReordersOnlyAtTheOutputOfASqueezeExcitationBlock) {
   }
   // FP32 everywhere; oneDNN's kernels sum in a different order than the double reference.
   for (int batch = 1; batch <= 3; ++batch) ExpectPlanMatchesReference(graph, plan, batch, {1e-4, 1e-5});
+}
+
+// The squeeze-excitation branch (pool, 1x1 SiLU, 1x1 sigmoid, multiply) as one step in every layout, against the
+// reference interpreter's node-by-node evaluation: the step replaces the pool, both convolutions and the multiply,
+// takes the multiply's name, and keeps a blocked x blocked (one reorder, at the output, as unfused).
+TEST(PlannerTest, SqueezeExcitationBranchIsOneStepInEveryLayoutAndMatchesTheReference) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::SqueezeExcitationGraph(FreshSeed()));
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNCHW8c}) {
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp32, layout, 3)));
+    SCOPED_TRACE(plan->ToString(1));
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kSqueezeExcitation), 1);
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kPool2d), 0);
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kBinary), 0);
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConv2d), 3);  // stem, depthwise, projection
+    for (const auto& step : plan->steps()) {
+      if (step->op() != convoy::OpKind::kSqueezeExcitation) continue;
+      EXPECT_EQ(step->name(), "se_mul");
+      EXPECT_THAT(std::string(step->AlgorithmName(1)), HasSubstr("cpu.squeeze_excitation.direct"));
+      EXPECT_THAT(step->ProblemString(2), HasSubstr(absl::StrCat("n=2 c=16 h=6 w=6 squeeze=4 hidden=silu+bias "
+                                                                 "gate=sigmoid+bias FP32 ", LayoutName(layout))));
+    }
+    if (layout == Layout::kNCHW8c) {
+      EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), 1);
+    }
+    for (int batch = 1; batch <= 3; ++batch) ExpectPlanMatchesReference(graph, plan, batch, {1e-4, 1e-5});
+  }
+}
+
+// The multiply's operands in the other order fuse the same; a gate that is also a graph output, an FP16 plan (no
+// FP16 algorithm) and the option turned off leave the branch node by node; every plan matches the reference.
+TEST(PlannerTest, SqueezeExcitationBranchFusesOnlyWhereNothingElseNeedsItsParts) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph swapped, testing::SqueezeExcitationGraph(FreshSeed()));
+  for (Node& node : swapped.mutable_nodes()) {
+    if (node.name == "se_mul") std::swap(node.inputs[0], node.inputs[1]);
+  }
+  ASSERT_THAT(swapped.Finalize(), IsOk());
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(swapped, CpuOptions(Precision::kFp32, Layout::kNHWC, 2)));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kSqueezeExcitation), 1) << plan->ToString(1);
+  for (int batch = 1; batch <= 2; ++batch) ExpectPlanMatchesReference(swapped, plan, batch, {1e-4, 1e-5});
+
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph gate_out, testing::SqueezeExcitationGraph(FreshSeed()));
+  ASSERT_THAT(gate_out.AddOutput("gate"), IsOk());
+  ASSERT_THAT(gate_out.Finalize(), IsOk());
+  CONVOY_ASSERT_OK_AND_ASSIGN(plan, BuildExecutionPlan(gate_out, CpuOptions(Precision::kFp32, Layout::kNHWC, 2)));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kSqueezeExcitation), 0) << plan->ToString(1);
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kBinary), 1);
+  for (int batch = 1; batch <= 2; ++batch) ExpectPlanMatchesReference(gate_out, plan, batch, {1e-4, 1e-5});
+
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::SqueezeExcitationGraph(FreshSeed()));
+  CONVOY_ASSERT_OK_AND_ASSIGN(plan, BuildExecutionPlan(graph, CpuOptions(Precision::kFp16, Layout::kNHWC, 2)));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kSqueezeExcitation), 0) << plan->ToString(1);
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kPool2d), 1);
+  for (int batch = 1; batch <= 2; ++batch) ExpectPlanMatchesReference(graph, plan, batch, {1e-2, 5e-3});
+
+  PlannerOptions off = CpuOptions(Precision::kFp32, Layout::kNHWC, 2);
+  off.fuse_squeeze_excitation = false;
+  CONVOY_ASSERT_OK_AND_ASSIGN(plan, BuildExecutionPlan(graph, off));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kSqueezeExcitation), 0) << plan->ToString(1);
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConv2d), 5);
+  for (int batch = 1; batch <= 2; ++batch) ExpectPlanMatchesReference(graph, plan, batch, {1e-4, 1e-5});
 }
 
 TEST(PlannerTest, FlattenIsAnAliasAndTheChainReusesMemory) {

@@ -78,6 +78,8 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|int8|auto  --la
          --threads=N (CPU threads)  --quiet (no load log)
          --cuda_graphs[=true|false] (on a GPU: record a CUDA graph per batch size; default: the config's)
          --int8=true|false (QDQ models: convolutions between quantize-dequantize steps run INT8; default true)
+         --fuse_squeeze_excitation=true|false (each squeeze-and-excitation branch as one step where the device has
+             an algorithm for it, the CPU in FP32; default true)
          --calibration_table=FILE (--precision=int8 on an FP32 model; default: the config's, or calibration.yaml
            beside the model file)
 --output_dir=DIR writes output i to DIR/i.npy, in the model's output order (DIR is created if missing).
@@ -198,6 +200,14 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
       return absl::InvalidArgumentError(absl::StrCat("--int8 must be true or false, got '", value, "'"));
     }
     options.int8_convolutions = value == "true";
+  }
+  if (flags.Has("fuse_squeeze_excitation")) {
+    const std::string value = flags.Get("fuse_squeeze_excitation");
+    if (value != "true" && value != "false") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--fuse_squeeze_excitation must be true or false, got '", value, "'"));
+    }
+    options.fuse_squeeze_excitation = value == "true";
   }
   if (flags.Has("max_batch_size")) {
     CONVOY_ASSIGN_OR_RETURN(options.default_max_batch_size, ParsePositive("max_batch_size", flags.Get("max_batch_size")));
@@ -614,7 +624,7 @@ absl::Status Main(int argc, char** argv) {
   if (command == "jobs") return JobsCommand(argv[0]);
   const std::vector<std::string> common = {"model",  "device",     "precision", "layout", "max_batch_size",
                                            "cache",  "threads",    "quiet",     "cuda_graphs", "int8",
-                                           "calibration_table"};
+                                           "calibration_table", "fuse_squeeze_excitation"};
   auto with = [&common](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Where a model's time goes in Convoy and in onnxruntime, block by block, from each engine's own per-node profile.
+
+Convoy: `convoy inspect --model=M --threads=T --tune --profile_batch=B --profile_runs=R` (each step's median over R
+timed runs, steps run one by one with the device synchronized between them). onnxruntime: the same ONNX file in a
+session like bench/onnxruntime_compare.py's (T intra-op threads, sequential, all graph optimizations) with
+`SessionOptions.enable_profiling`, R runs after a warm-up, each node's median kernel time.
+
+Both engines keep the ONNX node names (onnxruntime's fused nodes keep their first node's name; its layout reorders
+are named after the node they serve), so each node is put in a group by its name: the network block it belongs to
+(`--group_regex`, by default torchvision's `/features/features.N/features.N.M` blocks, else the first path component),
+and within a block its role: `se` for a squeeze-and-excitation part (global average pool, fc1, fc2, the gate
+multiply, Convoy's fused step), `conv` for everything else (convolutions with their fused activations, reorders).
+The table prints per group Convoy ms, onnxruntime ms and their ratio, then the totals per role and the engines' own
+totals (the sum of node times, which leaves out the engines' per-run overheads).
+
+  .venv/bin/python bench/layer_profile_compare.py --model=/tmp/meas/effb0.onnx --convoy=bazel-bin/server/tools/convoy
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+SE_PATTERN = re.compile(r"(avgpool|/fc1/|/fc2/|/Mul$|/Mul_|squeeze|/se/)", re.IGNORECASE)
+
+
+def ort_node_times(model, batch, threads, runs):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.enable_profiling = True
+    opts.profile_file_prefix = "/tmp/ort_layer_profile"
+    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+    inp = sess.get_inputs()[0]
+    shape = [batch if not isinstance(d, int) else d for d in inp.shape]
+    shape[0] = batch
+    x = np.random.default_rng(1).uniform(-1, 1, shape).astype(np.float32)
+    for _ in range(5):
+        sess.run(None, {inp.name: x})
+    wall = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        sess.run(None, {inp.name: x})
+        wall.append((time.perf_counter() - start) * 1e3)
+    path = sess.end_profiling()
+    with open(path) as f:
+        events = json.load(f)
+    os.remove(path)
+    per_node = collections.defaultdict(list)
+    op_of = {}
+    for e in events:
+        if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
+            continue
+        name = e["name"][: -len("_kernel_time")]
+        per_node[name].append(e["dur"] / 1e3)
+        op_of[name] = e.get("args", {}).get("op_name", "?")
+    # The first 5 runs were warm-up: keep each node's last `runs` samples.
+    return ({n: statistics.median(v[-runs:]) for n, v in per_node.items()}, op_of, statistics.median(wall))
+
+
+def convoy_step_times(convoy, model, batch, threads, runs, layout, extra):
+    cmd = [convoy, "inspect", f"--model={model}", f"--threads={threads}", "--tune", f"--profile_batch={batch}",
+           f"--profile_runs={runs}"] + ([f"--layout={layout}"] if layout else []) + extra
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    steps, ops, in_table = {}, {}, False
+    for line in out.splitlines():
+        if line.startswith("== measured step times"):
+            in_table = True
+            continue
+        m = re.match(r"\s+\[\d+\]\s+(\S+)\s+(\S+)\s+(\S+)\s+([0-9.]+)$", line)
+        if in_table and m:
+            steps[m.group(1)] = float(m.group(4))
+            ops[m.group(1)] = f"{m.group(2)} {m.group(3)}"
+    if not steps:
+        sys.exit("no step times in convoy inspect's output:\n" + out[-2000:])
+    return steps, ops
+
+
+def group_of(name, regex):
+    m = re.search(regex, name)
+    if m:
+        block = m.group(0)
+    else:
+        parts = [p for p in name.split("/") if p]
+        block = "/" + parts[0] if parts else name
+    return block, "se" if SE_PATTERN.search(name) else "conv"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--convoy", default="bazel-bin/server/tools/convoy")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--layout", default="", help="Convoy's --layout (default: its CPU default)")
+    ap.add_argument("--convoy_args", default="", help="extra arguments for convoy inspect, space separated")
+    ap.add_argument("--group_regex", default=r"/features/features\.\d+/features\.\d+\.\d+")
+    args = ap.parse_args()
+
+    print(f"load average {os.getloadavg()[0]:.2f}; onnxruntime {ort.__version__}")
+    convoy, convoy_ops = convoy_step_times(args.convoy, args.model, args.batch, args.threads, args.runs, args.layout,
+                                           args.convoy_args.split())
+    ortt, ort_ops, ort_wall = ort_node_times(args.model, args.batch, args.threads, args.runs)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    groups = collections.OrderedDict()
+    for engine, times in (("convoy", convoy), ("ort", ortt)):
+        for name, ms in times.items():
+            key = group_of(name, args.group_regex)
+            groups.setdefault(key, {"convoy": 0.0, "ort": 0.0, "convoy_n": 0, "ort_n": 0})
+            groups[key][engine] += ms
+            groups[key][engine + "_n"] += 1
+    print(f"\n{'group':<44} {'role':<5} {'convoy ms':>10} {'steps':>5} {'ort ms':>9} {'nodes':>5} {'ratio':>6}")
+    roles = collections.defaultdict(lambda: [0.0, 0.0, 0, 0])
+    for (block, role), g in sorted(groups.items(), key=lambda kv: kv[0]):
+        ratio = g["convoy"] / g["ort"] if g["ort"] > 0 else float("inf")
+        print(f"{block:<44} {role:<5} {g['convoy']:10.4f} {g['convoy_n']:5d} {g['ort']:9.4f} {g['ort_n']:5d} "
+              f"{ratio:6.2f}")
+        r = roles[role]
+        r[0] += g["convoy"]
+        r[1] += g["ort"]
+        r[2] += g["convoy_n"]
+        r[3] += g["ort_n"]
+    print()
+    for role, (c, o, cn, on) in sorted(roles.items()):
+        print(f"all {role:<5} convoy {c:.3f} ms in {cn} steps, onnxruntime {o:.3f} ms in {on} nodes, ratio {c / o:.2f}")
+    print(f"sum of step times: convoy {sum(convoy.values()):.3f} ms ({len(convoy)} steps), onnxruntime "
+          f"{sum(ortt.values()):.3f} ms ({len(ortt)} nodes); onnxruntime's median wall time per run "
+          f"{ort_wall:.3f} ms (profiling on)")
+    ops = collections.Counter(ort_ops.values())
+    print("onnxruntime node kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(ops.items())))
+
+
+if __name__ == "__main__":
+    main()
