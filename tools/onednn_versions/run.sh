@@ -4,6 +4,11 @@
 # installed), then runs both in alternation: 3 rounds per batch size, each build and mode once per round.
 #   tools/onednn_versions/run.sh [THREADS=1] [BATCHES="1 8"]
 set -euo pipefail
+if [[ "${1:-}" == "--help" || "${1:-}" == "-h" ]]; then
+  echo "usage: tools/onednn_versions/run.sh [THREADS=1] [BATCHES=\"1 8\"]"
+  echo "Times ResNet-50's INT8 conv layers through Debian's oneDNN 2.6 and PyPI's oneDNN 3.2 in alternation."
+  exit 0
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 threads=${1:-1}
 batches=${2:-"1 8"}
