@@ -7,9 +7,9 @@ Erf form (folded into the same epilogue).
 
 Convoy's reference interpreter and its CPU kernels (NCHW, NHWC, the blocked NCHW8c) against onnxruntime on fresh
 random inputs, batch 2, 64x64, FP32: within 1e-4 relative error (max |diff| / max |ref|), the bound of the other
-torchvision tests. The CUDA kernels on the emulated GPU at FP16, batch 1, 32x32 (the emulation runs every GPU
-thread as a fiber: the smallest input ConvNeXt takes, 1x1 after its last downsampling) within 1e-2, the FP16 bound
-of test_whole_models.py. The optimized graph is checked to hold one LayerNorm per LayerNorm layer, one GEMM per
+torchvision tests. The CUDA kernels on the emulated GPU at FP16 and BF16, batch 1, 32x32 (the emulation runs every
+GPU thread as a fiber: the smallest input ConvNeXt takes, 1x1 after its last downsampling) within 1e-2 and 3e-2, the
+FP16 and BF16 bounds of test_whole_models.py. The optimized graph is checked to hold one LayerNorm per LayerNorm layer, one GEMM per
 Linear layer with its bias and GELU fused, and no Erf or ReduceMean left."""
 import pathlib
 import re
@@ -68,11 +68,20 @@ def test_convnext_tiny_optimized_graph(exported):
     assert "Unary" not in ops and "Binary" in ops, ops  # the layer scales and residual adds remain
 
 
-def test_convnext_tiny_emulated_gpu_fp16(tmp_path_factory):
-    path = export(tmp_path_factory, 32)
+@pytest.fixture(scope="module")
+def exported_32(tmp_path_factory):
+    return export(tmp_path_factory, 32)
+
+
+# (precision, tolerance): the FP16 and BF16 bounds of test_whole_models.py.
+EMULATED_GPU_PRECISIONS = [("fp16", 1e-2), ("bf16", 3e-2)]
+
+
+@pytest.mark.parametrize("precision,tolerance", EMULATED_GPU_PRECISIONS)
+def test_convnext_tiny_emulated_gpu(exported_32, precision, tolerance):
     x = np.random.default_rng().uniform(-1, 1, size=(1, 3, 32, 32)).astype(np.float32)
-    expected = onnxruntime_logits(path, x)
-    actual = run_on(built_binary("server/tools/convoy_emulated_gpu"), path, {"images": x}, "--device=cuda",
-                    "--precision=fp16")[0]
+    expected = onnxruntime_logits(exported_32, x)
+    actual = run_on(built_binary("server/tools/convoy_emulated_gpu"), exported_32, {"images": x}, "--device=cuda",
+                    f"--precision={precision}")[0]
     err = relative_error(actual, expected)
-    assert err <= 1e-2, f"emulated gpu fp16: relative error {err}"
+    assert err <= tolerance, f"emulated gpu {precision}: relative error {err}"
