@@ -15,6 +15,8 @@ easily slowed by others' work, never sped up).
     .venv/bin/python bench/serving_benchmark.py --modes=off,on,adaptive --concurrency=1,2,4,8,16 --rounds=3 \
         --interleave --taskset=0:1 --server_threads=1 --target_latency_ms=100 --no_queue_timeout \
         --image_prefix=serving_policies
+    # the sample served INT8 (calibrated first on uniform inputs; perf_analyzer sends uniform [0, 1) values):
+    .venv/bin/python bench/serving_benchmark.py --precision=int8 --image_prefix=serving_int8
 
 With --rounds=N the modes alternate round by round (every mode sweeps every concurrency once per round, on a fresh
 server) and each row is the median of its N runs; with --interleave every round starts one fresh server per mode and
@@ -65,11 +67,40 @@ def model_name(args, mode):
     return f"{MODEL}_{mode}" if args.one_server else MODEL
 
 
-def make_repositories(tmp, modes, target_latency_ms, keep_queue_timeout=True, one_server=False):
+def calibrate(cli, tmp):
+    """An INT8 calibration table for the sample model (convoy calibrate, minmax, on 8 inputs uniform in [0, 1) like
+    normalized pixels): the file `precision: int8` reads beside model.onnx. A speed run, not an accuracy one: the
+    scales only have to be those of real-valued activations."""
+    import numpy as np
+    work = pathlib.Path(tmp) / "calibration"
+    shutil.copytree(REPO_ROOT / "model_repo" / MODEL, work / MODEL)
+    x = np.random.default_rng().uniform(0, 1, (8, 3, 224, 224)).astype(np.float32)
+    np.save(work / "inputs.npy", x)
+    out = subprocess.run([cli, "calibrate", f"--model={work / MODEL}", f"--inputs={work / 'inputs.npy'}"],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"convoy calibrate failed:\n{out.stderr[-2000:]}")
+    print(out.stderr.strip().splitlines()[-1], flush=True)
+    return work / MODEL / "1" / "calibration.yaml"
+
+
+def write_uniform_input(tmp):
+    """perf_analyzer's --input-data folder: one request's input uniform in [0, 1) (its default random bytes carry
+    NaN and denormal floats a real image never has)."""
+    import numpy as np
+    folder = pathlib.Path(tmp) / "uniform_input"
+    folder.mkdir()
+    (folder / "images").write_bytes(np.random.default_rng().uniform(0, 1, (3, 224, 224)).astype(np.float32).tobytes())
+    return folder
+
+
+def make_repositories(tmp, modes, target_latency_ms, keep_queue_timeout=True, one_server=False, precision="",
+                      calibration_table=None):
     """One copy of the sample ResNet entry per mode: "on" (config as shipped: the fixed policy), "off"
     (dynamic_batching removed) and "adaptive" (policy: adaptive with the latency target, without the fixed policy's
     preferred sizes and delay; the queue policy and priorities stay). Each in a repository of its own, or with
-    `one_server` all in one repository, as models named resnet_classifier_<mode>."""
+    `one_server` all in one repository, as models named resnet_classifier_<mode>. `precision` (when set) replaces
+    the config's; `calibration_table` is copied beside each copy's model.onnx."""
     src = REPO_ROOT / "model_repo" / MODEL
     repos = {}
     for mode in modes:
@@ -89,6 +120,11 @@ def make_repositories(tmp, modes, target_latency_ms, keep_queue_timeout=True, on
             target = f"  target_latency_microseconds: {int(target_latency_ms * 1000)}\n" if target_latency_ms else ""
             config = config.replace("dynamic_batching:\n", "dynamic_batching:\n  policy: adaptive\n" + target)
             assert "policy: adaptive" in config and "preferred_batch_size" not in config
+        if precision:
+            config, n = re.subn(r"^  precision: .*$", f"  precision: {precision}", config, flags=re.M)
+            assert n == 1, "the sample config has one optimization.precision"
+        if calibration_table:
+            shutil.copy(calibration_table, repo / name / "1" / "calibration.yaml")
         (repo / name / "config.yaml").write_text(config)
         repos[mode] = repo
     return repos
@@ -166,7 +202,8 @@ def perf_analyzer(args, port, concurrency, out_csv, model=MODEL):
                                           f"{os.environ.get('LD_LIBRARY_PATH', '')}")
     cmd = pinned([args.perf_analyzer, "-m", model, "-i", "grpc", "-u", f"127.0.0.1:{port}", "--concurrency-range",
                   f"{concurrency}:{concurrency}", "--measurement-interval", str(args.measurement_ms), "--max-trials",
-                  str(args.max_trials), "-f", str(out_csv)], args.client_core)
+                  str(args.max_trials), "-f", str(out_csv)]
+                 + (["--input-data", str(args.input_folder)] if args.input_folder else []), args.client_core)
     # On a shared machine the windows can miss the stability bound: retry once with the bound at 100 % (any three
     # windows), and record which bound the row was measured with.
     for stability in (args.stability, 100):
@@ -438,6 +475,12 @@ def main():
     p.add_argument("--images", default=str(REPO_ROOT / "docs/images"))
     p.add_argument("--image_prefix", default="serving")
     p.add_argument("--json", default="")
+    p.add_argument("--precision", default="", choices=["", "fp32", "int8"],
+                   help="the served plan's precision (default: the sample config's, fp32); int8 calibrates the sample "
+                        "first (convoy calibrate on uniform inputs) and serves it with precision: int8")
+    p.add_argument("--input_data", default="random", choices=["random", "uniform"],
+                   help="perf_analyzer's input: its default random bytes, or values uniform in [0, 1) like normalized "
+                        "pixels (implied by --precision=int8)")
     args = p.parse_args()
     if args.one_server and not args.interleave:
         sys.exit("--one_server needs --interleave (the modes measured back to back on the one server)")
@@ -454,8 +497,11 @@ def main():
     started = time.monotonic()
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
+        table = calibrate(args.cli, tmp) if args.precision == "int8" else None
+        args.input_folder = (str(write_uniform_input(tmp)) if args.input_data == "uniform" or args.precision == "int8"
+                             else None)
         repos = make_repositories(tmp, modes, args.target_latency_ms, keep_queue_timeout=not args.no_queue_timeout,
-                                  one_server=args.one_server)
+                                  one_server=args.one_server, precision=args.precision, calibration_table=table)
         for round_index in range(args.rounds):
             shift = round_index % len(modes)  # alternate which mode goes first
             tag = f"round {round_index + 1}"
