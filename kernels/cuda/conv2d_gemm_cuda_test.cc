@@ -19,6 +19,7 @@
 #include "kernels/cuda/conv2d_gemm_test_problems.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cuda/cuda_device.h"
+#include "kernels/cuda/test_device_or_skip.h"
 #include "kernels/testing/cross_backend_suite.h"
 #include "kernels/testing/problem_list.h"
 #include "kernels/testing/test_tensors.h"
@@ -29,20 +30,6 @@
 
 namespace convoy::testing {
 namespace {
-
-std::unique_ptr<cuda::CudaDevice> CreateDeviceOrNull() {
-  absl::StatusOr<std::unique_ptr<cuda::CudaDevice>> device = cuda::CudaDevice::Create({});
-  if (!device.ok()) {
-    std::cout << "no CUDA device: " << device.status() << "\n";
-    return nullptr;
-  }
-  std::cout << "device: " << (*device)->Identity() << "\n";
-  return *std::move(device);
-}
-
-#define CONVOY_CREATE_DEVICE_OR_SKIP(device)                                  \
-  std::unique_ptr<cuda::CudaDevice> device = CreateDeviceOrNull();           \
-  if (device == nullptr) GTEST_SKIP() << "no GPU here: the GPU build ran nothing"
 
 TEST(CudaConv2dGemmTest, Conv2dMatchesReference) {
   CONVOY_CREATE_DEVICE_OR_SKIP(device);

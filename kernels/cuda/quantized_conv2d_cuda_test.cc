@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cuda/cuda_device.h"
+#include "kernels/cuda/test_device_or_skip.h"
 #include "kernels/registry/registry.h"
 #include "kernels/testing/quantized_conv2d_cases.h"
 
@@ -33,20 +34,6 @@
 
 namespace convoy::testing {
 namespace {
-
-std::unique_ptr<cuda::CudaDevice> CreateDeviceOrNull() {
-  absl::StatusOr<std::unique_ptr<cuda::CudaDevice>> device = cuda::CudaDevice::Create({});
-  if (!device.ok()) {
-    std::cout << "no CUDA device: " << device.status() << "\n";
-    return nullptr;
-  }
-  std::cout << "device: " << (*device)->Identity() << "\n";
-  return *std::move(device);
-}
-
-#define CONVOY_CREATE_DEVICE_OR_SKIP(device)                        \
-  std::unique_ptr<cuda::CudaDevice> device = CreateDeviceOrNull(); \
-  if (device == nullptr) GTEST_SKIP() << "no GPU here: the GPU build ran nothing"
 
 QuantizedConv2dProblem Conv(int n, int c, int h, int w, int k, int r, int stride, int pad, int groups) {
   QuantizedConv2dProblem p;

@@ -892,10 +892,10 @@ absl::Status PlanGemm(PlanBuilder& b, const Node& node) {
   CONVOY_ASSIGN_OR_RETURN(int y, b.AddOutput(node.outputs[0], b.compute_dtype(), Layout::kNCHW));
   const bool tf32 = b.options().precision == Precision::kTf32;
   const size_t element = DataTypeSize(b.compute_dtype());
+  const convoy::Activation activation = KernelActivation(a.activation);
   for (int64_t mat = 0; mat < matrices; ++mat) {
     // One shared B: every row of A ([..., M, K] flattened) in one GEMM; else matrix `mat` of A (static dims).
-    const convoy::Activation activation = KernelActivation(a.activation);
-  auto problem_for = [&b, x, n, k, bias, matrix_bias, tf32, matrices, activation](int batch) {
+    auto problem_for = [&b, x, n, k, bias, matrix_bias, tf32, matrices, activation](int batch) {
       const Shape dims = b.tensor(x).Dims(batch);
       GemmProblem p;
       p.m = int(matrices == 1 ? NumElements(Shape(dims.begin(), dims.end() - 1)) : dims[dims.size() - 2]);
