@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 
 namespace convoy::gpu_check {
 namespace {
@@ -182,17 +183,19 @@ void Keep(std::optional<Candidate>& best, Candidate candidate) {
   if (!best.has_value() || candidate.timing.microseconds < best->timing.microseconds) best = std::move(candidate);
 }
 
-absl::Status TimeLegacy(CudnnApi* api, const Conv2dProblem& p, const void* x, const void* w, const void* bias,
-                        void* y, void* workspace, size_t workspace_bytes, cudaStream_t stream,
-                        const CudnnBenchOptions& options, std::optional<Candidate>& best, int& timed) {
-  LegacyDescriptors d;
-  if (absl::Status made = MakeLegacyDescriptors(api, p, d); !made.ok()) return made;
+// cuDNN's own search over the legacy forward algorithms for descriptors `d`, then the fastest `legacy_top` that run
+// within the workspace timed: the fused bias + ReLU call where cuDNN takes it for the algorithm, else the plain
+// convolution. `alpha` scales the convolution (the INT8 call's output scale).
+absl::Status FindAndTimeLegacy(CudnnApi* api, const LegacyDescriptors& d, const void* x, const void* w,
+                               const void* bias, void* y, float alpha, void* workspace, size_t workspace_bytes,
+                               cudaStream_t stream, const CudnnBenchOptions& options, absl::string_view label,
+                               std::optional<Candidate>& best, int& timed) {
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
   CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnFindConvolutionForwardAlgorithmEx(
       api->handle, d.x, x, d.w, w, d.conv, d.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace,
       workspace_bytes));
-  const float one = 1.0f, zero = 0.0f;
+  const float zero = 0.0f;
   int tried = 0;
   for (int i = 0; i < returned && tried < options.legacy_top; ++i) {
     const cudnnConvolutionFwdAlgoPerf_t& algo = perf[i];
@@ -200,13 +203,13 @@ absl::Status TimeLegacy(CudnnApi* api, const Conv2dProblem& p, const void* x, co
     ++tried;
     auto fused = [&]() -> absl::Status {
       CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnConvolutionBiasActivationForward(
-          api->handle, &one, d.x, x, d.w, w, d.conv, algo.algo, workspace, algo.memory, &zero, d.y, y, d.bias, bias,
-          d.relu, d.y, y));
+          api->handle, &alpha, d.x, x, d.w, w, d.conv, algo.algo, workspace, algo.memory, &zero, d.y, y, d.bias,
+          bias, d.relu, d.y, y));
       return absl::OkStatus();
     };
     auto plain = [&]() -> absl::Status {
-      CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnConvolutionForward(api->handle, &one, d.x, x, d.w, w, d.conv, algo.algo,
-                                                                workspace, algo.memory, &zero, d.y, y));
+      CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnConvolutionForward(api->handle, &alpha, d.x, x, d.w, w, d.conv,
+                                                                algo.algo, workspace, algo.memory, &zero, d.y, y));
       return absl::OkStatus();
     };
     const bool can_fuse = fused().ok();
@@ -214,9 +217,18 @@ absl::Status TimeLegacy(CudnnApi* api, const Conv2dProblem& p, const void* x, co
         TimeLaunches(stream, can_fuse ? std::function<absl::Status()>(fused) : plain, options.timing);
     if (!timing.ok()) continue;
     ++timed;
-    Keep(best, Candidate{absl::StrCat("legacy ", ForwardAlgorithmName(algo.algo)), *timing, can_fuse});
+    Keep(best, Candidate{absl::StrCat(label, ForwardAlgorithmName(algo.algo)), *timing, can_fuse});
   }
   return absl::OkStatus();
+}
+
+absl::Status TimeLegacy(CudnnApi* api, const Conv2dProblem& p, const void* x, const void* w, const void* bias,
+                        void* y, void* workspace, size_t workspace_bytes, cudaStream_t stream,
+                        const CudnnBenchOptions& options, std::optional<Candidate>& best, int& timed) {
+  LegacyDescriptors d;
+  if (absl::Status made = MakeLegacyDescriptors(api, p, d); !made.ok()) return made;
+  return FindAndTimeLegacy(api, d, x, w, bias, y, 1.0f, workspace, workspace_bytes, stream, options, "legacy ", best,
+                           timed);
 }
 
 // ---- backend (graph) API -----------------------------------------------------------------------------------------
@@ -513,36 +525,8 @@ absl::Status TimeLegacyInt8(CudnnApi* api, const QuantizedConv2dProblem& p, cons
   CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnCreateActivationDescriptor(&d.relu));
   CONVOY_CUDNN_RETURN_IF_ERROR(
       api->cudnnSetActivationDescriptor(d.relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int returned = 0;
-  CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnFindConvolutionForwardAlgorithmEx(
-      api->handle, d.x, x, d.w, w, d.conv, d.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace,
-      workspace_bytes));
-  const float alpha = 0.01f, zero = 0.0f;
-  int tried = 0;
-  for (int i = 0; i < returned && tried < options.legacy_top; ++i) {
-    const cudnnConvolutionFwdAlgoPerf_t& algo = perf[i];
-    if (algo.status != CUDNN_STATUS_SUCCESS || algo.memory > workspace_bytes) continue;
-    ++tried;
-    auto fused = [&]() -> absl::Status {
-      CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnConvolutionBiasActivationForward(
-          api->handle, &alpha, d.x, x, d.w, w, d.conv, algo.algo, workspace, algo.memory, &zero, d.y, y, d.bias,
-          bias, d.relu, d.y, y));
-      return absl::OkStatus();
-    };
-    auto plain = [&]() -> absl::Status {
-      CONVOY_CUDNN_RETURN_IF_ERROR(api->cudnnConvolutionForward(api->handle, &alpha, d.x, x, d.w, w, d.conv,
-                                                                algo.algo, workspace, algo.memory, &zero, d.y, y));
-      return absl::OkStatus();
-    };
-    const bool can_fuse = fused().ok();
-    absl::StatusOr<LaunchTiming> timing =
-        TimeLaunches(stream, can_fuse ? std::function<absl::Status()>(fused) : plain, options.timing);
-    if (!timing.ok()) continue;
-    ++timed;
-    Keep(best, Candidate{absl::StrCat("legacy INT8 ", ForwardAlgorithmName(algo.algo)), *timing, can_fuse});
-  }
-  return absl::OkStatus();
+  return FindAndTimeLegacy(api, d, x, w, bias, y, /*alpha=*/0.01f, workspace, workspace_bytes, stream, options,
+                           "legacy INT8 ", best, timed);
 }
 
 }  // namespace
