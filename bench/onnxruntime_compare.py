@@ -27,6 +27,7 @@ Run from the repository root with the project's virtualenv:
       [--convoy=bazel-bin/server/tools/convoy]
 """
 import argparse
+import collections
 import os
 import statistics
 import subprocess
@@ -172,6 +173,30 @@ def time_convoy_model(convoy, model_path, cache, batch, reps, directory, precisi
     raise RuntimeError(f"no timing line in convoy run output:\n{out}")
 
 
+def convoy_implementations(convoy, model_path, cache, batch, precision="fp32", layout="default"):
+    """What each step of Convoy's plan at `batch` ran, counted: {"algorithm [oneDNN implementation]": steps}, from
+    `convoy inspect` with the same cache, threads and flags as the timed runs (its plan listing names each step's
+    algorithm and, for oneDNN's, the implementation the primitive got: brgconv_1x1:avx512_core, jit_dw:avx2, ...)."""
+    out = subprocess.run([convoy, "inspect", f"--model={model_path}", f"--threads={THREADS}", f"--cache={cache}",
+                          f"--max_batch_size={batch}", f"--profile_batch={batch}", "--quiet",
+                          f"--precision={precision}", *layout_flags(layout)], capture_output=True, text=True)
+    if out.returncode != 0:
+        return {f"(convoy inspect failed: {out.stderr.strip().splitlines()[-1:]})": 0}
+    counts, algorithm = collections.Counter(), None
+    for line in out.stdout.split("== measured step times")[0].splitlines():
+        line = line.strip()
+        if line.startswith("algorithm "):
+            if algorithm is not None:
+                counts[algorithm] += 1
+            algorithm = line.split()[1]
+        elif line.startswith("launch oneDNN ") and algorithm is not None:
+            counts[f"{algorithm} [{line[len('launch oneDNN '):]}]"] += 1
+            algorithm = None
+    if algorithm is not None:
+        counts[algorithm] += 1
+    return dict(counts.most_common())
+
+
 def ov_compiled(path, batch, precision_hint):
     """OpenVINO's CPU plugin on the ONNX file at a static batch; precision_hint None keeps OpenVINO's default."""
     core = ov.Core()
@@ -203,7 +228,8 @@ def load_average():
 
 def whole_models(args, models, batches):
     """{(model, precision, batch): {engine: median ms}}, each the median over args.model_rounds rounds in which every
-    engine runs once, one after the other; also prints each round with the load average."""
+    engine runs once, one after the other; also prints each round with the load average. Fills `implementations`
+    with what each Convoy plan's steps ran (convoy_implementations)."""
     reps = max(5, args.reps // 2)
     variants = convoy_variants(args)  # (engine name, CLI path, layout)
     precisions = args.precisions.split(",")
@@ -257,6 +283,9 @@ def whole_models(args, models, batches):
                               ", ".join(f"{n} {t[-1]:.2f}" for n, t in times.items()))
                         sys.stdout.flush()
                     result[(model, precision, batch)] = {n: statistics.median(t) for n, t in times.items()}
+                    for engine, convoy, layout in variants:
+                        implementations[(model, precision, batch, engine)] = convoy_implementations(
+                            convoy, path, caches[engine], batch, convoy_precision, layout)
     return result
 
 
@@ -280,10 +309,13 @@ def convoy_variants(args):
     return variants
 
 
+implementations = {}  # (model, precision, batch, engine) -> {"algorithm [oneDNN implementation]": steps}
+
+
 def print_whole_model_table(whole):
     print()
-    print(f"whole models: median over the rounds of each round's {STATISTIC} ms, and Convoy / peer ratios "
-          "(lower is better)")
+    print(f"whole models on {cpu_model()}: median over the rounds of each round's {STATISTIC} ms, and Convoy / peer "
+          "ratios (lower is better)")
     for (model, precision, batch), times in sorted(whole.items()):
         cells = []
         for name, ms in times.items():
@@ -295,6 +327,11 @@ def print_whole_model_table(whole):
                 if not peer.startswith("convoy"):
                     cells.append(f"{name}/{peer} {ms / peer_ms:.2f}")
         print(f"  {model:16} {precision:5} batch {batch}: " + "; ".join(cells))
+    print()
+    print("what each Convoy plan's steps ran (algorithm [oneDNN implementation]: steps), from convoy inspect:")
+    for (model, precision, batch, engine), counts in sorted(implementations.items()):
+        print(f"  {model:16} {precision:5} batch {batch} {engine}: " +
+              ", ".join(f"{name} x{n}" for name, n in counts.items()))
 
 
 def cpu_model():

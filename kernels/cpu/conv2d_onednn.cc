@@ -223,6 +223,11 @@ absl::Status Conv2dOnednn<kLayout>::Run(const Conv2dProblem& problem, const Conv
   }
 }
 
+template <Layout kLayout>
+std::string Conv2dOnednn<kLayout>::LaunchSummary(const Conv2dProblem& problem) const {
+  return onednn::ImplementationSummary(Describe(problem));
+}
+
 template class Conv2dOnednn<Layout::kNCHW>;
 template class Conv2dOnednn<Layout::kNHWC>;
 template class Conv2dOnednn<Layout::kNCHW8c>;

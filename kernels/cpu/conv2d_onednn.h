@@ -57,6 +57,8 @@ class Conv2dOnednn final : public Conv2dAlgorithm, public ResidualInOutput {
                                                           const ExecutionContext& context) const override;
   absl::Status Run(const Conv2dProblem& problem, const Conv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
+  // The oneDNN implementation the problem's primitive got ("oneDNN <impl>"), for `convoy inspect`.
+  std::string LaunchSummary(const Conv2dProblem& problem) const override;
   // True where the residual is the sum post-op: Run adds it onto the output buffer (copying it there first when
   // args.residual is another buffer). See residual_in_output.h.
   bool AccumulatesOntoOutput(const Conv2dProblem& problem) const override;

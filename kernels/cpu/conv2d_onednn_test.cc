@@ -304,6 +304,7 @@ TEST(Conv2dOnednnTest, BrgconvFilterLayoutFollowsTheBatch) {
     const Conv2dProblem problem = problem_at(batch);
     ASSERT_THAT(algorithm.CanImplement(problem), IsOk());
     CONVOY_ASSERT_OK_AND_ASSIGN(const std::string impl, algorithm.Implementation(problem));
+    EXPECT_EQ(algorithm.LaunchSummary(problem), "oneDNN " + impl);  // what `convoy inspect` prints per step
     layouts.push_back(algorithm.PackedFilterLayout(problem));
     largest_packed = std::max(largest_packed, algorithm.PackedFilterBytes(problem));
     std::printf("batch %d: %s, filter %s\n", batch, impl.c_str(), layouts.back().c_str());

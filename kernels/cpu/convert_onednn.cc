@@ -83,4 +83,8 @@ absl::Status ConvertOnednnReorder::Run(const ConvertProblem& problem, const Conv
 
 CONVOY_REGISTER_ALGORITHM(ConvertOp, ConvertOnednnReorder);
 
+std::string ConvertOnednnReorder::LaunchSummary(const ConvertProblem& problem) const {
+  return onednn::ImplementationSummary(Describe(problem));
+}
+
 }  // namespace convoy::cpu

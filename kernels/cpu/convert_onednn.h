@@ -24,6 +24,8 @@ class ConvertOnednnReorder final : public ConvertAlgorithm {
                                                           const ExecutionContext& context) const override;
   absl::Status Run(const ConvertProblem& problem, const ConvertArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
+  // The oneDNN implementation the problem's primitive got ("oneDNN <impl>"), for `convoy inspect`.
+  std::string LaunchSummary(const ConvertProblem& problem) const override;
   // Above cpu.convert.elementwise for the reorders only it can do (to or from NCHW8c), below it otherwise.
   int HeuristicScore(const ConvertProblem& problem) const override;
 

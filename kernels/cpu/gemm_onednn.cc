@@ -103,4 +103,8 @@ absl::Status GemmOnednnMatmul::Run(const GemmProblem& problem, const GemmArgs& a
 
 CONVOY_REGISTER_ALGORITHM(GemmOp, GemmOnednnMatmul);
 
+std::string GemmOnednnMatmul::LaunchSummary(const GemmProblem& problem) const {
+  return onednn::ImplementationSummary(Describe(problem));
+}
+
 }  // namespace convoy::cpu

@@ -29,6 +29,8 @@ class GemmOnednnMatmul final : public GemmAlgorithm {
                                                           const ExecutionContext& context) const override;
   absl::Status Run(const GemmProblem& problem, const GemmArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
+  // The oneDNN implementation the problem's primitive got ("oneDNN <impl>"), for `convoy inspect`.
+  std::string LaunchSummary(const GemmProblem& problem) const override;
   // Above cpu.gemm.openblas (10).
   int HeuristicScore(const GemmProblem& problem) const override { return 20; }
 

@@ -97,6 +97,13 @@ void AddPostOpArgs(const PostOps& post_ops, const EpilogueOperands& operands, co
 // Primitive attributes with `post_ops` and the scratchpad in user mode (it comes from the Run workspace).
 dnnl::primitive_attr MakeAttr(const dnnl::post_ops& post_ops);
 
+// "oneDNN <implementation>" ("oneDNN brgconv_1x1:avx512_core", "oneDNN jit_dw:avx2") of a described problem, the
+// algorithms' LaunchSummary for `convoy inspect`; empty when the problem could not be described.
+template <typename DescriptorPtr>
+std::string ImplementationSummary(const absl::StatusOr<DescriptorPtr>& descriptor) {
+  return descriptor.ok() ? "oneDNN " + (*descriptor)->impl : std::string();
+}
+
 // UNIMPLEMENTED when oneDNN chose its reference (unoptimized C++) implementation: on this CPU the problem has no
 // fast kernel, and Convoy's own algorithms are the better candidates.
 absl::Status RejectReferenceImplementation(const std::string& impl, absl::string_view algorithm);

@@ -117,6 +117,11 @@ absl::Status Pool2dOnednn<kLayout>::Run(const Pool2dProblem& problem, const Pool
   }
 }
 
+template <Layout kLayout>
+std::string Pool2dOnednn<kLayout>::LaunchSummary(const Pool2dProblem& problem) const {
+  return onednn::ImplementationSummary(Describe(problem));
+}
+
 template class Pool2dOnednn<Layout::kNCHW>;
 template class Pool2dOnednn<Layout::kNHWC>;
 template class Pool2dOnednn<Layout::kNCHW8c>;

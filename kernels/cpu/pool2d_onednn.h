@@ -27,6 +27,8 @@ class Pool2dOnednn final : public Pool2dAlgorithm {
                                                           const ExecutionContext& context) const override;
   absl::Status Run(const Pool2dProblem& problem, const Pool2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
+  // The oneDNN implementation the problem's primitive got ("oneDNN <impl>"), for `convoy inspect`.
+  std::string LaunchSummary(const Pool2dProblem& problem) const override;
   // Above cpu.pool2d.direct (score 0).
   int HeuristicScore(const Pool2dProblem& problem) const override { return 10; }
 
