@@ -18,6 +18,7 @@
 #include "server/repository/onnx_constant_evaluator.h"
 #include "server/repository/onnx_layer_norm_pattern.h"
 #include "server/repository/onnx_proto_reader.h"
+#include "server/repository/onnx_qoperator.h"
 #include "server/repository/onnx_quantization.h"
 #include "server/repository/onnx_resize_import.h"
 #include "server/runtime/reference_interpreter.h"
@@ -1954,6 +1955,8 @@ absl::StatusOr<Graph> ImportOnnxModel(std::string_view serialized_model, const s
     return absl::InvalidArgumentError(
         absl::StrCat(source_name, ": not a valid ONNX model (protobuf parse failed, ", serialized_model.size(), " bytes)"));
   }
+  // QOperator models (QLinearConv, QLinearAdd, ...) are read as the QDQ models they are equivalent to.
+  CONVOY_RETURN_IF_ERROR(RewriteQOperatorNodes(model, source_name));
   return OnnxImporter(source_name, options).Import(model);
 }
 

@@ -45,7 +45,7 @@ SUPPORTED_OPS = {
     "GlobalMaxPool", "Greater", "GreaterOrEqual", "GroupNormalization", "HardSigmoid", "HardSwish", "Identity",
     "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "MatMul", "Max",
     "MaxPool", "Min", "Mish", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "QuantizeLinear",
-    "DequantizeLinear", "Range", "Reciprocal", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "Relu", "Reshape", "Resize", "Round", "Selu",
+    "DequantizeLinear", "QLinearConv", "QLinearMatMul", "Range", "Reciprocal", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "Relu", "Reshape", "Resize", "Round", "Selu",
     "Shape", "Sigmoid", "Sign", "Size", "Slice", "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt",
     "Squeeze", "Sub", "Sum", "Tanh", "ThresholdedRelu", "Tile", "Transpose", "Unsqueeze", "Upsample", "Where", "Xor",
 }
