@@ -6,38 +6,25 @@ reads them as the QDQ models they are equivalent to (server/repository/onnx_qope
 residual add runs as an INT8 step, and is compared with onnxruntime running the same QOperator file, on fresh random
 batches, with the INT8 bounds of test_quantized_models.py: at least 99.9 % of the logits within one quantization step,
 at least 99 % identical, none more than one step off, top-1 equal where the lead is more than two steps."""
-import pathlib
 import re
-import sys
 
 import numpy as np
 import onnx
 import pytest
 
-from test_quantized_models import compare_int8_with_onnxruntime, onnxruntime_int8, run_convoy
-from torchvision_export import exported_models
+from test_quantized_models import (compare_int8_with_onnxruntime, onnxruntime_int8, quantize_exported, quantized_file,
+                                   run_convoy)
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODELS = ["resnet18", "mobilenet_v2"]
 
 
 @pytest.fixture(scope="module")
 def qoperator(tmp_path_factory):
-    exported = pathlib.Path(exported_models(tmp_path_factory))
-    out = tmp_path_factory.mktemp("qoperator")
-    sys.path.insert(0, str(REPO_ROOT / "tools/models"))
-    from quantize_qdq import quantize
-    for name in MODELS:
-        if (exported / f"{name}.onnx").exists():
-            quantize(exported / f"{name}.onnx", out / f"{name}_qop.onnx", size=64, quant_format="qoperator")
-    return out
+    return quantize_exported(tmp_path_factory, MODELS, quant_format="qoperator", suffix="qop")
 
 
 def qoperator_model(folder, name):
-    model = folder / f"{name}_qop.onnx"
-    if not model.exists():
-        pytest.fail(f"{name} was not exported (CONVOY_TORCHVISION_MODELS leaves it out?)")
-    return model
+    return quantized_file(folder, name, suffix="qop")
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -47,16 +47,29 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 QDQ_MODELS = ["resnet18", "mobilenet_v2"]
 
 
-@pytest.fixture(scope="module")
-def quantized(tmp_path_factory):
+def quantize_exported(tmp_path_factory, names, quant_format="qdq", suffix="qdq"):
+    """onnxruntime's quantize_static of the exported torchvision models `names` (tools/models/quantize_qdq.py) into a
+    folder of NAME_SUFFIX.onnx files."""
     exported = pathlib.Path(exported_models(tmp_path_factory))
-    out = tmp_path_factory.mktemp("qdq")
+    out = tmp_path_factory.mktemp(suffix)
     sys.path.insert(0, str(REPO_ROOT / "tools/models"))
     from quantize_qdq import quantize
-    for name in QDQ_MODELS:
+    for name in names:
         if (exported / f"{name}.onnx").exists():
-            quantize(exported / f"{name}.onnx", out / f"{name}_qdq.onnx", size=64)
+            quantize(exported / f"{name}.onnx", out / f"{name}_{suffix}.onnx", size=64, quant_format=quant_format)
     return out
+
+
+def quantized_file(folder, name, suffix="qdq"):
+    model = folder / f"{name}_{suffix}.onnx"
+    if not model.exists():
+        pytest.fail(f"{name} was not exported (CONVOY_TORCHVISION_MODELS leaves it out?)")
+    return model
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory):
+    return quantize_exported(tmp_path_factory, QDQ_MODELS)
 
 
 def steps_from_onnxruntime(actual, expected):
@@ -113,10 +126,7 @@ def run_convoy(model, x, tmp_path, *flags):
 
 
 def qdq_model(quantized, name):
-    model = quantized / f"{name}_qdq.onnx"
-    if not model.exists():
-        pytest.fail(f"{name} was not exported (CONVOY_TORCHVISION_MODELS leaves it out?)")
-    return model
+    return quantized_file(quantized, name)
 
 
 def onnxruntime_int8(model, x):
