@@ -43,7 +43,8 @@ class ThreadPool {
   // Threads in the process-wide default pool: CONVOY_CPU_THREADS if set, else the hardware concurrency.
   static int DefaultThreadCount();
 
-  // "openmp" or "std::thread": which build of the pool this binary has (benchmarks and `convoy inspect` print it).
+  // "openmp" or "std::thread": which build of the pool this binary has (thread_pool_test and
+  // step_handover_bench print it).
   static const char* RuntimeName();
 
   // Runs fn(threads) while the pool's threads are reserved for it, for work that brings its own threads (a oneDNN
