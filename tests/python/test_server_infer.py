@@ -262,3 +262,25 @@ def test_concurrent_clients_are_batched_and_correct(shared_server, refs):
     hung = [t.name for t in threads if t.is_alive()]
     assert not hung, f"{len(hung)} client threads still running after 120 s"
     assert not errors
+
+
+def process_cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` (all its threads), from /proc/PID/stat."""
+    import os
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_idle_server_uses_no_cpu(shared_server, client):
+    """After requests that ran oneDNN and own CPU kernels (resnet_classifier, its steps on the OpenMP team), the
+    server's threads sleep: over two idle seconds, after one of grace for libgomp's bounded spin, the process uses
+    less than 0.1 CPU-seconds (an idle worker that spun or woke its peers in a loop would use up to one per core)."""
+    import time
+    for _ in range(5):
+        client.infer("resnet_classifier", [make_input("images", images(1, h=224, w=224), "FP32")])
+    time.sleep(1.0)
+    before = process_cpu_seconds(shared_server.proc.pid)
+    time.sleep(2.0)
+    used = process_cpu_seconds(shared_server.proc.pid) - before
+    assert used < 0.1, f"an idle server used {used:.2f} CPU-seconds in 2 s"
