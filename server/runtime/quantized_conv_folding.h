@@ -30,6 +30,15 @@
 // operand, and in the other order the planner keeps the fusion only when both orders round every pair of 8-bit
 // operands alike). The analysis proposes each such fusion; the planner keeps those an algorithm implements.
 //
+// The classifier's tail folds onto the same INT8 convolution step (QuantizedFoldSource): a global average pool between
+// QDQ nodes is a depthwise convolution with unit weights over the whole H x W image and one multiplier
+// x_scale / (y_scale * float(H * W)), which is onnxruntime's QLinearGlobalAveragePool (sum - x_zero_point * H * W,
+// times that FP32 scale, rounded half to even, plus y_zero_point); a Gemm on [N, C] (alpha 1, beta 1, A not
+// transposed, symmetric INT8 B either way round with one scale or one per output column) is a 1x1 convolution on the
+// [N, C, 1, 1] image, which is onnxruntime's QGemm (INT32 accumulation with the INT32 bias, then QLinearConv's
+// requantization). A Flatten / Reshape from [N, C, 1, 1] to [N, C] between QDQ nodes of one quantization keeps the
+// 8-bit bytes (QuantizedViewFold), so the pool -> Flatten -> Gemm tail stays 8-bit to the logits.
+//
 // The planner quantizes where a folded step's input comes from an FP32 op, and dequantizes where an FP32 op (or the
 // caller) reads a folded step's output. Every other convolution next to a QDQ node stays on the FP32 path with the
 // quantization simulated by the QDQ nodes, and the analysis says why (a residual fused into it, weights that are
