@@ -421,6 +421,9 @@ QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
         readers.size() == 1 && !graph.IsGraphOutput(y) && AsQdq(graph.nodes()[readers[0]], out) &&
         graph.nodes()[readers[0]].inputs[0] == y;
     if (!quantized_input && !quantized_output) continue;  // not part of the model's quantized layers
+    // A pool or Gemm with a QDQ node on one side only is a tail the model (or a calibration table, which quantizes
+    // the tensors its convolutions and adds read and write) leaves in FP32: no quantized layer, no reason to give.
+    if (conv.op() != OpKind::kConv2d && !(quantized_input && quantized_output)) continue;
     if (!quantized_input) {
       analysis.fp32_reasons[conv.name] = absl::StrCat("its input '", conv.inputs[0], "' is not quantized (no "
                                                       "QuantizeLinear -> DequantizeLinear before it)");

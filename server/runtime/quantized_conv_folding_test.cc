@@ -248,6 +248,23 @@ TEST(QuantizedConvFoldingTest, GemmsThatAreNoInt8MatrixProductStayFp32) {
   EXPECT_NE(analysis.Find("pool"), nullptr);
 }
 
+TEST(QuantizedConvFoldingTest, PoolAndGemmWithAQdqNodeOnOneSideAreNoQuantizedLayer) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(FreshSeed()));
+  // The pool's output read by an FP32 op too (as a calibration table that quantizes only the convolutions' tensors
+  // leaves it): neither folded nor listed with a reason.
+  for (Node& node : graph.mutable_nodes()) {
+    if (node.name == "flatten") node.inputs[0] = "p";
+  }
+  graph.mutable_outputs().push_back("p");
+  ASSERT_THAT(graph.Finalize(), IsOk());
+  const QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(graph);
+  EXPECT_EQ(analysis.Find("pool"), nullptr);
+  EXPECT_EQ(analysis.fp32_reasons.count("pool"), 0u);
+  EXPECT_EQ(analysis.FindView("flatten"), nullptr);
+  EXPECT_NE(analysis.Find("conv"), nullptr);
+  EXPECT_NE(analysis.Find("fc"), nullptr);  // flat_q is still a QDQ node's output
+}
+
 TEST(QuantizedConvFoldingTest, PlansTheClassifierTailInInt8AndMatchTheSimulationWithinOneStep) {
   for (const bool transpose_b : {true, false}) {
     CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(FreshSeed(), transpose_b));
