@@ -31,7 +31,9 @@ absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const Quantiz
     CONVOY_ASSIGN_OR_RETURN(residual, b.QuantizedValue(fold.residual));
   }
   CONVOY_ASSIGN_OR_RETURN(int y, add != nullptr ? b.AddQuantizedOutput(add->output, add->quantization.y_type)
-                                                : b.AddQuantizedOutput(fold.output, fold.dst_type));
+                                  : fold.dst_type == DataType::kFloat32
+                                      ? b.AddOutput(fold.output, DataType::kFloat32, Layout::kNCHW)  // [N, K]
+                                      : b.AddQuantizedOutput(fold.output, fold.dst_type));
   auto problem_for = [&b, &fold, x, add](int batch) {
     const ImageDims d = b.Dims(x, batch);
     return MakeQuantizedConvProblem(fold, d.n, d.c, d.h, d.w, add);

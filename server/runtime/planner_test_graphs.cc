@@ -224,7 +224,7 @@ absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a) {
   return g;
 }
 
-absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b) {
+absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b, bool quantized_logits) {
   std::mt19937 rng(seed);
   Graph g;
   CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 24, 5, 7}));
@@ -259,8 +259,12 @@ absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b) 
   gemm.transpose_b = transpose_b;
   gemm.has_bias = true;
   CONVOY_RETURN_IF_ERROR(add("fc", gemm, {"flat_q", "wy", "wy_b"}, {"logits"}));
-  CONVOY_RETURN_IF_ERROR(qdq("qdq_y", "logits", sy, 128));
-  CONVOY_RETURN_IF_ERROR(add("rename_y", IdentityAttrs{}, {"logits_q"}, {"y"}));
+  if (quantized_logits) {
+    CONVOY_RETURN_IF_ERROR(qdq("qdq_y", "logits", sy, 128));
+    CONVOY_RETURN_IF_ERROR(add("rename_y", IdentityAttrs{}, {"logits_q"}, {"y"}));
+  } else {
+    CONVOY_RETURN_IF_ERROR(add("rename_y", IdentityAttrs{}, {"logits"}, {"y"}));
+  }
   CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
   CONVOY_RETURN_IF_ERROR(g.Finalize());
   return g;

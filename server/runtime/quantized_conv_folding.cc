@@ -162,16 +162,31 @@ absl::Status ReadActivation(const Activation& a, const QdqParams& out, Quantized
 
 // The requantization of a fold whose weights are read: the 8-bit types, the multipliers x_scale * w_scale[k] /
 // y_scale (in FP32, as onnxruntime's QLinearConv and QGemm form them), the activation, and the bias `bias_name` (empty:
-// none) requantized to INT32 at x_scale * w_scale[k].
+// none) requantized to INT32 at x_scale * w_scale[k]. Without `out` (a Gemm whose output the graph reads in FP32) the
+// output is FP32 and the multipliers x_scale * w_scale[k], as onnxruntime's QGemm without y_scale computes it.
 absl::Status FoldRequantization(const Graph& graph, const std::string& bias_name, const Activation& activation,
-                                const QdqParams& in, const QdqParams& out, const std::vector<float>& weight_scales,
+                                const QdqParams& in, const QdqParams* out, const std::vector<float>& weight_scales,
                                 QuantizedConvFold& fold) {
-  CONVOY_RETURN_IF_ERROR(ReadActivation(activation, out, fold));
+  if (out != nullptr) {
+    CONVOY_RETURN_IF_ERROR(ReadActivation(activation, *out, fold));
+  } else if (activation.kind == ActivationKind::kIdentity || activation.kind == ActivationKind::kRelu) {
+    fold.relu = activation.kind == ActivationKind::kRelu;
+  } else {
+    return absl::FailedPreconditionError(absl::StrCat("activation ", ActivationKindName(activation.kind),
+                                                      " is fused into it; the INT8 Gemm with an FP32 output fuses "
+                                                      "ReLU only"));
+  }
   const int64_t k = fold.weight_shape[0];
   fold.src_type = in.type, fold.src_scale = in.scale, fold.src_zero_point = in.zero_point;
-  fold.dst_type = out.type, fold.dst_scale = out.scale, fold.dst_zero_point = out.zero_point;
+  if (out != nullptr) {
+    fold.dst_type = out->type, fold.dst_scale = out->scale, fold.dst_zero_point = out->zero_point;
+  } else {
+    fold.dst_type = DataType::kFloat32, fold.dst_scale = 1.0f, fold.dst_zero_point = 0;
+  }
   fold.multipliers.resize(k);
-  for (int64_t i = 0; i < k; ++i) fold.multipliers[i] = in.scale * weight_scales[i] / out.scale;
+  for (int64_t i = 0; i < k; ++i) {
+    fold.multipliers[i] = out != nullptr ? in.scale * weight_scales[i] / out->scale : in.scale * weight_scales[i];
+  }
   if (bias_name.empty()) return absl::OkStatus();
   const Tensor* bias = graph.FindConstant(bias_name);
   if (bias == nullptr || NumElements(bias->shape) != k || bias->shape.size() > 2 ||
@@ -202,7 +217,7 @@ absl::Status FoldConv(const Graph& graph, const Node& conv, const QdqParams& in,
   fold.groups = a.groups;
   std::vector<float> weight_scales;
   CONVOY_RETURN_IF_ERROR(ReadWeights(graph, conv, fold, weight_scales));
-  return FoldRequantization(graph, a.has_bias ? conv.inputs[2] : "", a.activation, in, out, weight_scales, fold);
+  return FoldRequantization(graph, a.has_bias ? conv.inputs[2] : "", a.activation, in, &out, weight_scales, fold);
 }
 
 // A global average pool between QDQ nodes as a depthwise convolution with unit INT8 weights over the whole H x W
@@ -230,8 +245,9 @@ absl::Status FoldGlobalAveragePool(const Graph& graph, const Node& pool, const Q
 }
 
 // A Gemm between QDQ nodes, y [N, K] = x [N, C] B + bias, as a 1x1 convolution on the [N, C, 1, 1] image: what
-// onnxruntime's QGemm computes (INT32 accumulation with the INT32 bias, then its QLinearConv requantization).
-absl::Status FoldGemm(const Graph& graph, const Node& gemm, const QdqParams& in, const QdqParams& out,
+// onnxruntime's QGemm computes (INT32 accumulation with the INT32 bias, then its QLinearConv requantization; without
+// `out`, an FP32 output float(acc + bias) * x_scale * w_scale[k]).
+absl::Status FoldGemm(const Graph& graph, const Node& gemm, const QdqParams& in, const QdqParams* out,
                       QuantizedConvFold& fold) {
   const auto& a = gemm.As<GemmAttrs>();
   if (a.transpose_a) return absl::FailedPreconditionError("its A is transposed; the INT8 Gemm takes A as [N, C]");
@@ -421,15 +437,18 @@ QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
         readers.size() == 1 && !graph.IsGraphOutput(y) && AsQdq(graph.nodes()[readers[0]], out) &&
         graph.nodes()[readers[0]].inputs[0] == y;
     if (!quantized_input && !quantized_output) continue;  // not part of the model's quantized layers
+    // A Gemm with a quantized input whose output the graph reads in FP32: an INT8 step with an FP32 output where it
+    // folds (else it is no quantized layer: nothing is listed).
+    const bool fp32_gemm = conv.op() == OpKind::kGemm && quantized_input && !quantized_output;
     // A pool or Gemm with a QDQ node on one side only is a tail the model (or a calibration table, which quantizes
     // the tensors its convolutions and adds read and write) leaves in FP32: no quantized layer, no reason to give.
-    if (conv.op() != OpKind::kConv2d && !(quantized_input && quantized_output)) continue;
+    if (conv.op() != OpKind::kConv2d && !(quantized_input && quantized_output) && !fp32_gemm) continue;
     if (!quantized_input) {
       analysis.fp32_reasons[conv.name] = absl::StrCat("its input '", conv.inputs[0], "' is not quantized (no "
                                                       "QuantizeLinear -> DequantizeLinear before it)");
       continue;
     }
-    if (!quantized_output) {
+    if (!quantized_output && !fp32_gemm) {
       analysis.fp32_reasons[conv.name] = absl::StrCat("its output '", y, "' is not read by a QuantizeLinear -> "
                                                       "DequantizeLinear alone");
       continue;
@@ -437,13 +456,13 @@ QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
     QuantizedConvFold fold;
     fold.conv = conv.name;
     fold.input = conv.inputs[0];
-    fold.output_node = graph.nodes()[readers[0]].name;
-    fold.output = graph.nodes()[readers[0]].outputs[0];
+    fold.output_node = fp32_gemm ? "" : graph.nodes()[readers[0]].name;
+    fold.output = fp32_gemm ? y : graph.nodes()[readers[0]].outputs[0];
     absl::Status folded = conv.op() == OpKind::kConv2d ? FoldConv(graph, conv, in, out, fold)
-                          : conv.op() == OpKind::kGemm ? FoldGemm(graph, conv, in, out, fold)
+                          : conv.op() == OpKind::kGemm ? FoldGemm(graph, conv, in, fp32_gemm ? nullptr : &out, fold)
                                                        : FoldGlobalAveragePool(graph, conv, in, out, fold);
     if (!folded.ok()) {
-      analysis.fp32_reasons[conv.name] = std::string(folded.message());
+      if (!fp32_gemm) analysis.fp32_reasons[conv.name] = std::string(folded.message());
       continue;
     }
     analysis.folds.emplace(conv.name, std::move(fold));

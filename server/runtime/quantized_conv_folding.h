@@ -36,7 +36,8 @@
 // times that FP32 scale, rounded half to even, plus y_zero_point); a Gemm on [N, C] (alpha 1, beta 1, A not
 // transposed, symmetric INT8 B either way round with one scale or one per output column) is a 1x1 convolution on the
 // [N, C, 1, 1] image, which is onnxruntime's QGemm (INT32 accumulation with the INT32 bias, then QLinearConv's
-// requantization). A Flatten / Reshape from [N, C, 1, 1] to [N, C] between QDQ nodes of one quantization keeps the
+// requantization; a Gemm whose output no QDQ node reads writes FP32, float(acc + bias) * x_scale * w_scale[k], as
+// QGemm without y_scale does). A Flatten / Reshape from [N, C, 1, 1] to [N, C] between QDQ nodes of one quantization keeps the
 // 8-bit bytes (QuantizedViewFold), so the pool -> Flatten -> Gemm tail stays 8-bit to the logits.
 //
 // The planner quantizes where a folded step's input comes from an FP32 op, and dequantizes where an FP32 op (or the
@@ -72,8 +73,8 @@ struct QuantizedConvFold {
   Window2d window;          // the convolution's geometry (the Conv2d's own, or the pool's or Gemm's as a convolution)
   int64_t groups = 1;
   std::string input;        // its input, the output of the input QDQ node: read as src_type
-  std::string output_node;  // the QDQ node reading the conv's output
-  std::string output;       // that node's output: written as dst_type
+  std::string output_node;  // the QDQ node reading the conv's output (empty: a Gemm with an FP32 output)
+  std::string output;       // that node's output: written as dst_type (the Gemm's own output when FP32)
   DataType src_type = DataType::kUInt8, dst_type = DataType::kUInt8;
   float src_scale = 1.0f, dst_scale = 1.0f;
   int src_zero_point = 0, dst_zero_point = 0;

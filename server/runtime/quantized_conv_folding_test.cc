@@ -295,10 +295,13 @@ int Requantize(int64_t acc, float multiplier, int zero_point) {
   return static_cast<int>(std::clamp(v, 0.0f, 255.0f));
 }
 
-TEST(QuantizedConvFoldingTest, Int8PoolAndGemmComputeOnnxruntimeArithmeticBitForBit) {
+class Int8TailTest : public ::testing::TestWithParam<bool> {};  // whether the logits are quantized
+
+TEST_P(Int8TailTest, Int8PoolAndGemmComputeOnnxruntimeArithmeticBitForBit) {
+  const bool quantized_logits = GetParam();
   const uint32_t seed = FreshSeed();
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(seed));
+  SCOPED_TRACE(::testing::Message() << "seed " << seed << (quantized_logits ? " UINT8 logits" : " FP32 logits"));
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(seed, true, quantized_logits));
   graph.mutable_outputs().push_back("p_q");  // the pool's 8-bit output, dequantized (exactly) for the caller too
   ASSERT_THAT(graph.Finalize(), IsOk());
   const int batch = 3;
@@ -358,13 +361,21 @@ TEST(QuantizedConvFoldingTest, Int8PoolAndGemmComputeOnnxruntimeArithmeticBitFor
     for (int j = 0; j < 12; ++j) {
       int64_t acc = std::lround(by.data[j] / (sp * qy.scales[j]));
       for (int k = 0; k < 40; ++k) acc += (pooled[k] - 3) * wy[j * 40 + k];
-      const float want = static_cast<float>(Requantize(acc, sp * qy.scales[j] / sy, 128) - 128) * sy;
+      // UINT8 logits: QGemm's requantization, dequantized; FP32 logits: QGemm without y_scale, float(acc) times
+      // x_scale * w_scale[j].
+      const float want = quantized_logits
+                             ? static_cast<float>(Requantize(acc, sp * qy.scales[j] / sy, 128) - 128) * sy
+                             : static_cast<float>(acc) * (sp * qy.scales[j]);
       ASSERT_EQ(outputs[0][n * 12 + j], want) << "logit " << n << "," << j;
       ++checked;
     }
   }
   EXPECT_EQ(checked, size_t{batch * (40 + 12)});
+  // The logits leave the INT8 steps once: a dequantize (UINT8 logits) or the Gemm's own FP32 output.
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), quantized_logits ? 3 : 2) << plan->ToString(batch);
 }
+
+INSTANTIATE_TEST_SUITE_P(Logits, Int8TailTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace convoy::runtime
