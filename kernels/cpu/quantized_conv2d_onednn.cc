@@ -197,9 +197,21 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> QuantizedCo
 absl::Status QuantizedConv2dOnednnNhwc::CanImplement(const QuantizedConv2dProblem& problem) const {
   CONVOY_RETURN_IF_ERROR(problem.Validate());
   if (problem.layout != Layout::kNHWC) return absl::UnimplementedError(absl::StrCat(name(), " takes NHWC only"));
-  if (problem.fused_add == QuantizedFusedAdd::kConvIsA) CONVOY_RETURN_IF_ERROR(ExactConvFirstOrder(problem));
+  if (problem.fused_add == QuantizedFusedAdd::kConvIsA) CONVOY_RETURN_IF_ERROR(ExactConvFirstOrderCached(problem));
   CONVOY_ASSIGN_OR_RETURN(auto descriptor, Describe(problem));
   return onednn::RejectReferenceImplementation(descriptor->impl, name());
+}
+
+absl::Status QuantizedConv2dOnednnNhwc::ExactConvFirstOrderCached(const QuantizedConv2dProblem& problem) const {
+  QuantizedAddProblem key = problem.add;
+  key.count = 1;  // the check depends on the quantization alone
+  {
+    convoy::MutexLock lock(&order_mu_);
+    if (auto it = conv_first_order_.find(key); it != conv_first_order_.end()) return it->second;
+  }
+  absl::Status checked = ExactConvFirstOrder(problem);
+  convoy::MutexLock lock(&order_mu_);
+  return conv_first_order_.emplace(key, std::move(checked)).first->second;
 }
 
 absl::StatusOr<std::string> QuantizedConv2dOnednnNhwc::Implementation(const QuantizedConv2dProblem& problem) const {

@@ -18,8 +18,10 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "absl/status/statusor.h"
+#include "kernels/common/mutex.h"
 #include "kernels/cpu/onednn_support.h"
 #include "kernels/registry/algorithm.h"
 #include "kernels/registry/residual_in_output.h"
@@ -55,7 +57,15 @@ class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm, public 
   absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> Describe(
       const QuantizedConv2dProblem& problem) const;
 
+  // ExactConvFirstOrder's answer for an add's quantization (QuantizedAddProblem less its count): every pair of 8-bit
+  // operands is tried (65536 of them), and a plan asks for every batch size of every fused layer, several times each
+  // (planning ResNet-50 took 2.1 s with the check uncached, against 0.8 s before the fusion).
+  absl::Status ExactConvFirstOrderCached(const QuantizedConv2dProblem& problem) const;
+
   onednn::DescriptorCache<QuantizedConv2dProblem, OnednnQuantizedConvDescriptor> descriptors_;
+  mutable convoy::Mutex order_mu_;
+  mutable std::unordered_map<QuantizedAddProblem, absl::Status, absl::Hash<QuantizedAddProblem>> conv_first_order_
+      ABSL_GUARDED_BY(order_mu_);
 };
 
 }  // namespace convoy::cpu

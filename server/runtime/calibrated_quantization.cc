@@ -371,7 +371,10 @@ std::vector<LayerOutcome> DescribeQuantizedLayers(const Graph& graph) {
       outcomes.push_back({node.name, false, true,
                           absl::StrCat("in ", DescribeScale(f->src_type, f->src_scale, f->src_zero_point), ", out ",
                                        DescribeScale(f->dst_type, f->dst_scale, f->dst_zero_point), ", ",
-                                       DescribeWeights(graph, node.inputs[1]), f->relu ? ", relu" : "")});
+                                       f->source == QuantizedFoldSource::kGlobalAveragePool
+                                           ? "as a depthwise convolution with unit weights"
+                                           : DescribeWeights(graph, node.inputs[1]),
+                                       f->relu ? ", relu" : "")});
     } else if (const QuantizedAddFold* a = analysis.FindAdd(node.name)) {
       const QuantizedAddProblem& q = a->quantization;
       outcomes.push_back({node.name, true, true,

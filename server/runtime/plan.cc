@@ -51,10 +51,13 @@ TensorDesc PlanTensor::Desc(int batch_size) const { return TensorDesc(dtype, Dim
 
 std::string ExecutionPlan::QuantizationSummary() const {
   if (quantized_layers_.empty()) return "";
-  int convs = 0, convs_int8 = 0, adds = 0, adds_int8 = 0, fp32 = 0;
+  int convs = 0, convs_int8 = 0, adds = 0, adds_int8 = 0, tails = 0, tails_int8 = 0, fp32 = 0;
   const QuantizedLayerChoice* first_fp32 = nullptr;
   for (const QuantizedLayerChoice& layer : quantized_layers_) {
-    if (layer.add) {
+    if (layer.pool_or_gemm) {
+      ++tails;
+      tails_int8 += layer.int8;
+    } else if (layer.add) {
       ++adds;
       adds_int8 += layer.int8;
     } else {
@@ -69,6 +72,7 @@ std::string ExecutionPlan::QuantizationSummary() const {
   std::string out = absl::StrCat(convs_int8, " of ", convs, " quantized convolutions");
   if (adds > 0) absl::StrAppend(&out, " and ", adds_int8, " of ", adds, " quantized adds");
   absl::StrAppend(&out, " run INT8");
+  if (tails > 0) absl::StrAppend(&out, ", and ", tails_int8, " of ", tails, " quantized pooling and Gemm layers");
   if (first_fp32 != nullptr) {
     absl::StrAppend(&out, "; ", fp32, " stay FP32 with simulated quantization (first: '", first_fp32->node, "': ",
                     first_fp32->reason, ")");

@@ -104,13 +104,15 @@ struct PlanBinding {
   int tensor = -1;
 };
 
-// How one convolution or residual add of a QDQ model runs (quantized_conv_folding.h): in INT8 (its step's algorithm
-// is a QuantizedConv2dOp / QuantizedAddOp one), or on the FP32 path with the quantization simulated, and why.
+// How one convolution, residual add, global average pool or Gemm of a QDQ model runs (quantized_conv_folding.h): in
+// INT8 (its step's algorithm is a QuantizedConv2dOp / QuantizedAddOp one), or on the FP32 path with the quantization
+// simulated, and why.
 struct QuantizedLayerChoice {
   std::string node;
-  bool add = false;  // a residual add; else a convolution
+  bool add = false;  // a residual add; else a convolution (or, with pool_or_gemm, a pool or Gemm)
   bool int8 = false;
   std::string reason;  // why it stays FP32; empty for INT8
+  bool pool_or_gemm = false;  // a global average pool or a Gemm (a classifier's tail)
 };
 
 class ExecutionPlan {

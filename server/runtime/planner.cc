@@ -298,8 +298,9 @@ absl::StatusOr<int> PlanBuilder::QuantizedValue(const std::string& name) const {
 
 absl::StatusOr<int> PlanBuilder::AddQuantizedOutput(const std::string& name, DataType dtype) {
   CONVOY_ASSIGN_OR_RETURN(Shape shape, graph_.ShapeOf(name));
-  if (shape.size() != 4) {
-    return absl::InternalError(absl::StrCat("8-bit tensor '", name, "' must be 4-D, got ", ShapeToString(shape)));
+  if (shape.size() != 4 && shape.size() != 2) {
+    return absl::InternalError(absl::StrCat("8-bit tensor '", name, "' must be an image [N,C,H,W] or a matrix [N,C], "
+                                            "got ", ShapeToString(shape)));
   }
   PlanTensor t{absl::StrCat(name, ":", absl::AsciiStrToLower(DataTypeName(dtype))), shape, dtype, Layout::kNHWC};
   plan_->tensors_.push_back(std::move(t));
@@ -307,6 +308,12 @@ absl::StatusOr<int> PlanBuilder::AddQuantizedOutput(const std::string& name, Dat
   const int id = static_cast<int>(plan_->tensors_.size()) - 1;
   quantized_values_[name] = id;
   return id;
+}
+
+absl::Status PlanBuilder::AliasQuantizedValue(const std::string& name, const std::string& source) {
+  CONVOY_ASSIGN_OR_RETURN(int id, QuantizedValue(source));
+  quantized_values_[name] = id;
+  return absl::OkStatus();
 }
 
 absl::Status PlanBuilder::Quantize(const std::string& source, const std::string& name, DataType dtype, float scale,
@@ -331,8 +338,10 @@ absl::Status PlanBuilder::Dequantize(const std::string& name, float scale, int z
   CONVOY_ASSIGN_OR_RETURN(int x, QuantizedValue(name));
   const int64_t channels = tensor(x).shape[1];
   // Into the layout the plan's FP32 ops take: blocked where the block divides the channels.
-  const Layout layout =
-      options_.layout == Layout::kNCHW8c && channels % kLayoutChannelBlock == 0 ? Layout::kNCHW8c : this->layout();
+  const bool image = graph_.ShapeOf(name).ok() && graph_.ShapeOf(name)->size() == 4;
+  const Layout layout = image && options_.layout == Layout::kNCHW8c && channels % kLayoutChannelBlock == 0
+                            ? Layout::kNCHW8c
+                            : this->layout();
   const DataType src_dtype = tensor(x).dtype;
   CONVOY_ASSIGN_OR_RETURN(int y, AddOutput(name, DataType::kFloat32, layout));
   auto problem_for = [this, x, src_dtype, layout, scale, zero_point](int b) {
@@ -347,13 +356,16 @@ absl::Status PlanBuilder::Dequantize(const std::string& name, float scale, int z
   return AddKernelStep<ConvertOp>(absl::StrCat(name, ":dequantize"), {x}, {y}, problem_for, bind);
 }
 
+namespace {
+// Extent `i` of `dims`, 1 past its rank (an [N, C] Gemm input is the image [N, C, 1, 1]).
+int Dim(const Shape& dims, size_t i) { return i < dims.size() ? static_cast<int>(dims[i]) : 1; }
+}  // namespace
+
 // Keeps the analysis's folds that this plan can run: an FP32 plan on a device with a QuantizedConv2dOp algorithm
 // implementing the fold at every batch size. The others join the analysis's FP32 layers with the reason.
 absl::Status PlanBuilder::ChooseQuantizedConvs() {
   QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(graph_);
   quantized_.fp32_reasons = analysis.fp32_reasons;
-  std::map<std::string, const Node*> nodes;
-  for (const Node& node : graph_.nodes()) nodes[node.name] = &node;
   const Backend backend = options_.device->backend();
   for (auto& [name, fold] : analysis.folds) {
     std::string reason;
@@ -363,13 +375,14 @@ absl::Status PlanBuilder::ChooseQuantizedConvs() {
       reason = absl::StrCat("the plan computes in ", DataTypeName(compute_dtype()), "; INT8 steps join FP32 plans only");
     }
     CONVOY_ASSIGN_OR_RETURN(const Shape input_shape, graph_.ShapeOf(fold.input));
-    if (reason.empty() && input_shape.size() != 4) {
-      reason = absl::StrCat("its input is ", ShapeToString(input_shape), ", not an image [N,C,H,W]");
+    const size_t rank = fold.source == QuantizedFoldSource::kGemm ? 2 : 4;
+    if (reason.empty() && input_shape.size() != rank) {
+      reason = absl::StrCat("its input is ", ShapeToString(input_shape), ", not ",
+                            rank == 2 ? "a matrix [N,C]" : "an image [N,C,H,W]");
     }
     for (int b = 1; reason.empty() && b <= max_batch_size(); ++b) {
       const Shape d = ConcreteShape(input_shape, b);
-      const QuantizedConv2dProblem problem = MakeQuantizedConvProblem(
-          nodes.at(name)->As<Conv2dAttrs>(), fold, int(d[0]), int(d[1]), int(d[2]), int(d[3]));
+      const QuantizedConv2dProblem problem = MakeQuantizedConvProblem(fold, int(d[0]), int(d[1]), Dim(d, 2), Dim(d, 3));
       auto algorithm = OpRegistry<QuantizedConv2dOp>::Global().Heuristic(problem, backend);
       if (!algorithm.ok()) {
         reason = absl::StrCat("no INT8 algorithm of this device implements ", problem.ToString(), ": ",
@@ -411,11 +424,22 @@ absl::Status PlanBuilder::ChooseQuantizedConvs() {
     CONVOY_ASSIGN_OR_RETURN(const Shape input_shape, graph_.ShapeOf(fold.input));
     for (int b = 1; fused && b <= max_batch_size(); ++b) {
       const Shape d = ConcreteShape(input_shape, b);
-      const QuantizedConv2dProblem problem = MakeQuantizedConvProblem(
-          nodes.at(name)->As<Conv2dAttrs>(), fold, int(d[0]), int(d[1]), int(d[2]), int(d[3]), add);
+      const QuantizedConv2dProblem problem =
+          MakeQuantizedConvProblem(fold, int(d[0]), int(d[1]), Dim(d, 2), Dim(d, 3), add);
       fused = OpRegistry<QuantizedConv2dOp>::Global().Heuristic(problem, backend).ok();
     }
     if (!fused) quantized_.Unfuse(name);
+  }
+  // The 8-bit views (a Flatten between the pool and the classifier) that a kept fold reads; the others keep their
+  // FP32 steps.
+  for (auto& [name, view] : analysis.views) {
+    for (int reader : graph_.ConsumerIndices(view.output)) {
+      const QuantizedConvFold* fold = quantized_.Find(graph_.nodes()[reader].name);
+      if (fold != nullptr && fold->input == view.output) {
+        quantized_.views.emplace(name, view);
+        break;
+      }
+    }
   }
   for (auto& [name, add] : quantized_.adds) {  // an add whose conv stayed FP32
     const QuantizedConvFold* conv = quantized_.Find(add.fused_into);
@@ -423,10 +447,11 @@ absl::Status PlanBuilder::ChooseQuantizedConvs() {
   }
   for (const Node& node : graph_.nodes()) {
     const bool add = node.op() == OpKind::kBinary;
+    const bool pool_or_gemm = node.op() == OpKind::kPool2d || node.op() == OpKind::kGemm;
     if (quantized_.Find(node.name) != nullptr || quantized_.FindAdd(node.name) != nullptr) {
-      plan_->quantized_layers_.push_back({node.name, add, true, ""});
+      plan_->quantized_layers_.push_back({node.name, add, true, "", pool_or_gemm});
     } else if (auto it = quantized_.fp32_reasons.find(node.name); it != quantized_.fp32_reasons.end()) {
-      plan_->quantized_layers_.push_back({node.name, add, false, it->second});
+      plan_->quantized_layers_.push_back({node.name, add, false, it->second, pool_or_gemm});
     }
   }
   return absl::OkStatus();
@@ -512,7 +537,8 @@ absl::Status PlanBuilder::ChooseSqueezeExcitations() {
   if (!options_.fuse_squeeze_excitation) return absl::OkStatus();
   const auto& registry = OpRegistry<SqueezeExcitationOp>::Global();
   for (auto& [pool, branch] : FindSqueezeExcitationBranches(graph_)) {
-    if (quantized_.Find(branch.reduce->name) != nullptr || quantized_.Find(branch.expand->name) != nullptr ||
+    if (quantized_.Find(pool) != nullptr || quantized_.Find(branch.reduce->name) != nullptr ||
+        quantized_.Find(branch.expand->name) != nullptr ||
         quantized_.FindAdd(branch.multiply->name) != nullptr) {
       continue;
     }
@@ -542,7 +568,9 @@ absl::Status PlanBuilder::PlanNode(const Node& node) {
     case OpKind::kConv2d:
       if (const QuantizedConvFold* fold = quantized_.Find(node.name)) return PlanQuantizedConv2d(*this, node, *fold);
       return PlanConv2d(*this, node);
-    case OpKind::kPool2d: return PlanPool2d(*this, node);
+    case OpKind::kPool2d:
+      if (const QuantizedConvFold* fold = quantized_.Find(node.name)) return PlanQuantizedConv2d(*this, node, *fold);
+      return PlanPool2d(*this, node);
     case OpKind::kBatchNorm: return PlanBatchNorm(*this, node);
     case OpKind::kActivation:
       if (!quantized_.folds.empty() || !quantized_.adds.empty()) return PlanQuantizeDequantize(*this, node);
@@ -557,11 +585,15 @@ absl::Status PlanBuilder::PlanNode(const Node& node) {
     case OpKind::kSplit: return PlanSplit(*this, node);
     case OpKind::kChannelShuffle: return PlanChannelShuffle(*this, node);
     case OpKind::kSoftmax: return PlanSoftmax(*this, node);
-    case OpKind::kGemm: return PlanGemm(*this, node);
+    case OpKind::kGemm:
+      if (const QuantizedConvFold* fold = quantized_.Find(node.name)) return PlanQuantizedConv2d(*this, node, *fold);
+      return PlanGemm(*this, node);
     case OpKind::kPad: return PlanPad(*this, node);
     case OpKind::kFlatten:
     case OpKind::kReshape:
-    case OpKind::kIdentity: return PlanAlias(*this, node);
+    case OpKind::kIdentity:
+      if (const QuantizedViewFold* view = quantized_.FindView(node.name)) return PlanQuantizedView(*this, *view);
+      return PlanAlias(*this, node);
     case OpKind::kTranspose: return PlanTranspose(*this, node);
     case OpKind::kResize: return PlanResize(*this, node);
     case OpKind::kArgMax: return PlanArgMax(*this, node);

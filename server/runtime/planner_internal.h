@@ -138,6 +138,8 @@ class PlanBuilder {
   bool HasQuantizedValue(const std::string& name) const { return quantized_values_.count(name) > 0; }
   // A new 8-bit NHWC step output for graph tensor `name`.
   absl::StatusOr<int> AddQuantizedOutput(const std::string& name, DataType dtype);
+  // Registers `source`'s 8-bit plan tensor as graph tensor `name`'s too (the same bytes: QuantizedViewFold).
+  absl::Status AliasQuantizedValue(const std::string& name, const std::string& source);
   // Quantizes the FP32 value of graph tensor `source` into an 8-bit NHWC tensor registered as graph tensor `name`.
   absl::Status Quantize(const std::string& source, const std::string& name, DataType dtype, float scale,
                         int zero_point);
@@ -211,10 +213,12 @@ absl::Status PlanLayerNorm(PlanBuilder& b, const Node& node);
 absl::Status PlanConvTranspose2d(PlanBuilder& b, const Node& node);
 absl::Status PlanUnary(PlanBuilder& b, const Node& node);
 absl::Status PlanAlias(PlanBuilder& b, const Node& node);
-// A folded convolution's INT8 step, and a QDQ node between INT8 steps and FP32 ops (planner_quantized.cc).
+// A folded convolution's INT8 step (also a folded pool or Gemm), a folded add's, an 8-bit view, and a QDQ node
+// between INT8 steps and FP32 ops (planner_quantized.cc).
 absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const QuantizedConvFold& fold);
 absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedAddFold& fold);
 absl::Status PlanQuantizeDequantize(PlanBuilder& b, const Node& node);
+absl::Status PlanQuantizedView(PlanBuilder& b, const QuantizedViewFold& view);
 // A squeeze-and-excitation branch as one step (squeeze_excitation_fusion.h), planned at its pool node; and its
 // problem for x's dims [N,C,H,W] (planner_ops.cc).
 absl::Status PlanSqueezeExcitation(PlanBuilder& b, const SqueezeExcitationBranch& branch);

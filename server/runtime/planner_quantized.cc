@@ -1,6 +1,7 @@
-// The INT8 mappings of QDQ models (quantized_conv_folding.h): a folded convolution becomes one QuantizedConv2dOp
-// step on 8-bit NHWC tensors, a folded residual add one QuantizedAddOp step, and each quantize-dequantize node between such steps and FP32 ops becomes the Convert
-// steps the edge needs (or none, between two INT8 steps).
+// The INT8 mappings of QDQ models (quantized_conv_folding.h): a folded convolution (or global average pool, or Gemm)
+// becomes one QuantizedConv2dOp step on 8-bit NHWC tensors, a folded residual add one QuantizedAddOp step, an 8-bit
+// view (a Flatten between them) no step, and each quantize-dequantize node between such steps and FP32 ops becomes
+// the Convert steps the edge needs (or none, between two INT8 steps).
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
 #include "server/runtime/planner_internal.h"
@@ -8,7 +9,6 @@
 namespace convoy::runtime {
 
 absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const QuantizedConvFold& fold) {
-  const auto& a = node.As<Conv2dAttrs>();
   CONVOY_ASSIGN_OR_RETURN(int x, b.QuantizedValue(fold.input));
   // The filter as NHWC problems store it: [K, C/g, R, S] -> [K, R, S, C/g]; the algorithm packs it at plan time.
   const int64_t k = fold.weight_shape[0], cg = fold.weight_shape[1], r = fold.weight_shape[2],
@@ -31,10 +31,12 @@ absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const Quantiz
     CONVOY_ASSIGN_OR_RETURN(residual, b.QuantizedValue(fold.residual));
   }
   CONVOY_ASSIGN_OR_RETURN(int y, add != nullptr ? b.AddQuantizedOutput(add->output, add->quantization.y_type)
-                                                : b.AddQuantizedOutput(fold.output, fold.dst_type));
-  auto problem_for = [&b, &a, &fold, x, add](int batch) {
+                                  : fold.dst_type == DataType::kFloat32
+                                      ? b.AddOutput(fold.output, DataType::kFloat32, Layout::kNCHW)  // [N, K]
+                                      : b.AddQuantizedOutput(fold.output, fold.dst_type));
+  auto problem_for = [&b, &fold, x, add](int batch) {
     const ImageDims d = b.Dims(x, batch);
-    return MakeQuantizedConvProblem(a, fold, d.n, d.c, d.h, d.w, add);
+    return MakeQuantizedConvProblem(fold, d.n, d.c, d.h, d.w, add);
   };
   // The multipliers travel in the problem (MakeQuantizedConvProblem), not in the arguments.
   auto bind = [x, w, bias, residual, y](TensorPointers t) {
@@ -59,6 +61,10 @@ absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedA
   };
   auto bind = [x, z, y](TensorPointers t) { return QuantizedAddArgs{t[x], t[z], t[y]}; };
   return b.AddKernelStep<QuantizedAddOp>(node.name, {x, z}, {y}, problem_for, bind);
+}
+
+absl::Status PlanQuantizedView(PlanBuilder& b, const QuantizedViewFold& view) {
+  return b.AliasQuantizedValue(view.output, view.input);
 }
 
 // A quantize-dequantize node in a plan with INT8 steps. Its output has up to two values: 8-bit (written by the folded

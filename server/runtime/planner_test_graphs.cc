@@ -224,4 +224,50 @@ absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a) {
   return g;
 }
 
+absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b, bool quantized_logits) {
+  std::mt19937 rng(seed);
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 24, 5, 7}));
+  auto add = [&g](const std::string& name, NodeAttrs attrs, std::vector<std::string> in,
+                  std::vector<std::string> out) { return g.AddNode(MakeNode(name, std::move(attrs), in, out)); };
+  auto qdq = [&add](const std::string& name, const std::string& in, float scale, int zero_point) {
+    return add(name, ActivationAttrs{Qdq(true, scale, zero_point)}, {in}, {absl::StrCat(in, "_q")});
+  };
+  const float sx = 2.0f / 255, sf = 3.0f / 255, sp = 1.0f / 255, sy = 4.0f / 255;
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_x", "x", sx, 128));
+  AddQuantizedWeights(g, "wf", {40, 24, 1, 1}, RandomScales(40, 0.004f, 0.008f, rng), sx, true, rng);
+  CONVOY_RETURN_IF_ERROR(add("conv", Conv(1, 0, true, Activation::Relu()), {"x_q", "wf", "wf_b"}, {"f"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_f", "f", sf, 0));
+  Pool2dAttrs pool;
+  pool.kind = PoolKind::kAverage;
+  pool.global = true;
+  CONVOY_RETURN_IF_ERROR(add("pool", pool, {"f_q"}, {"p"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_p", "p", sp, 3));
+  CONVOY_RETURN_IF_ERROR(add("flatten", FlattenAttrs{1}, {"p_q"}, {"flat"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_flat", "flat", sp, 3));
+  // fc: INT8 weights drawn as [12, 40] (one scale per row), then laid out as the Gemm reads them.
+  const std::vector<float> scales = RandomScales(12, 0.003f, 0.006f, rng);
+  AddQuantizedWeights(g, "wy", {12, 40, 1, 1}, scales, sp, false, rng);
+  Tensor& w = g.mutable_constants().at("wy");
+  const std::vector<float> rows = w.data;
+  w.shape = transpose_b ? Shape{12, 40} : Shape{40, 12};
+  for (int64_t k = 0; k < 12; ++k) {
+    for (int64_t c = 0; c < 40; ++c) w.data[transpose_b ? k * 40 + c : c * 12 + k] = rows[k * 40 + c];
+  }
+  g.SetConstantQuantization("wy", ConstantQuantization{true, transpose_b ? 0 : 1, scales, std::vector<int64_t>(12)});
+  GemmAttrs gemm;
+  gemm.transpose_b = transpose_b;
+  gemm.has_bias = true;
+  CONVOY_RETURN_IF_ERROR(add("fc", gemm, {"flat_q", "wy", "wy_b"}, {"logits"}));
+  if (quantized_logits) {
+    CONVOY_RETURN_IF_ERROR(qdq("qdq_y", "logits", sy, 128));
+    CONVOY_RETURN_IF_ERROR(add("rename_y", IdentityAttrs{}, {"logits_q"}, {"y"}));
+  } else {
+    CONVOY_RETURN_IF_ERROR(add("rename_y", IdentityAttrs{}, {"logits"}, {"y"}));
+  }
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
 }  // namespace convoy::runtime::testing

@@ -47,6 +47,14 @@ absl::StatusOr<Graph> ProjectionGraph(uint32_t seed);
 // carry no quantization record (an FP32 convolution between QDQ nodes), so conv_a stays FP32 too.
 absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = true);
 
+// A QDQ classifier's tail as the ONNX importer makes it (onnxruntime's quantizer writes the same around torchvision's
+// avgpool -> flatten -> fc):
+//   x [N,24,5,7] -> qdq_x (UINT8) -> conv 1x1 24->40 relu -> qdq_f (UINT8) -> global average pool "pool" -> qdq_p
+//   (UINT8, zero point 3) -> Flatten "flatten" -> qdq_flat (qdq_p's quantization) -> Gemm "fc" 40->12 with bias
+//   (per-output-column INT8 weights: B [12,40] with transpose_b, else [40,12] along axis 1) -> qdq_y -> output "y".
+// Without `quantized_logits` there is no qdq_y: the Gemm's FP32 output is "y" (a QGemm without y_scale).
+absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b = true, bool quantized_logits = true);
+
 }  // namespace convoy::runtime::testing
 
 #endif  // CONVOY_SERVER_RUNTIME_PLANNER_TEST_GRAPHS_H_

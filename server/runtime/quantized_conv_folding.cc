@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
 
 namespace convoy::runtime {
 namespace {
@@ -35,12 +36,8 @@ bool AsQdq(const Node& node, QdqParams& out) {
   return true;
 }
 
-// The INT8 weights of `conv` and their per-output-channel scales, or why there are none.
-absl::Status ReadWeights(const Graph& graph, const Node& conv, QuantizedConvFold& fold,
-                         std::vector<float>& weight_scales) {
-  const std::string& name = conv.inputs[1];
-  const Tensor* w = graph.FindConstant(name);
-  const ConstantQuantization* q = graph.FindConstantQuantization(name);
+// Whether the DequantizeLinear record `q` of weights `name` is what the INT8 kernels take: signed, symmetric.
+absl::Status CheckSymmetricInt8(const std::string& name, const Tensor* w, const ConstantQuantization* q) {
   if (w == nullptr || q == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("its weights '", name, "' are not a DequantizeLinear of an INT8 constant"));
@@ -54,6 +51,50 @@ absl::Status ReadWeights(const Graph& graph, const Node& conv, QuantizedConvFold
                                                         "; the INT8 kernels take symmetric weights (zero point 0)"));
     }
   }
+  return absl::OkStatus();
+}
+
+// Recovers the INT8 values of weights `name`, `w` as [K, C/g, R, S] with `scales` one per output channel (K of
+// them), into fold.weights.
+absl::Status RecoverInt8Weights(const std::string& name, const Tensor& w, const std::vector<float>& scales,
+                                QuantizedConvFold& fold) {
+  const int64_t channels = w.shape[0], per_channel = NumElements(w.shape) / channels;
+  fold.weight_shape = w.shape;
+  fold.weights.resize(w.data.size());
+  // FP32 division recovers q from fl(q * scale) for |q| <= 128 (the quotient is within a few ulps of q), and the loop
+  // has no exit, so it runs as vector code: ResNet-50 has 25 M weights, read at every load.
+  bool exact = true;
+  for (int64_t k = 0; k < channels; ++k) {
+    const float scale = scales[k];
+    const float* values = w.data.data() + k * per_channel;
+    int8_t* out = fold.weights.data() + k * per_channel;
+    for (int64_t i = 0; i < per_channel; ++i) {
+      const float v = std::nearbyint(values[i] / scale);
+      const bool in_range = v >= -128.0f && v <= 127.0f;  // false for NaN
+      exact &= in_range && v * scale == values[i];
+      out[i] = static_cast<int8_t>(in_range ? v : 0.0f);
+    }
+  }
+  if (exact) return absl::OkStatus();
+  for (size_t i = 0; i < w.data.size(); ++i) {
+    const float scale = scales[i / per_channel];
+    const float v = std::nearbyint(w.data[i] / scale);
+    // The value must still be exactly what DequantizeLinear made of an INT8 (a pass may have rewritten it).
+    if (!(v >= -128.0f && v <= 127.0f) || v * scale != w.data[i]) {
+      return absl::FailedPreconditionError(absl::StrCat("its weights '", name, "' no longer dequantize exactly from ",
+                                                        "INT8 (element ", i, " is ", w.data[i], ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The INT8 weights of `conv` and their per-output-channel scales, or why there are none.
+absl::Status ReadWeights(const Graph& graph, const Node& conv, QuantizedConvFold& fold,
+                         std::vector<float>& weight_scales) {
+  const std::string& name = conv.inputs[1];
+  const Tensor* w = graph.FindConstant(name);
+  const ConstantQuantization* q = graph.FindConstantQuantization(name);
+  CONVOY_RETURN_IF_ERROR(CheckSymmetricInt8(name, w, q));
   const int64_t k = w->shape.empty() ? 0 : w->shape[0];
   if (w->shape.size() != 4 || (q->axis != -1 && q->axis != 0) || (q->axis == 0 && int64_t(q->scales.size()) != k)) {
     return absl::FailedPreconditionError(absl::StrCat("its weights '", name, "' ", ShapeToString(w->shape),
@@ -62,20 +103,36 @@ absl::Status ReadWeights(const Graph& graph, const Node& conv, QuantizedConvFold
   }
   weight_scales.assign(k, q->scales[0]);
   if (q->axis == 0) weight_scales = q->scales;
-  const int64_t per_channel = NumElements(w->shape) / k;
-  fold.weight_shape = w->shape;
-  fold.weights.resize(w->data.size());
-  for (size_t i = 0; i < w->data.size(); ++i) {
-    const float scale = weight_scales[i / per_channel];
-    const double v = std::nearbyint(static_cast<double>(w->data[i]) / scale);
-    // The value must still be exactly what DequantizeLinear made of an INT8 (a pass may have rewritten it).
-    if (!(v >= -128 && v <= 127) || static_cast<float>(v) * scale != w->data[i]) {
-      return absl::FailedPreconditionError(absl::StrCat("its weights '", name, "' no longer dequantize exactly from ",
-                                                        "INT8 (element ", i, " is ", w->data[i], ")"));
-    }
-    fold.weights[i] = static_cast<int8_t>(v);
+  return RecoverInt8Weights(name, *w, weight_scales, fold);
+}
+
+// The INT8 weights of a Gemm (B [K, C] with transpose_b, else [C, K]) as a 1x1 convolution's [K, C, 1, 1], and their
+// per-output-column scales, or why there are none.
+absl::Status ReadGemmWeights(const Graph& graph, const Node& gemm, QuantizedConvFold& fold,
+                             std::vector<float>& weight_scales) {
+  const std::string& name = gemm.inputs[1];
+  const Tensor* w = graph.FindConstant(name);
+  const ConstantQuantization* q = graph.FindConstantQuantization(name);
+  CONVOY_RETURN_IF_ERROR(CheckSymmetricInt8(name, w, q));
+  const bool transposed = gemm.As<GemmAttrs>().transpose_b;
+  const int output_axis = transposed ? 0 : 1;
+  if (w->shape.size() != 2) {
+    return absl::FailedPreconditionError(absl::StrCat("its weights '", name, "' are ", ShapeToString(w->shape),
+                                                      "; the INT8 Gemm takes one matrix"));
   }
-  return absl::OkStatus();
+  const int64_t k = w->shape[output_axis], c = w->shape[1 - output_axis];
+  if ((q->axis != -1 && q->axis != output_axis) || (q->axis == output_axis && int64_t(q->scales.size()) != k)) {
+    return absl::FailedPreconditionError(absl::StrCat("its weights '", name, "' ", ShapeToString(w->shape),
+                                                      " are quantized along axis ", q->axis, "; the INT8 Gemm takes ",
+                                                      "one scale or one per output column (axis ", output_axis, ")"));
+  }
+  weight_scales.assign(k, q->scales[0]);
+  if (q->axis == output_axis) weight_scales = q->scales;
+  Tensor kc{{k, c, 1, 1}, std::vector<float>(w->data.size())};
+  for (int64_t o = 0; o < k; ++o) {
+    for (int64_t i = 0; i < c; ++i) kc.data[o * c + i] = transposed ? w->data[o * c + i] : w->data[i * k + o];
+  }
+  return RecoverInt8Weights(name, kc, weight_scales, fold);
 }
 
 // Whether the conv's fused activation, followed by the output's saturation, is what the kernel computes (nothing
@@ -103,42 +160,131 @@ absl::Status ReadActivation(const Activation& a, const QdqParams& out, Quantized
   }
 }
 
-// The fold of one convolution whose input and output QDQ nodes are known, or why there is none.
-absl::Status Fold(const Graph& graph, const Node& conv, const QdqParams& in, const QdqParams& out,
-                  QuantizedConvFold& fold) {
-  const auto& a = conv.As<Conv2dAttrs>();
-  if (a.residual != ResidualPosition::kNone) return absl::FailedPreconditionError("a residual add is fused into it");
-  if (a.has_channel_scale) return absl::FailedPreconditionError("a per-channel scale is fused into it");
-  std::vector<float> weight_scales;
-  if (absl::Status s = ReadWeights(graph, conv, fold, weight_scales); !s.ok()) return s;
-  if (absl::Status s = ReadActivation(a.activation, out, fold); !s.ok()) return s;
+// The requantization of a fold whose weights are read: the 8-bit types, the multipliers x_scale * w_scale[k] /
+// y_scale (in FP32, as onnxruntime's QLinearConv and QGemm form them), the activation, and the bias `bias_name` (empty:
+// none) requantized to INT32 at x_scale * w_scale[k]. Without `out` (a Gemm whose output the graph reads in FP32) the
+// output is FP32 and the multipliers x_scale * w_scale[k], as onnxruntime's QGemm without y_scale computes it.
+absl::Status FoldRequantization(const Graph& graph, const std::string& bias_name, const Activation& activation,
+                                const QdqParams& in, const QdqParams* out, const std::vector<float>& weight_scales,
+                                QuantizedConvFold& fold) {
+  if (out != nullptr) {
+    CONVOY_RETURN_IF_ERROR(ReadActivation(activation, *out, fold));
+  } else if (activation.kind == ActivationKind::kIdentity || activation.kind == ActivationKind::kRelu) {
+    fold.relu = activation.kind == ActivationKind::kRelu;
+  } else {
+    return absl::FailedPreconditionError(absl::StrCat("activation ", ActivationKindName(activation.kind),
+                                                      " is fused into it; the INT8 Gemm with an FP32 output fuses "
+                                                      "ReLU only"));
+  }
   const int64_t k = fold.weight_shape[0];
   fold.src_type = in.type, fold.src_scale = in.scale, fold.src_zero_point = in.zero_point;
-  fold.dst_type = out.type, fold.dst_scale = out.scale, fold.dst_zero_point = out.zero_point;
+  if (out != nullptr) {
+    fold.dst_type = out->type, fold.dst_scale = out->scale, fold.dst_zero_point = out->zero_point;
+  } else {
+    fold.dst_type = DataType::kFloat32, fold.dst_scale = 1.0f, fold.dst_zero_point = 0;
+  }
   fold.multipliers.resize(k);
-  for (int64_t i = 0; i < k; ++i) fold.multipliers[i] = in.scale * weight_scales[i] / out.scale;
-  if (a.has_bias) {
-    const Tensor* bias = graph.FindConstant(conv.inputs[2]);
-    if (bias == nullptr || NumElements(bias->shape) != k) {
-      return absl::FailedPreconditionError(absl::StrCat("its bias '", conv.inputs[2], "' is not a constant [", k, "]"));
+  for (int64_t i = 0; i < k; ++i) {
+    fold.multipliers[i] = out != nullptr ? in.scale * weight_scales[i] / out->scale : in.scale * weight_scales[i];
+  }
+  if (bias_name.empty()) return absl::OkStatus();
+  const Tensor* bias = graph.FindConstant(bias_name);
+  if (bias == nullptr || NumElements(bias->shape) != k || bias->shape.size() > 2 ||
+      (bias->shape.size() == 2 && bias->shape[0] != 1)) {
+    return absl::FailedPreconditionError(absl::StrCat("its bias '", bias_name, "' is not a constant [", k, "]"));
+  }
+  fold.bias.resize(k);
+  for (int64_t i = 0; i < k; ++i) {
+    const double q = std::nearbyint(static_cast<double>(bias->data[i]) /
+                                    (static_cast<double>(in.scale) * static_cast<double>(weight_scales[i])));
+    if (!(std::fabs(q) <= std::numeric_limits<int32_t>::max())) {
+      return absl::FailedPreconditionError(absl::StrCat("its bias ", i, " (", bias->data[i],
+                                                        ") does not fit INT32 at the input x weight scale"));
     }
-    fold.bias.resize(k);
-    for (int64_t i = 0; i < k; ++i) {
-      const double q = std::nearbyint(static_cast<double>(bias->data[i]) /
-                                      (static_cast<double>(in.scale) * static_cast<double>(weight_scales[i])));
-      if (!(std::fabs(q) <= std::numeric_limits<int32_t>::max())) {
-        return absl::FailedPreconditionError(absl::StrCat("its bias ", i, " (", bias->data[i],
-                                                          ") does not fit INT32 at the input x weight scale"));
-      }
-      fold.bias[i] = static_cast<int32_t>(q);
-    }
+    fold.bias[i] = static_cast<int32_t>(q);
   }
   return absl::OkStatus();
 }
 
+// The fold of one convolution whose input and output QDQ nodes are known, or why there is none.
+absl::Status FoldConv(const Graph& graph, const Node& conv, const QdqParams& in, const QdqParams& out,
+                      QuantizedConvFold& fold) {
+  const auto& a = conv.As<Conv2dAttrs>();
+  if (a.residual != ResidualPosition::kNone) return absl::FailedPreconditionError("a residual add is fused into it");
+  if (a.has_channel_scale) return absl::FailedPreconditionError("a per-channel scale is fused into it");
+  fold.source = QuantizedFoldSource::kConv;
+  fold.window = a.window;
+  fold.groups = a.groups;
+  std::vector<float> weight_scales;
+  CONVOY_RETURN_IF_ERROR(ReadWeights(graph, conv, fold, weight_scales));
+  return FoldRequantization(graph, a.has_bias ? conv.inputs[2] : "", a.activation, in, &out, weight_scales, fold);
+}
+
+// A global average pool between QDQ nodes as a depthwise convolution with unit INT8 weights over the whole H x W
+// image: acc = sum (x - x_zero_point) exactly, and one multiplier x_scale / (y_scale * float(H * W)), which is what
+// onnxruntime's QLinearGlobalAveragePool computes (its MLAS kernel: the sum less x_zero_point * H * W, times that FP32
+// scale, rounded half to even, plus y_zero_point, saturated).
+absl::Status FoldGlobalAveragePool(const Graph& graph, const Node& pool, const QdqParams& in, const QdqParams& out,
+                                   QuantizedConvFold& fold) {
+  CONVOY_ASSIGN_OR_RETURN(const Shape shape, graph.ShapeOf(pool.inputs[0]));
+  if (shape.size() != 4 || shape[1] < 1 || shape[2] < 1 || shape[3] < 1) {
+    return absl::FailedPreconditionError(absl::StrCat("its input is ", ShapeToString(shape), ", not an image"));
+  }
+  const int64_t c = shape[1], h = shape[2], w = shape[3];
+  fold.source = QuantizedFoldSource::kGlobalAveragePool;
+  fold.window = Window2d{};
+  fold.window.kernel_h = h, fold.window.kernel_w = w;
+  fold.groups = c;
+  fold.weight_shape = {c, 1, h, w};
+  fold.weights.assign(static_cast<size_t>(c * h * w), 1);
+  fold.src_type = in.type, fold.src_scale = in.scale, fold.src_zero_point = in.zero_point;
+  fold.dst_type = out.type, fold.dst_scale = out.scale, fold.dst_zero_point = out.zero_point;
+  fold.relu = false;
+  fold.multipliers.assign(c, in.scale / (out.scale * static_cast<float>(h * w)));
+  return absl::OkStatus();
+}
+
+// A Gemm between QDQ nodes, y [N, K] = x [N, C] B + bias, as a 1x1 convolution on the [N, C, 1, 1] image: what
+// onnxruntime's QGemm computes (INT32 accumulation with the INT32 bias, then its QLinearConv requantization; without
+// `out`, an FP32 output float(acc + bias) * x_scale * w_scale[k]).
+absl::Status FoldGemm(const Graph& graph, const Node& gemm, const QdqParams& in, const QdqParams* out,
+                      QuantizedConvFold& fold) {
+  const auto& a = gemm.As<GemmAttrs>();
+  if (a.transpose_a) return absl::FailedPreconditionError("its A is transposed; the INT8 Gemm takes A as [N, C]");
+  if (a.alpha != 1.0f || (a.has_bias && a.beta != 1.0f)) {
+    return absl::FailedPreconditionError(absl::StrCat("its alpha ", a.alpha, " and beta ", a.beta,
+                                                      " are not 1; the INT8 Gemm takes y = x B + bias"));
+  }
+  CONVOY_ASSIGN_OR_RETURN(const Shape shape, graph.ShapeOf(gemm.inputs[0]));
+  if (shape.size() != 2) {
+    return absl::FailedPreconditionError(absl::StrCat("its input is ", ShapeToString(shape),
+                                                      "; the INT8 Gemm takes [N, C]"));
+  }
+  fold.source = QuantizedFoldSource::kGemm;
+  fold.window = Window2d{};
+  fold.groups = 1;
+  std::vector<float> weight_scales;
+  CONVOY_RETURN_IF_ERROR(ReadGemmWeights(graph, gemm, fold, weight_scales));
+  if (fold.weight_shape[1] != shape[1]) {
+    return absl::FailedPreconditionError(absl::StrCat("its weights ", ShapeToString(fold.weight_shape),
+                                                      " do not match its input ", ShapeToString(shape)));
+  }
+  return FoldRequantization(graph, a.has_bias ? gemm.inputs[2] : "", a.activation, in, out, weight_scales, fold);
+}
+
 }  // namespace
 
+const char* QuantizedFoldSourceName(QuantizedFoldSource source) {
+  switch (source) {
+    case QuantizedFoldSource::kConv: return "convolution";
+    case QuantizedFoldSource::kGlobalAveragePool: return "global average pool";
+    case QuantizedFoldSource::kGemm: return "Gemm";
+  }
+  return "?";
+}
+
 bool QuantizedConvAnalysis::ReadsQuantized(const std::string& reader, const std::string& tensor) const {
+  if (const QuantizedViewFold* view = FindView(reader)) return view->input == tensor;
   if (const QuantizedConvFold* conv = Find(reader)) return conv->input == tensor || conv->residual == tensor;
   if (const QuantizedAddFold* add = FindAdd(reader)) return add->a == tensor || add->b == tensor;
   return false;
@@ -246,13 +392,42 @@ void AnalyzeAdd(const Graph& graph, const Node& add, QuantizedConvAnalysis& anal
   analysis.adds.emplace(add.name, std::move(fold));
 }
 
+// Whether `node` is a graph op an INT8 convolution step can run: a Conv2d, a global average pool, a Gemm.
+bool FoldableOp(const Node& node) {
+  if (node.op() == OpKind::kConv2d || node.op() == OpKind::kGemm) return true;
+  if (node.op() != OpKind::kPool2d) return false;
+  const auto& a = node.As<Pool2dAttrs>();
+  return a.kind == PoolKind::kAverage && a.global;
+}
+
+// A Flatten / Reshape / Identity from [N, C, 1, 1] to [N, C] between two QDQ nodes of one quantization: recorded in
+// analysis.views.
+void AnalyzeView(const Graph& graph, const Node& node, QuantizedConvAnalysis& analysis) {
+  if (node.inputs.empty() || node.outputs.size() != 1) return;
+  QdqParams in, out;
+  if (!ProducedByQdq(graph, node.inputs[0], in)) return;
+  const int reader = SoleQdqReader(graph, node.outputs[0], out);
+  if (reader < 0 || in.type != out.type || in.scale != out.scale || in.zero_point != out.zero_point) return;
+  auto from = graph.ShapeOf(node.inputs[0]);
+  auto to = graph.ShapeOf(node.outputs[0]);
+  if (!from.ok() || !to.ok() || from->size() != 4 || (*from)[2] != 1 || (*from)[3] != 1 || to->size() != 2 ||
+      (*to)[0] != (*from)[0] || (*to)[1] != (*from)[1]) {
+    return;
+  }
+  analysis.views.emplace(node.name, QuantizedViewFold{node.name, node.inputs[0], graph.nodes()[reader].name,
+                                                      graph.nodes()[reader].outputs[0]});
+}
+
 }  // namespace
 
 QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
   QuantizedConvAnalysis analysis;
   for (const Node& conv : graph.nodes()) {
     if (conv.op() == OpKind::kBinary) AnalyzeAdd(graph, conv, analysis);
-    if (conv.op() != OpKind::kConv2d) continue;
+    if (conv.op() == OpKind::kFlatten || conv.op() == OpKind::kReshape || conv.op() == OpKind::kIdentity) {
+      AnalyzeView(graph, conv, analysis);
+    }
+    if (!FoldableOp(conv)) continue;
     QdqParams in, out;
     const int producer = graph.ProducerIndex(conv.inputs[0]);
     const bool quantized_input = producer >= 0 && AsQdq(graph.nodes()[producer], in);
@@ -262,12 +437,18 @@ QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
         readers.size() == 1 && !graph.IsGraphOutput(y) && AsQdq(graph.nodes()[readers[0]], out) &&
         graph.nodes()[readers[0]].inputs[0] == y;
     if (!quantized_input && !quantized_output) continue;  // not part of the model's quantized layers
+    // A Gemm with a quantized input whose output the graph reads in FP32: an INT8 step with an FP32 output where it
+    // folds (else it is no quantized layer: nothing is listed).
+    const bool fp32_gemm = conv.op() == OpKind::kGemm && quantized_input && !quantized_output;
+    // A pool or Gemm with a QDQ node on one side only is a tail the model (or a calibration table, which quantizes
+    // the tensors its convolutions and adds read and write) leaves in FP32: no quantized layer, no reason to give.
+    if (conv.op() != OpKind::kConv2d && !(quantized_input && quantized_output) && !fp32_gemm) continue;
     if (!quantized_input) {
       analysis.fp32_reasons[conv.name] = absl::StrCat("its input '", conv.inputs[0], "' is not quantized (no "
                                                       "QuantizeLinear -> DequantizeLinear before it)");
       continue;
     }
-    if (!quantized_output) {
+    if (!quantized_output && !fp32_gemm) {
       analysis.fp32_reasons[conv.name] = absl::StrCat("its output '", y, "' is not read by a QuantizeLinear -> "
                                                       "DequantizeLinear alone");
       continue;
@@ -275,10 +456,13 @@ QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
     QuantizedConvFold fold;
     fold.conv = conv.name;
     fold.input = conv.inputs[0];
-    fold.output_node = graph.nodes()[readers[0]].name;
-    fold.output = graph.nodes()[readers[0]].outputs[0];
-    if (absl::Status s = Fold(graph, conv, in, out, fold); !s.ok()) {
-      analysis.fp32_reasons[conv.name] = std::string(s.message());
+    fold.output_node = fp32_gemm ? "" : graph.nodes()[readers[0]].name;
+    fold.output = fp32_gemm ? y : graph.nodes()[readers[0]].outputs[0];
+    absl::Status folded = conv.op() == OpKind::kConv2d ? FoldConv(graph, conv, in, out, fold)
+                          : conv.op() == OpKind::kGemm ? FoldGemm(graph, conv, in, fp32_gemm ? nullptr : &out, fold)
+                                                       : FoldGlobalAveragePool(graph, conv, in, out, fold);
+    if (!folded.ok()) {
+      if (!fp32_gemm) analysis.fp32_reasons[conv.name] = std::string(folded.message());
       continue;
     }
     analysis.folds.emplace(conv.name, std::move(fold));
@@ -287,9 +471,9 @@ QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
   return analysis;
 }
 
-QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const QuantizedConvFold& fold, int n, int c,
-                                                int h, int w, const QuantizedAddFold* add) {
-  const Window2d& win = attrs.window;
+QuantizedConv2dProblem MakeQuantizedConvProblem(const QuantizedConvFold& fold, int n, int c, int h, int w,
+                                                const QuantizedAddFold* add) {
+  const Window2d& win = fold.window;
   QuantizedConv2dProblem p;
   p.n = n, p.c = c, p.h = h, p.w = w, p.k = static_cast<int>(fold.weight_shape[0]);
   p.r = int(win.kernel_h), p.s = int(win.kernel_w);
@@ -297,7 +481,7 @@ QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const 
   p.pad_left = int(win.pad_left), p.pad_right = int(win.pad_right);
   p.stride_h = int(win.stride_h), p.stride_w = int(win.stride_w);
   p.dilation_h = int(win.dilation_h), p.dilation_w = int(win.dilation_w);
-  p.groups = int(attrs.groups);
+  p.groups = int(fold.groups);
   p.src_type = fold.src_type, p.dst_type = fold.dst_type;
   p.layout = Layout::kNHWC;
   p.epilogue.src_zero_point = fold.src_zero_point;

@@ -30,6 +30,16 @@
 // operand, and in the other order the planner keeps the fusion only when both orders round every pair of 8-bit
 // operands alike). The analysis proposes each such fusion; the planner keeps those an algorithm implements.
 //
+// The classifier's tail folds onto the same INT8 convolution step (QuantizedFoldSource): a global average pool between
+// QDQ nodes is a depthwise convolution with unit weights over the whole H x W image and one multiplier
+// x_scale / (y_scale * float(H * W)), which is onnxruntime's QLinearGlobalAveragePool (sum - x_zero_point * H * W,
+// times that FP32 scale, rounded half to even, plus y_zero_point); a Gemm on [N, C] (alpha 1, beta 1, A not
+// transposed, symmetric INT8 B either way round with one scale or one per output column) is a 1x1 convolution on the
+// [N, C, 1, 1] image, which is onnxruntime's QGemm (INT32 accumulation with the INT32 bias, then QLinearConv's
+// requantization; a Gemm whose output no QDQ node reads writes FP32, float(acc + bias) * x_scale * w_scale[k], as
+// QGemm without y_scale does). A Flatten / Reshape from [N, C, 1, 1] to [N, C] between QDQ nodes of one quantization keeps the
+// 8-bit bytes (QuantizedViewFold), so the pool -> Flatten -> Gemm tail stays 8-bit to the logits.
+//
 // The planner quantizes where a folded step's input comes from an FP32 op, and dequantizes where an FP32 op (or the
 // caller) reads a folded step's output. Every other convolution next to a QDQ node stays on the FP32 path with the
 // quantization simulated by the QDQ nodes, and the analysis says why (a residual fused into it, weights that are
@@ -48,12 +58,23 @@
 
 namespace convoy::runtime {
 
+// The graph op a QuantizedConvFold runs as an INT8 convolution.
+enum class QuantizedFoldSource {
+  kConv,               // a Conv2d
+  kGlobalAveragePool,  // a global average pool: a depthwise convolution with unit weights over the whole image
+  kGemm,               // a Gemm / MatMul on [N, C] with constant weights: a 1x1 convolution on an [N, C, 1, 1] image
+};
+const char* QuantizedFoldSourceName(QuantizedFoldSource source);
+
 // One convolution that runs in INT8 and everything its step needs.
 struct QuantizedConvFold {
-  std::string conv;         // the Conv2d node
+  std::string conv;         // the node (a Conv2d, or the pool or Gemm `source` says)
+  QuantizedFoldSource source = QuantizedFoldSource::kConv;
+  Window2d window;          // the convolution's geometry (the Conv2d's own, or the pool's or Gemm's as a convolution)
+  int64_t groups = 1;
   std::string input;        // its input, the output of the input QDQ node: read as src_type
-  std::string output_node;  // the QDQ node reading the conv's output
-  std::string output;       // that node's output: written as dst_type
+  std::string output_node;  // the QDQ node reading the conv's output (empty: a Gemm with an FP32 output)
+  std::string output;       // that node's output: written as dst_type (the Gemm's own output when FP32)
   DataType src_type = DataType::kUInt8, dst_type = DataType::kUInt8;
   float src_scale = 1.0f, dst_scale = 1.0f;
   int src_zero_point = 0, dst_zero_point = 0;
@@ -78,9 +99,21 @@ struct QuantizedAddFold {
   std::string fused_into;            // the conv computing it (QuantizedConvFold::fused_add), or empty: its own step
 };
 
+// A Flatten or Reshape between two QDQ nodes of the same quantization that only drops the unit spatial dimensions of
+// an [N, C, 1, 1] image ([N, C]): the 8-bit bytes are the same in NHWC and row-major order, so its output QDQ node's
+// 8-bit value is its input's (QuantizeLinear(DequantizeLinear(q)) is q with one scale and zero point), and the step
+// disappears. The tail of a classifier (pool -> Flatten -> Gemm) keeps its tensors 8-bit this way.
+struct QuantizedViewFold {
+  std::string node;         // the Flatten / Reshape
+  std::string input;        // its input, a QDQ node's output, read 8-bit
+  std::string output_node;  // the QDQ node reading its output
+  std::string output;       // that node's output: the same 8-bit bytes
+};
+
 struct QuantizedConvAnalysis {
-  std::map<std::string, QuantizedConvFold> folds;   // by conv node name
+  std::map<std::string, QuantizedConvFold> folds;   // by conv (or pool, Gemm) node name
   std::map<std::string, QuantizedAddFold> adds;     // by add node name
+  std::map<std::string, QuantizedViewFold> views;   // by Flatten / Reshape node name
   std::map<std::string, std::string> fp32_reasons;  // conv or add node name -> why it stays FP32 (QDQ neighbours only)
 
   const QuantizedConvFold* Find(const std::string& conv) const {
@@ -90,6 +123,10 @@ struct QuantizedConvAnalysis {
   const QuantizedAddFold* FindAdd(const std::string& add) const {
     auto it = adds.find(add);
     return it == adds.end() ? nullptr : &it->second;
+  }
+  const QuantizedViewFold* FindView(const std::string& node) const {
+    auto it = views.find(node);
+    return it == views.end() ? nullptr : &it->second;
   }
   // Whether node `reader` runs as an INT8 step that reads graph tensor `tensor` as 8-bit.
   bool ReadsQuantized(const std::string& reader, const std::string& tensor) const;
@@ -104,10 +141,10 @@ struct QuantizedConvAnalysis {
 // the reason it is not. Nodes with no QDQ node next to them (FP32 models) appear in no map.
 QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph);
 
-// The kernel problem of a fold at one input size (n, c, h, w of the input, NHWC), the multipliers fixed in it, and
-// its fused add (`add`, the fold's, when fold.fused_add is set).
-QuantizedConv2dProblem MakeQuantizedConvProblem(const Conv2dAttrs& attrs, const QuantizedConvFold& fold, int n, int c,
-                                                int h, int w, const QuantizedAddFold* add = nullptr);
+// The kernel problem of a fold at one input size (n, c, h, w of the input, NHWC; an [N, C] input is [N, C, 1, 1]),
+// the multipliers fixed in it, and its fused add (`add`, the fold's, when fold.fused_add is set).
+QuantizedConv2dProblem MakeQuantizedConvProblem(const QuantizedConvFold& fold, int n, int c, int h, int w,
+                                                const QuantizedAddFold* add = nullptr);
 
 }  // namespace convoy::runtime
 

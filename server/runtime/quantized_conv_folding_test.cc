@@ -10,6 +10,7 @@
 // Asserted: every output within one quantization step of the reference, and at least 99 % of them identical.
 #include "server/runtime/quantized_conv_folding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -196,6 +197,185 @@ TEST(QuantizedConvFoldingTest, TurnedOffEveryQuantizationIsSimulated) {
   EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("INT8 steps are turned off"));
   ExpectWithinOneStep(graph, plan, 2, {{"y", 4.0f / 255}, {"y2", 12.0f / 255}});
 }
+
+TEST(QuantizedConvFoldingTest, FoldsTheClassifierTailPoolFlattenGemm) {
+  for (const bool transpose_b : {true, false}) {
+    SCOPED_TRACE(transpose_b ? "B [K, C]" : "B [C, K]");
+    CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(FreshSeed(), transpose_b));
+    const QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(graph);
+    ASSERT_NE(analysis.Find("pool"), nullptr) << analysis.fp32_reasons.count("pool");
+    const QuantizedConvFold& pool = *analysis.Find("pool");
+    EXPECT_EQ(pool.source, QuantizedFoldSource::kGlobalAveragePool);
+    EXPECT_EQ(pool.groups, 40);
+    EXPECT_EQ(pool.window.kernel_h, 5);
+    EXPECT_EQ(pool.window.kernel_w, 7);
+    EXPECT_EQ(pool.input, "f_q");
+    EXPECT_EQ(pool.output, "p_q");
+    EXPECT_TRUE(pool.bias.empty());
+    // onnxruntime's QLinearGlobalAveragePool scale, x_scale / (y_scale * H * W) in FP32, for every channel.
+    for (float m : pool.multipliers) EXPECT_EQ(m, (3.0f / 255) / ((1.0f / 255) * 35.0f));
+    ASSERT_NE(analysis.FindView("flatten"), nullptr);
+    EXPECT_EQ(analysis.FindView("flatten")->input, "p_q");
+    EXPECT_EQ(analysis.FindView("flatten")->output, "flat_q");
+    EXPECT_TRUE(analysis.ReadsQuantized("flatten", "p_q"));
+    ASSERT_NE(analysis.Find("fc"), nullptr) << analysis.fp32_reasons.count("fc");
+    const QuantizedConvFold& fc = *analysis.Find("fc");
+    EXPECT_EQ(fc.source, QuantizedFoldSource::kGemm);
+    EXPECT_EQ(fc.input, "flat_q");
+    EXPECT_EQ(fc.weight_shape, (Shape{12, 40, 1, 1}));
+    ASSERT_EQ(fc.bias.size(), 12u);
+    // The weights come back as [K, C] integers whichever way B lies: w[k][c] == q * scale[k].
+    const Tensor& w = *graph.FindConstant("wy");
+    const ConstantQuantization& q = *graph.FindConstantQuantization("wy");
+    for (int k = 0; k < 12; ++k) {
+      EXPECT_EQ(fc.multipliers[k], (1.0f / 255) * q.scales[k] / (4.0f / 255));
+      for (int c = 0; c < 40; ++c) {
+        const float value = w.data[transpose_b ? k * 40 + c : c * 12 + k];
+        EXPECT_EQ(static_cast<float>(fc.weights[k * 40 + c]) * q.scales[k], value) << k << "," << c;
+      }
+    }
+  }
+}
+
+TEST(QuantizedConvFoldingTest, GemmsThatAreNoInt8MatrixProductStayFp32) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(FreshSeed()));
+  for (Node& node : graph.mutable_nodes()) {
+    if (node.name == "fc") node.As<GemmAttrs>().alpha = 0.5f;
+  }
+  const QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(graph);
+  EXPECT_EQ(analysis.Find("fc"), nullptr);
+  EXPECT_THAT(analysis.fp32_reasons.at("fc"), HasSubstr("its alpha 0.5 and beta 1 are not 1"));
+  EXPECT_NE(analysis.Find("pool"), nullptr);
+}
+
+TEST(QuantizedConvFoldingTest, PoolAndGemmWithAQdqNodeOnOneSideAreNoQuantizedLayer) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(FreshSeed()));
+  // The pool's output read by an FP32 op too (as a calibration table that quantizes only the convolutions' tensors
+  // leaves it): neither folded nor listed with a reason.
+  for (Node& node : graph.mutable_nodes()) {
+    if (node.name == "flatten") node.inputs[0] = "p";
+  }
+  graph.mutable_outputs().push_back("p");
+  ASSERT_THAT(graph.Finalize(), IsOk());
+  const QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(graph);
+  EXPECT_EQ(analysis.Find("pool"), nullptr);
+  EXPECT_EQ(analysis.fp32_reasons.count("pool"), 0u);
+  EXPECT_EQ(analysis.FindView("flatten"), nullptr);
+  EXPECT_NE(analysis.Find("conv"), nullptr);
+  EXPECT_NE(analysis.Find("fc"), nullptr);  // flat_q is still a QDQ node's output
+}
+
+TEST(QuantizedConvFoldingTest, PlansTheClassifierTailInInt8AndMatchTheSimulationWithinOneStep) {
+  for (const bool transpose_b : {true, false}) {
+    CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(FreshSeed(), transpose_b));
+    for (Layout layout : {Layout::kNCHW, Layout::kNCHW8c, Layout::kNHWC}) {
+      SCOPED_TRACE(::testing::Message() << LayoutName(layout) << (transpose_b ? " B [K, C]" : " B [C, K]"));
+      CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(layout, 3)));
+      // conv, pool and fc as INT8 convolutions; no FP32 pool or Gemm; one quantize (x) and one dequantize (y): the
+      // tail stays 8-bit from the conv to the logits.
+      EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 3) << plan->ToString(1);
+      EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kPool2d), 0) << plan->ToString(1);
+      EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kGemm), 0) << plan->ToString(1);
+      EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), 2) << plan->ToString(1);
+      EXPECT_THAT(plan->QuantizationSummary(),
+                  HasSubstr("1 of 1 quantized convolutions run INT8, and 2 of 2 quantized pooling and Gemm layers"));
+      for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, {{"y", 4.0f / 255}});
+    }
+  }
+}
+
+// onnxruntime's arithmetic on UINT8 values (its MLAS kernels): ONNX QuantizeLinear; the requantization of an INT32
+// accumulator (QLinearConv, QGemm, QLinearGlobalAveragePool): float(acc) * multiplier, rounded half to even, plus the
+// zero point, saturated.
+int QuantizeLinear(float x, float scale, int zero_point) {
+  return static_cast<int>(std::clamp(std::nearbyint(x / scale) + static_cast<float>(zero_point), 0.0f, 255.0f));
+}
+int Requantize(int64_t acc, float multiplier, int zero_point) {
+  const float v = std::nearbyint(static_cast<float>(acc) * multiplier) + static_cast<float>(zero_point);
+  return static_cast<int>(std::clamp(v, 0.0f, 255.0f));
+}
+
+class Int8TailTest : public ::testing::TestWithParam<bool> {};  // whether the logits are quantized
+
+TEST_P(Int8TailTest, Int8PoolAndGemmComputeOnnxruntimeArithmeticBitForBit) {
+  const bool quantized_logits = GetParam();
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed << (quantized_logits ? " UINT8 logits" : " FP32 logits"));
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(seed, true, quantized_logits));
+  graph.mutable_outputs().push_back("p_q");  // the pool's 8-bit output, dequantized (exactly) for the caller too
+  ASSERT_THAT(graph.Finalize(), IsOk());
+  const int batch = 3;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Layout::kNCHW8c, batch)));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 3) << plan->ToString(batch);
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan}));
+  Tensor x = testing::RandomTensor({batch, 24, 5, 7}, seed);
+  std::vector<TensorView> inputs = {{executor->ExpectedInputDesc(0, batch), x.data.data()}};
+  std::vector<std::vector<float>> outputs(2);
+  std::vector<TensorView> output_views;
+  for (size_t i = 0; i < 2; ++i) {
+    const TensorDesc desc = executor->ExpectedOutputDesc(i, batch);
+    outputs[i].assign(desc.num_elements(), std::nanf(""));
+    output_views.push_back({desc, outputs[i].data()});
+  }
+  ASSERT_THAT(executor->Run(batch, inputs, output_views), IsOk());
+
+  // The expected 8-bit values from the graph's own integers and scales.
+  auto integers = [&graph](const std::string& name, int64_t row_length, bool by_column, int64_t columns) {
+    const Tensor& w = *graph.FindConstant(name);
+    const ConstantQuantization& q = *graph.FindConstantQuantization(name);
+    std::vector<int> out(w.data.size());
+    for (size_t i = 0; i < w.data.size(); ++i) {
+      const float scale = q.scales.size() == 1 ? q.scales[0] : q.scales[by_column ? i % columns : i / row_length];
+      out[i] = static_cast<int>(std::nearbyint(w.data[i] / scale));
+    }
+    return out;
+  };
+  const float sx = 2.0f / 255, sf = 3.0f / 255, sp = 1.0f / 255, sy = 4.0f / 255;
+  const std::vector<int> wf = integers("wf", 24, false, 0), wy = integers("wy", 40, false, 0);
+  const ConstantQuantization& qf = *graph.FindConstantQuantization("wf");
+  const ConstantQuantization& qy = *graph.FindConstantQuantization("wy");
+  const Tensor& bf = *graph.FindConstant("wf_b");
+  const Tensor& by = *graph.FindConstant("wy_b");
+  size_t checked = 0;
+  for (int n = 0; n < batch; ++n) {
+    std::vector<int64_t> sums(40, 0);
+    for (int y = 0; y < 5; ++y) {
+      for (int z = 0; z < 7; ++z) {
+        for (int k = 0; k < 40; ++k) {
+          int64_t acc = std::lround(bf.data[k] / (sx * qf.scales[k]));
+          for (int c = 0; c < 24; ++c) {
+            acc += (QuantizeLinear(x.data[((n * 24 + c) * 5 + y) * 7 + z], sx, 128) - 128) * wf[k * 24 + c];
+          }
+          sums[k] += Requantize(acc, sx * qf.scales[k] / sf, 0);  // the ReLU is the saturation at zero point 0
+        }
+      }
+    }
+    std::vector<int> pooled(40);
+    for (int k = 0; k < 40; ++k) {
+      const int f_zero_point = 0;  // qdq_f's
+      pooled[k] = Requantize(sums[k] - f_zero_point * 35, sf / (sp * 35.0f), 3);
+      const float want = static_cast<float>(pooled[k] - 3) * sp;
+      ASSERT_EQ(outputs[1][n * 40 + k], want) << "pooled " << n << "," << k;
+      ++checked;
+    }
+    for (int j = 0; j < 12; ++j) {
+      int64_t acc = std::lround(by.data[j] / (sp * qy.scales[j]));
+      for (int k = 0; k < 40; ++k) acc += (pooled[k] - 3) * wy[j * 40 + k];
+      // UINT8 logits: QGemm's requantization, dequantized; FP32 logits: QGemm without y_scale, float(acc) times
+      // x_scale * w_scale[j].
+      const float want = quantized_logits
+                             ? static_cast<float>(Requantize(acc, sp * qy.scales[j] / sy, 128) - 128) * sy
+                             : static_cast<float>(acc) * (sp * qy.scales[j]);
+      ASSERT_EQ(outputs[0][n * 12 + j], want) << "logit " << n << "," << j;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, size_t{batch * (40 + 12)});
+  // The logits leave the INT8 steps once: a dequantize (UINT8 logits) or the Gemm's own FP32 output.
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), quantized_logits ? 3 : 2) << plan->ToString(batch);
+}
+
+INSTANTIATE_TEST_SUITE_P(Logits, Int8TailTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace convoy::runtime
