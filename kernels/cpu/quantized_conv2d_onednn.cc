@@ -214,6 +214,10 @@ absl::Status QuantizedConv2dOnednnNhwc::ExactConvFirstOrderCached(const Quantize
   return conv_first_order_.emplace(key, std::move(checked)).first->second;
 }
 
+std::string QuantizedConv2dOnednnNhwc::LaunchSummary(const QuantizedConv2dProblem& problem) const {
+  return onednn::ImplementationSummary(Describe(problem));
+}
+
 absl::StatusOr<std::string> QuantizedConv2dOnednnNhwc::Implementation(const QuantizedConv2dProblem& problem) const {
   CONVOY_ASSIGN_OR_RETURN(auto descriptor, Describe(problem));
   return descriptor->impl;

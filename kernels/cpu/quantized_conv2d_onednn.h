@@ -49,6 +49,8 @@ class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm, public 
                                                           const ExecutionContext& context) const override;
   absl::Status Run(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
+  // The oneDNN implementation the problem's primitive got ("oneDNN <impl>"), for `convoy inspect`.
+  std::string LaunchSummary(const QuantizedConv2dProblem& problem) const override;
 
   // The oneDNN implementation chosen for the problem ("brg:avx512_core_vnni", "jit_int8:avx512_core_vnni", ...).
   absl::StatusOr<std::string> Implementation(const QuantizedConv2dProblem& problem) const;
