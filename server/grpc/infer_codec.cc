@@ -125,14 +125,16 @@ absl::StatusOr<HostBuffer> CopyTypedContents(const ModelInferRequest::InferInput
 
 }  // namespace
 
-infer::RequestView ViewOf(const ModelInferRequest& request) {
+infer::RequestView ViewOf(const ModelInferRequest& request, const std::vector<infer::RawBytes>* raw_contents) {
   infer::RequestView view;
   view.model = request.model_name();
   view.version = request.model_version();
   view.id = request.id();
   view.integer_kinds = " (int64_param or uint64_param)";
   for (const auto& [name, value] : request.parameters()) view.parameters.push_back({name, ParameterOf(value)});
-  const bool raw = request.raw_input_contents_size() > 0;
+  const int raw_count = raw_contents != nullptr ? static_cast<int>(raw_contents->size())
+                                               : request.raw_input_contents_size();
+  const bool raw = raw_count > 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
     const ModelInferRequest::InferInputTensor& input = request.inputs(i);
     infer::InputTensorView tensor;
@@ -155,8 +157,8 @@ infer::RequestView ViewOf(const ModelInferRequest& request) {
                                                        FieldList(FilledTypedFields(input.contents())),
                                                        " are set; send one"));
       };
-    } else if (i < request.raw_input_contents_size()) {
-      tensor.raw = absl::string_view(request.raw_input_contents(i));
+    } else if (i < raw_count) {
+      tensor.raw = raw_contents != nullptr ? (*raw_contents)[i] : infer::RawBytes(request.raw_input_contents(i));
     }
     view.inputs.push_back(std::move(tensor));
   }

@@ -36,8 +36,11 @@ using infer::RequestedOutput;
 using infer::TopKClasses;
 
 // The neutral view of `request`; it points into `request`, which must outlive it. Typed contents (and a request
-// mixing raw and typed contents) decode through the view's `decode` hook, with gRPC's messages.
-infer::RequestView ViewOf(const inference::ModelInferRequest& request);
+// mixing raw and typed contents) decode through the view's `decode` hook, with gRPC's messages. `raw`, when given,
+// holds the request's raw_input_contents (read from the received slices, infer_request_wire.h) in place of the
+// message's own; it too must outlive the view.
+infer::RequestView ViewOf(const inference::ModelInferRequest& request,
+                          const std::vector<infer::RawBytes>* raw = nullptr);
 
 // ViewOf + infer::DecodeRequest, after the gRPC-only check of raw_input_contents against the input count.
 absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferRequest& request,

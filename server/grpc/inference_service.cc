@@ -9,6 +9,7 @@
 #include "grpcpp/support/proto_buffer_writer.h"
 #include "server/grpc/grpc_status_util.h"
 #include "server/grpc/infer_codec.h"
+#include "server/grpc/infer_request_wire.h"
 #include "server/grpc/model_config_proto.h"
 #include "server/inference/infer_dispatch.h"
 #include "server/repository/model_names.h"
@@ -265,18 +266,20 @@ void InferenceService::AdminLoop() {
 // raw_input_contents against the input count comes first.
 void InferenceService::StartInfer(const inference::ModelInferRequest& request, absl::Time received,
                                   absl::Time deadline, std::function<bool()> cancelled,
-                                  inference::ModelInferResponse* response, std::function<void(absl::Status)> done) {
-  if (request.raw_input_contents_size() > 0 && request.raw_input_contents_size() != request.inputs_size()) {
+                                  inference::ModelInferResponse* response, std::function<void(absl::Status)> done,
+                                  const std::vector<infer::RawBytes>* raw) {
+  const int raw_count = raw != nullptr ? static_cast<int>(raw->size()) : request.raw_input_contents_size();
+  if (raw_count > 0 && raw_count != request.inputs_size()) {
     absl::Status status = absl::InvalidArgumentError(absl::StrCat(
         "expected one raw_input_contents entry per input: the request has ", request.inputs_size(),
-        " inputs and ", request.raw_input_contents_size(), " raw_input_contents"));
+        " inputs and ", raw_count, " raw_input_contents"));
     absl::StatusOr<std::shared_ptr<ServedModel>> served =
         manager_->GetServedModel(request.model_name(), request.model_version());
     if (!served.ok()) return done(served.status());
     (*served)->RecordRejectedRequest(status);
     return done(status);
   }
-  infer::StartInfer(*manager_, ViewOf(request), deadline, std::move(cancelled),
+  infer::StartInfer(*manager_, ViewOf(request, raw), deadline, std::move(cancelled),
                     [id = request.id(), response, received, done = std::move(done)](
                         absl::Status status, const ServedModel* model, const std::vector<RequestedOutput>& outputs,
                         const InferencePayload* payload) {
@@ -284,8 +287,10 @@ void InferenceService::StartInfer(const inference::ModelInferRequest& request, a
                         const absl::Time encoding = absl::Now();
                         status = EncodeInferResponse(*model, outputs, id, *payload, response);
                         if (status.ok()) {
-                          model->RecordEdge(metrics::EdgeProtocol::kGrpc, payload->queued_at - received,
-                                            absl::Now() - encoding);
+                          metrics::EdgeTimes times;
+                          times.decode = payload->queued_at - received;
+                          times.encode = absl::Now() - encoding;
+                          model->RecordEdge(metrics::EdgeProtocol::kGrpc, times);
                         }
                       }
                       done(status);
@@ -379,14 +384,30 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(Context* context, cons
       });
 }
 
+// ModelInfer reads the request from gRPC's slices itself (infer_request_wire.h), so each raw_input_contents goes
+// from the slices straight into the batch's input buffer.
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const Bytes* in, Bytes* out) {
   const absl::Time received = absl::Now();  // gRPC hands a unary call over with its whole message read
-  return Serve<ModelInferRequest, ModelInferResponse>(
-      context, in, out,
-      [this, context, received](const ModelInferRequest& request, ModelInferResponse* response, Done done) {
-        StartInfer(request, received, DeadlineOf(*context), [context] { return context->IsCancelled(); }, response,
-                   std::move(done));
-      });
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  struct Call {
+    WireInferRequest request;
+    ModelInferResponse response;
+  };
+  auto call = std::make_shared<Call>();
+  absl::Status parsed = ParseWireInferRequest(*in, &call->request);
+  if (!parsed.ok()) {
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  StartInfer(
+      call->request.message, received, DeadlineOf(*context), [context] { return context->IsCancelled(); },
+      &call->response,
+      [reactor, out, call](absl::Status status) {
+        if (status.ok()) status = SerializeMessage(call->response, out);
+        reactor->Finish(ToGrpcStatus(status));
+      },
+      &call->request.raw_input_contents);
+  return reactor;
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(Context* context) {

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -52,6 +53,7 @@ struct evhttp_request;
 
 namespace convoy::http {
 
+class ConnectionInputs;
 class LoopTasks;
 class TlsContext;
 
@@ -83,6 +85,9 @@ class HttpServer {
     std::string tls_cert_pem;
     std::string tls_key_pem;
     std::string tls_client_ca_pem;
+    // The most bytes the loop reads from one connection's socket per event beyond libevent 2.1's own 4 KiB
+    // (connection_input.h); 0 reads as libevent alone does.
+    size_t max_read_bytes = 1u << 20;
     // Tests only: runs on the decode worker before each body it decodes (a test holds it to keep a decode in flight).
     std::function<void()> before_worker_decode;
   };
@@ -104,12 +109,14 @@ class HttpServer {
  private:
   explicit HttpServer(const Options& options);
   static void OnRequest(evhttp_request* req, void* self);
-  static bufferevent* NewTlsConnection(event_base* base, void* self);
+  static bufferevent* NewConnection(event_base* base, void* self);
   void Route(evhttp_request* req);
   struct InferCall;
   struct InferReply;
-  void Infer(evhttp_request* req, const std::string& model, const std::string& version);
+  void Infer(evhttp_request* req, const std::string& model, const std::string& version,
+             std::optional<absl::Time> first_byte, absl::Time received);
   void Decode(const std::shared_ptr<InferCall>& call);
+  static bool ViewBinaryBody(InferCall* call, size_t length);
   // The model repository extension: POST /v2/repository/index, /v2/repository/models/{model}/load|unload.
   void RepositoryIndex(evhttp_request* req);
   void ModelControl(evhttp_request* req, const std::string& model, bool load);
@@ -125,6 +132,7 @@ class HttpServer {
   // Loads and unloads run here, one at a time and off the loop thread (a load can take seconds).
   std::unique_ptr<WorkerPool> model_control_;
   std::unique_ptr<TlsContext> tls_;  // null: plain HTTP
+  std::unique_ptr<ConnectionInputs> inputs_;  // large reads and first-byte times; loop thread only
   int port_ = 0;
   std::atomic<int> in_flight_{0};
   std::atomic<bool> stopped_{false};
