@@ -91,6 +91,26 @@ void FillStatistics(const ServedModel& model, inference::ModelStatistics* out) {
   }
 }
 
+// A unary reactor that times its response's send: from Finish to the call's completion (OnDone, once gRPC has
+// written the response and the status), then calls `on_sent` with that time. Deletes itself when done.
+class SendTimedReactor final : public grpc::ServerUnaryReactor {
+ public:
+  // `on_sent` (may be empty) runs on a gRPC thread after the call completed.
+  void FinishTimed(const grpc::Status& status, std::function<void(absl::Duration)> on_sent) {
+    on_sent_ = std::move(on_sent);
+    finished_at_ = absl::Now();
+    Finish(status);  // `this` may be gone once this returns
+  }
+  void OnDone() override {
+    if (on_sent_) on_sent_(absl::Now() - finished_at_);
+    delete this;
+  }
+
+ private:
+  std::function<void(absl::Duration)> on_sent_;
+  absl::Time finished_at_;
+};
+
 // ModelStreamInfer: reads requests one after another and writes each response when its request completes
 // (errors, a malformed message included, in error_message with the request's id). The call finishes once the
 // client half-closed and every response was written; a client that goes away cancels the queued requests (their
@@ -388,7 +408,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(Context* context, cons
 // from the slices straight into the batch's input buffer.
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const Bytes* in, Bytes* out) {
   const absl::Time received = absl::Now();  // gRPC hands a unary call over with its whole message read
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto* reactor = new SendTimedReactor();
   struct Call {
     WireInferRequest request;
     ModelInferResponse response;
@@ -396,15 +416,21 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const B
   auto call = std::make_shared<Call>();
   absl::Status parsed = ParseWireInferRequest(*in, &call->request);
   if (!parsed.ok()) {
-    reactor->Finish(ToGrpcStatus(parsed));
+    reactor->FinishTimed(ToGrpcStatus(parsed), nullptr);
     return reactor;
   }
   StartInfer(
       call->request.message, received, DeadlineOf(*context), [context] { return context->IsCancelled(); },
       &call->response,
-      [reactor, out, call](absl::Status status) {
+      [this, reactor, out, call](absl::Status status) {
         if (status.ok()) status = SerializeMessage(call->response, out);
-        reactor->Finish(ToGrpcStatus(status));
+        if (!status.ok()) return reactor->FinishTimed(ToGrpcStatus(status), nullptr);
+        // The send phase goes to the version that answered, if it is still served when the send completes.
+        reactor->FinishTimed(grpc::Status::OK, [this, call](absl::Duration send) {
+          absl::StatusOr<std::shared_ptr<ServedModel>> model =
+              manager_->GetServedModel(call->response.model_name(), call->response.model_version());
+          if (model.ok()) (*model)->RecordEdgeSend(metrics::EdgeProtocol::kGrpc, send);
+        });
       },
       &call->request.raw_input_contents);
   return reactor;

@@ -578,6 +578,8 @@ struct HttpServer::InferReply {
   const char* content_type = kJson;
   std::optional<size_t> header_length;  // Inference-Header-Content-Length of a binary response
   const char* content_encoding = nullptr;  // gzip or deflate when compressed
+  std::string model;    // the version that answered a successful infer (its send phase is timed)
+  std::string version;
 
   static InferReply Error(const absl::Status& status) {
     InferReply reply;
@@ -770,6 +772,8 @@ void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
                       times.decode = payload->queued_at - received;
                       times.encode = absl::Now() - encoding;
                       served->RecordEdge(metrics::EdgeProtocol::kHttp, times);
+                      reply.model = served->name();
+                      reply.version = absl::StrCat(served->version());
                       PostReply(tasks, server, call, std::move(reply));
                     });
 }
@@ -778,13 +782,40 @@ void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
 // dereferenced only there, while the loop runs (so while the server exists).
 void HttpServer::PostReply(const std::shared_ptr<LoopTasks>& tasks, HttpServer* server,
                            const std::shared_ptr<InferCall>& call, InferReply reply) {
-  tasks->Post([server, req = call->req, reply = std::move(reply)]() mutable {
+  tasks->Post([server, req = call->req, reply = std::move(reply), posted = absl::Now()]() mutable {
+    if (!reply.model.empty()) server->TimeSend(req, std::move(reply.model), std::move(reply.version), posted);
     Reply(req, reply.code, std::move(reply.body), reply.content_type, reply.header_length, nullptr,
           reply.content_encoding);
     --server->in_flight_;
   });
 }
 
+// The send phase of a successful infer: from the reply handed to the loop (`posted`) to libevent's write of its
+// last byte (the request's completion callback). A request whose connection fails before that never completes:
+// its entry is dropped once more than kMaxTimedSends wait, if it is older than a minute.
+void HttpServer::TimeSend(evhttp_request* req, std::string model, std::string version, absl::Time posted) {
+  constexpr size_t kMaxTimedSends = 1024;
+  if (sending_.size() >= kMaxTimedSends) {
+    const absl::Time now = absl::Now();
+    for (auto it = sending_.begin(); it != sending_.end();) {
+      it = now - it->second.posted > absl::Minutes(1) ? sending_.erase(it) : std::next(it);
+    }
+    if (sending_.size() >= kMaxTimedSends) return;
+  }
+  sending_[req] = PendingSend{std::move(model), std::move(version), posted};
+  evhttp_request_set_on_complete_cb(req, &HttpServer::OnReplySent, this);
+}
+
+void HttpServer::OnReplySent(evhttp_request* req, void* self) {
+  auto* server = static_cast<HttpServer*>(self);
+  auto it = server->sending_.find(req);
+  if (it == server->sending_.end()) return;
+  const absl::Duration send = absl::Now() - it->second.posted;
+  absl::StatusOr<std::shared_ptr<ServedModel>> model =
+      server->options_.manager->GetServedModel(it->second.model, it->second.version);
+  if (model.ok()) (*model)->RecordEdgeSend(metrics::EdgeProtocol::kHttp, send);
+  server->sending_.erase(it);
+}
 
 // Triton's repository extension over HTTP, the same as gRPC's RepositoryIndex: a JSON array of every model version
 // the repository knows ({"name", "version" when known, "state", "reason" when there is one}); `{"ready": true}` in the

@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -122,6 +123,15 @@ class HttpServer {
   void ModelControl(evhttp_request* req, const std::string& model, bool load);
   static void PostReply(const std::shared_ptr<LoopTasks>& tasks, HttpServer* server,
                         const std::shared_ptr<InferCall>& call, InferReply reply);
+  // The send phase's timing (loop thread only).
+  void TimeSend(evhttp_request* req, std::string model, std::string version, absl::Time posted);
+  static void OnReplySent(evhttp_request* req, void* self);
+  struct PendingSend {
+    std::string model;
+    std::string version;
+    absl::Time posted;
+  };
+  std::unordered_map<evhttp_request*, PendingSend> sending_;
 
   const Options options_;
   event_base* base_ = nullptr;

@@ -117,7 +117,7 @@ TEST_F(MetricsRegistryTest, ScrapeShowsTritonCountersForRecordedRequests) {
 TEST_F(MetricsRegistryTest, EdgePhasesAreCountedByProtocolAndPhase) {
   CONVOY_ASSERT_OK_AND_ASSIGN(auto metrics, MetricsRegistry::Create(Loopback()));
   std::unique_ptr<ModelMetricsReporter> reporter = metrics->ForModel("resnet50", "2");
-  double receive_us = 0, decode_us[2] = {0, 0}, encode_us[2] = {0, 0};
+  double receive_us = 0, decode_us[2] = {0, 0}, encode_us[2] = {0, 0}, send_us[2] = {0, 0};
   int requests[2] = {0, 0};
   for (int i = Uniform(1, 60); i > 0; --i) {
     const int protocol = Uniform(0, 1);
@@ -126,6 +126,9 @@ TEST_F(MetricsRegistryTest, EdgePhasesAreCountedByProtocolAndPhase) {
     times.decode = RandomDuration(3000);
     times.encode = RandomDuration(800);
     reporter->RecordEdge(static_cast<EdgeProtocol>(protocol), times);
+    const absl::Duration send = RandomDuration(500);
+    reporter->RecordEdgeSend(static_cast<EdgeProtocol>(protocol), send);
+    send_us[protocol] += absl::ToDoubleMicroseconds(send);
     if (protocol == 1) receive_us += absl::ToDoubleMicroseconds(*times.receive);
     decode_us[protocol] += absl::ToDoubleMicroseconds(times.decode);
     encode_us[protocol] += absl::ToDoubleMicroseconds(times.encode);
@@ -135,9 +138,11 @@ TEST_F(MetricsRegistryTest, EdgePhasesAreCountedByProtocolAndPhase) {
   for (int protocol : {0, 1}) {
     const std::string name = protocol == 0 ? "grpc" : "http";
     const Labels labels = {{"model", "resnet50"}, {"version", "2"}, {"protocol", name}};
-    Labels decode = labels, encode = labels;
+    Labels decode = labels, encode = labels, send = labels;
     decode["phase"] = "decode";
     encode["phase"] = "encode";
+    send["phase"] = "send";
+    ExpectNear(SampleValue(page, "convoy_edge_duration_us", send), send_us[protocol], name + " send us");
     ExpectNear(SampleValue(page, "convoy_edge_requests_total", labels), requests[protocol], name + " requests");
     ExpectNear(SampleValue(page, "convoy_edge_duration_us", decode), decode_us[protocol], name + " decode us");
     ExpectNear(SampleValue(page, "convoy_edge_duration_us", encode), encode_us[protocol], name + " encode us");

@@ -97,6 +97,8 @@ ModelMetricsReporter::ModelMetricsReporter(const ModelMetricFamilies& families, 
         {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "decode"}});
     edge.encode_us = &families.edge_duration_us->Add(
         {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "encode"}});
+    edge.send_us = &families.edge_duration_us->Add(
+        {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "send"}});
     if (protocol == EdgeProtocol::kHttp) {
       edge.receive_us = &families.edge_duration_us->Add(
           {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "receive"}});
@@ -166,6 +168,10 @@ void ModelMetricsReporter::RecordEdge(EdgeProtocol protocol, const EdgeTimes& ti
   edge.decode_us->Increment(Microseconds(times.decode));
   edge.encode_us->Increment(Microseconds(times.encode));
   edge.requests->Increment();
+}
+
+void ModelMetricsReporter::RecordEdgeSend(EdgeProtocol protocol, absl::Duration send) {
+  edge_[static_cast<int>(protocol)].send_us->Increment(Microseconds(send));
 }
 
 void ModelMetricsReporter::SetBatcherEstimates(const BatcherEstimateValues& estimates) {

@@ -141,6 +141,10 @@ class ModelMetricsReporter {
   void SetBatcherEstimates(const BatcherEstimateValues& estimates);
   // What the protocol edge spent on one successful request outside the batcher (EdgeTimes).
   void RecordEdge(EdgeProtocol protocol, const EdgeTimes& times);
+  // `send` (the `send` phase): from the response handed to the protocol to its last byte written to the socket
+  // (gRPC: Finish to the call's completion; HTTP: the reply handed to the event loop to libevent's write done).
+  // Recorded when the write completes, so a little after RecordEdge of the same request.
+  void RecordEdgeSend(EdgeProtocol protocol, absl::Duration send);
 
  private:
   const std::string model_;
@@ -161,6 +165,7 @@ class ModelMetricsReporter {
     prometheus::Counter* receive_us = nullptr;  // HTTP only
     prometheus::Counter* decode_us;
     prometheus::Counter* encode_us;
+    prometheus::Counter* send_us;
     prometheus::Counter* requests;
   };
   EdgeCounters edge_[2];  // by EdgeProtocol

@@ -261,6 +261,10 @@ void ServedModel::RecordEdge(metrics::EdgeProtocol protocol, const metrics::Edge
   if (reporter_ != nullptr) reporter_->RecordEdge(protocol, times);
 }
 
+void ServedModel::RecordEdgeSend(metrics::EdgeProtocol protocol, absl::Duration send) const {
+  if (reporter_ != nullptr) reporter_->RecordEdgeSend(protocol, send);
+}
+
 void ServedModel::RecordOutcome(const batching::BatchRequest& request, const absl::Status& status,
                                 absl::Time arrival) {
   const absl::Time now = clock_->Now();
