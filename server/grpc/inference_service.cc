@@ -2,11 +2,13 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
+#include "kernels/common/status_macros.h"
 #include "server/grpc/grpc_status_util.h"
 #include "server/grpc/infer_codec.h"
 #include "server/grpc/infer_request_wire.h"
@@ -230,6 +232,22 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
   std::deque<std::shared_ptr<grpc::ByteBuffer>> writes_ ABSL_GUARDED_BY(mu_);
 };
 
+// The response's wire bytes written straight from the output buffers into one slice (infer_codec.h).
+absl::Status WriteResponseBytes(const ServedModel& model, const std::vector<RequestedOutput>& outputs,
+                                const std::string& request_id, const InferencePayload& payload,
+                                grpc::ByteBuffer* out) {
+  CONVOY_ASSIGN_OR_RETURN(std::vector<infer::ResponseTensor> tensors,
+                          infer::ResponseTensors(model, outputs, payload));
+  std::optional<grpc::Slice> slice;
+  CONVOY_RETURN_IF_ERROR(WriteInferResponse(model.name(), model.version(), request_id, tensors, [&](size_t size) {
+    slice.emplace(size);  // uninitialized bytes of gRPC's, filled by the writer
+    return const_cast<char*>(reinterpret_cast<const char*>(slice->begin()));
+  }));
+  grpc::ByteBuffer bytes(&*slice, 1);
+  out->Swap(&bytes);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseMessage(const grpc::ByteBuffer& bytes, google::protobuf::Message* message) {
@@ -287,7 +305,7 @@ void InferenceService::AdminLoop() {
 void InferenceService::StartInfer(const inference::ModelInferRequest& request, absl::Time received,
                                   absl::Time deadline, std::function<bool()> cancelled,
                                   inference::ModelInferResponse* response, std::function<void(absl::Status)> done,
-                                  const std::vector<infer::RawBytes>* raw) {
+                                  const std::vector<infer::RawBytes>* raw, grpc::ByteBuffer* response_bytes) {
   const int raw_count = raw != nullptr ? static_cast<int>(raw->size()) : request.raw_input_contents_size();
   if (raw_count > 0 && raw_count != request.inputs_size()) {
     absl::Status status = absl::InvalidArgumentError(absl::StrCat(
@@ -300,12 +318,18 @@ void InferenceService::StartInfer(const inference::ModelInferRequest& request, a
     return done(status);
   }
   infer::StartInfer(*manager_, ViewOf(request, raw), deadline, std::move(cancelled),
-                    [id = request.id(), response, received, done = std::move(done)](
+                    [id = request.id(), response, response_bytes, received, done = std::move(done)](
                         absl::Status status, const ServedModel* model, const std::vector<RequestedOutput>& outputs,
                         const InferencePayload* payload) {
                       if (status.ok()) {
                         const absl::Time encoding = absl::Now();
-                        status = EncodeInferResponse(*model, outputs, id, *payload, response);
+                        if (response_bytes != nullptr) {
+                          status = WriteResponseBytes(*model, outputs, id, *payload, response_bytes);
+                          response->set_model_name(model->name());
+                          response->set_model_version(absl::StrCat(model->version()));
+                        } else {
+                          status = EncodeInferResponse(*model, outputs, id, *payload, response);
+                        }
                         if (status.ok()) {
                           metrics::EdgeTimes times;
                           times.decode = payload->queued_at - received;
@@ -405,7 +429,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(Context* context, cons
 }
 
 // ModelInfer reads the request from gRPC's slices itself (infer_request_wire.h), so each raw_input_contents goes
-// from the slices straight into the batch's input buffer.
+// from the slices straight into the batch's input buffer, and writes the response's bytes itself, each output
+// straight from its output buffer into the response's slice (WriteInferResponse).
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const Bytes* in, Bytes* out) {
   const absl::Time received = absl::Now();  // gRPC hands a unary call over with its whole message read
   auto* reactor = new SendTimedReactor();
@@ -422,8 +447,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const B
   StartInfer(
       call->request.message, received, DeadlineOf(*context), [context] { return context->IsCancelled(); },
       &call->response,
-      [this, reactor, out, call](absl::Status status) {
-        if (status.ok()) status = SerializeMessage(call->response, out);
+      [this, reactor, call](absl::Status status) {
         if (!status.ok()) return reactor->FinishTimed(ToGrpcStatus(status), nullptr);
         // The send phase goes to the version that answered, if it is still served when the send completes.
         reactor->FinishTimed(grpc::Status::OK, [this, call](absl::Duration send) {
@@ -432,7 +456,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const B
           if (model.ok()) (*model)->RecordEdgeSend(metrics::EdgeProtocol::kGrpc, send);
         });
       },
-      &call->request.raw_input_contents);
+      &call->request.raw_input_contents, out);
   return reactor;
 }
 

@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "kernels/common/tensor.h"
@@ -49,7 +48,7 @@ class RawBytes {
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  const absl::InlinedVector<absl::string_view, 1>& pieces() const { return pieces_; }
+  const std::vector<absl::string_view>& pieces() const { return pieces_; }
   // The bytes as one view when they lie in one piece (or none); nullopt when they are split.
   std::optional<absl::string_view> Contiguous() const {
     if (pieces_.empty()) return absl::string_view();
@@ -64,7 +63,7 @@ class RawBytes {
   RawBytes Substr(size_t offset, size_t length) const;
 
  private:
-  absl::InlinedVector<absl::string_view, 1> pieces_;
+  std::vector<absl::string_view> pieces_;
   size_t size_ = 0;
 };
 
