@@ -1,5 +1,6 @@
 #include "server/grpc/infer_codec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -131,7 +132,11 @@ infer::RequestView ViewOf(const ModelInferRequest& request, const std::vector<in
   view.version = request.model_version();
   view.id = request.id();
   view.integer_kinds = " (int64_param or uint64_param)";
+  // By name: a protobuf map's iteration order differs between two maps of the same entries, and the first bad
+  // parameter named in a message should not depend on it.
   for (const auto& [name, value] : request.parameters()) view.parameters.push_back({name, ParameterOf(value)});
+  std::sort(view.parameters.begin(), view.parameters.end(),
+            [](const infer::NamedParameter& a, const infer::NamedParameter& b) { return a.name < b.name; });
   const int raw_count = raw_contents != nullptr ? static_cast<int>(raw_contents->size())
                                                : request.raw_input_contents_size();
   const bool raw = raw_count > 0;
