@@ -1,5 +1,6 @@
 #include "server/grpc/infer_codec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -125,14 +126,20 @@ absl::StatusOr<HostBuffer> CopyTypedContents(const ModelInferRequest::InferInput
 
 }  // namespace
 
-infer::RequestView ViewOf(const ModelInferRequest& request) {
+infer::RequestView ViewOf(const ModelInferRequest& request, const std::vector<infer::RawBytes>* raw_contents) {
   infer::RequestView view;
   view.model = request.model_name();
   view.version = request.model_version();
   view.id = request.id();
   view.integer_kinds = " (int64_param or uint64_param)";
+  // By name: a protobuf map's iteration order differs between two maps of the same entries, and the first bad
+  // parameter named in a message should not depend on it.
   for (const auto& [name, value] : request.parameters()) view.parameters.push_back({name, ParameterOf(value)});
-  const bool raw = request.raw_input_contents_size() > 0;
+  std::sort(view.parameters.begin(), view.parameters.end(),
+            [](const infer::NamedParameter& a, const infer::NamedParameter& b) { return a.name < b.name; });
+  const int raw_count = raw_contents != nullptr ? static_cast<int>(raw_contents->size())
+                                               : request.raw_input_contents_size();
+  const bool raw = raw_count > 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
     const ModelInferRequest::InferInputTensor& input = request.inputs(i);
     infer::InputTensorView tensor;
@@ -155,8 +162,8 @@ infer::RequestView ViewOf(const ModelInferRequest& request) {
                                                        FieldList(FilledTypedFields(input.contents())),
                                                        " are set; send one"));
       };
-    } else if (i < request.raw_input_contents_size()) {
-      tensor.raw = absl::string_view(request.raw_input_contents(i));
+    } else if (i < raw_count) {
+      tensor.raw = raw_contents != nullptr ? (*raw_contents)[i] : infer::RawBytes(request.raw_input_contents(i));
     }
     view.inputs.push_back(std::move(tensor));
   }
@@ -170,33 +177,100 @@ infer::RequestView ViewOf(const ModelInferRequest& request) {
   return view;
 }
 
-absl::StatusOr<DecodedRequest> DecodeInferRequest(const ModelInferRequest& request, const ModelSignature& model) {
-  if (request.raw_input_contents_size() > 0 && request.raw_input_contents_size() != request.inputs_size()) {
+absl::StatusOr<DecodedRequest> DecodeInferRequest(const ModelInferRequest& request, const ModelSignature& model,
+                                                  const std::vector<infer::RawBytes>* raw) {
+  const int raw_count = raw != nullptr ? static_cast<int>(raw->size()) : request.raw_input_contents_size();
+  if (raw_count > 0 && raw_count != request.inputs_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "expected one raw_input_contents entry per input: the request has ", request.inputs_size(),
-        " inputs and ", request.raw_input_contents_size(), " raw_input_contents"));
+        " inputs and ", raw_count, " raw_input_contents"));
   }
-  return infer::DecodeRequest(ViewOf(request), model);
+  return infer::DecodeRequest(ViewOf(request, raw), model);
 }
 
-absl::Status EncodeInferResponse(const ServedModel& model, const std::vector<RequestedOutput>& outputs,
-                                 const std::string& request_id, const InferencePayload& payload,
-                                 inference::ModelInferResponse* response) {
-  response->set_model_name(model.name());
-  response->set_model_version(absl::StrCat(model.version()));
+namespace {
+
+// Everything of the response but raw_output_contents.
+void FillResponseHeader(absl::string_view model_name, int64_t version, const std::string& request_id,
+                        const std::vector<infer::ResponseTensor>& tensors, inference::ModelInferResponse* response) {
+  response->set_model_name(std::string(model_name));
+  response->set_model_version(absl::StrCat(version));
   response->set_id(request_id);
-  CONVOY_ASSIGN_OR_RETURN(std::vector<infer::ResponseTensor> tensors, infer::ResponseTensors(model, outputs, payload));
   for (const infer::ResponseTensor& t : tensors) {
     auto* tensor = response->add_outputs();
     tensor->set_name(t.name);
     tensor->set_datatype(t.datatype);
     for (int64_t d : t.shape) tensor->add_shape(d);
+  }
+}
+
+size_t VarintSize(uint64_t value) {
+  size_t size = 1;
+  for (; value >= 0x80; value >>= 7) ++size;
+  return size;
+}
+
+char* WriteVarint(uint64_t value, char* out) {
+  for (; value >= 0x80; value >>= 7) *out++ = static_cast<char>((value & 0x7f) | 0x80);
+  *out++ = static_cast<char>(value);
+  return out;
+}
+
+}  // namespace
+
+absl::Status EncodeInferResponse(const ServedModel& model, const std::vector<RequestedOutput>& outputs,
+                                 const std::string& request_id, const InferencePayload& payload,
+                                 inference::ModelInferResponse* response) {
+  CONVOY_ASSIGN_OR_RETURN(std::vector<infer::ResponseTensor> tensors, infer::ResponseTensors(model, outputs, payload));
+  FillResponseHeader(model.name(), model.version(), request_id, tensors, response);
+  for (const infer::ResponseTensor& t : tensors) {
     std::string* raw = response->add_raw_output_contents();
     if (t.is_classification) {
       *raw = infer::BytesWireForm(t.classes);
     } else {
       raw->assign(t.data.data(), t.data.size());
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteInferResponse(absl::string_view model_name, int64_t version, const std::string& request_id,
+                                const std::vector<infer::ResponseTensor>& tensors,
+                                const std::function<char*(size_t)>& allocate) {
+  inference::ModelInferResponse header;
+  FillResponseHeader(model_name, version, request_id, tensors, &header);
+  std::string header_bytes;
+  if (!header.SerializeToString(&header_bytes)) {
+    return absl::InternalError("cannot serialize the inference.ModelInferResponse header");
+  }
+  std::vector<std::string> classes(tensors.size());  // classification outputs in their wire form
+  std::vector<absl::string_view> contents(tensors.size());
+  size_t size = header_bytes.size();
+  constexpr uint32_t kRawOutputTag =  // raw_output_contents, length-delimited: one byte
+      inference::ModelInferResponse::kRawOutputContentsFieldNumber << 3 | 2;
+  static_assert(kRawOutputTag < 0x80, "raw_output_contents' tag takes one byte");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].is_classification) {
+      classes[i] = infer::BytesWireForm(tensors[i].classes);
+      contents[i] = classes[i];
+    } else {
+      contents[i] = tensors[i].data;
+    }
+    size += 1 + VarintSize(contents[i].size()) + contents[i].size();
+  }
+  if (size > static_cast<size_t>(INT32_MAX)) {
+    return absl::ResourceExhaustedError(absl::StrCat("the response would take ", size,
+                                                     " bytes, more than a protobuf message can hold (2 GiB)"));
+  }
+  char* out = allocate(size);
+  if (out == nullptr) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate a ", size, "-byte response"));
+  std::memcpy(out, header_bytes.data(), header_bytes.size());
+  out += header_bytes.size();
+  for (absl::string_view c : contents) {
+    *out++ = static_cast<char>(kRawOutputTag);
+    out = WriteVarint(c.size(), out);
+    if (!c.empty()) std::memcpy(out, c.data(), c.size());
+    out += c.size();
   }
   return absl::OkStatus();
 }

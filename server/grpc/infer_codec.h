@@ -13,6 +13,7 @@
 #define CONVOY_SERVER_GRPC_INFER_CODEC_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,17 +37,30 @@ using infer::RequestedOutput;
 using infer::TopKClasses;
 
 // The neutral view of `request`; it points into `request`, which must outlive it. Typed contents (and a request
-// mixing raw and typed contents) decode through the view's `decode` hook, with gRPC's messages.
-infer::RequestView ViewOf(const inference::ModelInferRequest& request);
+// mixing raw and typed contents) decode through the view's `decode` hook, with gRPC's messages. `raw`, when given,
+// holds the request's raw_input_contents (read from the received slices, infer_request_wire.h) in place of the
+// message's own; it too must outlive the view.
+infer::RequestView ViewOf(const inference::ModelInferRequest& request,
+                          const std::vector<infer::RawBytes>* raw = nullptr);
 
-// ViewOf + infer::DecodeRequest, after the gRPC-only check of raw_input_contents against the input count.
+// ViewOf + infer::DecodeRequest, after the gRPC-only check of raw_input_contents against the input count. `raw` as
+// for ViewOf.
 absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferRequest& request,
-                                                  const runtime::ModelSignature& model);
+                                                  const runtime::ModelSignature& model,
+                                                  const std::vector<infer::RawBytes>* raw = nullptr);
 
 // Fills `response` (model name, version, id, outputs as raw_output_contents) from a completed payload.
 absl::Status EncodeInferResponse(const repository::ServedModel& model, const std::vector<RequestedOutput>& outputs,
                                  const std::string& request_id, const repository::InferencePayload& payload,
                                  inference::ModelInferResponse* response);
+
+// The response's wire bytes for `tensors` (infer::ResponseTensors of a completed payload), written into the memory
+// `allocate(size)` returns (null: RESOURCE_EXHAUSTED): byte for byte what serializing the response
+// EncodeInferResponse fills gives, with each output tensor copied once, from the output buffer into those bytes
+// (EncodeInferResponse and serialization copy it twice).
+absl::Status WriteInferResponse(absl::string_view model_name, int64_t version, const std::string& request_id,
+                                const std::vector<infer::ResponseTensor>& tensors,
+                                const std::function<char*(size_t)>& allocate);
 
 }  // namespace convoy::grpc_server
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ using ::convoy::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using inference::ModelInferRequest;
+using infer::BytesWireForm;
 
 // images [-1,3,4,4] FP32 -> probabilities [-1,10] FP32, max batch 8; a second model has two inputs a, b [-1,2] and
 // a UINT8 input.
@@ -280,6 +282,51 @@ TEST(DecodeInferRequestTest, PhotosInBytesContentsDecodeIntoThePixels) {
   EXPECT_THAT(DecodeInferRequest(r, model).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("input 'images': expected 2 BYTES elements for shape [2], got 3")));
+}
+
+// The response written straight from the output buffers is byte for byte the serialized ModelInferResponse, for
+// random tensors (empty, small, and over 16 KiB, whose length takes a 3-byte varint) and classification outputs.
+TEST(WriteInferResponseTest, BytesAreTheSerializedResponse) {
+  std::mt19937 rng(std::random_device{}());
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::string> buffers;
+    std::vector<infer::ResponseTensor> tensors(rng() % 4);
+    buffers.reserve(tensors.size());
+    inference::ModelInferResponse expected;
+    expected.set_model_name("resnet");
+    expected.set_model_version("3");
+    expected.set_id(round % 2 ? "" : "request-7");
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      infer::ResponseTensor& t = tensors[i];
+      t.name = "out" + std::to_string(i);
+      t.datatype = "FP32";
+      t.shape = {1, static_cast<int64_t>(rng() % 9000)};
+      auto* out = expected.add_outputs();
+      out->set_name(t.name);
+      out->set_datatype(t.datatype);
+      for (int64_t d : t.shape) out->add_shape(d);
+      if (rng() % 4 == 0) {
+        t.is_classification = true;
+        t.classes = {"0.9:3:cat", "0.1:7:dog"};
+        expected.add_raw_output_contents(BytesWireForm(t.classes));
+      } else {
+        std::string bytes(static_cast<size_t>(t.shape[1]) * 4, '\0');
+        for (char& c : bytes) c = static_cast<char>(rng());
+        buffers.push_back(std::move(bytes));
+        t.data = buffers.back();
+        expected.add_raw_output_contents(buffers.back());
+      }
+    }
+    std::string written;
+    CONVOY_ASSERT_OK(WriteInferResponse("resnet", 3, expected.id(), tensors, [&](size_t size) {
+      written.assign(size, '\x5a');  // poisoned: every byte must be written
+      return written.data();
+    }));
+    EXPECT_TRUE(written == expected.SerializeAsString()) << "round " << round << ": " << written.size() << " vs "
+                                                         << expected.ByteSizeLong() << " bytes";
+  }
+  EXPECT_THAT(WriteInferResponse("m", 1, "", {}, [](size_t) { return nullptr; }),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("cannot allocate")));
 }
 
 TEST(TopKClassesTest, HighestFirstWithLabels) {

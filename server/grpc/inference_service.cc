@@ -2,13 +2,16 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
+#include "kernels/common/status_macros.h"
 #include "server/grpc/grpc_status_util.h"
 #include "server/grpc/infer_codec.h"
+#include "server/grpc/infer_request_wire.h"
 #include "server/grpc/model_config_proto.h"
 #include "server/inference/infer_dispatch.h"
 #include "server/repository/model_names.h"
@@ -89,6 +92,26 @@ void FillStatistics(const ServedModel& model, inference::ModelStatistics* out) {
     duration(batch.compute_output, b->mutable_compute_output());
   }
 }
+
+// A unary reactor that times its response's send: from Finish to the call's completion (OnDone, once gRPC has
+// written the response and the status), then calls `on_sent` with that time. Deletes itself when done.
+class SendTimedReactor final : public grpc::ServerUnaryReactor {
+ public:
+  // `on_sent` (may be empty) runs on a gRPC thread after the call completed.
+  void FinishTimed(const grpc::Status& status, std::function<void(absl::Duration)> on_sent) {
+    on_sent_ = std::move(on_sent);
+    finished_at_ = absl::Now();
+    Finish(status);  // `this` may be gone once this returns
+  }
+  void OnDone() override {
+    if (on_sent_) on_sent_(absl::Now() - finished_at_);
+    delete this;
+  }
+
+ private:
+  std::function<void(absl::Duration)> on_sent_;
+  absl::Time finished_at_;
+};
 
 // ModelStreamInfer: reads requests one after another and writes each response when its request completes
 // (errors, a malformed message included, in error_message with the request's id). The call finishes once the
@@ -209,6 +232,22 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
   std::deque<std::shared_ptr<grpc::ByteBuffer>> writes_ ABSL_GUARDED_BY(mu_);
 };
 
+// The response's wire bytes written straight from the output buffers into one slice (infer_codec.h).
+absl::Status WriteResponseBytes(const ServedModel& model, const std::vector<RequestedOutput>& outputs,
+                                const std::string& request_id, const InferencePayload& payload,
+                                grpc::ByteBuffer* out) {
+  CONVOY_ASSIGN_OR_RETURN(std::vector<infer::ResponseTensor> tensors,
+                          infer::ResponseTensors(model, outputs, payload));
+  std::optional<grpc::Slice> slice;
+  CONVOY_RETURN_IF_ERROR(WriteInferResponse(model.name(), model.version(), request_id, tensors, [&](size_t size) {
+    slice.emplace(size);  // uninitialized bytes of gRPC's, filled by the writer
+    return const_cast<char*>(reinterpret_cast<const char*>(slice->begin()));
+  }));
+  grpc::ByteBuffer bytes(&*slice, 1);
+  out->Swap(&bytes);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseMessage(const grpc::ByteBuffer& bytes, google::protobuf::Message* message) {
@@ -265,27 +304,37 @@ void InferenceService::AdminLoop() {
 // raw_input_contents against the input count comes first.
 void InferenceService::StartInfer(const inference::ModelInferRequest& request, absl::Time received,
                                   absl::Time deadline, std::function<bool()> cancelled,
-                                  inference::ModelInferResponse* response, std::function<void(absl::Status)> done) {
-  if (request.raw_input_contents_size() > 0 && request.raw_input_contents_size() != request.inputs_size()) {
+                                  inference::ModelInferResponse* response, std::function<void(absl::Status)> done,
+                                  const std::vector<infer::RawBytes>* raw, grpc::ByteBuffer* response_bytes) {
+  const int raw_count = raw != nullptr ? static_cast<int>(raw->size()) : request.raw_input_contents_size();
+  if (raw_count > 0 && raw_count != request.inputs_size()) {
     absl::Status status = absl::InvalidArgumentError(absl::StrCat(
         "expected one raw_input_contents entry per input: the request has ", request.inputs_size(),
-        " inputs and ", request.raw_input_contents_size(), " raw_input_contents"));
+        " inputs and ", raw_count, " raw_input_contents"));
     absl::StatusOr<std::shared_ptr<ServedModel>> served =
         manager_->GetServedModel(request.model_name(), request.model_version());
     if (!served.ok()) return done(served.status());
     (*served)->RecordRejectedRequest(status);
     return done(status);
   }
-  infer::StartInfer(*manager_, ViewOf(request), deadline, std::move(cancelled),
-                    [id = request.id(), response, received, done = std::move(done)](
+  infer::StartInfer(*manager_, ViewOf(request, raw), deadline, std::move(cancelled),
+                    [id = request.id(), response, response_bytes, received, done = std::move(done)](
                         absl::Status status, const ServedModel* model, const std::vector<RequestedOutput>& outputs,
                         const InferencePayload* payload) {
                       if (status.ok()) {
                         const absl::Time encoding = absl::Now();
-                        status = EncodeInferResponse(*model, outputs, id, *payload, response);
+                        if (response_bytes != nullptr) {
+                          status = WriteResponseBytes(*model, outputs, id, *payload, response_bytes);
+                          response->set_model_name(model->name());
+                          response->set_model_version(absl::StrCat(model->version()));
+                        } else {
+                          status = EncodeInferResponse(*model, outputs, id, *payload, response);
+                        }
                         if (status.ok()) {
-                          model->RecordEdge(metrics::EdgeProtocol::kGrpc, payload->queued_at - received,
-                                            absl::Now() - encoding);
+                          metrics::EdgeTimes times;
+                          times.decode = payload->queued_at - received;
+                          times.encode = absl::Now() - encoding;
+                          model->RecordEdge(metrics::EdgeProtocol::kGrpc, times);
                         }
                       }
                       done(status);
@@ -379,14 +428,36 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(Context* context, cons
       });
 }
 
+// ModelInfer reads the request from gRPC's slices itself (infer_request_wire.h), so each raw_input_contents goes
+// from the slices straight into the batch's input buffer, and writes the response's bytes itself, each output
+// straight from its output buffer into the response's slice (WriteInferResponse).
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const Bytes* in, Bytes* out) {
   const absl::Time received = absl::Now();  // gRPC hands a unary call over with its whole message read
-  return Serve<ModelInferRequest, ModelInferResponse>(
-      context, in, out,
-      [this, context, received](const ModelInferRequest& request, ModelInferResponse* response, Done done) {
-        StartInfer(request, received, DeadlineOf(*context), [context] { return context->IsCancelled(); }, response,
-                   std::move(done));
-      });
+  auto* reactor = new SendTimedReactor();
+  struct Call {
+    WireInferRequest request;
+    ModelInferResponse response;
+  };
+  auto call = std::make_shared<Call>();
+  absl::Status parsed = ParseWireInferRequest(*in, &call->request);
+  if (!parsed.ok()) {
+    reactor->FinishTimed(ToGrpcStatus(parsed), nullptr);
+    return reactor;
+  }
+  StartInfer(
+      call->request.message, received, DeadlineOf(*context), [context] { return context->IsCancelled(); },
+      &call->response,
+      [this, reactor, call](absl::Status status) {
+        if (!status.ok()) return reactor->FinishTimed(ToGrpcStatus(status), nullptr);
+        // The send phase goes to the version that answered, if it is still served when the send completes.
+        reactor->FinishTimed(grpc::Status::OK, [this, call](absl::Duration send) {
+          absl::StatusOr<std::shared_ptr<ServedModel>> model =
+              manager_->GetServedModel(call->response.model_name(), call->response.model_version());
+          if (model.ok()) (*model)->RecordEdgeSend(metrics::EdgeProtocol::kGrpc, send);
+        });
+      },
+      &call->request.raw_input_contents, out);
+  return reactor;
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(Context* context) {

@@ -27,6 +27,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "kernels/common/mutex.h"
 #include "proto/grpc_service.grpc.pb.h"
+#include "server/inference/request_view.h"
 #include "server/repository/model_manager.h"
 
 namespace convoy::grpc_server {
@@ -63,9 +64,13 @@ class InferenceService final : public raw_methods::RawService {
   // Decodes `request`, queues it, and calls `done` exactly once: with OK after `response` holds the result, or
   // with the error. `cancelled` is polled while the request waits; `deadline` is the client's. `received` is when
   // the call had the request's bytes, before parsing them (the start of the edge's decode phase in the metrics).
+  // `raw`, when given, holds the raw_input_contents in place of the request's (infer_request_wire.h). With
+  // `response_bytes`, the response's wire bytes go there, written straight from the output buffers
+  // (WriteInferResponse), and `response` gets only the model's name and version.
   void StartInfer(const inference::ModelInferRequest& request, absl::Time received, absl::Time deadline,
                   std::function<bool()> cancelled, inference::ModelInferResponse* response,
-                  std::function<void(absl::Status)> done);
+                  std::function<void(absl::Status)> done, const std::vector<infer::RawBytes>* raw = nullptr,
+                  grpc::ByteBuffer* response_bytes = nullptr);
 
   using Unary = grpc::ServerUnaryReactor;
   using Context = grpc::CallbackServerContext;

@@ -35,6 +35,7 @@
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "server/grpc/model_config_proto.h"
+#include "server/http/connection_input.h"
 #include "server/http/content_coding.h"
 #include "server/http/http_status.h"
 #include "server/http/infer_json.h"
@@ -382,7 +383,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& opt
   evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE);
   evhttp_set_default_content_type(http, kJson);
   evhttp_set_gencb(http, &HttpServer::OnRequest, server.get());
-  if (server->tls_ != nullptr) evhttp_set_bevcb(http, &HttpServer::NewTlsConnection, server.get());
+  ConnectionInputs::Options inputs;
+  inputs.max_read_bytes = options.max_read_bytes;
+  server->inputs_ = std::make_unique<ConnectionInputs>(inputs);
+  evhttp_set_bevcb(http, &HttpServer::NewConnection, server.get());
   evhttp_bound_socket* bound =
       evhttp_bind_socket_with_handle(http, options.host.c_str(), static_cast<uint16_t>(options.port));
   if (bound == nullptr) {
@@ -428,11 +432,18 @@ void HttpServer::Shutdown(absl::Time deadline) {
 
 void HttpServer::OnRequest(evhttp_request* req, void* self) { static_cast<HttpServer*>(self)->Route(req); }
 
-// libevent asks for each accepted connection's bufferevent here (then sets its socket, which starts the handshake).
-// Without an SSL (OpenSSL out of memory) it must not get null back: evhttp would then serve the connection in plain
-// text. A bufferevent pair takes no socket, so evhttp drops the connection instead.
-bufferevent* HttpServer::NewTlsConnection(event_base* base, void* self) {
-  SSL* ssl = static_cast<HttpServer*>(self)->tls_->NewConnection();
+// libevent asks for each accepted connection's bufferevent here (then sets its socket, which starts a TLS
+// handshake), and its input is watched (connection_input.h). Without an SSL (OpenSSL out of memory) a TLS server
+// must not return null: evhttp would then serve the connection in plain text. A bufferevent pair takes no socket,
+// so evhttp drops the connection instead.
+bufferevent* HttpServer::NewConnection(event_base* base, void* self) {
+  auto* server = static_cast<HttpServer*>(self);
+  if (server->tls_ == nullptr) {
+    bufferevent* connection = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (connection != nullptr) server->inputs_->Watch(connection, /*plain_socket=*/server->options_.max_read_bytes > 0);
+    return connection;
+  }
+  SSL* ssl = server->tls_->NewConnection();
   bufferevent* connection =
       ssl != nullptr ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)
                      : nullptr;
@@ -444,16 +455,20 @@ bufferevent* HttpServer::NewTlsConnection(event_base* base, void* self) {
   }
   // A client that closes without TLS's close_notify ends its connection like any other close.
   bufferevent_openssl_set_allow_dirty_shutdown(connection, 1);
+  server->inputs_->Watch(connection, /*plain_socket=*/false);
   return connection;
 }
 
 void HttpServer::Route(evhttp_request* req) {
   // Replies go out as soon as they are written: without TCP_NODELAY, Nagle's algorithm holds a response behind the
   // client's delayed ACK of the previous segment (tens of ms per request on keep-alive connections).
+  const absl::Time received = absl::Now();
+  std::optional<absl::Time> first_byte;
   if (evhttp_connection* connection = evhttp_request_get_connection(req); connection != nullptr) {
     const int one = 1;
-    setsockopt(bufferevent_getfd(evhttp_connection_get_bufferevent(connection)), IPPROTO_TCP, TCP_NODELAY, &one,
-               sizeof(one));
+    bufferevent* bev = evhttp_connection_get_bufferevent(connection);
+    setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    first_byte = inputs_->TakeRequestStart(bev);
   }
   const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
   const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
@@ -512,7 +527,7 @@ void HttpServer::Route(evhttp_request* req) {
       w.EndArray();
       w.EndObject();
       return ReplyJson(req, 200, json);
-    case Target::kInfer: return Infer(req, target.model, target.version);
+    case Target::kInfer: return Infer(req, target.model, target.version, first_byte, received);
     case Target::kAllStats: return ModelStatistics(req, manager, "", "");
     case Target::kModelStats: return ModelStatistics(req, manager, target.model, target.version);
     case Target::kRepositoryIndex: return RepositoryIndex(req);
@@ -548,7 +563,11 @@ struct HttpServer::InferCall {
   std::unique_ptr<evbuffer, void (*)(evbuffer*)> wire{nullptr, &evbuffer_free};  // the body, moved off the request
   std::string inflated;             // the body when it came compressed
   absl::string_view body;           // into the request's input buffer, `wire` or `inflated`
+  // A binary-extension body left in `wire`'s chains (ViewBinaryBody): its JSON header in one piece, and the body.
+  std::optional<infer::RawBytes> body_pieces;
+  absl::string_view json_header;
   std::unique_ptr<HttpInferRequest> request;
+  std::optional<absl::Time> first_byte;  // when the request's first bytes arrived (connection_input.h)
   absl::Time received;  // when the loop thread had the whole body: the start of the edge's decode phase
 };
 
@@ -559,6 +578,8 @@ struct HttpServer::InferReply {
   const char* content_type = kJson;
   std::optional<size_t> header_length;  // Inference-Header-Content-Length of a binary response
   const char* content_encoding = nullptr;  // gzip or deflate when compressed
+  std::string model;    // the version that answered a successful infer (its send phase is timed)
+  std::string version;
 
   static InferReply Error(const absl::Status& status) {
     InferReply reply;
@@ -611,15 +632,41 @@ std::unique_ptr<HttpInferRequest> ParsePhotoRequest(absl::string_view body, cons
 
 }  // namespace
 
+// A binary-extension body (its JSON header, then the tensors' bytes) is read where libevent's chains hold it: only
+// the JSON header is made one piece (copied if it spans chains), and the tensors go from the chains straight into
+// the batch's input buffers. False (and nothing changed) for any other body, which is pulled up into one piece.
+bool HttpServer::ViewBinaryBody(InferCall* call, size_t length) {
+  if (call->photo || call->body_coding != ContentCoding::kIdentity || !call->header_length.has_value() ||
+      *call->header_length > length) {
+    return false;
+  }
+  evbuffer* wire = call->wire.get();
+  const size_t header = *call->header_length;
+  const char* json = header > 0 ? reinterpret_cast<const char*>(evbuffer_pullup(wire, static_cast<ev_ssize_t>(header)))
+                                : "";
+  const int chains = evbuffer_peek(wire, -1, nullptr, nullptr, 0);
+  if (json == nullptr || chains < 0) return false;
+  std::vector<evbuffer_iovec> vectors(static_cast<size_t>(chains));
+  if (evbuffer_peek(wire, -1, nullptr, vectors.data(), chains) != chains) return false;
+  infer::RawBytes body;
+  for (const evbuffer_iovec& v : vectors) body.Append(absl::string_view(static_cast<const char*>(v.iov_base), v.iov_len));
+  if (body.size() != length) return false;
+  call->json_header = absl::string_view(json, header);
+  call->body_pieces = std::move(body);
+  return true;
+}
+
 // The loop thread reads what it needs from the evhttp request, then the body is decoded (parsed, validated, copied
 // into the batch's buffers, photos decoded) here for a small body, else on a decode worker, so a large body or photo
 // never holds up the other connections. The request (and the evbuffer its view points into) lives until the reply:
 // libevent keeps a request whose client went away until it is answered.
-void HttpServer::Infer(evhttp_request* req, const std::string& model, const std::string& version) {
+void HttpServer::Infer(evhttp_request* req, const std::string& model, const std::string& version,
+                       std::optional<absl::Time> first_byte, absl::Time received) {
   absl::StatusOr<std::optional<size_t>> header_length = HeaderLength(req);
   if (!header_length.ok()) return ReplyStatus(req, header_length.status());
   auto call = std::make_shared<InferCall>();
-  call->received = absl::Now();
+  call->first_byte = first_byte;
+  call->received = received;
   call->req = req;
   call->model = model;
   call->version = version;
@@ -655,7 +702,7 @@ void HttpServer::Infer(evhttp_request* req, const std::string& model, const std:
   absl::Status queued = decode_workers_->Submit([this, call] {
     if (options_.before_worker_decode) options_.before_worker_decode();
     const size_t length = call->wire != nullptr ? evbuffer_get_length(call->wire.get()) : 0;
-    if (length > 0) {
+    if (length > 0 && !ViewBinaryBody(call.get(), length)) {
       call->body = absl::string_view(reinterpret_cast<const char*>(evbuffer_pullup(call->wire.get(), -1)), length);
     }
     Decode(call);
@@ -671,6 +718,7 @@ void HttpServer::Infer(evhttp_request* req, const std::string& model, const std:
 // completion callback reaches the loop through the shared task queue alone, which drops it once the server is gone.
 void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
   const absl::Time received = call->received;
+  const std::optional<absl::Time> first_byte = call->first_byte;
   std::shared_ptr<LoopTasks> tasks = tasks_;
   if (call->body_coding != ContentCoding::kIdentity) {
     absl::StatusOr<std::string> inflated =
@@ -688,12 +736,15 @@ void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
     call->request = ParsePhotoRequest(call->body, call->model, call->version, call->photo_classification);
   } else {
     absl::StatusOr<std::unique_ptr<HttpInferRequest>> parsed =
-        ParseInferRequest(call->body, call->header_length, call->model, call->version);
+        call->body_pieces.has_value()
+            ? ParseInferRequest(call->json_header, *call->body_pieces, call->header_length, call->model,
+                                call->version)
+            : ParseInferRequest(call->body, call->header_length, call->model, call->version);
     if (!parsed.ok()) return PostReply(tasks, this, call, InferReply::Error(parsed.status()));
     call->request = std::move(*parsed);
   }
   infer::StartInfer(*options_.manager, call->request->view, absl::InfiniteFuture(), nullptr,
-                    [server = this, call, tasks, received](absl::Status status, const ServedModel* served,
+                    [server = this, call, tasks, received, first_byte](absl::Status status, const ServedModel* served,
                                                            const std::vector<infer::RequestedOutput>& outputs,
                                                            const repository::InferencePayload* payload) {
                       if (!status.ok()) return PostReply(tasks, server, call, InferReply::Error(status));
@@ -716,8 +767,13 @@ void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
                         reply.body = std::move(*compressed);
                         reply.content_encoding = ContentCodingName(call->reply_coding);
                       }
-                      served->RecordEdge(metrics::EdgeProtocol::kHttp, payload->queued_at - received,
-                                         absl::Now() - encoding);
+                      metrics::EdgeTimes times;
+                      if (first_byte.has_value()) times.receive = received - *first_byte;
+                      times.decode = payload->queued_at - received;
+                      times.encode = absl::Now() - encoding;
+                      served->RecordEdge(metrics::EdgeProtocol::kHttp, times);
+                      reply.model = served->name();
+                      reply.version = absl::StrCat(served->version());
                       PostReply(tasks, server, call, std::move(reply));
                     });
 }
@@ -726,13 +782,40 @@ void HttpServer::Decode(const std::shared_ptr<InferCall>& call) {
 // dereferenced only there, while the loop runs (so while the server exists).
 void HttpServer::PostReply(const std::shared_ptr<LoopTasks>& tasks, HttpServer* server,
                            const std::shared_ptr<InferCall>& call, InferReply reply) {
-  tasks->Post([server, req = call->req, reply = std::move(reply)]() mutable {
+  tasks->Post([server, req = call->req, reply = std::move(reply), posted = absl::Now()]() mutable {
+    if (!reply.model.empty()) server->TimeSend(req, std::move(reply.model), std::move(reply.version), posted);
     Reply(req, reply.code, std::move(reply.body), reply.content_type, reply.header_length, nullptr,
           reply.content_encoding);
     --server->in_flight_;
   });
 }
 
+// The send phase of a successful infer: from the reply handed to the loop (`posted`) to libevent's write of its
+// last byte (the request's completion callback). A request whose connection fails before that never completes:
+// its entry is dropped once more than kMaxTimedSends wait, if it is older than a minute.
+void HttpServer::TimeSend(evhttp_request* req, std::string model, std::string version, absl::Time posted) {
+  constexpr size_t kMaxTimedSends = 1024;
+  if (sending_.size() >= kMaxTimedSends) {
+    const absl::Time now = absl::Now();
+    for (auto it = sending_.begin(); it != sending_.end();) {
+      it = now - it->second.posted > absl::Minutes(1) ? sending_.erase(it) : std::next(it);
+    }
+    if (sending_.size() >= kMaxTimedSends) return;
+  }
+  sending_[req] = PendingSend{std::move(model), std::move(version), posted};
+  evhttp_request_set_on_complete_cb(req, &HttpServer::OnReplySent, this);
+}
+
+void HttpServer::OnReplySent(evhttp_request* req, void* self) {
+  auto* server = static_cast<HttpServer*>(self);
+  auto it = server->sending_.find(req);
+  if (it == server->sending_.end()) return;
+  const absl::Duration send = absl::Now() - it->second.posted;
+  absl::StatusOr<std::shared_ptr<ServedModel>> model =
+      server->options_.manager->GetServedModel(it->second.model, it->second.version);
+  if (model.ok()) (*model)->RecordEdgeSend(metrics::EdgeProtocol::kHttp, send);
+  server->sending_.erase(it);
+}
 
 // Triton's repository extension over HTTP, the same as gRPC's RepositoryIndex: a JSON array of every model version
 // the repository knows ({"name", "version" when known, "state", "reason" when there is one}); `{"ready": true}` in the

@@ -36,8 +36,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -52,6 +54,7 @@ struct evhttp_request;
 
 namespace convoy::http {
 
+class ConnectionInputs;
 class LoopTasks;
 class TlsContext;
 
@@ -83,6 +86,9 @@ class HttpServer {
     std::string tls_cert_pem;
     std::string tls_key_pem;
     std::string tls_client_ca_pem;
+    // The most bytes the loop reads from one connection's socket per event beyond libevent 2.1's own 4 KiB
+    // (connection_input.h); 0 reads as libevent alone does.
+    size_t max_read_bytes = 1u << 20;
     // Tests only: runs on the decode worker before each body it decodes (a test holds it to keep a decode in flight).
     std::function<void()> before_worker_decode;
   };
@@ -104,17 +110,28 @@ class HttpServer {
  private:
   explicit HttpServer(const Options& options);
   static void OnRequest(evhttp_request* req, void* self);
-  static bufferevent* NewTlsConnection(event_base* base, void* self);
+  static bufferevent* NewConnection(event_base* base, void* self);
   void Route(evhttp_request* req);
   struct InferCall;
   struct InferReply;
-  void Infer(evhttp_request* req, const std::string& model, const std::string& version);
+  void Infer(evhttp_request* req, const std::string& model, const std::string& version,
+             std::optional<absl::Time> first_byte, absl::Time received);
   void Decode(const std::shared_ptr<InferCall>& call);
+  static bool ViewBinaryBody(InferCall* call, size_t length);
   // The model repository extension: POST /v2/repository/index, /v2/repository/models/{model}/load|unload.
   void RepositoryIndex(evhttp_request* req);
   void ModelControl(evhttp_request* req, const std::string& model, bool load);
   static void PostReply(const std::shared_ptr<LoopTasks>& tasks, HttpServer* server,
                         const std::shared_ptr<InferCall>& call, InferReply reply);
+  // The send phase's timing (loop thread only).
+  void TimeSend(evhttp_request* req, std::string model, std::string version, absl::Time posted);
+  static void OnReplySent(evhttp_request* req, void* self);
+  struct PendingSend {
+    std::string model;
+    std::string version;
+    absl::Time posted;
+  };
+  std::unordered_map<evhttp_request*, PendingSend> sending_;
 
   const Options options_;
   event_base* base_ = nullptr;
@@ -125,6 +142,7 @@ class HttpServer {
   // Loads and unloads run here, one at a time and off the loop thread (a load can take seconds).
   std::unique_ptr<WorkerPool> model_control_;
   std::unique_ptr<TlsContext> tls_;  // null: plain HTTP
+  std::unique_ptr<ConnectionInputs> inputs_;  // large reads and first-byte times; loop thread only
   int port_ = 0;
   std::atomic<int> in_flight_{0};
   std::atomic<bool> stopped_{false};

@@ -194,7 +194,7 @@ absl::StatusOr<const Value*> RequiredString(const Value& object, const char* nam
 }
 
 // One entry of "inputs". `binary_at` is where the next binary tensor starts in `body`; advanced past this input's.
-absl::Status ParseInput(const Value& input, int index, absl::string_view body, size_t* binary_at,
+absl::Status ParseInput(const Value& input, int index, const infer::RawBytes& body, size_t* binary_at,
                         bool has_header_length, infer::InputTensorView* out) {
   const std::string field = absl::StrCat("inputs[", index, "]");
   if (!input.IsObject()) return Invalid(field, "an object", input);
@@ -228,7 +228,7 @@ absl::Status ParseInput(const Value& input, int index, absl::string_view body, s
                                                      body.size() - *binary_at,
                                                      " bytes of binary data are left in the body"));
     }
-    out->raw = body.substr(*binary_at, size);
+    out->raw = body.Substr(*binary_at, size);
     *binary_at += size;
     return absl::OkStatus();
   }
@@ -280,7 +280,7 @@ absl::Status ParseParameters(const Value& parameters, HttpInferRequest* request)
   return absl::OkStatus();
 }
 
-absl::Status ParseInputs(const Value& root, absl::string_view body, size_t json_size, bool has_header_length,
+absl::Status ParseInputs(const Value& root, const infer::RawBytes& body, size_t json_size, bool has_header_length,
                          HttpInferRequest* request) {
   const Value* inputs = Member(root, "inputs");
   if (inputs == nullptr) return absl::InvalidArgumentError("'inputs' is missing");
@@ -307,16 +307,29 @@ absl::StatusOr<std::unique_ptr<HttpInferRequest>> ParseInferRequest(absl::string
                                                                     std::optional<size_t> header_length,
                                                                     absl::string_view model,
                                                                     absl::string_view version) {
+  const absl::string_view json = body.substr(0, header_length.value_or(body.size()));
+  return ParseInferRequest(json, infer::RawBytes(body), header_length, model, version);
+}
+
+absl::StatusOr<std::unique_ptr<HttpInferRequest>> ParseInferRequest(absl::string_view json,
+                                                                    const infer::RawBytes& body,
+                                                                    std::optional<size_t> header_length,
+                                                                    absl::string_view model,
+                                                                    absl::string_view version) {
   if (header_length.has_value() && *header_length > body.size()) {
     return absl::InvalidArgumentError(absl::StrCat("Inference-Header-Content-Length is ", *header_length,
                                                    ", larger than the ", body.size(), "-byte body"));
   }
   const size_t json_size = header_length.value_or(body.size());
+  if (json.size() != json_size) {
+    return absl::InternalError(absl::StrCat("the JSON header given is ", json.size(), " bytes, expected ",
+                                            json_size));
+  }
   auto request = std::make_unique<HttpInferRequest>();
   // Not kParseFullPrecisionFlag: its slow path in RapidJSON 1.1.0 calls __builtin_clzll(0) for some inputs
   // (undefined; found by tests/fuzz/http_infer_json_fuzzer.cc), and the default parse is within 3 ULP of a double,
   // far inside an FP32 / FP16 / BF16 value's rounding.
-  request->json.Parse<rapidjson::kParseIterativeFlag>(body.data(), json_size);
+  request->json.Parse<rapidjson::kParseIterativeFlag>(json.data(), json_size);
   if (request->json.HasParseError()) {
     return absl::InvalidArgumentError(absl::StrCat("malformed JSON at byte ", request->json.GetErrorOffset(),
                                                    " of the ", json_size, "-byte request: ",

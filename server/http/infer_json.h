@@ -50,6 +50,15 @@ absl::StatusOr<std::unique_ptr<HttpInferRequest>> ParseInferRequest(absl::string
                                                                     absl::string_view model,
                                                                     absl::string_view version);
 
+// The same over a body in pieces (libevent's buffer chains): `json` is the body's first `header_length` bytes (all
+// of it without one) in one piece, `body` the whole body; binary tensors are views of its pieces (not copied),
+// which the decoder copies once into the batch's input buffers. `json` and `body` must outlive the request.
+absl::StatusOr<std::unique_ptr<HttpInferRequest>> ParseInferRequest(absl::string_view json,
+                                                                    const infer::RawBytes& body,
+                                                                    std::optional<size_t> header_length,
+                                                                    absl::string_view model,
+                                                                    absl::string_view version);
+
 // A response: `body` is the JSON object followed by the binary outputs; `header_length` is the JSON's size when
 // any output is binary (sent as Inference-Header-Content-Length), else absent.
 struct HttpInferResponse {

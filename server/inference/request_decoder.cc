@@ -90,9 +90,10 @@ absl::StatusOr<int64_t> ElementCount(const InputTensorView& input, const TensorM
 }
 
 // The `count` BYTES elements of `input`: as the protocol delivered them, or parsed from Triton's wire form in `raw`
-// (each a 4-byte little-endian length and its bytes).
+// (each a 4-byte little-endian length and its bytes). Raw bytes in several pieces are joined in `scratch` first
+// (the elements then point into it).
 absl::StatusOr<std::vector<absl::string_view>> BytesElements(const InputTensorView& input, const TensorMetadata& t,
-                                                             int64_t count) {
+                                                             int64_t count, std::string* scratch) {
   const std::string expected = absl::StrCat("input '", t.name, "': expected ", count, " BYTES element",
                                             count == 1 ? "" : "s", " for shape ", ShapeString(input.shape));
   if (input.bytes_elements.has_value()) {
@@ -106,7 +107,13 @@ absl::StatusOr<std::vector<absl::string_view>> BytesElements(const InputTensorVi
                                                    "length and its bytes), got no raw data"));
   }
   std::vector<absl::string_view> elements;
-  absl::string_view raw = *input.raw;
+  absl::string_view raw;
+  if (std::optional<absl::string_view> one = input.raw->Contiguous(); one.has_value()) {
+    raw = *one;
+  } else {
+    *scratch = input.raw->Flatten();
+    raw = *scratch;
+  }
   while (!raw.empty()) {
     if (raw.size() < 4) {
       return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': BYTES element ", elements.size(),
@@ -152,7 +159,8 @@ absl::StatusOr<int64_t> DecodePhotos(const InputTensorView& input, const TensorM
                                                    model.max_batch_size, " (max_batch_size of model '", model.name,
                                                    "')"));
   }
-  CONVOY_ASSIGN_OR_RETURN(const std::vector<absl::string_view> photos, BytesElements(input, t, batch));
+  std::string joined;  // the photos' bytes when they came in pieces
+  CONVOY_ASSIGN_OR_RETURN(const std::vector<absl::string_view> photos, BytesElements(input, t, batch, &joined));
   const size_t n = t.dims.size();
   const int height = static_cast<int>(t.dims[n - 3]), width = static_cast<int>(t.dims[n - 2]);
   const repository::EncodedImageConfig& config = *t.encoded_image;
@@ -195,14 +203,15 @@ absl::StatusOr<int64_t> DecodeInput(const InputTensorView& input, const TensorMe
     return batch;
   }
   const size_t bytes = static_cast<size_t>(count) * DataTypeSize(t.datatype);
-  const absl::string_view raw = input.raw.value_or(absl::string_view());
+  const RawBytes none;
+  const RawBytes& raw = input.raw.has_value() ? *input.raw : none;
   if (raw.size() != bytes) {
     return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': expected ", bytes, " bytes for shape ",
                                                    ShapeString(input.shape), " ", DataTypeName(t.datatype),
                                                    ", got ", raw.size()));
   }
   CONVOY_ASSIGN_OR_RETURN(*out, HostBuffer::Allocate(bytes));
-  if (bytes > 0) std::memcpy(out->data(), raw.data(), bytes);
+  raw.CopyTo(static_cast<char*>(out->data()));
   return batch;
 }
 
@@ -434,6 +443,35 @@ absl::StatusOr<std::vector<ResponseTensor>> ResponseTensors(const ServedModel& m
     tensors.push_back(std::move(tensor));
   }
   return tensors;
+}
+
+void RawBytes::CopyTo(char* out) const {
+  for (absl::string_view piece : pieces_) {
+    std::memcpy(out, piece.data(), piece.size());
+    out += piece.size();
+  }
+}
+
+std::string RawBytes::Flatten() const {
+  std::string joined(size_, '\0');
+  CopyTo(joined.data());
+  return joined;
+}
+
+RawBytes RawBytes::Substr(size_t offset, size_t length) const {
+  RawBytes part;
+  for (absl::string_view piece : pieces_) {
+    if (length == 0) break;
+    if (offset >= piece.size()) {
+      offset -= piece.size();
+      continue;
+    }
+    const absl::string_view taken = piece.substr(offset, length);
+    part.Append(taken);
+    length -= taken.size();
+    offset = 0;
+  }
+  return part;
 }
 
 }  // namespace convoy::infer

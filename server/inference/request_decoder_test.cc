@@ -4,11 +4,13 @@
 // server/grpc/infer_codec_test.cc, the HTTP one by tests/python/test_server_http_bad_inputs.py.
 #include "server/inference/request_decoder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
@@ -45,6 +47,44 @@ TEST(RequestDecoderTest, RawBytesArriveUnchanged) {
   ASSERT_EQ(decoded->payload->inputs[0].size(), bytes.size());
   EXPECT_EQ(std::memcmp(decoded->payload->inputs[0].data(), bytes.data(), bytes.size()), 0);
   ASSERT_EQ(decoded->outputs.size(), 1u);  // no outputs named: all of them
+}
+
+// Raw bytes in random pieces (as gRPC's slices or libevent's chains hold them) reach the payload whole and in order;
+// Substr takes any range of them.
+TEST(RequestDecoderTest, RawBytesInPiecesArriveUnchanged) {
+  std::mt19937 rng(std::random_device{}());
+  const std::string bytes = RandomBytes(3 * 48 * 4, static_cast<uint32_t>(rng()));
+  RawBytes pieces;
+  for (size_t at = 0; at < bytes.size();) {
+    const size_t n = std::min<size_t>(bytes.size() - at, rng() % 100);
+    pieces.Append(absl::string_view(bytes).substr(at, n));
+    at += n;
+  }
+  ASSERT_EQ(pieces.size(), bytes.size());
+  EXPECT_GT(pieces.pieces().size(), 1u);
+  EXPECT_FALSE(pieces.Contiguous().has_value());
+  EXPECT_TRUE(pieces.Flatten() == bytes);
+  for (int i = 0; i < 50; ++i) {
+    const size_t offset = rng() % bytes.size(), length = rng() % (bytes.size() - offset + 1);
+    EXPECT_TRUE(pieces.Substr(offset, length).Flatten() == bytes.substr(offset, length)) << offset << "+" << length;
+  }
+  RequestView view;
+  InputTensorView input;
+  input.name = "images";
+  input.datatype = "FP32";
+  input.shape = {3, 3, 4, 4};
+  input.raw = pieces;
+  view.inputs.push_back(input);
+  absl::StatusOr<DecodedRequest> decoded = DecodeRequest(view, ImageModel());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(decoded->payload->inputs[0].size(), bytes.size());
+  EXPECT_EQ(std::memcmp(decoded->payload->inputs[0].data(), bytes.data(), bytes.size()), 0);
+  // One byte short, in pieces: the same message as in one piece.
+  view.inputs[0].raw = pieces.Substr(0, bytes.size() - 1);
+  EXPECT_THAT(DecodeRequest(view, ImageModel()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("input 'images': expected ", bytes.size(), " bytes for shape [3,3,4,4] "
+                                              "FP32, got ", bytes.size() - 1))));
 }
 
 TEST(RequestDecoderTest, DecodeHookRunsAfterTheShapeCheckWithTheElementCount) {

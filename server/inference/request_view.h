@@ -32,14 +32,50 @@ struct ParameterValue {
   std::string description;
 };
 
+// A tensor's raw bytes as the protocol received them: one piece, or several when the wire delivered them so (gRPC's
+// slices, libevent's buffer chains). The decoder copies them into the batch's input buffer in one pass, so the bytes
+// travel once from the received message to the input. The pieces point into the received message, like the rest of
+// the view.
+class RawBytes {
+ public:
+  RawBytes() = default;
+  RawBytes(absl::string_view bytes) { Append(bytes); }  // NOLINT: one piece converts implicitly
+
+  void Append(absl::string_view piece) {
+    if (piece.empty()) return;
+    pieces_.push_back(piece);
+    size_ += piece.size();
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const std::vector<absl::string_view>& pieces() const { return pieces_; }
+  // The bytes as one view when they lie in one piece (or none); nullopt when they are split.
+  std::optional<absl::string_view> Contiguous() const {
+    if (pieces_.empty()) return absl::string_view();
+    if (pieces_.size() == 1) return pieces_[0];
+    return std::nullopt;
+  }
+  // Writes all size() bytes to `out`.
+  void CopyTo(char* out) const;
+  // The bytes as one string (a copy), for the rare reader that needs them in one piece.
+  std::string Flatten() const;
+  // `length` bytes from `offset` (both within size()), as the pieces that hold them.
+  RawBytes Substr(size_t offset, size_t length) const;
+
+ private:
+  std::vector<absl::string_view> pieces_;
+  size_t size_ = 0;
+};
+
 struct NamedParameter {
   absl::string_view name;
   ParameterValue value;
 };
 
 // One input tensor. Its data comes one of two ways:
-//  - `raw`: the tensor's bytes, row-major, little-endian (gRPC raw_input_contents, HTTP's binary data extension);
-//    the decoder checks the size against shape x datatype and copies them into the batch's input buffer;
+//  - `raw`: the tensor's bytes, row-major, little-endian (gRPC raw_input_contents, HTTP's binary data extension),
+//    in one piece or several; the decoder checks the size against shape x datatype and copies them into the batch's
+//    input buffer;
 //  - `decode`: called once the name, datatype and shape have been checked, with the model tensor and the element
 //    count; it fills `out` (a buffer of count x the datatype's size it allocates) or returns INVALID_ARGUMENT naming
 //    the tensor (gRPC typed contents, HTTP JSON `data`). When set it wins over `raw`.
@@ -47,7 +83,7 @@ struct InputTensorView {
   absl::string_view name;
   absl::string_view datatype;
   std::vector<int64_t> shape;
-  std::optional<absl::string_view> raw;
+  std::optional<RawBytes> raw;
   // BYTES elements the protocol delivered one by one (gRPC contents.bytes_contents, an HTTP photo body); a BYTES
   // input without them reads its elements from `raw` in Triton's wire form (4-byte little-endian length, bytes).
   std::optional<std::vector<absl::string_view>> bytes_elements;

@@ -88,8 +88,9 @@ void MetricsRegistry::RegisterFamilies() {
                                        "Batches the adaptive policy sent, by why they went when they did", r);
   families_.edge_duration_us = Register(
       BuildCounter(), "convoy_edge_duration_us",
-      "Cumulative protocol-edge time of successful requests, by protocol and phase (decode: handler to batcher "
-      "queue; encode: output buffers to response), microseconds", r);
+      "Cumulative protocol-edge time of successful requests, by protocol and phase (receive: first byte to "
+      "whole request, HTTP only; decode: whole request to batcher queue; encode: output buffers to response; "
+      "send: response handed over to written), microseconds", r);
   families_.edge_requests = Register(BuildCounter(), "convoy_edge_requests_total",
                                      "Successful requests timed by convoy_edge_duration_us, by protocol", r);
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
@@ -115,26 +117,41 @@ TEST_F(MetricsRegistryTest, ScrapeShowsTritonCountersForRecordedRequests) {
 TEST_F(MetricsRegistryTest, EdgePhasesAreCountedByProtocolAndPhase) {
   CONVOY_ASSERT_OK_AND_ASSIGN(auto metrics, MetricsRegistry::Create(Loopback()));
   std::unique_ptr<ModelMetricsReporter> reporter = metrics->ForModel("resnet50", "2");
-  double decode_us[2] = {0, 0}, encode_us[2] = {0, 0};
+  double receive_us = 0, decode_us[2] = {0, 0}, encode_us[2] = {0, 0}, send_us[2] = {0, 0};
   int requests[2] = {0, 0};
   for (int i = Uniform(1, 60); i > 0; --i) {
     const int protocol = Uniform(0, 1);
-    const absl::Duration decode = RandomDuration(3000), encode = RandomDuration(800);
-    reporter->RecordEdge(static_cast<EdgeProtocol>(protocol), decode, encode);
-    decode_us[protocol] += absl::ToDoubleMicroseconds(decode);
-    encode_us[protocol] += absl::ToDoubleMicroseconds(encode);
+    EdgeTimes times;
+    times.receive = RandomDuration(2000);  // counted for HTTP only
+    times.decode = RandomDuration(3000);
+    times.encode = RandomDuration(800);
+    reporter->RecordEdge(static_cast<EdgeProtocol>(protocol), times);
+    const absl::Duration send = RandomDuration(500);
+    reporter->RecordEdgeSend(static_cast<EdgeProtocol>(protocol), send);
+    send_us[protocol] += absl::ToDoubleMicroseconds(send);
+    if (protocol == 1) receive_us += absl::ToDoubleMicroseconds(*times.receive);
+    decode_us[protocol] += absl::ToDoubleMicroseconds(times.decode);
+    encode_us[protocol] += absl::ToDoubleMicroseconds(times.encode);
     ++requests[protocol];
   }
   CONVOY_ASSERT_OK_AND_ASSIGN(const std::string page, HttpGet(metrics->port(), "/metrics"));
   for (int protocol : {0, 1}) {
     const std::string name = protocol == 0 ? "grpc" : "http";
     const Labels labels = {{"model", "resnet50"}, {"version", "2"}, {"protocol", name}};
-    Labels decode = labels, encode = labels;
+    Labels decode = labels, encode = labels, send = labels;
     decode["phase"] = "decode";
     encode["phase"] = "encode";
+    send["phase"] = "send";
+    ExpectNear(SampleValue(page, "convoy_edge_duration_us", send), send_us[protocol], name + " send us");
     ExpectNear(SampleValue(page, "convoy_edge_requests_total", labels), requests[protocol], name + " requests");
     ExpectNear(SampleValue(page, "convoy_edge_duration_us", decode), decode_us[protocol], name + " decode us");
     ExpectNear(SampleValue(page, "convoy_edge_duration_us", encode), encode_us[protocol], name + " encode us");
+  }
+  Labels receive = {{"model", "resnet50"}, {"version", "2"}, {"protocol", "http"}, {"phase", "receive"}};
+  ExpectNear(SampleValue(page, "convoy_edge_duration_us", receive), receive_us, "http receive us");
+  for (absl::string_view line : absl::StrSplit(page, '\n')) {  // gRPC shows no first byte: no receive series
+    EXPECT_FALSE(absl::StrContains(line, "phase=\"receive\"") && absl::StrContains(line, "protocol=\"grpc\""))
+        << line;
   }
   EXPECT_EQ(FamilyType(page, "convoy_edge_duration_us"), "counter");
 }

@@ -97,6 +97,12 @@ ModelMetricsReporter::ModelMetricsReporter(const ModelMetricFamilies& families, 
         {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "decode"}});
     edge.encode_us = &families.edge_duration_us->Add(
         {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "encode"}});
+    edge.send_us = &families.edge_duration_us->Add(
+        {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "send"}});
+    if (protocol == EdgeProtocol::kHttp) {
+      edge.receive_us = &families.edge_duration_us->Add(
+          {{"model", model_}, {"version", version_}, {"protocol", name}, {"phase", "receive"}});
+    }
     edge.requests = &families.edge_requests->Add({{"model", model_}, {"version", version_}, {"protocol", name}});
   }
 }
@@ -156,11 +162,16 @@ void ModelMetricsReporter::SetBatchingPolicy(const std::string& policy, absl::Du
   batcher_target_latency_.Set(Seconds(target_latency));
 }
 
-void ModelMetricsReporter::RecordEdge(EdgeProtocol protocol, absl::Duration decode, absl::Duration encode) {
+void ModelMetricsReporter::RecordEdge(EdgeProtocol protocol, const EdgeTimes& times) {
   EdgeCounters& edge = edge_[static_cast<int>(protocol)];
-  edge.decode_us->Increment(Microseconds(decode));
-  edge.encode_us->Increment(Microseconds(encode));
+  if (times.receive.has_value() && edge.receive_us != nullptr) edge.receive_us->Increment(Microseconds(*times.receive));
+  edge.decode_us->Increment(Microseconds(times.decode));
+  edge.encode_us->Increment(Microseconds(times.encode));
   edge.requests->Increment();
+}
+
+void ModelMetricsReporter::RecordEdgeSend(EdgeProtocol protocol, absl::Duration send) {
+  edge_[static_cast<int>(protocol)].send_us->Increment(Microseconds(send));
 }
 
 void ModelMetricsReporter::SetBatcherEstimates(const BatcherEstimateValues& estimates) {

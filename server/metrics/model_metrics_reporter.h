@@ -100,6 +100,19 @@ struct ModelMetricFamilies {
 // The protocol a request came in by (the `protocol` label of the edge metrics).
 enum class EdgeProtocol { kGrpc = 0, kHttp = 1 };
 
+// What the protocol edge spent on one successful request outside the batcher, by phase (the `phase` label).
+struct EdgeTimes {
+  // `receive`: the request's first byte to the whole request in hand (HTTP: the first bytes of the request on its
+  // connection to the body read); absent where the protocol does not show the first byte (gRPC's callback API
+  // hands a message over whole, so its request clock starts there).
+  std::optional<absl::Duration> receive;
+  // `decode`: from the whole request in hand to the request queued in the batcher (parsing, the hand-off to a
+  // decode thread, validation, the copy into the batch's input buffers).
+  absl::Duration decode;
+  // `encode`: the response built from the output buffers (serialization, classification, compression).
+  absl::Duration encode;
+};
+
 class ModelMetricsReporter {
  public:
   // Creates (or finds) every series of `model`/`version` in `families`, so they show as zero before any traffic.
@@ -126,11 +139,12 @@ class ModelMetricsReporter {
   void SetBatchingPolicy(const std::string& policy, absl::Duration target_latency);
   // The policy's estimates now; an execution series appears for each batch size once it was measured.
   void SetBatcherEstimates(const BatcherEstimateValues& estimates);
-  // What the protocol edge spent on one successful request outside the batcher: `decode` from the moment the
-  // protocol handler had the request's bytes (gRPC: the received message, before parsing; HTTP: the body read) to
-  // the request queued in the batcher (parsing, the hand-off to a decode thread, validation, the copy into the
-  // batch's input buffers), `encode` building the response from the output buffers (serialization, compression).
-  void RecordEdge(EdgeProtocol protocol, absl::Duration decode, absl::Duration encode);
+  // What the protocol edge spent on one successful request outside the batcher (EdgeTimes).
+  void RecordEdge(EdgeProtocol protocol, const EdgeTimes& times);
+  // `send` (the `send` phase): from the response handed to the protocol to its last byte written to the socket
+  // (gRPC: Finish to the call's completion; HTTP: the reply handed to the event loop to libevent's write done).
+  // Recorded when the write completes, so a little after RecordEdge of the same request.
+  void RecordEdgeSend(EdgeProtocol protocol, absl::Duration send);
 
  private:
   const std::string model_;
@@ -148,8 +162,10 @@ class ModelMetricsReporter {
   prometheus::Counter& compute_infer_duration_us_;
   prometheus::Counter& compute_output_duration_us_;
   struct EdgeCounters {
+    prometheus::Counter* receive_us = nullptr;  // HTTP only
     prometheus::Counter* decode_us;
     prometheus::Counter* encode_us;
+    prometheus::Counter* send_us;
     prometheus::Counter* requests;
   };
   EdgeCounters edge_[2];  // by EdgeProtocol

@@ -257,8 +257,12 @@ void ServedModel::RecordRejectedRequest(const absl::Status& status) {
   stats_.fail.Add(absl::ZeroDuration());
 }
 
-void ServedModel::RecordEdge(metrics::EdgeProtocol protocol, absl::Duration decode, absl::Duration encode) const {
-  if (reporter_ != nullptr) reporter_->RecordEdge(protocol, decode, encode);
+void ServedModel::RecordEdge(metrics::EdgeProtocol protocol, const metrics::EdgeTimes& times) const {
+  if (reporter_ != nullptr) reporter_->RecordEdge(protocol, times);
+}
+
+void ServedModel::RecordEdgeSend(metrics::EdgeProtocol protocol, absl::Duration send) const {
+  if (reporter_ != nullptr) reporter_->RecordEdgeSend(protocol, send);
 }
 
 void ServedModel::RecordOutcome(const batching::BatchRequest& request, const absl::Status& status,

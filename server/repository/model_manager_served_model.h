@@ -87,7 +87,8 @@ class ServedModel {
   // status's reason (INVALID_ARGUMENT -> OTHER), as Triton counts invalid requests against the model.
   void RecordRejectedRequest(const absl::Status& status);
   // The protocol edge's share of a successful request (metrics::ModelMetricsReporter::RecordEdge).
-  void RecordEdge(metrics::EdgeProtocol protocol, absl::Duration decode, absl::Duration encode) const;
+  void RecordEdge(metrics::EdgeProtocol protocol, const metrics::EdgeTimes& times) const;
+  void RecordEdgeSend(metrics::EdgeProtocol protocol, absl::Duration send) const;
 
   // Stops accepting requests and finishes queued ones until `deadline` (see DynamicBatcher::Shutdown).
   // Waits for requests being admitted to reach the batcher first, so none is refused after it was admitted.

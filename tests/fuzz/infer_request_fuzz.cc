@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +13,7 @@
 
 #include "kernels/common/dtype.h"
 #include "server/grpc/infer_codec.h"
+#include "server/grpc/infer_request_wire.h"
 #include "server/repository/model_config.h"
 
 namespace convoy::fuzz {
@@ -367,14 +369,47 @@ void MutateRequest(ModelInferRequest& request, std::mt19937_64& rng) {
   for (int edits = 1 + static_cast<int>(rng() % 4); edits > 0; --edits) MutateOnce(request, rng);
 }
 
+// The server's ModelInfer reads the bytes with grpc_server::ParseWireInferRequest (raw contents left in the
+// received slices); here the bytes are cut into pieces at places the input decides, read that way as well, and
+// both readings must agree: the same verdict, and for every signature the same decode outcome and input bytes.
 int DecodeRequestBytes(const uint8_t* data, size_t size) {
   ModelInferRequest request;
-  if (!request.ParseFromArray(data, static_cast<int>(std::min<size_t>(size, INT32_MAX)))) return -1;
+  const bool parsed = request.ParseFromArray(data, static_cast<int>(std::min<size_t>(size, INT32_MAX)));
+  const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
+  std::vector<absl::string_view> pieces;
+  for (size_t at = 0, step = 1; at < size; step = step * 7 % 4099 + 1) {
+    pieces.push_back(bytes.substr(at, step));
+    at += pieces.back().size();
+  }
+  grpc_server::WireInferRequest wire;
+  const absl::Status wire_status = grpc_server::ParseWireInferRequest(pieces, &wire);
+  if (wire_status.ok() != parsed) {
+    std::fprintf(stderr, "infer_request_fuzz: protobuf %s the %zu bytes, the wire reader says %s\n",
+                 parsed ? "accepts" : "refuses", size, wire_status.ToString().c_str());
+    std::abort();
+  }
+  if (!parsed) return -1;
   int accepted = 0;
   for (const ModelSignature& signature : FuzzSignatures()) {
     absl::StatusOr<grpc_server::DecodedRequest> decoded = grpc_server::DecodeInferRequest(request, signature);
+    absl::StatusOr<grpc_server::DecodedRequest> from_wire =
+        grpc_server::DecodeInferRequest(wire.message, signature, &wire.raw_input_contents);
+    if (decoded.status() != from_wire.status()) {
+      std::fprintf(stderr, "infer_request_fuzz: model '%s': protobuf's request decodes to %s, the wire reader's to %s\n",
+                   signature.name.c_str(), decoded.status().ToString().c_str(), from_wire.status().ToString().c_str());
+      std::abort();
+    }
     if (decoded.ok()) {
       CheckDecoded(*decoded, signature, request);
+      for (size_t i = 0; i < decoded->payload->inputs.size(); ++i) {
+        const HostBuffer& a = decoded->payload->inputs[i];
+        const HostBuffer& b = from_wire->payload->inputs[i];
+        if (a.size() != b.size() || (a.size() > 0 && std::memcmp(a.data(), b.data(), a.size()) != 0)) {
+          std::fprintf(stderr, "infer_request_fuzz: model '%s': input %zu differs between the two readings\n",
+                       signature.name.c_str(), i);
+          std::abort();
+        }
+      }
       ++accepted;
     } else if (decoded.status().code() != absl::StatusCode::kInvalidArgument) {
       std::fprintf(stderr, "infer_request_fuzz: model '%s': %s is not INVALID_ARGUMENT\n", signature.name.c_str(),

@@ -1,8 +1,9 @@
 // The request-decoder fuzz entry, shared by the libFuzzer target (infer_request_fuzzer.cc, built with clang by
 // tests/fuzz/run_fuzzers.sh), its plain-driver twin Bazel builds with gcc, and fuzz_corpus_test (CI).
 //
-// Bytes are parsed as an inference.ModelInferRequest and decoded by grpc_server::DecodeInferRequest, the function
-// the server's ModelInfer and ModelStreamInfer handlers call, against every signature of FuzzSignatures(): the
+// Bytes are parsed as an inference.ModelInferRequest (by protobuf, and by grpc_server::ParseWireInferRequest over
+// the bytes cut into pieces, as the server's ModelInfer reads them: the two must agree) and decoded by
+// grpc_server::DecodeInferRequest, the function the server's ModelInfer and ModelStreamInfer handlers call, against every signature of FuzzSignatures(): the
 // sample models' config.yaml files and a few built-in configs, turned into signatures by the config parser and
 // SignatureFromConfig exactly as the server does. A decode that succeeds is checked against the signature (batch
 // within 1..max_batch_size, every input buffer batch x item bytes, outputs in range and unique); a violation

@@ -39,6 +39,10 @@ sources=(tests/fuzz/fuzz_entries.cc tests/fuzz/infer_request_fuzz.cc server/runt
          server/runtime/model_signature.cc server/repository/onnx_*.cc
          server/repository/convoy_graph_importer.cc server/repository/safetensors.cc server/repository/yaml_fields.cc
          server/repository/model_config.cc server/repository/model_names.cc server/grpc/infer_codec.cc
+         server/grpc/infer_request_wire.cc server/imaging/image_decoder.cc server/imaging/image_resize.cc
+         server/runtime/resize_lowering.cc server/runtime/unary_lowering.cc kernels/cpu/reference/conv_transpose2d.cc
+         kernels/cpu/reference/resize.cc kernels/cpu/reference/layer_norm.cc kernels/cpu/reference/unary.cc
+         kernels/common/problems.cc kernels/common/epilogue.cc
          server/inference/request_decoder.cc server/http/infer_json.cc
          kernels/common/dtype.cc kernels/common/tensor.cc "$gen/proto/model_config.pb.cc"
          "$gen/proto/grpc_service.pb.cc")
@@ -83,7 +87,7 @@ status=0
 for t in "${targets[@]}"; do
   bin="$out/${t}_fuzzer"
   clang++-14 "${flags[@]}" -fsanitize=fuzzer $([ "$t" = http_infer_json ] && echo -fno-sanitize=pointer-overflow) "tests/fuzz/${t}_fuzzer.cc" "$objdir"/*.o -o "$bin" \
-    -lonnx_proto -lprotobuf -lyaml-cpp $absl_libs
+    -lonnx_proto -lgrpc++ -lgrpc -lgpr -lprotobuf -lyaml-cpp -lturbojpeg -lpng16 $absl_libs
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   if [ -n "$replay" ]; then
     "$bin" "$replay"

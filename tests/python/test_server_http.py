@@ -304,8 +304,9 @@ def test_statistics_extension_matches_grpc(shared_server, http_client):
 
 
 def test_edge_phases_are_counted_per_protocol(shared_server, http_client):
-    """convoy_edge_requests_total and convoy_edge_duration_us{phase=decode|encode} count each protocol's successful
-    requests apart, with a positive decode and encode time; a refused request is not counted."""
+    """convoy_edge_requests_total and convoy_edge_duration_us{phase=decode|encode|send} count each protocol's
+    successful requests apart, with a positive decode, encode and send time, and HTTP's receive time (first byte to
+    whole body; gRPC has no receive series); a refused request is not counted."""
     def edge(samples, protocol):
         labels = dict(model="tiny_onnx", version="1", protocol=protocol)
         return (metric(samples, "convoy_edge_requests_total", **labels),
@@ -333,3 +334,11 @@ def test_edge_phases_are_counted_per_protocol(shared_server, http_client):
         (count0, decode0, encode0), (count1, decode1, encode1) = edge(before, protocol), edge(after, protocol)
         assert count1 - count0 == n, (protocol, count0, count1, n)
         assert decode1 > decode0 and encode1 > encode0, (protocol, decode0, decode1, encode0, encode1)
+        labels = dict(model="tiny_onnx", version="1", protocol=protocol)
+        send0 = metric(before, "convoy_edge_duration_us", phase="send", **labels)
+        send1 = metric(after, "convoy_edge_duration_us", phase="send", **labels)
+        assert send1 > send0, (protocol, send0, send1)  # recorded once the write completed: all but the last at least
+    http = dict(model="tiny_onnx", version="1", protocol="http", phase="receive")
+    assert metric(after, "convoy_edge_duration_us", **http) > metric(before, "convoy_edge_duration_us", **http)
+    assert not any(n == "convoy_edge_duration_us" and ("phase", "receive") in ls and ("protocol", "grpc") in ls
+                   for (n, ls) in after)
