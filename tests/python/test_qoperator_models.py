@@ -6,14 +6,10 @@ reads them as the QDQ models they are equivalent to (server/repository/onnx_qope
 residual add runs as an INT8 step, and is compared with onnxruntime running the same QOperator file, on fresh random
 batches, with the INT8 bounds of test_quantized_models.py: at least 99.9 % of the logits within one quantization step,
 at least 99 % identical, none more than one step off, top-1 equal where the lead is more than two steps."""
-import re
-
-import numpy as np
 import onnx
 import pytest
 
-from test_quantized_models import (compare_int8_with_onnxruntime, onnxruntime_int8, quantize_exported, quantized_file,
-                                   run_convoy)
+from test_quantized_models import check_all_int8_within_one_step_of_onnxruntime, quantize_exported, quantized_file
 
 MODELS = ["resnet18", "mobilenet_v2"]
 
@@ -39,10 +35,5 @@ def test_qoperator_file_is_what_the_test_claims(qoperator, name):
 @pytest.mark.parametrize("layout", ["nchw8c", "nhwc"])
 @pytest.mark.parametrize("name", MODELS)
 def test_qoperator_model_runs_int8_within_one_step_of_onnxruntime(qoperator, tmp_path, name, layout):
-    model = qoperator_model(qoperator, name)
-    x = np.random.default_rng().uniform(-1, 1, size=(32, 3, 64, 64)).astype(np.float32)
-    actual, log = run_convoy(model, x, tmp_path, f"--layout={layout}")
-    folded = re.search(r"(\d+) of (\d+) quantized convolutions and (\d+) of (\d+) quantized adds run INT8", log)
-    assert folded and folded.group(1) == folded.group(2) and int(folded.group(1)) > 0, log[-3000:]
-    assert folded.group(3) == folded.group(4), log[-3000:]
-    compare_int8_with_onnxruntime(name, f"qoperator {layout}", actual, onnxruntime_int8(model, x))
+    check_all_int8_within_one_step_of_onnxruntime(qoperator_model(qoperator, name), tmp_path, name, layout,
+                                                  f"qoperator {layout}")
