@@ -188,7 +188,7 @@ def convoy_implementations(convoy, model_path, cache, batch, precision="fp32", l
         if line.startswith("algorithm "):
             if algorithm is not None:
                 counts[algorithm] += 1
-            algorithm = line.split()[1]
+            algorithm = line.split()[1].rstrip(",")  # "algorithm NAME, workspace ..."
         elif line.startswith("launch oneDNN ") and algorithm is not None:
             counts[f"{algorithm} [{line[len('launch oneDNN '):]}]"] += 1
             algorithm = None
