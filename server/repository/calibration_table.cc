@@ -68,7 +68,7 @@ absl::StatusOr<TensorQuantization> ParseTensor(const std::string& name, const YA
 absl::StatusOr<LayerCalibration> ParseLayer(const std::string& name, const YAML::Node& node,
                                             const std::string& source) {
   CONVOY_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Create(node, absl::StrCat("layers['", name, "']"), source));
-  CONVOY_RETURN_IF_ERROR(m.CheckFields({"precision", "add", "weight_scales", "reason"}));
+  CONVOY_RETURN_IF_ERROR(m.CheckFields({"precision", "add", "op", "weight_scales", "reason"}));
   LayerCalibration layer;
   layer.name = name;
   CONVOY_ASSIGN_OR_RETURN(std::string precision, m.String("precision"));
@@ -76,10 +76,30 @@ absl::StatusOr<LayerCalibration> ParseLayer(const std::string& name, const YAML:
     return m.Error("precision", absl::StrCat("expected int8 or fp32, got '", precision, "'"));
   }
   layer.int8 = precision == "int8";
-  CONVOY_ASSIGN_OR_RETURN(layer.add, m.Bool("add", false));
+  // A residual add says `add: true` (as tables always have); the classifier's tail says `op: global_average_pool`
+  // or `op: gemm`; a convolution says neither.
+  CONVOY_ASSIGN_OR_RETURN(const bool add, m.Bool("add", false));
+  CONVOY_ASSIGN_OR_RETURN(const std::string op, m.String("op", add ? "residual_add" : "conv"));
+  if (op == "conv") {
+    layer.kind = runtime::CalibratedLayerKind::kConv;
+  } else if (op == "residual_add") {
+    layer.kind = runtime::CalibratedLayerKind::kResidualAdd;
+  } else if (op == "global_average_pool") {
+    layer.kind = runtime::CalibratedLayerKind::kGlobalAveragePool;
+  } else if (op == "gemm") {
+    layer.kind = runtime::CalibratedLayerKind::kGemm;
+  } else {
+    return m.Error("op", absl::StrCat("expected conv, residual_add, global_average_pool or gemm, got '", op, "'"));
+  }
+  if (add != (layer.kind == runtime::CalibratedLayerKind::kResidualAdd)) {
+    return m.Error("add", absl::StrCat("says ", add ? "true" : "false", " for a layer whose op is ", op));
+  }
   CONVOY_ASSIGN_OR_RETURN(layer.reason, m.String("reason", std::string()));
   if (m.Has("weight_scales")) {
-    if (layer.add) return m.Error("weight_scales", "a residual add has no weights");
+    if (!layer.has_weights()) {
+      return m.Error("weight_scales", absl::StrCat("a ", runtime::CalibratedLayerKindName(layer.kind),
+                                                   " has no weights"));
+    }
     CONVOY_ASSIGN_OR_RETURN(auto items, m.Sequence("weight_scales"));
     for (const auto& [item, path] : items) {
       CONVOY_ASSIGN_OR_RETURN(double v, YamlToDouble(item, path, source));
@@ -88,8 +108,9 @@ absl::StatusOr<LayerCalibration> ParseLayer(const std::string& name, const YAML:
       }
       layer.weight_scales.push_back(static_cast<float>(v));
     }
-  } else if (layer.int8 && !layer.add) {
-    return m.Error("weight_scales", "an int8 convolution needs its weight scales (one per output channel)");
+  } else if (layer.int8 && layer.has_weights()) {
+    return m.Error("weight_scales", absl::StrCat("an int8 ", runtime::CalibratedLayerKindName(layer.kind),
+                                                 " needs its weight scales (one per output channel)"));
   }
   return layer;
 }
@@ -115,7 +136,9 @@ std::string FormatCalibrationTable(const CalibrationTable& table) {
   out << "layers:" << (table.layers.empty() ? " {}" : "") << "\n";
   for (const LayerCalibration& l : table.layers) {
     out << "  " << Quoted(l.name) << ": {precision: " << (l.int8 ? "int8" : "fp32");
-    if (l.add) out << ", add: true";
+    if (l.kind == runtime::CalibratedLayerKind::kResidualAdd) out << ", add: true";
+    if (l.kind == runtime::CalibratedLayerKind::kGlobalAveragePool) out << ", op: global_average_pool";
+    if (l.kind == runtime::CalibratedLayerKind::kGemm) out << ", op: gemm";
     if (!l.reason.empty()) out << ", reason: " << Quoted(l.reason);
     if (!l.weight_scales.empty()) {
       out << ", weight_scales: [";

@@ -39,8 +39,17 @@ CalibrationTable RandomTable(uint32_t seed) {
   table.layers.push_back(conv);
   runtime::LayerCalibration add;
   add.name = "/model/conv/residual_add";
-  add.add = true;
+  add.kind = runtime::CalibratedLayerKind::kResidualAdd;
   table.layers.push_back(add);
+  runtime::LayerCalibration pool;
+  pool.name = "/model/avgpool";
+  pool.kind = runtime::CalibratedLayerKind::kGlobalAveragePool;
+  table.layers.push_back(pool);
+  runtime::LayerCalibration gemm;
+  gemm.name = "/model/fc/Gemm";
+  gemm.kind = runtime::CalibratedLayerKind::kGemm;
+  for (int i = 0; i < 10; ++i) gemm.weight_scales.push_back(dist(rng) / 127.0f);
+  table.layers.push_back(gemm);
   runtime::LayerCalibration kept;
   kept.name = "head";
   kept.int8 = false;
@@ -71,12 +80,21 @@ TEST(CalibrationTableTest, RoundTripsExactly) {
     EXPECT_EQ(a.lo, b.lo);
     EXPECT_EQ(a.hi, b.hi);
   }
-  ASSERT_EQ(read.layers.size(), 3u);
+  ASSERT_EQ(read.layers.size(), 5u);
   EXPECT_EQ(read.layers[0].weight_scales, table.layers[0].weight_scales);
   EXPECT_TRUE(read.layers[0].int8);
-  EXPECT_TRUE(read.layers[1].add);
-  EXPECT_FALSE(read.layers[2].int8);
-  EXPECT_EQ(read.layers[2].reason, "kept FP32 by --keep_fp32");
+  EXPECT_EQ(read.layers[0].kind, runtime::CalibratedLayerKind::kConv);
+  EXPECT_EQ(read.layers[1].kind, runtime::CalibratedLayerKind::kResidualAdd);
+  EXPECT_EQ(read.layers[2].kind, runtime::CalibratedLayerKind::kGlobalAveragePool);
+  EXPECT_TRUE(read.layers[2].weight_scales.empty());
+  EXPECT_EQ(read.layers[3].kind, runtime::CalibratedLayerKind::kGemm);
+  EXPECT_EQ(read.layers[3].weight_scales, table.layers[3].weight_scales);
+  EXPECT_FALSE(read.layers[4].int8);
+  EXPECT_EQ(read.layers[4].reason, "kept FP32 by --keep_fp32");
+  // The layers as the file spells them: a residual add keeps `add: true`, the tail names its op.
+  EXPECT_THAT(text, HasSubstr("\"/model/conv/residual_add\": {precision: int8, add: true}"));
+  EXPECT_THAT(text, HasSubstr("\"/model/avgpool\": {precision: int8, op: global_average_pool}"));
+  EXPECT_THAT(text, HasSubstr("\"/model/fc/Gemm\": {precision: int8, op: gemm, weight_scales: ["));
   EXPECT_NE(read.FindTensor("onnx::Conv_912 \"quoted\""), nullptr);
 }
 
@@ -142,6 +160,19 @@ TEST(CalibrationTableTest, MalformedEntriesNameFileLineAndEntry) {
     table.layers[0].weight_scales.clear();
     EXPECT_THAT(ParseCalibrationTable(FormatCalibrationTable(table), "t.yaml").status().message(),
                 HasSubstr("layers['/model/conv'].weight_scales: an int8 convolution needs its weight scales"));
+  }
+  EXPECT_THAT(ErrorAfterEdit("op: global_average_pool", "op: softmax"),
+              HasSubstr("layers['/model/avgpool'].op: expected conv, residual_add, global_average_pool or gemm, got "
+                        "'softmax'"));
+  EXPECT_THAT(ErrorAfterEdit("op: global_average_pool", "op: global_average_pool, add: true"),
+              HasSubstr("layers['/model/avgpool'].add: says true for a layer whose op is global_average_pool"));
+  EXPECT_THAT(ErrorAfterEdit("op: global_average_pool", "op: global_average_pool, weight_scales: [1]"),
+              HasSubstr("layers['/model/avgpool'].weight_scales: a global average pool has no weights"));
+  {
+    CalibrationTable table = RandomTable(2);
+    table.layers[3].weight_scales.clear();
+    EXPECT_THAT(ParseCalibrationTable(FormatCalibrationTable(table), "t.yaml").status().message(),
+                HasSubstr("layers['/model/fc/Gemm'].weight_scales: an int8 Gemm needs its weight scales"));
   }
   EXPECT_THAT(ParseCalibrationTable("format: [", "t.yaml").status().message(), HasSubstr("t.yaml:"));
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,28 @@ std::string ConvRefusal(const Graph& graph, const Node& conv) {
   }
 }
 
+bool IsGlobalAveragePool(const Node& node) {
+  if (node.op() != OpKind::kPool2d) return false;
+  const auto& a = node.As<Pool2dAttrs>();
+  return a.kind == PoolKind::kAverage && a.global;
+}
+
+// Why the INT8 Gemm (a 1x1 INT8 convolution with an FP32 output) cannot run this Gemm, or "" when it can.
+std::string GemmRefusal(const Graph& graph, const Node& gemm) {
+  const auto& a = gemm.As<GemmAttrs>();
+  const Tensor* w = graph.FindConstant(gemm.inputs[1]);
+  if (w == nullptr || w->shape.size() != 2) return "its weights are not a constant matrix";
+  auto x = graph.ShapeOf(gemm.inputs[0]);
+  if (!x.ok() || x->size() != 2) return "its input is not [N, C]";
+  if (a.transpose_a) return "its A is transposed; the INT8 Gemm takes A as [N, C]";
+  if (a.alpha != 1.0f || (a.has_bias && a.beta != 1.0f)) return "its alpha or beta is not 1";
+  if (a.activation.kind != ActivationKind::kIdentity && a.activation.kind != ActivationKind::kRelu) {
+    return absl::StrCat("activation ", ActivationKindName(a.activation.kind),
+                        " is fused into it; the INT8 Gemm with an FP32 output fuses ReLU only");
+  }
+  return "";
+}
+
 // A residual add the INT8 add can run: two runtime operands of the sum's [N, C, H, W] shape.
 bool IsResidualAdd(const Graph& graph, const Node& node) {
   if (node.op() != OpKind::kBinary || node.As<BinaryAttrs>().kind != BinaryKind::kAdd || node.inputs.size() != 2) {
@@ -53,6 +76,65 @@ bool IsResidualAdd(const Graph& graph, const Node& node) {
     if (graph.IsConstant(in) || !shape.ok() || *shape != *out) return false;
   }
   return true;
+}
+
+// The Gemm a global average pool feeds, directly or through one Flatten / Reshape / Identity, as a classifier's tail
+// does; null for any other pool (a squeeze-and-excitation branch's stays FP32, where its fusion takes it).
+const Node* GemmAfterPool(const Graph& graph, const Node& pool) {
+  int reader = passes::SoleConsumer(graph, pool.outputs[0]);
+  if (reader < 0 || graph.IsGraphOutput(pool.outputs[0])) return nullptr;
+  const Node* next = &graph.nodes()[reader];
+  if (next->op() == OpKind::kFlatten || next->op() == OpKind::kReshape || next->op() == OpKind::kIdentity) {
+    reader = passes::SoleConsumer(graph, next->outputs[0]);
+    if (reader < 0 || graph.IsGraphOutput(next->outputs[0])) return nullptr;
+    next = &graph.nodes()[reader];
+  }
+  return next->op() == OpKind::kGemm ? next : nullptr;
+}
+
+// The kind of table entry `node` is, if calibration quantizes such nodes.
+std::optional<CalibratedLayerKind> LayerKindOf(const Graph& graph, const Node& node) {
+  if (node.op() == OpKind::kConv2d) return CalibratedLayerKind::kConv;
+  if (node.op() == OpKind::kGemm) return CalibratedLayerKind::kGemm;
+  if (IsGlobalAveragePool(node) && GemmAfterPool(graph, node) != nullptr) {
+    return CalibratedLayerKind::kGlobalAveragePool;
+  }
+  if (IsResidualAdd(graph, node)) return CalibratedLayerKind::kResidualAdd;
+  return std::nullopt;
+}
+
+// What a layer of `kind` reads and writes that the table quantizes: a Gemm's FP32 output is not among them.
+std::vector<std::string> QuantizedTensorsOf(const Node& node, CalibratedLayerKind kind) {
+  switch (kind) {
+    case CalibratedLayerKind::kResidualAdd: return {node.inputs[0], node.outputs[0], node.inputs[1]};
+    case CalibratedLayerKind::kGemm: return {node.inputs[0]};
+    default: return {node.inputs[0], node.outputs[0]};
+  }
+}
+
+// Why the INT8 kernels cannot run this layer, or "".
+std::string LayerRefusal(const Graph& graph, const Node& node, CalibratedLayerKind kind) {
+  switch (kind) {
+    case CalibratedLayerKind::kConv: return ConvRefusal(graph, node);
+    case CalibratedLayerKind::kGemm: return GemmRefusal(graph, node);
+    case CalibratedLayerKind::kGlobalAveragePool: {
+      const std::string gemm = GemmRefusal(graph, *GemmAfterPool(graph, node));
+      return gemm.empty() ? "" : absl::StrCat("the Gemm after it stays FP32: ", gemm);
+    }
+    default: return "";
+  }
+}
+
+// The axis of a convolution's or Gemm's weights that holds its output channels.
+int OutputChannelAxis(const Node& node) {
+  return node.op() == OpKind::kGemm && !node.As<GemmAttrs>().transpose_b ? 1 : 0;
+}
+
+// The kind an outcome reports for `node` (a Binary node the analysis names is a residual add).
+CalibratedLayerKind KindForOutcome(const Graph& graph, const Node& node) {
+  if (IsGlobalAveragePool(node)) return CalibratedLayerKind::kGlobalAveragePool;  // its Gemm is behind QDQ nodes now
+  return LayerKindOf(graph, node).value_or(node.op() == OpKind::kBinary ? CalibratedLayerKind::kResidualAdd
+                                                                        : CalibratedLayerKind::kConv);
 }
 
 // The ReLU node alone reading a residual add's sum (ResNet's relu(conv + x), separated), or null.
@@ -117,25 +199,29 @@ absl::Status CheckTable(const Graph& graph, const CalibrationTable& table, const
       return absl::InvalidArgumentError(absl::StrCat(entry, ": the model has no layer of that name (a table made for "
                                                      "another model? run convoy calibrate again)"));
     }
-    const OpKind expected = layer.add ? OpKind::kBinary : OpKind::kConv2d;
-    if (it->op() != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(entry, ": the table has a ", layer.add ? "residual add" : "conv",
+    const std::optional<CalibratedLayerKind> kind = LayerKindOf(graph, *it);
+    if (kind != layer.kind) {
+      return absl::InvalidArgumentError(absl::StrCat(entry, ": the table has a ", CalibratedLayerKindName(layer.kind),
                                                      ", the model's node is ", OpKindName(it->op())));
     }
-    if (layer.add || !layer.int8) continue;
+    if (!layer.has_weights() || !layer.int8) continue;
     const Tensor* w = graph.FindConstant(it->inputs[1]);
-    if (w == nullptr || w->shape.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(entry, ": the convolution's weights are not a constant"));
+    const char* what = layer.kind == CalibratedLayerKind::kGemm ? "Gemm" : "convolution";
+    if (w == nullptr || w->shape.empty() || (layer.kind == CalibratedLayerKind::kGemm && w->shape.size() != 2)) {
+      return absl::InvalidArgumentError(absl::StrCat(entry, ": the ", what, "'s weights are not a constant"));
     }
-    const int64_t k = w->shape[0];
+    const int axis = OutputChannelAxis(*it);
+    const int64_t k = w->shape[axis];
     if (static_cast<int64_t>(layer.weight_scales.size()) != k) {
       return absl::InvalidArgumentError(absl::StrCat(entry, ".weight_scales: ", layer.weight_scales.size(),
-                                                     " scales, the convolution has ", k, " output channels"));
+                                                     " scales, the ", what, " has ", k, " output channels"));
     }
+    // Element i of output channel c: [K, ...] row-major, or column c of a Gemm's [C, K].
     const int64_t per_channel = NumElements(w->shape) / k;
+    auto at = [&](int64_t c, int64_t i) { return axis == 0 ? w->data[c * per_channel + i] : w->data[i * k + c]; };
     for (int64_t c = 0; c < k; ++c) {
       float largest = 0;
-      for (int64_t i = 0; i < per_channel; ++i) largest = std::max(largest, std::fabs(w->data[c * per_channel + i]));
+      for (int64_t i = 0; i < per_channel; ++i) largest = std::max(largest, std::fabs(at(c, i)));
       // A scale made from these weights holds max |w| at 127 steps; allow rounding in the decimal text.
       if (largest > 127.5f * layer.weight_scales[c]) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -148,24 +234,39 @@ absl::Status CheckTable(const Graph& graph, const CalibrationTable& table, const
   return absl::OkStatus();
 }
 
-// Weights float(q) * scale[k], q the saturated INT8 rounding; records their quantization on the graph.
-void QuantizeWeights(Graph& graph, const std::string& name, const std::vector<float>& scales) {
+// Weights float(q) * scale[k], q the saturated INT8 rounding, k along `axis` (0: [K, ...]; 1: a Gemm's [C, K]);
+// records their quantization on the graph.
+void QuantizeWeights(Graph& graph, const std::string& name, const std::vector<float>& scales, int axis) {
   Tensor& w = graph.mutable_constants().at(name);
-  const int64_t k = w.shape[0];
+  const int64_t k = w.shape[axis];
   const int64_t per_channel = NumElements(w.shape) / k;
   for (size_t i = 0; i < w.data.size(); ++i) {
-    const float scale = scales[i / per_channel];
+    const float scale = scales[axis == 0 ? i / per_channel : i % k];
     const double q = std::clamp(std::nearbyint(static_cast<double>(w.data[i]) / scale), -128.0, 127.0);
     w.data[i] = static_cast<float>(q) * scale;
   }
-  graph.SetConstantQuantization(name, ConstantQuantization{true, 0, scales, std::vector<int64_t>(k, 0)});
+  graph.SetConstantQuantization(name, ConstantQuantization{true, axis, scales, std::vector<int64_t>(k, 0)});
 }
 
 }  // namespace
 
-int FitBiasInInt32(const Graph& graph, const Node& conv, float input_scale, std::vector<float>& weight_scales) {
-  const auto& a = conv.As<Conv2dAttrs>();
-  const Tensor* bias = a.has_bias ? graph.FindConstant(conv.inputs[2]) : nullptr;
+std::vector<float> LayerWeightScales(const Graph& graph, const Node& layer) {
+  const Tensor* w = graph.FindConstant(layer.inputs[1]);
+  if (w == nullptr || w->shape.empty()) return {};
+  if (OutputChannelAxis(layer) == 0) return WeightScalesPerChannel(w->data, w->shape[0]);
+  // A Gemm's B [C, K]: transposed to [K, C] first.
+  const int64_t c = w->shape[0], k = w->shape[1];
+  std::vector<float> kc(w->data.size());
+  for (int64_t i = 0; i < c; ++i) {
+    for (int64_t o = 0; o < k; ++o) kc[o * c + i] = w->data[i * k + o];
+  }
+  return WeightScalesPerChannel(kc, k);
+}
+
+int FitBiasInInt32(const Graph& graph, const Node& layer, float input_scale, std::vector<float>& weight_scales) {
+  const bool has_bias = layer.op() == OpKind::kGemm ? layer.As<GemmAttrs>().has_bias
+                                                    : layer.As<Conv2dAttrs>().has_bias;
+  const Tensor* bias = has_bias && layer.inputs.size() > 2 ? graph.FindConstant(layer.inputs[2]) : nullptr;
   if (bias == nullptr || bias->data.size() != weight_scales.size()) return 0;
   int raised = 0;
   for (size_t k = 0; k < weight_scales.size(); ++k) {
@@ -216,22 +317,21 @@ CalibrationTargets FindCalibrationTargets(const Graph& graph) {
     if (seen.insert(tensor).second) targets.tensors.push_back(tensor);
   };
   for (const Node& node : graph.nodes()) {
-    if (node.op() == OpKind::kConv2d) {
-      LayerCalibration layer;
-      layer.name = node.name;
-      layer.reason = ConvRefusal(graph, node);
-      layer.int8 = layer.reason.empty();
-      if (layer.int8) measure(node.inputs[0]), measure(node.outputs[0]);
-      targets.layers.push_back(std::move(layer));
-    } else if (IsResidualAdd(graph, node)) {
-      LayerCalibration layer;
-      layer.name = node.name;
-      layer.add = true;
+    const std::optional<CalibratedLayerKind> kind = LayerKindOf(graph, node);
+    if (!kind) continue;
+    LayerCalibration layer;
+    layer.name = node.name;
+    layer.kind = *kind;
+    layer.reason = LayerRefusal(graph, node, *kind);
+    layer.int8 = layer.reason.empty();
+    if (*kind == CalibratedLayerKind::kResidualAdd) {
       // Followed by a ReLU: the ReLU's output is what the INT8 add will write (AbsorbReluAfterResidualAdds).
       const Node* relu = ReluAfter(graph, node);
       measure(node.inputs[0]), measure(node.inputs[1]), measure(relu ? relu->outputs[0] : node.outputs[0]);
-      targets.layers.push_back(std::move(layer));
+    } else if (layer.int8) {
+      for (const std::string& t : QuantizedTensorsOf(node, *kind)) measure(t);
     }
+    targets.layers.push_back(std::move(layer));
   }
   return targets;
 }
@@ -252,19 +352,21 @@ absl::StatusOr<std::vector<LayerOutcome>> QuantizeWithCalibrationTable(Graph& gr
   std::map<std::string, Tensor> original_weights;    // by constant name, to restore where a conv does not fold
   std::map<std::string, std::string> conv_weights;   // conv node -> its weights constant
   for (const Node& node : graph.nodes()) {
-    const bool conv = node.op() == OpKind::kConv2d;
-    if (!conv && !IsResidualAdd(graph, node)) continue;
+    const std::optional<CalibratedLayerKind> kind = LayerKindOf(graph, node);
+    if (!kind) continue;
+    const bool weighted = *kind == CalibratedLayerKind::kConv || *kind == CalibratedLayerKind::kGemm;
     const LayerCalibration* layer = table.FindLayer(node.name);
-    std::vector<std::string> tensors = {node.inputs[0], node.outputs[0]};
-    if (!conv) tensors.push_back(node.inputs[1]);
+    const std::vector<std::string> tensors = QuantizedTensorsOf(node, *kind);
     std::string reason;
     if (layer == nullptr) {
+      // A table from before the classifier's tail was quantized lists no pool or Gemm: they stay FP32 silently.
+      if (*kind == CalibratedLayerKind::kGlobalAveragePool || *kind == CalibratedLayerKind::kGemm) continue;
       reason = absl::StrCat("no entry in ", source);
     } else if (!layer->int8) {
       reason = absl::StrCat("kept FP32 by ", source, layer->reason.empty() ? "" : ": ", layer->reason);
-    } else if (conv && !ConvRefusal(graph, node).empty()) {
-      reason = ConvRefusal(graph, node);
-    } else if (conv && graph.ConsumerIndices(node.inputs[1]).size() != 1) {
+    } else if (!LayerRefusal(graph, node, *kind).empty()) {
+      reason = LayerRefusal(graph, node, *kind);
+    } else if (weighted && graph.ConsumerIndices(node.inputs[1]).size() != 1) {
       reason = absl::StrCat("its weights '", node.inputs[1], "' are shared with another layer");
     }
     for (const std::string& t : tensors) {
@@ -275,7 +377,7 @@ absl::StatusOr<std::vector<LayerOutcome>> QuantizeWithCalibrationTable(Graph& gr
       continue;
     }
     wrapped.insert(tensors.begin(), tensors.end());
-    if (conv) {
+    if (weighted) {
       conv_weights[node.name] = node.inputs[1];
       original_weights[node.inputs[1]] = *graph.FindConstant(node.inputs[1]);
     }
@@ -285,7 +387,7 @@ absl::StatusOr<std::vector<LayerOutcome>> QuantizeWithCalibrationTable(Graph& gr
     if (it == conv_weights.end()) continue;
     std::vector<float> scales = table.FindLayer(node.name)->weight_scales;
     FitBiasInInt32(graph, node, table.FindTensor(node.inputs[0])->scale, scales);
-    QuantizeWeights(graph, it->second, scales);
+    QuantizeWeights(graph, it->second, scales, OutputChannelAxis(node));
   }
 
   // A quantize-dequantize node after each wrapped tensor, in a deterministic (graph input, then node) order.
@@ -357,7 +459,7 @@ absl::StatusOr<std::vector<LayerOutcome>> QuantizeWithCalibrationTable(Graph& gr
       outcomes.push_back(it->second);
       if (reason != fp32_reasons.end() && !it->second.int8) outcomes.back().detail = reason->second;
     } else if (reason != fp32_reasons.end()) {
-      outcomes.push_back({node.name, node.op() == OpKind::kBinary, false, reason->second});
+      outcomes.push_back({node.name, KindForOutcome(graph, node), false, reason->second});
     }
   }
   return outcomes;
@@ -368,21 +470,28 @@ std::vector<LayerOutcome> DescribeQuantizedLayers(const Graph& graph) {
   std::vector<LayerOutcome> outcomes;
   for (const Node& node : graph.nodes()) {
     if (const QuantizedConvFold* f = analysis.Find(node.name)) {
-      outcomes.push_back({node.name, false, true,
+      const CalibratedLayerKind kind = f->source == QuantizedFoldSource::kGlobalAveragePool
+                                           ? CalibratedLayerKind::kGlobalAveragePool
+                                       : f->source == QuantizedFoldSource::kGemm ? CalibratedLayerKind::kGemm
+                                                                                 : CalibratedLayerKind::kConv;
+      outcomes.push_back({node.name, kind, true,
                           absl::StrCat("in ", DescribeScale(f->src_type, f->src_scale, f->src_zero_point), ", out ",
-                                       DescribeScale(f->dst_type, f->dst_scale, f->dst_zero_point), ", ",
+                                       f->dst_type == DataType::kFloat32
+                                           ? std::string("FP32")
+                                           : DescribeScale(f->dst_type, f->dst_scale, f->dst_zero_point),
+                                       ", ",
                                        f->source == QuantizedFoldSource::kGlobalAveragePool
                                            ? "as a depthwise convolution with unit weights"
                                            : DescribeWeights(graph, node.inputs[1]),
                                        f->relu ? ", relu" : "")});
     } else if (const QuantizedAddFold* a = analysis.FindAdd(node.name)) {
       const QuantizedAddProblem& q = a->quantization;
-      outcomes.push_back({node.name, true, true,
+      outcomes.push_back({node.name, CalibratedLayerKind::kResidualAdd, true,
                           absl::StrCat("a ", DescribeScale(q.a_type, q.a_scale, q.a_zero_point), ", b ",
                                        DescribeScale(q.b_type, q.b_scale, q.b_zero_point), ", sum ",
                                        DescribeScale(q.y_type, q.y_scale, q.y_zero_point))});
     } else if (auto it = analysis.fp32_reasons.find(node.name); it != analysis.fp32_reasons.end()) {
-      outcomes.push_back({node.name, node.op() == OpKind::kBinary, false, it->second});
+      outcomes.push_back({node.name, KindForOutcome(graph, node), false, it->second});
     }
   }
   return outcomes;

@@ -12,7 +12,9 @@
 // 2. For each convolution the table marks int8 whose input and output tensors it quantizes: its weights become
 //    exactly float(q) * scale[k] with q = saturate(round(w / scale[k])) in INT8, per output channel, with the
 //    ConstantQuantization record a QDQ import leaves. The same for each residual add with both operands and its sum
-//    in the table.
+//    in the table, for a classifier's global average pool with its input and output, and for its Gemm with its input
+//    (the Gemm writes FP32 logits, as onnxruntime's QGemm without an output scale; a Flatten between pool and Gemm
+//    reads and writes the same values, so the table gives both its tensors the same quantization and it stays 8-bit).
 // 3. A quantize-dequantize node (ActivationKind::kQuantizeDequantize{U8,S8}, the table's scale and zero point)
 //    after every tensor those layers read or write; every reader of the tensor reads it (graph outputs keep the FP32
 //    value).
@@ -39,12 +41,17 @@ absl::StatusOr<int> SeparateResidualAdds(Graph& graph);
 // What calibration measures on a graph whose residual adds are separated.
 struct CalibrationTargets {
   std::vector<std::string> tensors;  // inputs and outputs of the layers below, in graph order, each once
-  std::vector<LayerCalibration> layers;  // every Conv2d and residual Add in graph order; weight_scales empty;
-                                         // int8 false with a reason where the INT8 kernels cannot run it
+  std::vector<LayerCalibration> layers;  // every Conv2d, residual Add, global average pool and Gemm in graph order;
+                                         // weight_scales empty; int8 false with a reason where the INT8 kernels
+                                         // cannot run it
 };
 CalibrationTargets FindCalibrationTargets(const Graph& graph);
 
-// The INT8 kernels add a convolution's bias as an INT32 at input scale x weight scale[k]; a channel whose weights are
+// Per-output-channel INT8 scales of a convolution's or Gemm's constant weights, max |w[k]| / 127 (1 for a channel of
+// zeros): a convolution's [K, C/groups, R, S] along K, a Gemm's B [K, C] (transpose_b) or [C, K] along K.
+std::vector<float> LayerWeightScales(const Graph& graph, const Node& layer);
+
+// The INT8 kernels add a convolution's (or Gemm's) bias as an INT32 at input scale x weight scale[k]; a channel whose weights are
 // all near zero (a pruned or dead channel) gets a weight scale so small that its bias would not fit. This raises
 // those scales to |bias[k]| / (kLargestBiasSteps x input_scale) (as onnxruntime's quantizer does; the channel's weights
 // then round to fewer steps, or zero) and returns how many it raised. `convoy calibrate` writes the raised scales;
@@ -55,10 +62,10 @@ int FitBiasInInt32(const Graph& graph, const Node& conv, float input_scale, std:
 // Whether the graph already has quantize-dequantize nodes (a QDQ file): `precision: int8` then uses its scales.
 bool HasQuantizeDequantize(const Graph& graph);
 
-// One convolution or residual add after the rewrite.
+// One layer after the rewrite.
 struct LayerOutcome {
   std::string node;
-  bool add = false;
+  CalibratedLayerKind kind = CalibratedLayerKind::kConv;
   bool int8 = false;
   std::string detail;  // INT8: its scales; FP32: why
 };

@@ -200,6 +200,16 @@ TensorQuantization QuantizeRange(const ActivationRange& range, bool is_signed) {
   return q;
 }
 
+const char* CalibratedLayerKindName(CalibratedLayerKind kind) {
+  switch (kind) {
+    case CalibratedLayerKind::kConv: return "convolution";
+    case CalibratedLayerKind::kResidualAdd: return "residual add";
+    case CalibratedLayerKind::kGlobalAveragePool: return "global average pool";
+    case CalibratedLayerKind::kGemm: return "Gemm";
+  }
+  return "?";
+}
+
 std::vector<float> WeightScalesPerChannel(const std::vector<float>& weights, int64_t channels) {
   std::vector<float> scales(channels, 1.0f);
   if (channels <= 0) return scales;

@@ -101,13 +101,20 @@ TensorQuantization QuantizeRange(const ActivationRange& range, bool is_signed);
 // channel of zeros.
 std::vector<float> WeightScalesPerChannel(const std::vector<float>& weights, int64_t channels);
 
-// One convolution or residual add of the table.
+// What a layer of the table is. A classifier's tail (global average pool, then Gemm) runs INT8 like a QDQ file's:
+// the pool reads and writes 8-bit tensors, the Gemm reads one and writes its FP32 output.
+enum class CalibratedLayerKind { kConv, kResidualAdd, kGlobalAveragePool, kGemm };
+const char* CalibratedLayerKindName(CalibratedLayerKind kind);  // "convolution", "residual add", "global average pool", "Gemm"
+
+// One layer of the table.
 struct LayerCalibration {
   std::string name;                  // the node
-  bool add = false;                  // a residual add; else a convolution
+  CalibratedLayerKind kind = CalibratedLayerKind::kConv;
   bool int8 = true;                  // false: kept in FP32 (`reason` says why)
   std::string reason;
-  std::vector<float> weight_scales;  // convolutions: one per output channel
+  std::vector<float> weight_scales;  // convolutions and Gemms: one per output channel
+
+  bool has_weights() const { return kind == CalibratedLayerKind::kConv || kind == CalibratedLayerKind::kGemm; }
 };
 
 // What `convoy calibrate` writes and `precision: int8` reads. Tensor and layer names are those of the optimized

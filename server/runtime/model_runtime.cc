@@ -247,15 +247,18 @@ absl::Status ModelRuntime::QuantizeGraph(const ModelRuntimeOptions& options) {
     return absl::Status(outcomes.status().code(), absl::StrCat("model '", name_, "': ", outcomes.status().message()));
   }
   int8_layers_ = std::move(*outcomes);
-  int convs = 0, convs_int8 = 0, adds = 0, adds_int8 = 0;
+  int convs = 0, convs_int8 = 0, adds = 0, adds_int8 = 0, tail = 0, tail_int8 = 0;
   for (const LayerOutcome& layer : int8_layers_) {
-    (layer.add ? adds : convs) += 1;
-    (layer.add ? adds_int8 : convs_int8) += layer.int8;
+    const bool add = layer.kind == CalibratedLayerKind::kResidualAdd;
+    const bool conv = layer.kind == CalibratedLayerKind::kConv;
+    (add ? adds : conv ? convs : tail) += 1;
+    (add ? adds_int8 : conv ? convs_int8 : tail_int8) += layer.int8;
   }
-  log(absl::StrFormat("%s: precision int8 from %s (%s, %d samples): %d of %d convolutions and %d of %d residual adds "
-                      "quantized; the rest stay FP32 (`convoy inspect` says why)",
+  log(absl::StrFormat("%s: precision int8 from %s (%s, %d samples): %d of %d convolutions, %d of %d residual adds "
+                      "and %d of %d classifier pool / Gemm layers quantized; the rest stay FP32 (`convoy inspect` "
+                      "says why)",
                       name_, path, CalibrationMethodName(table->method), table->samples, convs_int8, convs, adds_int8,
-                      adds));
+                      adds, tail_int8, tail));
   return absl::OkStatus();
 }
 

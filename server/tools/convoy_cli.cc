@@ -447,7 +447,7 @@ absl::Status InspectCommand(const Flags& flags) {
   }
   std::cout << "\n== optimized graph (" << model->load_report().optimize_stats << ")\n" << model->graph().ToString();
   if (!model->int8_layers().empty()) {
-    std::cout << "\n== precision int8: convolutions and residual adds\n";
+    std::cout << "\n== precision int8: convolutions, residual adds, classifier pool and Gemm\n";
     for (const runtime::LayerOutcome& layer : model->int8_layers()) {
       std::cout << "  " << layer.node << ": " << (layer.int8 ? "INT8 " : "FP32 (") << layer.detail
                 << (layer.int8 ? "" : ")") << "\n";

@@ -182,8 +182,9 @@ absl::StatusOr<CalibrationTable> CalibrateModel(const ModelCalibrationOptions& o
   for (const std::string& name : keep) {
     if (std::none_of(targets.layers.begin(), targets.layers.end(),
                      [&](const runtime::LayerCalibration& l) { return l.name == name; })) {
-      return absl::InvalidArgumentError(absl::StrCat("--keep_fp32: '", name, "' is not a convolution or residual add "
-                                                     "of the model (names as the table's `layers` lists them)"));
+      return absl::InvalidArgumentError(absl::StrCat("--keep_fp32: '", name, "' is not a convolution, residual add, "
+                                                     "classifier pool or Gemm of the model (names as the table's `layers` "
+                                                     "lists them)"));
     }
   }
   std::vector<int> output_of(targets.tensors.size(), -1);  // plan output index, -1 for the graph input
@@ -263,14 +264,13 @@ absl::StatusOr<CalibrationTable> CalibrateModel(const ModelCalibrationOptions& o
   int raised_scales = 0, raised_layers = 0;
   for (runtime::LayerCalibration layer : targets.layers) {
     if (keep.count(layer.name)) layer.int8 = false, layer.reason = "kept FP32 by --keep_fp32";
-    if (!layer.add && layer.int8) {
-      const runtime::Node* conv = nullptr;
+    if (layer.has_weights() && layer.int8) {
+      const runtime::Node* node = nullptr;
       for (const runtime::Node& n : graph.nodes()) {
-        if (n.name == layer.name) conv = &n;
+        if (n.name == layer.name) node = &n;
       }
-      const runtime::Tensor* w = graph.FindConstant(conv->inputs[1]);
-      layer.weight_scales = runtime::WeightScalesPerChannel(w->data, w->shape[0]);
-      const int raised = runtime::FitBiasInInt32(graph, *conv, table.FindTensor(conv->inputs[0])->scale,
+      layer.weight_scales = runtime::LayerWeightScales(graph, *node);
+      const int raised = runtime::FitBiasInInt32(graph, *node, table.FindTensor(node->inputs[0])->scale,
                                                  layer.weight_scales);
       raised_scales += raised;
       raised_layers += raised > 0;
@@ -278,7 +278,7 @@ absl::StatusOr<CalibrationTable> CalibrateModel(const ModelCalibrationOptions& o
     table.layers.push_back(std::move(layer));
   }
   if (raised_scales > 0) {
-    log(absl::StrFormat("calibrate: %d weight scales of %d convolutions raised so their bias fits INT32 (output "
+    log(absl::StrFormat("calibrate: %d weight scales of %d layers raised so their bias fits INT32 (output "
                         "channels whose weights are all near zero)", raised_scales, raised_layers));
   }
   log(absl::StrFormat("calibrate: %d samples, %d tensors, %d layers in %.1f s", samples.size(), table.tensors.size(),
