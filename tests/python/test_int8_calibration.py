@@ -57,9 +57,12 @@ def test_photos_are_prepared_as_the_server_prepares_them(tmp_path):
     assert re.search(r"calibrate: 3 of 3 samples in [0-9.]+ s", proc.stderr), proc.stderr
     from_photos = (tmp_path / "from_photos.yaml").read_text()
     assert from_photos == (tmp_path / "from_pixels.yaml").read_text()
-    # Every convolution and residual add of EfficientNet-Lite0 can run INT8: 49 convolutions, 9 residual adds.
+    # Every convolution and residual add of EfficientNet-Lite0 can run INT8: 49 convolutions, 9 residual adds, and
+    # the classifier's pool and Gemm.
     assert from_photos.count("{precision: int8, add: true}") == 9
     assert len(re.findall(r"\{precision: int8, weight_scales: \[", from_photos)) == 49
+    assert from_photos.count("{precision: int8, op: global_average_pool}") == 1
+    assert len(re.findall(r"\{precision: int8, op: gemm, weight_scales: \[", from_photos)) == 1
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +82,17 @@ def test_precision_int8_runs_int8_steps_and_inspect_lists_scales(entropy_table, 
     model = pretrained_model_dir() / "1/model.onnx"
     proc = convoy("inspect", f"--model={model}", "--precision=int8", f"--calibration_table={entropy_table}",
                   "--threads=2")
-    assert "49 of 49 convolutions and 9 of 9 residual adds quantized" in proc.stderr, proc.stderr
-    assert "== precision int8: convolutions and residual adds" in proc.stdout
+    assert ("49 of 49 convolutions, 9 of 9 residual adds and 2 of 2 classifier pool / Gemm layers quantized"
+            in proc.stderr), proc.stderr
+    assert "== precision int8: convolutions, residual adds, classifier pool and Gemm" in proc.stdout
+    assert re.search(r"/model/_avg_pooling/GlobalAveragePool: INT8 in UINT8 .* as a depthwise convolution with unit "
+                     r"weights", proc.stdout), proc.stdout[-3000:]
+    assert re.search(r"/model/_fc/Gemm: INT8 in UINT8 scale [0-9.e-]+ zero point \d+, out FP32, weights INT8 per "
+                     r"channel \(1000 scales", proc.stdout), proc.stdout[-3000:]
     assert re.search(r"/model/_conv_stem/Conv: INT8 in UINT8 scale [0-9.e-]+ zero point \d+, out UINT8 scale "
                      r"[0-9.e-]+ zero point 0, weights INT8 per channel \(32 scales", proc.stdout), proc.stdout[:3000]
-    assert re.search(r"quantization: 49 of 49 quantized convolutions and 9 of 9 quantized adds run INT8", proc.stdout)
+    assert re.search(r"quantization: 49 of 49 quantized convolutions and 9 of 9 quantized adds run INT8, and 2 of 2 "
+                     r"quantized pooling and Gemm layers", proc.stdout), proc.stdout[-3000:]
     # Two crops of the cat photo: INT8 logits close to FP32's.
     sys.path.insert(0, str(REPO_ROOT / "bench"))
     import int8_accuracy
@@ -126,7 +135,8 @@ def test_missing_malformed_and_foreign_tables_fail_naming_file_and_entry(entropy
     assert proc.returncode == 1
     assert "tensors['/other/tensor']: the model has no tensor of that name" in proc.stderr, proc.stderr
     proc = calibrate(f"--model={model}", f"--inputs={tmp_path / 'x.npy'}", "--keep_fp32=/model/nope", check=False)
-    assert "--keep_fp32: '/model/nope' is not a convolution or residual add of the model" in proc.stderr
+    assert ("--keep_fp32: '/model/nope' is not a convolution, residual add, classifier pool or Gemm of the model"
+            in proc.stderr), proc.stderr
 
 
 def test_server_serves_precision_int8_and_reports_broken_tables(tmp_path):
@@ -230,8 +240,10 @@ def test_resnet_relu_after_the_residual_runs_int8(tmp_path_factory, tmp_path):
     convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={tmp_path / 'fp32'}")
     proc = convoy("run", f"--model={model}", f"--input={tmp_path / 'x.npy'}", f"--output_dir={tmp_path / 'int8'}",
                   "--precision=int8", f"--calibration_table={tmp_path / 't.yaml'}")
-    assert "20 of 20 convolutions and 8 of 8 residual adds quantized" in proc.stderr, proc.stderr
-    assert "20 of 20 quantized convolutions and 8 of 8 quantized adds run INT8" in proc.stderr, proc.stderr
+    assert ("20 of 20 convolutions, 8 of 8 residual adds and 2 of 2 classifier pool / Gemm layers quantized"
+            in proc.stderr), proc.stderr
+    assert ("20 of 20 quantized convolutions and 8 of 8 quantized adds run INT8, and 2 of 2 quantized pooling and "
+            "Gemm layers" in proc.stderr), proc.stderr
     fp32, int8 = np.load(tmp_path / "fp32/0.npy"), np.load(tmp_path / "int8/0.npy")
     # Measured 0.035 of the largest logit (random weights, min-max on uniform inputs); asserted 0.1.
     assert np.abs(int8 - fp32).max() <= 0.1 * np.abs(fp32).max()
