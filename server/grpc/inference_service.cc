@@ -120,15 +120,8 @@ absl::Status WrapStreamResponse(const grpc::ByteBuffer& infer_response, grpc::By
 
 // A unary reactor that times its response's send: from Finish to the call's completion (OnDone, once gRPC has
 // written the response and the status), then calls `on_sent` with that time. Deletes itself when done.
-//
-// Its reactions are short and never block (OnDone records one histogram sample), so it tells gRPC they may run
-// inline, on the thread that completes the call, as gRPC's own DefaultReactor does: otherwise gRPC 1.51 hands each
-// OnDone to its executor thread, one more thread woken per request (docs/performance.md, "The edge's cost per
-// request").
 class SendTimedReactor final : public grpc::ServerUnaryReactor {
  public:
-  bool InternalInlineable() override { return true; }
-
   // `on_sent` (may be empty) runs on a gRPC thread after the call completed.
   void FinishTimed(const grpc::Status& status, std::function<void(absl::Duration)> on_sent) {
     on_sent_ = std::move(on_sent);
