@@ -124,9 +124,12 @@ class GrpcSender final : public Sender {
     std::string whole;
     for (const grpc::Slice& s : slices) whole.append(reinterpret_cast<const char*>(s.begin()), s.size());
     inference::ModelInferResponse parsed;
-    if (!parsed.ParseFromString(whole) || parsed.raw_output_contents_size() != 1 ||
-        static_cast<int64_t>(parsed.raw_output_contents(0).size()) != output_bytes_) {
-      return absl::InternalError(absl::StrCat("unexpected response: ", parsed.ShortDebugString().substr(0, 300)));
+    if (!parsed.ParseFromString(whole)) return absl::InternalError("the response is not a ModelInferResponse");
+    std::vector<size_t> sizes;
+    for (const std::string& raw : parsed.raw_output_contents()) sizes.push_back(raw.size());
+    if (sizes.size() != 1 || static_cast<int64_t>(sizes[0]) != output_bytes_) {
+      return absl::InternalError(absl::StrCat("unexpected response: expected one raw output of ", output_bytes_,
+                                              " bytes, got [", absl::StrJoin(sizes, ","), "]"));
     }
     checked_ = true;
     return absl::OkStatus();
@@ -205,9 +208,17 @@ class HttpSender final : public Sender {
     }
     const size_t total = header_end + 4 + length;
     while (buffer_.size() < total) CONVOY_RETURN_IF_ERROR(ReadMore());
-    if (length < static_cast<size_t>(output_bytes_)) {
-      return absl::InternalError(absl::StrCat("HTTP: a ", length, "-byte body for a ", output_bytes_,
-                                              "-byte output"));
+    // The body: the JSON header (Inference-Header-Content-Length bytes), then the one binary output.
+    const size_t json_at = head.find("\r\nInference-Header-Content-Length: ");
+    size_t json_length = 0;
+    if (json_at == std::string::npos ||
+        !absl::SimpleAtoi(head.substr(json_at + 35, head.find("\r\n", json_at + 2) - json_at - 35), &json_length) ||
+        json_length > length) {
+      return absl::InternalError("unexpected response: no binary output (no Inference-Header-Content-Length)");
+    }
+    if (static_cast<int64_t>(length - json_length) != output_bytes_) {
+      return absl::InternalError(absl::StrCat("unexpected response: expected one binary output of ", output_bytes_,
+                                              " bytes, got ", length - json_length));
     }
     buffer_.erase(0, total);
     return absl::OkStatus();
