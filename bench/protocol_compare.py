@@ -27,6 +27,12 @@ builds (or, with --server_flag / --baseline_flag, two settings of one build) com
 --fifo=N runs the servers, perf_analyzer and the plan alone as SCHED_FIFO tasks (chrt), so other work on the machine
 (compilers) waits while they run: the nearest to an idle machine a shared one gives.
 
+--raw_client also runs bench/raw_infer_client (bazel build //bench:raw_infer_client) after each perf_analyzer run,
+on the same server, model and protocol: one request sent again and again at concurrency 1 over the protocol,
+serialized once (`raw`) and built and serialized anew for each call (`raw, serialized each`), each round trip timed,
+with the client's and the server's CPU time and context switches per request. It measures the server and the
+transport with as little client work as a client can do: what perf_analyzer's p50 has beyond it is the client's.
+
 The model's config.yaml is used as shipped (dynamic batching on); --no_batching serves it without
 `dynamic_batching`. All traffic goes to 127.0.0.1; every perf_analyzer run is bounded (--max-trials).
 """
@@ -100,6 +106,26 @@ def edge_counters(metrics_port, model):
     return sums, counts
 
 
+def server_usage(pid):
+    """The server process's CPU seconds and context switches (voluntary and involuntary) so far, summed over its
+    threads, and the switches per thread name ({comm: count}; gRPC names its threads, e.g. nexting_thread, the
+    callback API's completion-queue threads). A thread that ended between two readings drops out of both sums."""
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu, by_name = 0.0, {}
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+            status = (task / "status").read_text()
+            name = (task / "comm").read_text().strip()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # from the state on: utime and stime are the 12th and 13th
+        cpu += (int(fields[11]) + int(fields[12])) / tick
+        switches = sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
+        by_name[name] = by_name.get(name, 0) + switches
+    return cpu, by_name
+
+
 def write_inputs(models, tmp):
     """One request's input per model, uniform in [0, 1) like normalized pixels: {model: (data folder, .npy)}. The
     plan alone and perf_analyzer (--input-data=folder: a raw file named after the input) use the same values; its
@@ -118,7 +144,29 @@ def write_inputs(models, tmp):
     return inputs
 
 
-def perf_analyzer(args, model, protocol, ports, concurrency, out_csv):
+def raw_client(args, model, protocol, ports, server_pid, serialize_each):
+    """bench/raw_infer_client at concurrency 1 (see above): its p50, the client's CPU µs and switches per request,
+    and the server's CPU µs and context switches per request over the same requests (warm-up included)."""
+    shape = (1, *PROBES.get(model, (3, 224, 224)))
+    cmd = pinned([args.raw_client_binary, f"--protocol={protocol}", f"--address=127.0.0.1:{ports[protocol]}",
+                  f"--model={model}", f"--input={args.inputs[model][0] / 'images'}",
+                  f"--shape={','.join(map(str, shape))}", f"--requests={args.raw_requests}",
+                  f"--warmup={args.raw_requests // 10}", f"--serialize_each_request={str(serialize_each).lower()}"],
+                 args.client_core, args.fifo)
+    before = server_usage(server_pid)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    after = server_usage(server_pid)
+    if out.returncode != 0:
+        raise RuntimeError(f"raw_infer_client failed ({out.returncode}): {out.stderr[-2000:]}")
+    words = out.stdout.split()
+    result = {k: float(v) for k, v in zip(words[::2], words[1::2]) if re.fullmatch(r"[0-9.]+", v)}
+    requests = args.raw_requests + args.raw_requests // 10
+    result["server_cpu_us"] = (after[0] - before[0]) / requests * 1e6
+    result["server_switches"] = sum(n - before[1].get(name, 0) for name, n in after[1].items()) / requests
+    return result
+
+
+def perf_analyzer(args, model, protocol, ports, concurrency, out_csv, server_pid):
     venv = pathlib.Path(args.perf_analyzer).absolute().parent.parent
     site = next((venv / "lib").glob("python3*/site-packages"))
     env = dict(os.environ, LD_LIBRARY_PATH=f"{site / 'nvidia' / 'cuda_runtime' / 'lib'}:"
@@ -129,7 +177,9 @@ def perf_analyzer(args, model, protocol, ports, concurrency, out_csv):
                   str(args.stability), "--input-data", str(args.inputs[model][0]), "-f", str(out_csv)],
                  args.client_core, args.fifo)
     before = edge_counters(ports["metrics"], model)
+    usage_before = server_usage(server_pid)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    usage_after = server_usage(server_pid)
     after = edge_counters(ports["metrics"], model)
     if not out_csv.exists():
         raise RuntimeError(f"perf_analyzer -i {protocol} failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
@@ -143,6 +193,12 @@ def perf_analyzer(args, model, protocol, ports, concurrency, out_csv):
     requests = after[1].get(protocol, 0) - before[1].get(protocol, 0)
     result["server_phases"] = {phase: (after[0][(p, phase)] - before[0].get((p, phase), 0)) / requests / 1000
                                for (p, phase) in after[0] if p == protocol and requests > 0}
+    # The server's CPU time and context switches per request over the whole perf_analyzer run (its warm-up and
+    # trials, as the request count): where the server's threads share a core, every switch is time on that core.
+    if requests > 0:
+        result["server_cpu_us"] = (usage_after[0] - usage_before[0]) / requests * 1e6
+        result["server_switches"] = {name: (n - usage_before[1].get(name, 0)) / requests
+                                     for name, n in usage_after[1].items()}
     return result
 
 
@@ -247,6 +303,7 @@ def print_tables(args, runs, servers, models, protocols, concurrencies, plan_ms)
                     p50 = median_of(rows, "p50_ms")
                     print(f"| {server} | {model} | {c} | {proto} | {cells} | {p50:.3f} | "
                           f"{median_of(rows, 'edge_ms'):.3f} | **{p50 - plan_ms[model]:.3f}** |")
+    print_server_usage(args, runs, servers, models, protocols, concurrencies)
     phases = sorted({ph for rows in runs.values() for row in rows for ph in row["server_phases"]})
     if not phases:
         return
@@ -264,6 +321,31 @@ def print_tables(args, runs, servers, models, protocols, concurrencies, plan_ms)
                         values = [row["server_phases"][ph] for row in rows if ph in row["server_phases"]]
                         cells.append(f"{statistics.median(values):.3f}" if values else "")
                     print(f"| {server} | {model} | {c} | {proto} | {' | '.join(cells)} |")
+
+
+def print_server_usage(args, runs, servers, models, protocols, concurrencies):
+    """The server's CPU time and context switches per request (medians of the rounds), the switches split by thread
+    name (the names with at least 0.1 switch per request)."""
+    rows_with = [row for rows in runs.values() for row in rows if "server_cpu_us" in row]
+    if not rows_with:
+        return
+    names = sorted({n for row in rows_with for n, v in row["server_switches"].items() if v >= 0.1})
+    print("\nThe server's CPU time and context switches per request (/proc/PID/task, summed over the perf_analyzer "
+          "run, medians of the rounds)\n")
+    print(f"| server | model | concurrency | protocol | CPU us | switches | {' | '.join(names)} |")
+    print(f"| --- | --- | --- | --- | ---: | ---: | {' | '.join('---:' for _ in names)} |")
+    for server in servers:
+        for model in models:
+            for c in concurrencies:
+                for proto in protocols:
+                    rows = [row for row in runs[(server, model, proto, c)] if "server_cpu_us" in row]
+                    if not rows:
+                        continue
+                    total = statistics.median(sum(row["server_switches"].values()) for row in rows)
+                    cells = [f"{statistics.median(row['server_switches'].get(n, 0) for row in rows):.1f}"
+                             for n in names]
+                    print(f"| {server} | {model} | {c} | {proto} | {median_of(rows, 'server_cpu_us'):.0f} | "
+                          f"{total:.1f} | {' | '.join(cells)} |")
 
 
 def main():
@@ -290,6 +372,9 @@ def main():
     p.add_argument("--no_batching", action="store_true", help="serve the model without dynamic_batching")
     p.add_argument("--probes", action="store_true", help="also measure wire_588k and wire_tiny (see above)")
     p.add_argument("--models", default="", help="measure these models only (of resnet_classifier and the probes)")
+    p.add_argument("--raw_client", action="store_true", help="also measure bench/raw_infer_client (see above)")
+    p.add_argument("--raw_client_binary", default=str(opt_bin / "bench/raw_infer_client"))
+    p.add_argument("--raw_requests", type=int, default=2000, help="timed requests of each raw client run")
     args = p.parse_args()
     args.server = os.path.abspath(args.server)
     args.server_core, args.client_core = (args.taskset.split(":") if args.taskset else (None, None))
@@ -302,6 +387,7 @@ def main():
         binaries["baseline"] = (os.path.abspath(args.baseline_server), args.baseline_flag)
     servers = list(binaries)
     runs = {(s, m, proto, c): [] for s in servers for m in models for proto in protocols for c in concurrencies}
+    raws = {(s, m, proto, each): [] for s in servers for m in models for proto in protocols for each in (False, True)}
     print(f"load average at the start: {load_average()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         repo = pathlib.Path(tmp) / "repo"
@@ -324,16 +410,47 @@ def main():
                         for s in (servers if r % 2 == 0 else servers[::-1]):
                             for proto in (protocols if r % 2 == 0 else protocols[::-1]):
                                 row = perf_analyzer(args, model, proto, started[s][1], c,
-                                                    pathlib.Path(tmp) / f"{s}_{model}_{proto}_{c}_{r}.csv")
+                                                    pathlib.Path(tmp) / f"{s}_{model}_{proto}_{c}_{r}.csv",
+                                                    started[s][0].pid)
                                 runs[(s, model, proto, c)].append(row)
                                 print(f"round {r + 1} {s} {model} concurrency {c} {proto}: "
                                       f"{row['throughput']:.1f} infer/s, p50 {row['p50_ms']:.3f} ms, p99 "
                                       f"{row['p99_ms']:.2f} ms (load {load_average()})", flush=True)
+                                if args.raw_client and c == 1:
+                                    for each in (False, True):
+                                        raw = raw_client(args, model, proto, started[s][1], started[s][0].pid, each)
+                                        raws[(s, model, proto, each)].append(raw)
+                                        print(f"round {r + 1} {s} {model} {proto} raw client"
+                                              f"{', serialized each' if each else ''}: p50 {raw['p50_us']:.1f} us, "
+                                              f"client CPU {raw['client_cpu_us']:.1f} us, server CPU "
+                                              f"{raw['server_cpu_us']:.1f} us, server switches "
+                                              f"{raw['server_switches']:.1f} (load {load_average()})", flush=True)
         finally:
             for proc, _ in started.values():
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=60)
     print_tables(args, runs, servers, models, protocols, concurrencies, plan_ms)
+    if args.raw_client and 1 in concurrencies:
+        print_raw_client(runs, raws, servers, models, protocols, plan_ms)
+
+
+def print_raw_client(runs, raws, servers, models, protocols, plan_ms):
+    """perf_analyzer's p50 beside the raw client's, each minus the plan alone, at concurrency 1 (medians)."""
+    print("\nConcurrency 1, perf_analyzer against bench/raw_infer_client on the same server (ms; medians of the rounds; "
+          "CPU in us and context switches per request)\n")
+    print("| server | model | protocol | perf_analyzer p50 | over plan | raw p50 | over plan | raw, serialized each "
+          "p50 | over plan | raw client CPU | raw server CPU | raw server switches |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for server in servers:
+        for model in models:
+            for proto in protocols:
+                pa = median_of(runs[(server, model, proto, 1)], "p50_ms")
+                raw, each = raws[(server, model, proto, False)], raws[(server, model, proto, True)]
+                raw_p50, each_p50 = median_of(raw, "p50_us") / 1000, median_of(each, "p50_us") / 1000
+                print(f"| {server} | {model} | {proto} | {pa:.3f} | {pa - plan_ms[model]:.3f} | {raw_p50:.3f} | "
+                      f"**{raw_p50 - plan_ms[model]:.3f}** | {each_p50:.3f} | **{each_p50 - plan_ms[model]:.3f}** | "
+                      f"{median_of(raw, 'client_cpu_us'):.0f} | {median_of(raw, 'server_cpu_us'):.0f} | "
+                      f"{median_of(raw, 'server_switches'):.1f} |")
 
 
 if __name__ == "__main__":

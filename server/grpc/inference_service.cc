@@ -93,6 +93,31 @@ void FillStatistics(const ServedModel& model, inference::ModelStatistics* out) {
   }
 }
 
+// `infer_response` (a ModelInferResponse's wire bytes) as a ModelStreamInferResponse's: a slice with the
+// infer_response field's tag and length, then the same slices (shared, not copied).
+absl::Status WrapStreamResponse(const grpc::ByteBuffer& infer_response, grpc::ByteBuffer* out) {
+  std::vector<grpc::Slice> slices;
+  if (infer_response.Valid()) {
+    grpc::Status dumped = infer_response.Dump(&slices);
+    if (!dumped.ok()) {
+      return absl::InternalError(absl::StrCat("cannot read the response's bytes: ", dumped.error_message()));
+    }
+  }
+  std::string prefix(1, static_cast<char>(
+                            (inference::ModelStreamInferResponse::kInferResponseFieldNumber << 3) | 2));  // LEN
+  for (uint64_t length = infer_response.Length(); ; length >>= 7) {
+    if (length < 0x80) {
+      prefix.push_back(static_cast<char>(length));
+      break;
+    }
+    prefix.push_back(static_cast<char>((length & 0x7f) | 0x80));
+  }
+  slices.insert(slices.begin(), grpc::Slice(prefix));
+  grpc::ByteBuffer wrapped(slices.data(), slices.size());
+  out->Swap(&wrapped);
+  return absl::OkStatus();
+}
+
 // A unary reactor that times its response's send: from Finish to the call's completion (OnDone, once gRPC has
 // written the response and the status), then calls `on_sent` with that time. Deletes itself when done.
 class SendTimedReactor final : public grpc::ServerUnaryReactor {
@@ -117,6 +142,11 @@ class SendTimedReactor final : public grpc::ServerUnaryReactor {
 // (errors, a malformed message included, in error_message with the request's id). The call finishes once the
 // client half-closed and every response was written; a client that goes away cancels the queued requests (their
 // cancellation check sees the call cancelled) and the responses it can no longer read are dropped.
+//
+// The bytes travel as in ModelInfer: each request is read from gRPC's slices by the wire reader
+// (infer_request_wire.h), its raw_input_contents copied once, into the batch's input buffer; each response's
+// ModelInferResponse is written straight from the output buffers (WriteResponseBytes) and sent behind a small
+// slice holding the ModelStreamInferResponse field's tag and length, so it is not copied again.
 class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   StreamInferReactor(InferenceService* service, grpc::CallbackServerContext* context)
@@ -139,20 +169,23 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
     }
     ++received_;
     const absl::Time received = absl::Now();
-    auto response = std::make_shared<inference::ModelStreamInferResponse>();
-    request_.Clear();
-    absl::Status parsed = ParseMessage(read_buffer_, &request_);
+    auto answer = std::make_shared<Answer>();
+    // The request is decoded (its tensors copied into the batch's input buffers) before StartInfer returns, so one
+    // WireInferRequest serves every read; it holds references to this read's slices until the next one.
+    absl::Status parsed = ParseWireInferRequest(read_buffer_, &request_);
     read_buffer_.Clear();
     if (!parsed.ok()) {
-      Complete(response, "", "",
+      Complete(answer, "", "",
                absl::InvalidArgumentError(absl::StrCat("request ", received_, " on this stream: ", parsed.message())));
     } else {
       grpc::CallbackServerContext* context = context_;
-      service_->StartInfer(request_, received, DeadlineOf(*context), [context] { return context->IsCancelled(); },
-                           response->mutable_infer_response(),
-                           [this, response, id = request_.id(), model = request_.model_name()](absl::Status status) {
-                             Complete(response, id, model, status);
-                           });
+      const inference::ModelInferRequest& request = request_.message;
+      service_->StartInfer(request, received, DeadlineOf(*context), [context] { return context->IsCancelled(); },
+                           &answer->response,
+                           [this, answer, id = request.id(), model = request.model_name()](absl::Status status) {
+                             Complete(answer, id, model, status);
+                           },
+                           &request_.raw_input_contents, &answer->response_bytes);
     }
     StartRead(&read_buffer_);
   }
@@ -179,22 +212,28 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
   void OnDone() override { delete this; }
 
  private:
+  // One request's outcome: on success its ModelInferResponse's wire bytes (and, in `response`, only the model's
+  // name and version).
+  struct Answer {
+    inference::ModelInferResponse response;
+    grpc::ByteBuffer response_bytes;
+  };
+
   // Turns the outcome of one request into its response on the stream and queues it for writing.
-  void Complete(const std::shared_ptr<inference::ModelStreamInferResponse>& response, const std::string& id,
-                const std::string& model, absl::Status status) {
-    if (!status.ok()) {
-      response->clear_infer_response();
-      response->set_error_message(std::string(status.message()));
-      response->mutable_infer_response()->set_id(id);
-      response->mutable_infer_response()->set_model_name(model);
-    }
+  void Complete(const std::shared_ptr<Answer>& answer, const std::string& id, const std::string& model,
+                absl::Status status) {
     auto bytes = std::make_shared<grpc::ByteBuffer>();
-    absl::Status serialized = SerializeMessage(*response, bytes.get());
-    if (!serialized.ok()) {
+    if (status.ok()) status = WrapStreamResponse(answer->response_bytes, bytes.get());
+    if (!status.ok()) {
       inference::ModelStreamInferResponse error;
-      error.set_error_message(std::string(serialized.message()));
+      error.set_error_message(std::string(status.message()));
       error.mutable_infer_response()->set_id(id);
-      SerializeMessage(error, bytes.get()).IgnoreError();
+      error.mutable_infer_response()->set_model_name(model);
+      absl::Status serialized = SerializeMessage(error, bytes.get());
+      if (!serialized.ok()) {
+        error.set_error_message(std::string(serialized.message()));
+        SerializeMessage(error, bytes.get()).IgnoreError();
+      }
     }
     QueueWrite(std::move(bytes));
   }
@@ -222,7 +261,7 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
   InferenceService* const service_;
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer read_buffer_;
-  inference::ModelInferRequest request_;  // reused by each read; decoding copies what it needs
+  WireInferRequest request_;  // reused by each read; decoding copies what it needs
   int64_t received_ = 0;                  // messages read (only the reaction to a read touches it)
   convoy::Mutex mu_;
   int pending_ ABSL_GUARDED_BY(mu_) = 0;  // requests read, responses not yet queued

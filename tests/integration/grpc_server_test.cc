@@ -2,10 +2,14 @@
 // channel: every RPC, input errors with exact codes and messages, streaming, health Check/Watch, explicit
 // load/unload, poll-mode reload under traffic, deadlines in the queue, overload, and graceful shutdown under load.
 #include <atomic>
+#include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <random>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
@@ -290,6 +294,54 @@ TEST(GrpcServerTest, StreamAnswersEveryRequestAndReportsErrorsInline) {
   EXPECT_TRUE(stream->Finish().ok());
   EXPECT_THAT(ok_ids, ::testing::UnorderedElementsAre("s0", "s1", "s3"));
   EXPECT_THAT(errors, ::testing::ElementsAre(HasSubstr("unknown model 'nope'")));
+}
+
+// The stream's requests go through the wire reader and its responses are written from the output buffers behind
+// a tag-and-length slice: on fresh random images (the ResNet's 588 KiB request spans many of gRPC's slices), each
+// stream answer is the unary answer for the same request, field for field and byte for byte (neither model batches,
+// so each request runs alone at its own batch size both ways).
+TEST(GrpcServerTest, StreamAnswersEqualUnaryAnswers) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn", 8, ""));  // no batching: each request runs alone both ways
+  repo.AddResnet("resnet", ResnetConfig("resnet", ""));
+  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<inference::ModelInferRequest> requests;
+  for (const auto& [model, side, batch] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
+           {"cnn", 32, 1}, {"resnet", 224, 1}, {"cnn", 32, 3}}) {
+    inference::ModelInferRequest request = ImageRequest(model, batch, side);
+    std::string& raw = *request.mutable_raw_input_contents(0);
+    for (size_t i = 0; i < raw.size(); i += sizeof(float)) {
+      const float value = uniform(rng);
+      std::memcpy(&raw[i], &value, sizeof(float));
+    }
+    request.set_id("q" + std::to_string(requests.size()));
+    requests.push_back(std::move(request));
+  }
+  std::map<std::string, inference::ModelInferResponse> unary;
+  for (const auto& request : requests) {
+    ASSERT_TRUE(h.Infer(request, &unary[request.id()]).ok()) << request.id();
+  }
+  grpc::ClientContext context;
+  auto stream = h.stub->ModelStreamInfer(&context);
+  for (const auto& request : requests) ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  std::map<std::string, inference::ModelInferResponse> streamed;
+  inference::ModelStreamInferResponse response;
+  while (stream->Read(&response)) {
+    EXPECT_EQ(response.error_message(), "");
+    streamed[response.infer_response().id()] = response.infer_response();
+  }
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(streamed.size(), requests.size());
+  for (const auto& [id, want] : unary) {
+    ASSERT_EQ(streamed.count(id), 1u) << id;
+    const inference::ModelInferResponse& got = streamed[id];
+    EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString()) << id;
+    ASSERT_EQ(got.raw_output_contents_size(), 1) << id;
+    EXPECT_GT(got.raw_output_contents(0).size(), 0u) << id;
+  }
 }
 
 TEST(GrpcServerTest, HealthCheckAndWatchFollowTheModels) {

@@ -388,7 +388,8 @@ def test_stream_with_errors_in_the_middle(channel, references):
     malformed = [r for r in responses if not r.infer_response.id]
     assert len(malformed) == 1
     assert malformed[0].error_message == ("request 7 on this stream: malformed request: the 6 bytes received are not "
-                                          "a valid inference.ModelInferRequest")
+                                          "a valid inference.ModelInferRequest: field 1 (model_name) at byte 0 "
+                                          "declares 4294967295 bytes, 0 remain")
 
 
 def resnet_batch(batch=8):

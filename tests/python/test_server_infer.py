@@ -10,6 +10,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import tritonclient.grpc as grpcclient
+from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException
 
 from conftest import TINY_LABELS, UINT8_MEAN, UINT8_STD, relative_error, simple_cnn_as_onnx, tiny_model_path
@@ -233,6 +234,97 @@ def test_streaming_responses_per_request_id(shared_server, refs):
     for rid, x in inputs.items():
         want = reference(refs, "simple_cnn", {"images": x})["probabilities"]
         assert relative_error(got[rid], want) <= FP32_TOL, rid
+
+
+def varint(value, width=0):
+    """`value` as a protobuf base-128 varint, padded with continuation bytes to `width` bytes (protobuf reads an
+    overlong varint as the same number)."""
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+        if value == 0 and len(out) >= width:
+            break
+    out[-1] &= 0x7F
+    return bytes(out)
+
+
+def raw_field(payload, length_width=0, tag_width=0):
+    """raw_input_contents (field 7, length-delimited) holding `payload`, its length `length_width` bytes long and its
+    tag `tag_width` bytes long."""
+    return varint(7 << 3 | 2, tag_width) + varint(len(payload), length_width) + payload
+
+
+def stream_request(rid, model, x):
+    """A ModelInferRequest for `x` without its raw_input_contents, and the tensor's bytes."""
+    req = service_pb2.ModelInferRequest(model_name=model, id=rid)
+    tensor = req.inputs.add(name="images", datatype="FP32")
+    tensor.shape.extend(x.shape)
+    return req, x.tobytes()
+
+
+def test_stream_requests_read_from_the_wire(shared_server, refs):
+    """ModelStreamInfer reads each request from gRPC's bytes itself (the raw_input_contents copied once): requests
+    in the canonical encoding, with the fields in reverse order and an unknown field, with the tensor's length as an
+    overlong varint of 5 bytes (still read in place), with its tag as an overlong varint (left to protobuf), and the
+    ResNet's 588 KiB input across many of gRPC's slices, each answer equal to onnxruntime's; a tensor whose declared
+    length runs past the message, a 6-byte length (protobuf reads at most 5) and a message with two
+    raw_input_contents for one input get precise errors inline, and the stream goes on."""
+    good = {}  # id -> (model, input, message bytes)
+    for i, layout in enumerate(["canonical", "reversed", "length_5_bytes", "tag_2_bytes"]):
+        rid = f"w{i}"
+        x = images(int(RNG.integers(1, 4)))
+        req, raw = stream_request(rid, "simple_cnn", x)
+        if layout == "canonical":
+            message = req.SerializeToString() + raw_field(raw)
+        elif layout == "reversed":  # raw_input_contents first, each field alone, then an unknown varint field 99
+            message = (raw_field(raw) + service_pb2.ModelInferRequest(inputs=req.inputs).SerializeToString() +
+                       service_pb2.ModelInferRequest(id=rid).SerializeToString() +
+                       service_pb2.ModelInferRequest(model_name="simple_cnn").SerializeToString() +
+                       varint(99 << 3) + varint(12345))
+        elif layout == "length_5_bytes":
+            message = req.SerializeToString() + raw_field(raw, length_width=5)
+        else:
+            message = req.SerializeToString() + raw_field(raw, tag_width=2)
+        good[rid] = ("simple_cnn", x, message)
+    x = RNG.uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32)
+    req, raw = stream_request("big", "resnet_classifier", x)
+    good["big"] = ("resnet_classifier", x, req.SerializeToString() + raw_field(raw))
+
+    req, raw = stream_request("short", "simple_cnn", images(1))
+    head = req.SerializeToString()
+    truncated = head + raw_field(raw)[:-10]  # declares 12288 bytes, 10 fewer follow
+    req2, raw2 = stream_request("two", "simple_cnn", images(1))
+    doubled = req2.SerializeToString() + raw_field(raw2) + raw_field(raw2)
+    req3, raw3 = stream_request("long", "simple_cnn", images(1))
+    head3 = req3.SerializeToString()
+    long_length = head3 + raw_field(raw3, length_width=6)
+
+    messages = [good["w0"][2], truncated, good["w1"][2], good["w2"][2], doubled, good["big"][2], long_length,
+                good["w3"][2]]
+    with shared_server.channel() as channel:
+        call = channel.stream_stream("/inference.GRPCInferenceService/ModelStreamInfer",
+                                     response_deserializer=service_pb2.ModelStreamInferResponse.FromString)
+        responses = list(call(iter(messages), timeout=120))
+    assert len(responses) == len(messages)
+    errors = [r.error_message for r in responses if r.error_message]
+    assert sorted(errors) == sorted([
+        f"request 2 on this stream: malformed request: the {len(truncated)} bytes received are not a valid "
+        f"inference.ModelInferRequest: field 7 (raw_input_contents) at byte {len(head)} declares 12288 bytes, "
+        f"12278 remain",
+        f"request 7 on this stream: malformed request: the {len(long_length)} bytes received are not a valid "
+        f"inference.ModelInferRequest: field 7 (raw_input_contents) at byte {len(head3)}: a truncated or invalid "
+        f"length",
+        "expected one raw_input_contents entry per input: the request has 1 inputs and 2 raw_input_contents"])
+    answers = {r.infer_response.id: r.infer_response for r in responses if not r.error_message}
+    assert set(answers) == set(good)
+    for rid, (model, x, _) in good.items():
+        response = answers[rid]
+        assert response.model_name == model and response.model_version == "1"
+        assert [o.name for o in response.outputs] == [o.name for o in refs[model].get_outputs()]
+        want = refs[model].run(None, {"images": x})[0]
+        got = np.frombuffer(response.raw_output_contents[0], np.float32).reshape(want.shape)
+        assert relative_error(got, want) <= FP32_TOL, rid
 
 
 def test_concurrent_clients_are_batched_and_correct(shared_server, refs):
