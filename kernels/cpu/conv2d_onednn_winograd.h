@@ -1,7 +1,8 @@
 // CPU conv2d on oneDNN 2.6's Winograd convolution (`convolution_winograd`, its F(2x2,3x3) / F(4x4,3x3) AVX-512
 // kernels) for NHWC plans: 3x3, stride 1, dilation 1, one group, FP32, channel counts that are multiples of 16.
 //
-// oneDNN has Winograd kernels only for the nChw16c activation layout and only on AVX-512 CPUs (avx512_core); asked for
+// oneDNN has Winograd kernels only for the nChw16c activation layout and only on AVX-512 CPUs (avx512_core: F(2x2,3x3)
+// `jit_fp32_wino_2x3` at batch 1-2, F(4x4,3x3) `jit_wino_4x3` from batch 3 on, by its own choice); asked for
 // NHWC activations it offers none. So "cpu.conv2d.onednn_winograd_nhwc" takes an NHWC problem and, in one run on the
 // backend's threads, reorders the input into nChw16c in its workspace, (with a residual: reorders the residual into
 // the nChw16c output, which oneDNN's sum post-op adds onto), runs the Winograd primitive with the rest of the epilogue
@@ -45,8 +46,10 @@ class Conv2dOnednnWinogradNhwc final : public Conv2dAlgorithm {
   absl::Status Run(const Conv2dProblem& problem, const Conv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
   std::string LaunchSummary(const Conv2dProblem& problem) const override;
-  // 45 (above brgconv's 40) where the output has at least 14x14 pixels, where it measured faster; 35 on smaller
-  // planes, where it measured a tie. The autotuner's timing decides per layer either way.
+  // 45 (above brgconv's 40) where oneDNN runs its F(2x2,3x3) kernel (what it picks at batch 1 and 2) and the output
+  // has at least 14x14 pixels, where that measured faster; 35 elsewhere: on 7x7 planes it measured a tie, and the
+  // F(4x4,3x3) kernel oneDNN picks for larger batches packs the filter 4x larger (6x6 tiles) and asks for a
+  // scratchpad of up to 48 MB (ResNet's 512-channel layers at batch 8). The autotuner's timing decides either way.
   int HeuristicScore(const Conv2dProblem& problem) const override;
 
   // The oneDNN implementation chosen for the problem ("jit_fp32_wino_2x3:avx512_core", ...).
