@@ -16,7 +16,8 @@ totals (the sum of node times, which leaves out the engines' per-run overheads).
 
 `--baseline_convoy=PATH` profiles a second Convoy binary (e.g. main's build) in the same run, as a column of its own;
 `--rounds=N` repeats the engines' profiles N times one after the other (baseline, Convoy, onnxruntime; the load
-average printed per round) and keeps each node's median over the rounds, so a busy machine slows every engine alike;
+average printed per round) and keeps each node's median (`--statistic=min`: fastest) over the rounds, so a busy
+machine slows every engine alike;
 `--per_node` adds a table with one row per node: each engine's time and what it ran there (Convoy's op and
 algorithm, with the oneDNN implementation; onnxruntime's node kind).
 
@@ -104,12 +105,14 @@ def group_of(name, regex):
     return block, "se" if SE_PATTERN.search(name) else "conv"
 
 
-def median_over_rounds(rounds):
-    """{node: median over the rounds} of a list of {node: ms} (a node missing from a round is left out there)."""
+def over_rounds(rounds, statistic):
+    """{node: median (or min) over the rounds} of a list of {node: ms} (a node missing from a round is left out
+    there)."""
     names = []
     for r in rounds:
         names += [n for n in r if n not in names]
-    return {n: statistics.median([r[n] for r in rounds if n in r]) for n in names}
+    reduce = min if statistic == "min" else statistics.median
+    return {n: reduce([r[n] for r in rounds if n in r]) for n in names}
 
 
 def main():
@@ -121,6 +124,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=1, help="profiles per engine, alternating; per node the median")
+    ap.add_argument("--statistic", choices=["median", "min"], default="median",
+                    help="per node over the rounds; min where other load slows some rounds")
     ap.add_argument("--per_node", action="store_true", help="also one row per node with what each engine ran")
     ap.add_argument("--layout", default="", help="Convoy's --layout (default: its CPU default)")
     ap.add_argument("--convoy_args", default="", help="extra arguments for convoy inspect, space separated")
@@ -145,7 +150,7 @@ def main():
         print(f"round {round_index} load average {load:.2f} -> {os.getloadavg()[0]:.2f}: " +
               ", ".join(f"{label} {sum(r[-1].values()):.3f} ms" for label, r in rounds.items()))
     engines = [label for label, _ in binaries] + ["ort"]
-    times = {label: median_over_rounds(rounds[label]) for label in engines}
+    times = {label: over_rounds(rounds[label], args.statistic) for label in engines}
     convoy, ortt, ort_wall = times["convoy"], times["ort"], statistics.median(ort_walls)
 
     groups = collections.OrderedDict()
