@@ -18,7 +18,8 @@ totals (the sum of node times, which leaves out the engines' per-run overheads).
 `--rounds=N` repeats the engines' profiles N times one after the other (baseline, Convoy, onnxruntime; the load
 average printed per round) and keeps each node's median (`--statistic=min`: fastest) over the rounds, so a busy
 machine slows every engine alike;
-`--per_node` adds a table with one row per node: each engine's time and what it ran there (Convoy's op and
+`--openvino` adds OpenVINO f32's own per-node profile (`PERF_COUNT`, `get_profiling_info()`; its fused nodes keep
+one of their ONNX names, as onnxruntime's do); `--per_node` adds a table with one row per node: each engine's time and what it ran there (Convoy's op and
 algorithm, with the oneDNN implementation; onnxruntime's node kind).
 
   .venv/bin/python bench/layer_profile_compare.py --model=/tmp/meas/effb0.onnx --convoy=bazel-bin/server/tools/convoy
@@ -77,6 +78,37 @@ def ort_node_times(model, batch, threads, runs):
     return ({n: statistics.median(v[-runs:]) for n, v in per_node.items()}, op_of, statistics.median(wall))
 
 
+def openvino_node_times(model, batch, threads, runs):
+    """OpenVINO's CPU plugin (FP32: INFERENCE_PRECISION_HINT=f32, its default is BF16 on AVX512-BF16 CPUs; `threads`
+    inference threads, one stream, the latency hint) with `enable_profiling`: per node its median real time over
+    `runs` runs after a warm-up, and the kernel it ran (exec_type, e.g. "brgconv_avx512_f32"). Nodes OpenVINO fused
+    away or did not run report status NOT_RUN and are left out."""
+    import openvino as ov
+    core = ov.Core()
+    net = core.read_model(model)
+    shape = [batch] + [d.get_length() for d in list(net.inputs[0].get_partial_shape())[1:]]
+    net.reshape(shape)
+    compiled = core.compile_model(net, "CPU", {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
+                                               "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32",
+                                               "PERF_COUNT": True})
+    request = compiled.create_infer_request()
+    x = np.random.default_rng(1).uniform(-1, 1, shape).astype(np.float32)
+    for _ in range(5):
+        request.infer({0: x})
+    per_node = collections.defaultdict(list)
+    kind = {}
+    for _ in range(runs):
+        request.infer({0: x})
+        for info in request.get_profiling_info():
+            if str(info.status).endswith("NOT_RUN"):
+                continue
+            # A convolution whose bias OpenVINO folded in is named "<ONNX node>/WithoutBiases".
+            name = info.node_name.removesuffix("/WithoutBiases")
+            per_node[name].append(info.real_time.total_seconds() * 1e3)
+            kind[name] = f"{info.node_type} {info.exec_type}"
+    return {n: statistics.median(v) for n, v in per_node.items()}, kind
+
+
 def convoy_step_times(convoy, model, batch, threads, runs, layout, extra):
     cmd = [convoy, "inspect", f"--model={model}", f"--threads={threads}", "--tune", f"--profile_batch={batch}",
            f"--profile_runs={runs}"] + ([f"--layout={layout}"] if layout else []) + extra
@@ -126,6 +158,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=1, help="profiles per engine, alternating; per node the median")
     ap.add_argument("--statistic", choices=["median", "min"], default="median",
                     help="per node over the rounds; min where other load slows some rounds")
+    ap.add_argument("--openvino", action="store_true", help="also OpenVINO f32's own per-node profile")
     ap.add_argument("--per_node", action="store_true", help="also one row per node with what each engine ran")
     ap.add_argument("--layout", default="", help="Convoy's --layout (default: its CPU default)")
     ap.add_argument("--convoy_args", default="", help="extra arguments for convoy inspect, space separated")
@@ -147,9 +180,12 @@ def main():
         node_times, ops["ort"], wall = ort_node_times(args.model, args.batch, args.threads, args.runs)
         rounds["ort"].append(node_times)
         ort_walls.append(wall)
+        if args.openvino:
+            ov_times, ops["ov"] = openvino_node_times(args.model, args.batch, args.threads, args.runs)
+            rounds["ov"].append(ov_times)
         print(f"round {round_index} load average {load:.2f} -> {os.getloadavg()[0]:.2f}: " +
               ", ".join(f"{label} {sum(r[-1].values()):.3f} ms" for label, r in rounds.items()))
-    engines = [label for label, _ in binaries] + ["ort"]
+    engines = [label for label, _ in binaries] + ["ort"] + (["ov"] if args.openvino else [])
     times = {label: over_rounds(rounds[label], args.statistic) for label in engines}
     convoy, ortt, ort_wall = times["convoy"], times["ort"], statistics.median(ort_walls)
 
@@ -161,14 +197,19 @@ def main():
             groups[key][engine] += ms
             groups[key][engine + "_n"] += 1
     base_header = f" {'base ms':>9}" if args.baseline_convoy else ""
+    ov_header = f" {'ov ms':>9} {'nodes':>5} {'/ov':>6}" if args.openvino else ""
     print(f"\n{'group':<44} {'role':<5}{base_header} {'convoy ms':>10} {'steps':>5} {'ort ms':>9} {'nodes':>5} "
-          f"{'ratio':>6}")
+          f"{'ratio':>6}{ov_header}")
     roles = collections.defaultdict(lambda: collections.defaultdict(float))
     for (block, role), g in sorted(groups.items(), key=lambda kv: kv[0]):
         ratio = g["convoy"] / g["ort"] if g["ort"] > 0 else float("inf")
         base = f" {g['base']:9.4f}" if args.baseline_convoy else ""
+        ov = ""
+        if args.openvino:
+            ov_ratio = g["convoy"] / g["ov"] if g["ov"] > 0 else float("inf")
+            ov = f" {g['ov']:9.4f} {int(g['ov_n']):5d} {ov_ratio:6.2f}"
         print(f"{block:<44} {role:<5}{base} {g['convoy']:10.4f} {int(g['convoy_n']):5d} {g['ort']:9.4f} "
-              f"{int(g['ort_n']):5d} {ratio:6.2f}")
+              f"{int(g['ort_n']):5d} {ratio:6.2f}{ov}")
         for key, value in g.items():
             roles[role][key] += value
     print()
@@ -181,6 +222,8 @@ def main():
     print(f"sum of step times: convoy {sum(convoy.values()):.3f} ms ({len(convoy)} steps), onnxruntime "
           f"{sum(ortt.values()):.3f} ms ({len(ortt)} nodes); onnxruntime's median wall time per run "
           f"{ort_wall:.3f} ms (profiling on)")
+    if args.openvino:
+        print(f"sum of node times: OpenVINO f32 {sum(times['ov'].values()):.3f} ms ({len(times['ov'])} nodes)")
     kinds = collections.Counter(ops["ort"].values())
     print("onnxruntime node kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     if args.per_node:
