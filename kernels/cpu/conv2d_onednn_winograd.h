@@ -8,7 +8,9 @@
 // the nChw16c output, which oneDNN's sum post-op adds onto), runs the Winograd primitive with the rest of the epilogue
 // as post-ops (bias as the primitive's bias, the activation as eltwise), and reorders the output back to NHWC. On an
 // Intel Xeon with AVX-512 (docs/performance.md) that is 0.65-0.8x brgconv's time on ResNet's 3x3 layers on 56x56 to
-// 14x14 pixels at batch 1, reorders included, and a tie on 7x7; the autotuner times it against brgconv per layer.
+// 14x14 pixels at batch 1 and a tie on 7x7, and 0.5-0.6x on every one at batch 8, reorders included; the autotuner
+// times it against brgconv per layer and batch size. The price is memory: the F(4x4) filter is 4x the filter's size
+// (and its blocking, so its packed copy, changes with the batch), and its scratchpad reaches 48 MB.
 //
 // Registered only where oneDNN dispatches its AVX-512 kernels (onednn::HasAvx512Kernels). The filter is packed at
 // plan time into oneDNN's Winograd weights format (the transformed filter U = G g G^T, opaque to Convoy), which
@@ -46,10 +48,9 @@ class Conv2dOnednnWinogradNhwc final : public Conv2dAlgorithm {
   absl::Status Run(const Conv2dProblem& problem, const Conv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
   std::string LaunchSummary(const Conv2dProblem& problem) const override;
-  // 45 (above brgconv's 40) where oneDNN runs its F(2x2,3x3) kernel (what it picks at batch 1 and 2) and the output
-  // has at least 14x14 pixels, where that measured faster; 35 elsewhere: on 7x7 planes it measured a tie, and the
-  // F(4x4,3x3) kernel oneDNN picks for larger batches packs the filter 4x larger (6x6 tiles) and asks for a
-  // scratchpad of up to 48 MB (ResNet's 512-channel layers at batch 8). The autotuner's timing decides either way.
+  // 45 (above brgconv's 40) where it measured faster: oneDNN's F(4x4,3x3) kernel (what it picks from batch 3 on:
+  // 0.5-0.6x brgconv's time at batch 8), and its F(2x2,3x3) kernel (batch 1-2) on outputs of 14x14 and more; 35 for
+  // F(2x2) on smaller planes, where it measured a tie. The autotuner's timing decides either way.
   int HeuristicScore(const Conv2dProblem& problem) const override;
 
   // The oneDNN implementation chosen for the problem ("jit_fp32_wino_2x3:avx512_core", ...).
