@@ -136,9 +136,8 @@ absl::StatusOr<std::string> Conv2dOnednnWinogradNhwc::Implementation(const Conv2
 
 int Conv2dOnednnWinogradNhwc::HeuristicScore(const Conv2dProblem& problem) const {
   auto descriptor = Describe(problem);
-  if (!descriptor.ok()) return 35;
-  const bool f2x2 = absl::StrContains((*descriptor)->impl, "wino_2x3");
-  return !f2x2 || problem.p() * problem.q() >= 14 * 14 ? 45 : 35;
+  const bool f2x2 = descriptor.ok() && absl::StrContains((*descriptor)->impl, "wino_2x3");
+  return f2x2 && problem.p() * problem.q() >= 14 * 14 ? 45 : 35;
 }
 
 size_t Conv2dOnednnWinogradNhwc::WorkspaceBytes(const Conv2dProblem& problem) const {

@@ -48,9 +48,12 @@ class Conv2dOnednnWinogradNhwc final : public Conv2dAlgorithm {
   absl::Status Run(const Conv2dProblem& problem, const Conv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
   std::string LaunchSummary(const Conv2dProblem& problem) const override;
-  // 45 (above brgconv's 40) where it measured faster: oneDNN's F(4x4,3x3) kernel (what it picks from batch 3 on:
-  // 0.5-0.6x brgconv's time at batch 8), and its F(2x2,3x3) kernel (batch 1-2) on outputs of 14x14 and more; 35 for
-  // F(2x2) on smaller planes, where it measured a tie. The autotuner's timing decides either way.
+  // 45 (above brgconv's 40) for oneDNN's F(2x2,3x3) kernel (what it picks at batch 1-2) on outputs of 14x14 and
+  // more, where it measured 0.65-0.8x brgconv's time; 35 elsewhere. On 7x7 F(2x2) measured a tie. oneDNN's F(4x4,3x3)
+  // kernel (batch 3 and more) measured 0.5-0.6x brgconv's time at batch 8, but its packed filter is 4x the filter's
+  // size and its blocking changes with the batch (one packed copy per layout): with 45 for it, an untuned 8-batch
+  // ResNet-18 plan held 382 MiB of weights instead of 89. So it runs where the autotuner timed it faster, at the batch
+  // sizes a model is tuned for, and not by default at every batch size a plan covers.
   int HeuristicScore(const Conv2dProblem& problem) const override;
 
   // The oneDNN implementation chosen for the problem ("jit_fp32_wino_2x3:avx512_core", ...).
