@@ -118,11 +118,17 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tune", action="store_true", help="tune each Convoy build on one thread first")
+    ap.add_argument("--caches", default="", help="LABEL=FILE,...: the algorithm cache a --convoy label's plans load "
+                    "(e.g. one binary under two labels, with and without a cache)")
     ap.add_argument("--skip_openvino", action="store_true")
     args = ap.parse_args()
 
     binaries = parse_binaries(args.convoy)
     models = parse_models(args.models)
+    given_caches = dict(parse_binaries(args.caches))
+    unknown = set(given_caches) - {label for label, _ in binaries}
+    if unknown:
+        ap.error(f"--caches names labels that --convoy does not: {', '.join(sorted(unknown))}")
     print(f"CPU: {cpu_model()}; onnxruntime {ort.__version__}; one thread per engine; CPU ms per inference; "
           f"load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,8 +139,8 @@ def main():
                 np.save(x_path, x)
                 caches = {}
                 for label, convoy in binaries:
-                    caches[label] = None
-                    if args.tune:
+                    caches[label] = given_caches.get(label)
+                    if args.tune and caches[label] is None:
                         caches[label] = os.path.join(tmp, f"{name}.{label}.{batch}.cache")
                         subprocess.run([convoy, "tune", f"--model={model}", f"--batch_sizes={batch}",
                                         f"--cache={caches[label]}", "--threads=1", f"--max_batch_size={batch}",
