@@ -74,6 +74,13 @@ std::string LayoutString(const memory::desc& desc) {
   std::string out = absl::StrCat(dnnl_dt2str(d.data_type), " ", dims(d.dims));
   if (!std::equal(d.dims, d.dims + d.ndims, d.padded_dims)) absl::StrAppend(&out, " padded ", dims(d.padded_dims));
   if (d.offset0 != 0) absl::StrAppend(&out, " offset ", d.offset0);
+  if (d.format_kind == dnnl_format_kind_wino) {
+    // The Winograd weights' layout is in its parameters (the transformed filter's tile, blocks and size).
+    const dnnl_wino_desc_t& w = d.format_desc.wino_desc;
+    return absl::StrCat(out, " wino format ", static_cast<int>(w.wino_format), " r ", w.r, " alpha ", w.alpha, " ic ",
+                        w.ic, " oc ", w.oc, " blocks ", w.ic_block, ",", w.oc_block, ",", w.ic2_block, ",",
+                        w.oc2_block, " adj_scale ", w.adj_scale, " size ", w.size);
+  }
   if (d.format_kind != dnnl_blocked) return absl::StrCat(out, " format_kind ", static_cast<int>(d.format_kind));
   const dnnl_blocking_desc_t& b = d.format_desc.blocking;
   absl::StrAppend(&out, " strides ", absl::StrJoin(b.strides, b.strides + d.ndims, ","));

@@ -54,6 +54,15 @@ std::vector<Conv2dProblem> Conv2dProblems() {
   p = Conv(2, 8, 9, 9, 16, 3, 3, 1, 1);  // 3x3 s1, batch 2 (Winograd's shape)
   p.epilogue = BiasAnd(Activation::Relu());
   AddEveryLayout(out, p, true);
+  p = Conv(1, 32, 9, 10, 16, 3, 3, 1, 1);  // 3x3 s1, channels in blocks of 16, odd rows (a Winograd tile's edge)
+  p.epilogue = BiasAnd(Activation::Relu());
+  AddEveryLayout(out, p, false);
+  p = Conv(2, 16, 7, 6, 32, 3, 3, 1, 1);  // the same with the ResNet residual (before the activation)
+  p.epilogue = Epilogue{true, false, ResidualMode::kBeforeActivation, Activation::Relu()};
+  AddEveryLayout(out, p, false);
+  p = Conv(1, 16, 8, 9, 16, 3, 3, 1, 0);  // 3x3 s1 without padding, identity epilogue
+  p.epilogue = BiasAnd(Activation::Identity());
+  AddEveryLayout(out, p, false);
   p = Conv(1, 5, 11, 10, 6, 3, 3, 2, 0);  // 3x3 s2, asymmetric padding (TF "SAME")
   p.pad_bottom = p.pad_right = 1;
   AddEveryLayout(out, p, false);
