@@ -47,6 +47,17 @@ int CountSteps(const ExecutionPlan& plan, convoy::OpKind op) {
   return count;
 }
 
+// The plan's quantize and dequantize steps (converts between FP32 and 8-bit; layout reorders are not counted).
+int CountQuantizeSteps(const ExecutionPlan& plan) {
+  int count = 0;
+  for (const auto& step : plan.steps()) {
+    if (step->op() != convoy::OpKind::kConvert) continue;
+    const std::string problem = step->ProblemString(1);
+    count += problem.find("INT8 NHWC") != std::string::npos;  // UINT8 too, either side
+  }
+  return count;
+}
+
 // Runs `plan` at `batch` on uniform [-1, 1) inputs and compares each output with the reference, in units of the
 // output's quantization step (`steps`, by output name).
 void ExpectWithinOneStep(const Graph& graph, std::shared_ptr<const ExecutionPlan> plan, int batch,
@@ -282,6 +293,62 @@ TEST(QuantizedConvFoldingTest, PlansTheClassifierTailInInt8AndMatchTheSimulation
       for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, {{"y", 4.0f / 255}});
     }
   }
+}
+
+TEST(QuantizedConvFoldingTest, MaxPoolBetweenQdqNodesOfOneQuantizationRunsOnTheBytes) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed()));
+  const QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(graph);
+  ASSERT_NE(analysis.FindMaxPool("pool"), nullptr);
+  EXPECT_EQ(analysis.FindMaxPool("pool")->input, "f_q");
+  EXPECT_EQ(analysis.FindMaxPool("pool")->output, "p_q");
+  EXPECT_EQ(analysis.FindMaxPool("pool")->type, DataType::kUInt8);
+  EXPECT_TRUE(analysis.ReadsQuantized("pool", "f_q"));
+  // Another output scale: the maximum's integer is not the output's, so the pool stays FP32.
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph rescaled, testing::QuantizedMaxPoolGraph(FreshSeed(), 5.0f / 255));
+  EXPECT_EQ(AnalyzeQuantizedConvs(rescaled).FindMaxPool("pool"), nullptr);
+}
+
+// The stem conv -> max pool -> conv stays 8-bit from the first conv to the last: one quantize (x), one dequantize (y),
+// the pool a UINT8 NHWC step, and the outputs those of the simulation (the pool adds no rounding).
+TEST(QuantizedConvFoldingTest, PlansTheMaxPoolOnEightBitValuesAndMatchTheSimulationWithinOneStep) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed()));
+  for (Layout layout : {Layout::kNCHW, Layout::kNCHW8c, Layout::kNHWC}) {
+    SCOPED_TRACE(LayoutName(layout));
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(layout, 3)));
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 2) << plan->ToString(1);
+    EXPECT_EQ(CountQuantizeSteps(*plan), 2) << plan->ToString(1);
+    ASSERT_EQ(CountSteps(*plan, convoy::OpKind::kPool2d), 1) << plan->ToString(1);
+    for (const auto& step : plan->steps()) {
+      if (step->op() != convoy::OpKind::kPool2d) continue;
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("UINT8 NHWC"));
+      EXPECT_EQ(step->AlgorithmName(1), "cpu.pool2d.onednn_nhwc");
+    }
+    for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, {{"y", 4.0f / 255}});
+  }
+  // With INT8 steps turned off the pool is FP32 between simulated quantizations, and the outputs the same.
+  PlannerOptions off = CpuOptions(Layout::kNCHW, 2);
+  off.int8_convolutions = false;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto fp32, BuildExecutionPlan(graph, off));
+  for (const auto& step : fp32->steps()) {
+    if (step->op() == convoy::OpKind::kPool2d) {
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("FP32"));
+    }
+  }
+  ExpectWithinOneStep(graph, fp32, 2, {{"y", 4.0f / 255}});
+}
+
+// The pool's output QDQ node with another scale: FP32 pool, a dequantize before it and a quantize after.
+TEST(QuantizedConvFoldingTest, MaxPoolBetweenDifferentQuantizationsStaysFp32) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed(), 5.0f / 255));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Layout::kNHWC, 2)));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 2) << plan->ToString(1);
+  for (const auto& step : plan->steps()) {
+    if (step->op() == convoy::OpKind::kPool2d) {
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("FP32"));
+    }
+  }
+  EXPECT_EQ(CountQuantizeSteps(*plan), 4) << plan->ToString(1);
+  ExpectWithinOneStep(graph, plan, 2, {{"y", 4.0f / 255}});
 }
 
 // onnxruntime's arithmetic on UINT8 values (its MLAS kernels): ONNX QuantizeLinear; the requantization of an INT32
