@@ -54,7 +54,8 @@ memory::desc UserWeightsDesc(const QuantizedConv2dProblem& p) {
 // per-channel binary multiply post-op (oneDNN 2.6 has no convolution taking run-time output scales), which costs
 // 1.1-1.6x on ResNet-50's 1x1 layers at batch 1 (docs/performance.md). Both compute the same FP32 product
 // float(acc) + float(bias), times scale[k]. Then the post-ops: the residual sum with its scale and zero point, ReLU, and
-// for an 8-bit output a round half to even; the zero points are primitive attributes. oneDNN then computes
+// for an 8-bit output with a zero point a round half to even (without one, the conversion to 8 bits rounds half to
+// even itself); the zero points are primitive attributes. oneDNN then computes
 // dst = saturate(round(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp)).
 // The explicit round makes the zero point's FP32 add exact: without it oneDNN rounds v + dst_zp, which differs from
 // round(v) + dst_zp (QuantizedEpilogue, onnxruntime's QLinearConv) where v lies within an FP32 ulp of 256 of a tie,
@@ -130,7 +131,10 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, OnednnQu
   if (e.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
   if (p.fused_add != QuantizedFusedAdd::kNone) {
     d.conv_zero_point_post_op = AppendFusedAdd(p, d.scalar, ops);
-  } else if (p.dst_type != DataType::kFloat32) {
+  } else if (p.dst_type != DataType::kFloat32 && e.dst_zero_point != 0) {
+    // Rounded before oneDNN adds the zero point (it adds it in FP32, then converts). Without a zero point the
+    // conversion to 8 bits rounds half to even itself (vcvtps2dq in the MXCSR's default mode), after the saturation
+    // the same clamp: the post-op would round twice.
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
   }
   dnnl::primitive_attr attr = onednn::MakeAttr(ops);
