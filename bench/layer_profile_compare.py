@@ -10,8 +10,9 @@ session like bench/onnxruntime_compare.py's (T intra-op threads, sequential, all
 OpenVINO (`--peer=openvino`): its CPU plugin on the same file at a static batch, configured as
 bench/onnxruntime_compare.py's whole-model runs (INFERENCE_NUM_THREADS T, NUM_STREAMS 1, PERFORMANCE_HINT LATENCY, its
 default precision: a QDQ file's convolutions run INT8) with PERF_COUNT on; after a warm-up, R runs, each node's
-median `real_time` from `get_profiling_info()` and its `exec_type` (the kernel: brgconv_avx512_1x1_I8, jit_avx512_I8,
-...). OpenVINO names a node after the first original layer it fused (a convolution keeps its ONNX node name with
+mean `real_time` over them from `get_profiling_info()` (OpenVINO keeps a running mean, see ov_node_times) and its
+`exec_type` (the kernel: brgconv_avx512_1x1_I8, jit_avx512_I8, ...). `--statistic=min` takes Convoy's fastest run of
+each step and onnxruntime's fastest of each node, and OpenVINO's fastest block of 10 runs. OpenVINO names a node after the first original layer it fused (a convolution keeps its ONNX node name with
 "/WithoutBiases" appended, a residual add and the QuantizeLinear nodes fuse into the convolution before them, which
 `originalLayersNames` lists; its layout reorders are named after the node they serve). `--nodes` prints a per-node
 table matched by those names (Convoy's steps are named after the ONNX node, its quantize / dequantize steps after
@@ -50,7 +51,12 @@ except ImportError:  # --peer=openvino needs it
 SE_PATTERN = re.compile(r"(avgpool|/fc1/|/fc2/|/Mul$|/Mul_|squeeze|/se/)", re.IGNORECASE)
 
 
-def ort_node_times(model, batch, threads, runs):
+def pick(values, statistic):
+    """The median of the runs, or the fastest run ("min": on a shared machine, the run no neighbour interrupted)."""
+    return min(values) if statistic == "min" else statistics.median(values)
+
+
+def ort_node_times(model, batch, threads, runs, statistic="median"):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
@@ -83,7 +89,7 @@ def ort_node_times(model, batch, threads, runs):
         per_node[name].append(e["dur"] / 1e3)
         op_of[name] = e.get("args", {}).get("op_name", "?")
     # The first 5 runs were warm-up: keep each node's last `runs` samples.
-    return ({n: statistics.median(v[-runs:]) for n, v in per_node.items()}, op_of, statistics.median(wall))
+    return ({n: pick(v[-runs:], statistic) for n, v in per_node.items()}, op_of, pick(wall, statistic))
 
 
 def ov_node_name(name):
@@ -91,8 +97,14 @@ def ov_node_name(name):
     return re.sub(r"/(WithoutBiases|DequantizationMultiply).*$", "", name)
 
 
-def ov_node_times(model, batch, threads, runs):
-    """({node: median ms}, {node: exec_type}, median wall ms) of OpenVINO's CPU plugin, nodes named by ov_node_name."""
+def ov_node_times(model, batch, threads, runs, statistic="median", block=10):
+    """({node: ms}, {node: exec_type}, wall ms) of OpenVINO's CPU plugin, nodes named by ov_node_name.
+
+    OpenVINO's `real_time` of a node is the running mean, in whole microseconds, of all inferences of the compiled
+    model so far (every request shares the counters), not the last run's. The time of runs k1+1..k2 is therefore
+    (k2 * mean_k2 - k1 * mean_k1) / (k2 - k1), within (k1 + k2) / (k2 - k1) us of the truth. "median": the mean over
+    the `runs` timed runs after the warm-up; "min": the fastest block of `block` consecutive runs' mean (on a shared
+    machine, the block no neighbour interrupted)."""
     if ov is None:
         sys.exit("--peer=openvino needs the openvino package")
     core = ov.Core()
@@ -104,14 +116,9 @@ def ov_node_times(model, batch, threads, runs):
                                                "PERFORMANCE_HINT": "LATENCY", "PERF_COUNT": True})
     request = compiled.create_infer_request()
     x = np.random.default_rng(1).uniform(-1, 1, shape).astype(np.float32)
-    for _ in range(5):
-        request.infer({0: x})
-    per_node, exec_type, wall = collections.defaultdict(list), {}, []
-    for _ in range(runs):
-        start = time.perf_counter()
-        request.infer({0: x})
-        wall.append((time.perf_counter() - start) * 1e3)
-        seen = collections.Counter()
+
+    def running_means():  # {node: mean us so far}, {node: exec_type}
+        means, kinds, seen = {}, {}, collections.Counter()
         for p in request.get_profiling_info():
             if p.status != ov.ProfilingInfo.Status.EXECUTED:
                 continue
@@ -119,9 +126,28 @@ def ov_node_times(model, batch, threads, runs):
             seen[name] += 1
             if seen[name] > 1:  # two nodes with one name (a reorder and its node): keep both apart
                 name = f"{name}#{seen[name]}"
-            per_node[name].append(p.real_time.total_seconds() * 1e3)
-            exec_type[name] = f"{p.node_type} {p.exec_type}"
-    return ({n: statistics.median(v) for n, v in per_node.items()}, exec_type, statistics.median(wall))
+            means[name] = p.real_time.total_seconds() * 1e6
+            kinds[name] = f"{p.node_type} {p.exec_type}"
+        return means, kinds
+
+    warmup = 5
+    for _ in range(warmup):
+        request.infer({0: x})
+    done, (start_means, exec_type) = warmup, running_means()
+    block = max(1, min(block, runs)) if statistic == "min" else runs
+    per_node, wall = collections.defaultdict(list), []
+    while done < warmup + runs:
+        count = min(block, warmup + runs - done)
+        start = time.perf_counter()
+        for _ in range(count):
+            request.infer({0: x})
+        wall.append((time.perf_counter() - start) * 1e3 / count)
+        end_means, _ = running_means()
+        for name, mean in end_means.items():
+            total = (done + count) * mean - done * start_means.get(name, 0.0)
+            per_node[name].append(total / count / 1e3)
+        done, start_means = done + count, end_means
+    return ({n: min(v) for n, v in per_node.items()}, exec_type, min(wall))
 
 
 def convoy_step_times(convoy, model, batch, threads, runs, layout, extra):
@@ -186,16 +212,19 @@ def main():
     ap.add_argument("--convoy_args", default="", help="extra arguments for convoy inspect, space separated")
     ap.add_argument("--group_regex", default=r"/features/features\.\d+/features\.\d+\.\d+")
     ap.add_argument("--nodes", action="store_true", help="also print the node-by-node table with implementations")
+    ap.add_argument("--statistic", choices=["median", "min"], default="median",
+                    help="each step's / node's median over the runs, or its fastest run (a shared machine)")
     args = ap.parse_args()
 
     peer_name = "ort" if args.peer == "onnxruntime" else "ov"
     print(f"load average {os.getloadavg()[0]:.2f}; onnxruntime {ort.__version__}; "
           f"openvino {ov.__version__ if ov is not None else '(not installed)'}; peer {args.peer}; batch {args.batch}; "
-          f"threads {args.threads}; runs {args.runs}")
+          f"threads {args.threads}; runs {args.runs}; statistic {args.statistic}")
     convoy, convoy_ops = convoy_step_times(args.convoy, args.model, args.batch, args.threads, args.runs, args.layout,
-                                           args.convoy_args.split() + [f"--max_batch_size={max(args.batch, 1)}"])
+                                           args.convoy_args.split() + [f"--max_batch_size={max(args.batch, 1)}",
+                                                                       f"--profile_statistic={args.statistic}"])
     times = ort_node_times if args.peer == "onnxruntime" else ov_node_times
-    peer, peer_ops, peer_wall = times(args.model, args.batch, args.threads, args.runs)
+    peer, peer_ops, peer_wall = times(args.model, args.batch, args.threads, args.runs, args.statistic)
     print(f"load average {os.getloadavg()[0]:.2f}")
     if args.nodes:
         print_nodes(convoy, convoy_ops, peer, peer_ops, peer_name)
@@ -221,7 +250,7 @@ def main():
     for role, (c, o, cn, on) in sorted(roles.items()):
         print(f"all {role:<5} convoy {c:.3f} ms in {cn} steps, {args.peer} {o:.3f} ms in {on} nodes, ratio {c / o:.2f}")
     print(f"sum of step times: convoy {sum(convoy.values()):.3f} ms ({len(convoy)} steps), {args.peer} "
-          f"{sum(peer.values()):.3f} ms ({len(peer)} nodes); {args.peer}'s median wall time per run "
+          f"{sum(peer.values()):.3f} ms ({len(peer)} nodes); {args.peer}'s {args.statistic} wall time per run "
           f"{peer_wall:.3f} ms (profiling on)")
     ops = collections.Counter(peer_ops.values())
     print(f"{args.peer} node kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(ops.items())))
