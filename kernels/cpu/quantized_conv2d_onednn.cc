@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
@@ -150,7 +151,10 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, OnednnQu
   return attr;
 }
 
-absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescriptor(const QuantizedConv2dProblem& p) {
+// `prefix`: take the first implementation whose name starts with it (empty: oneDNN's first choice); one that is
+// oneDNN's first choice anyway is declined (the default algorithm runs it).
+absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescriptor(const QuantizedConv2dProblem& p,
+                                                                                    const std::string& prefix) {
   auto d = std::make_shared<OnednnQuantizedConvDescriptor>();
   d->src = ImageDesc(p.src_type, p.n, p.c, p.h, p.w, p.layout);
   d->dst = ImageDesc(p.dst_type, p.n, p.k, p.p(), p.q(), p.layout);
@@ -170,11 +174,18 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescrip
       return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no INT8 convolution for ",
                                                    p.ToString()));
     }
-    // As conv2d_onednn: walk past an implementation whose primitive cannot be created.
+    if (!prefix.empty() && absl::StartsWith(d->pd.impl_info_str(), prefix)) {
+      return absl::UnimplementedError(absl::StrCat("oneDNN's first choice for ", p.ToString(), " is ",
+                                                   d->pd.impl_info_str(), " already"));
+    }
+    // As conv2d_onednn: walk past an implementation whose primitive cannot be created (and past those not named
+    // `prefix`).
     std::vector<std::string> skipped;
     while (true) {
       const std::string impl = d->pd.impl_info_str();
-      const absl::Status created = onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->pd);
+      const absl::Status created = absl::StartsWith(impl, prefix)
+                                       ? onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->pd)
+                                       : absl::UnimplementedError(absl::StrCat("not ", prefix));
       if (created.ok()) break;
       skipped.push_back(absl::StrCat(impl, " (", created.message(), ")"));
       if (!d->pd.next_impl()) {
@@ -195,7 +206,9 @@ absl::string_view QuantizedConv2dOnednnNhwc::name() const { return "cpu.quantize
 
 absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> QuantizedConv2dOnednnNhwc::Describe(
     const QuantizedConv2dProblem& problem) const {
-  return descriptors_.Get(problem, MakeDescriptor);
+  return descriptors_.Get(problem, [this](const QuantizedConv2dProblem& p) {
+    return MakeDescriptor(p, implementation_prefix_);
+  });
 }
 
 absl::Status QuantizedConv2dOnednnNhwc::CanImplement(const QuantizedConv2dProblem& problem) const {
@@ -285,5 +298,6 @@ absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& proble
 }
 
 CONVOY_REGISTER_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dOnednnNhwc);
+CONVOY_REGISTER_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dOnednnNhwcJit);
 
 }  // namespace convoy::cpu

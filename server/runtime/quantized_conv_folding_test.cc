@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -193,6 +196,88 @@ TEST(QuantizedConvFoldingTest, PlansRunFoldedConvsInInt8AndMatchTheSimulationWit
                 HasSubstr("4 of 5 quantized convolutions and 1 of 1 quantized adds run INT8; 1 stay FP32"));
     EXPECT_THAT(plan->ToString(1), HasSubstr("conv_d: FP32 (activation sigmoid is fused into it"));
     for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, steps);
+  }
+}
+
+// Runs `plan` at `batch` on `x` and returns its outputs (NaN-poisoned before the run).
+std::vector<std::vector<float>> RunPlan(std::shared_ptr<const ExecutionPlan> plan, int batch, Tensor x) {
+  auto executor = Executor::Create({plan});
+  EXPECT_THAT(executor.status(), IsOk());
+  if (!executor.ok()) return {};
+  std::vector<TensorView> input_views = {{(*executor)->ExpectedInputDesc(0, batch), x.data.data()}};
+  std::vector<std::vector<float>> outputs(plan->outputs().size());
+  std::vector<TensorView> output_views;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorDesc desc = (*executor)->ExpectedOutputDesc(i, batch);
+    outputs[i].assign(desc.num_elements(), std::nanf(""));
+    output_views.push_back({desc, outputs[i].data()});
+  }
+  EXPECT_THAT((*executor)->Run(batch, input_views, output_views), IsOk());
+  return outputs;
+}
+
+// Tuning times both CPU INT8 convolution algorithms (oneDNN's first choice and the jit_int8 variant) for the folded
+// convolutions; a plan whose cache names the jit variant wherever it ran (as a tuning that found it faster leaves
+// it) runs it in those steps and gives outputs identical, bit for bit, to the heuristic plan's.
+TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdenticalOutputs) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed));
+  constexpr absl::string_view kJit = "cpu.quantized_conv2d.onednn_nhwc_jit";
+  AlgorithmCache heuristic_cache;
+  PlannerOptions heuristic = CpuOptions(Layout::kNHWC, 2);
+  heuristic.cache = &heuristic_cache;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto heuristic_plan, BuildExecutionPlan(graph, heuristic));
+
+  AlgorithmCache cache;
+  PlannerOptions tuned = heuristic;
+  tuned.cache = &cache;
+  tuned.selection = AlgorithmSelection::kTune;
+  tuned.tuning.min_timed_ms = 2;  // a test: enough runs to time the candidates, not a measurement
+  tuned.tuning.cold_start_warmup_ms = 10;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto tuned_plan, BuildExecutionPlan(graph, tuned));
+  // Every tuned INT8 convolution recorded both algorithms; where the jit variant ran, its entry is made to name it.
+  int int8_entries = 0, jit_timed = 0;
+  for (const std::string& key : cache.Keys()) {
+    std::optional<CacheEntry> entry = cache.Peek(key);
+    ASSERT_TRUE(entry.has_value());
+    bool int8 = false, jit_ok = false;
+    for (const CandidateTiming& c : entry->candidates) {
+      int8 |= c.algorithm == "cpu.quantized_conv2d.onednn_nhwc";
+      if (c.algorithm == kJit) jit_ok = c.ok;
+      if (c.ok) {
+        EXPECT_GT(c.time_ms, 0) << key << " " << c.algorithm;
+      }
+    }
+    if (!int8) continue;
+    ++int8_entries;
+    EXPECT_TRUE(entry->tuned) << key;
+    if (!jit_ok) continue;
+    ++jit_timed;
+    entry->algorithm = std::string(kJit);
+    cache.Insert(key, *entry);
+  }
+  EXPECT_GT(int8_entries, 0);
+  ASSERT_GT(jit_timed, 0) << "the jit variant ran in no tuned INT8 convolution of\n" << tuned_plan->ToString(1);
+  // The same options again, now answered from the cache: the jit variant in every step where it was timed.
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto jit_plan, BuildExecutionPlan(graph, tuned));
+  for (int batch = 1; batch <= 2; ++batch) {
+    int jit_steps = 0;
+    for (const auto& step : jit_plan->steps()) jit_steps += step->AlgorithmName(batch) == kJit;
+    EXPECT_GT(jit_steps, 0) << "batch " << batch << "\n" << jit_plan->ToString(batch);
+    const Tensor x = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, batch), FreshSeed());
+    const std::vector<std::vector<float>> want = RunPlan(heuristic_plan, batch, x);
+    for (const auto& plan : {tuned_plan, jit_plan}) {
+      const std::vector<std::vector<float>> got = RunPlan(plan, batch, x);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].size(), want[i].size());
+        for (size_t j = 0; j < got[i].size(); ++j) {
+          ASSERT_EQ(got[i][j], want[i][j]) << "batch " << batch << " output " << i << " element " << j << "\n"
+                                           << plan->ToString(batch);
+        }
+      }
+    }
   }
 }
 
