@@ -136,6 +136,7 @@ def time_convoy(bin_dir, layers, batch, reps):
 EXPORT_SCRIPT = r"""
 import sys, torch, torchvision
 name, path = sys.argv[1], sys.argv[2]
+torch.manual_seed(0)  # the same random weights every run: the same QDQ file (and scales) from one run to the next
 model = {"resnet50": torchvision.models.resnet50, "resnet18": torchvision.models.resnet18,
          "mobilenetv2": torchvision.models.mobilenet_v2, "efficientnet_b0": torchvision.models.efficientnet_b0}[name]()
 model.eval()

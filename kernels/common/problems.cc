@@ -262,7 +262,13 @@ absl::Status Pool2dProblem::Validate() const {
     return st;
   }
   if (auto st = CheckPads(name, pad_top, pad_bottom, pad_left, pad_right); !st.ok()) return st;
-  if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
+  // Max pooling also takes 8-bit tensors (the INT8 max pool of QDQ models: the maximum of the integers is the
+  // integer of the maximum, and no arithmetic rounds); averages need a floating-point type.
+  const bool eight_bit_max = (mode == PoolMode::kMax || mode == PoolMode::kGlobalMax) &&
+                             (dtype == DataType::kUInt8 || dtype == DataType::kInt8);
+  if (!eight_bit_max) {
+    if (auto st = CheckComputeType(name, dtype); !st.ok()) return st;
+  }
   const bool windowed = mode == PoolMode::kMax || mode == PoolMode::kAverage;
   if (windowed && (pad_top >= window_h() || pad_bottom >= window_h() || pad_left >= window_w() ||
                    pad_right >= window_w())) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "kernels/common/pool_window.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/cpu/convert_element.h"
 #include "kernels/registry/registry.h"
 
@@ -120,7 +122,14 @@ void PoolKernel(const Pool2dProblem& p, const typename S::T* x, typename S::T* y
 
 }  // namespace
 
-absl::Status CpuPool2dAlgorithm::CanImplement(const Pool2dProblem& problem) const { return problem.Validate(); }
+absl::Status CpuPool2dAlgorithm::CanImplement(const Pool2dProblem& problem) const {
+  CONVOY_RETURN_IF_ERROR(problem.Validate());
+  if (!IsFloatingPoint(problem.dtype)) {
+    return absl::UnimplementedError(absl::StrCat(name(), ": FP32, FP16 or BF16 only (8-bit max pooling runs on "
+                                                 "cpu.pool2d.onednn_nhwc), got ", DataTypeName(problem.dtype)));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CpuPool2dAlgorithm::Run(const Pool2dProblem& p, const Pool2dArgs& args, Workspace,
                                      const ExecutionContext& context) const {

@@ -1,7 +1,8 @@
 // CPU pooling ("cpu.pool2d.direct"): max, average (PyTorch divisor rules, as the reference) and the global modes,
 // with ONNX's dilated windows (taps `dilation` apart; kernels/common/pool_window.h). NCHW pools each (n, c) plane;
 // NHWC pools each output pixel for blocks of 64 channels at once and the blocked NCHW8c layout each output pixel of
-// each 8-channel block, so the innermost loop runs over contiguous channels. FP16/BF16 are computed in FP32.
+// each 8-channel block, so the innermost loop runs over contiguous channels. FP16/BF16 are computed in FP32; 8-bit
+// max pooling is left to cpu.pool2d.onednn_nhwc.
 #ifndef CONVOY_KERNELS_CPU_POOL2D_H_
 #define CONVOY_KERNELS_CPU_POOL2D_H_
 

@@ -21,10 +21,20 @@ namespace {
 
 bool Global(const Pool2dProblem& p) { return p.mode == PoolMode::kGlobalAverage || p.mode == PoolMode::kGlobalMax; }
 
+// The image's memory descriptor: onednn::ActivationDesc's, and 8-bit NHWC images (which no other oneDNN algorithm
+// here takes, so the shared helper keeps declining them).
+absl::StatusOr<memory::desc> ImageDesc(DataType dtype, int n, int c, int h, int w, Layout layout) {
+  if (dtype == DataType::kUInt8 || dtype == DataType::kInt8) {
+    return memory::desc({n, c, h, w}, dtype == DataType::kUInt8 ? memory::data_type::u8 : memory::data_type::s8,
+                        memory::format_tag::nhwc);
+  }
+  return onednn::ActivationDesc(dtype, n, c, h, w, layout);
+}
+
 absl::StatusOr<std::shared_ptr<const OnednnPoolDescriptor>> MakeDescriptor(const Pool2dProblem& p) {
   auto d = std::make_shared<OnednnPoolDescriptor>();
-  CONVOY_ASSIGN_OR_RETURN(d->src, onednn::ActivationDesc(p.dtype, p.n, p.c, p.h, p.w, p.layout));
-  CONVOY_ASSIGN_OR_RETURN(d->dst, onednn::ActivationDesc(p.dtype, p.n, p.c, p.p(), p.q(), p.layout));
+  CONVOY_ASSIGN_OR_RETURN(d->src, ImageDesc(p.dtype, p.n, p.c, p.h, p.w, p.layout));
+  CONVOY_ASSIGN_OR_RETURN(d->dst, ImageDesc(p.dtype, p.n, p.c, p.p(), p.q(), p.layout));
   const bool global = Global(p);
   const memory::dims kernel = global ? memory::dims{p.h, p.w} : memory::dims{p.r, p.s};
   const memory::dims strides = global ? memory::dims{1, 1} : memory::dims{p.stride_h, p.stride_w};
@@ -75,6 +85,10 @@ absl::Status Pool2dOnednn<kLayout>::CanImplement(const Pool2dProblem& p) const {
   CONVOY_RETURN_IF_ERROR(p.Validate());
   if (p.layout != kLayout) {
     return absl::UnimplementedError(absl::StrCat(name(), " takes ", LayoutName(kLayout), " only"));
+  }
+  if (!IsFloatingPoint(p.dtype) && kLayout != Layout::kNHWC) {
+    // 8-bit max pooling (QDQ models' INT8 steps) lies NHWC, as every 8-bit tensor of a plan does.
+    return absl::UnimplementedError(absl::StrCat(name(), ": 8-bit max pooling runs on cpu.pool2d.onednn_nhwc"));
   }
   if (p.dilation_h != 1 || p.dilation_w != 1) {
     // oneDNN 2.6 has dilation only in its pooling_v2 primitive, which this algorithm does not build.

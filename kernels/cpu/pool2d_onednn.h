@@ -1,5 +1,6 @@
 // CPU pooling on oneDNN's pooling primitive: max, average (count_include_pad or not, ceil mode), global average and
-// global max, FP32 (and BF16 where the CPU has a BF16 kernel), in NCHW, NHWC and the blocked NCHW8c layout. One
+// global max, FP32 (and BF16 where the CPU has a BF16 kernel), in NCHW, NHWC and the blocked NCHW8c layout; max and
+// global max also on UINT8 / INT8 NHWC tensors (the INT8 max pool of QDQ models, exact: no arithmetic). One
 // algorithm per layout: "cpu.pool2d.onednn_nchw", "_nhwc", "_nchw8c". Ceil mode becomes extra bottom/right padding;
 // the one PyTorch rule oneDNN does not share (with count_include_pad, a ceil-mode window that runs past the padded
 // input divides by the clipped window) is declined, as are dilated windows (cpu.pool2d.direct takes those). The

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
@@ -54,7 +55,8 @@ memory::desc UserWeightsDesc(const QuantizedConv2dProblem& p) {
 // per-channel binary multiply post-op (oneDNN 2.6 has no convolution taking run-time output scales), which costs
 // 1.1-1.6x on ResNet-50's 1x1 layers at batch 1 (docs/performance.md). Both compute the same FP32 product
 // float(acc) + float(bias), times scale[k]. Then the post-ops: the residual sum with its scale and zero point, ReLU, and
-// for an 8-bit output a round half to even; the zero points are primitive attributes. oneDNN then computes
+// for an 8-bit output with a zero point a round half to even (without one, the conversion to 8 bits rounds half to
+// even itself); the zero points are primitive attributes. oneDNN then computes
 // dst = saturate(round(round((acc + bias) * scale[k] [+ sum_scale * (dst - sum_zp)] [relu]) + dst_zp)).
 // The explicit round makes the zero point's FP32 add exact: without it oneDNN rounds v + dst_zp, which differs from
 // round(v) + dst_zp (QuantizedEpilogue, onnxruntime's QLinearConv) where v lies within an FP32 ulp of 256 of a tie,
@@ -130,7 +132,10 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, OnednnQu
   if (e.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
   if (p.fused_add != QuantizedFusedAdd::kNone) {
     d.conv_zero_point_post_op = AppendFusedAdd(p, d.scalar, ops);
-  } else if (p.dst_type != DataType::kFloat32) {
+  } else if (p.dst_type != DataType::kFloat32 && e.dst_zero_point != 0) {
+    // Rounded before oneDNN adds the zero point (it adds it in FP32, then converts). Without a zero point the
+    // conversion to 8 bits rounds half to even itself (vcvtps2dq in the MXCSR's default mode), after the saturation
+    // the same clamp: the post-op would round twice.
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
   }
   dnnl::primitive_attr attr = onednn::MakeAttr(ops);
@@ -146,7 +151,10 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, OnednnQu
   return attr;
 }
 
-absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescriptor(const QuantizedConv2dProblem& p) {
+// `prefix`: take the first implementation whose name starts with it (empty: oneDNN's first choice); one that is
+// oneDNN's first choice anyway is declined (the default algorithm runs it).
+absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescriptor(const QuantizedConv2dProblem& p,
+                                                                                    const std::string& prefix) {
   auto d = std::make_shared<OnednnQuantizedConvDescriptor>();
   d->src = ImageDesc(p.src_type, p.n, p.c, p.h, p.w, p.layout);
   d->dst = ImageDesc(p.dst_type, p.n, p.k, p.p(), p.q(), p.layout);
@@ -166,11 +174,18 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescrip
       return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no INT8 convolution for ",
                                                    p.ToString()));
     }
-    // As conv2d_onednn: walk past an implementation whose primitive cannot be created.
+    if (!prefix.empty() && absl::StartsWith(d->pd.impl_info_str(), prefix)) {
+      return absl::UnimplementedError(absl::StrCat("oneDNN's first choice for ", p.ToString(), " is ",
+                                                   d->pd.impl_info_str(), " already"));
+    }
+    // As conv2d_onednn: walk past an implementation whose primitive cannot be created (and past those not named
+    // `prefix`).
     std::vector<std::string> skipped;
     while (true) {
       const std::string impl = d->pd.impl_info_str();
-      const absl::Status created = onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->pd);
+      const absl::Status created = absl::StartsWith(impl, prefix)
+                                       ? onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->pd)
+                                       : absl::UnimplementedError(absl::StrCat("not ", prefix));
       if (created.ok()) break;
       skipped.push_back(absl::StrCat(impl, " (", created.message(), ")"));
       if (!d->pd.next_impl()) {
@@ -191,7 +206,9 @@ absl::string_view QuantizedConv2dOnednnNhwc::name() const { return "cpu.quantize
 
 absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> QuantizedConv2dOnednnNhwc::Describe(
     const QuantizedConv2dProblem& problem) const {
-  return descriptors_.Get(problem, MakeDescriptor);
+  return descriptors_.Get(problem, [this](const QuantizedConv2dProblem& p) {
+    return MakeDescriptor(p, implementation_prefix_);
+  });
 }
 
 absl::Status QuantizedConv2dOnednnNhwc::CanImplement(const QuantizedConv2dProblem& problem) const {
@@ -281,5 +298,6 @@ absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& proble
 }
 
 CONVOY_REGISTER_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dOnednnNhwc);
+CONVOY_REGISTER_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dOnednnNhwcJit);
 
 }  // namespace convoy::cpu

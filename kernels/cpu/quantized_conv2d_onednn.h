@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "kernels/common/mutex.h"
@@ -30,8 +31,9 @@ namespace convoy::cpu {
 
 struct OnednnQuantizedConvDescriptor;
 
-class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm, public ResidualInOutput {
+class QuantizedConv2dOnednnNhwc : public QuantizedConv2dAlgorithm, public ResidualInOutput {
  public:
+  QuantizedConv2dOnednnNhwc() = default;
   // The sum post-op (the residual sum, and the fused add) reads the residual from the output buffer.
   bool AccumulatesOntoOutput(const Conv2dProblem&) const override { return false; }
   bool AccumulatesOntoOutput(const QuantizedConv2dProblem& problem) const override {
@@ -55,6 +57,11 @@ class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm, public 
   // The oneDNN implementation chosen for the problem ("brg:avx512_core_vnni", "jit_int8:avx512_core_vnni", ...).
   absl::StatusOr<std::string> Implementation(const QuantizedConv2dProblem& problem) const;
 
+ protected:
+  // Takes the first implementation whose name starts with `implementation_prefix` instead of oneDNN's first choice.
+  explicit QuantizedConv2dOnednnNhwc(std::string implementation_prefix)
+      : implementation_prefix_(std::move(implementation_prefix)) {}
+
  private:
   absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> Describe(
       const QuantizedConv2dProblem& problem) const;
@@ -64,10 +71,24 @@ class QuantizedConv2dOnednnNhwc final : public QuantizedConv2dAlgorithm, public 
   // (planning ResNet-50 took 2.1 s with the check uncached, against 0.8 s before the fusion).
   absl::Status ExactConvFirstOrderCached(const QuantizedConv2dProblem& problem) const;
 
+  const std::string implementation_prefix_;  // empty: oneDNN's first choice
   onednn::DescriptorCache<QuantizedConv2dProblem, OnednnQuantizedConvDescriptor> descriptors_;
   mutable convoy::Mutex order_mu_;
   mutable std::unordered_map<QuantizedAddProblem, absl::Status, absl::Hash<QuantizedAddProblem>> conv_first_order_
       ABSL_GUARDED_BY(order_mu_);
+};
+
+// The same convolution on oneDNN 2.6's older direct INT8 kernels ("cpu.quantized_conv2d.onednn_nhwc_jit": the first
+// implementation named jit_int8, jit_int8_1x1 for 1x1 layers), which oneDNN ranks after its first choice (brgconv on
+// most layers) but which can be faster on some layers and batch sizes (`int8_conv_implementations` in
+// kernels/benchmarks times every implementation of ResNet-50's and MobileNetV2's layers). Scored below the first
+// choice, so only tuning (`convoy tune`, `--tune`) picks it, per layer and batch size, where it times faster.
+// Declines problems whose first choice already is a jit_int8 kernel, and problems no jit_int8 kernel takes.
+class QuantizedConv2dOnednnNhwcJit final : public QuantizedConv2dOnednnNhwc {
+ public:
+  QuantizedConv2dOnednnNhwcJit() : QuantizedConv2dOnednnNhwc("jit_int8") {}
+  absl::string_view name() const override { return "cpu.quantized_conv2d.onednn_nhwc_jit"; }
+  int HeuristicScore(const QuantizedConv2dProblem& problem) const override { return -1; }
 };
 
 }  // namespace convoy::cpu

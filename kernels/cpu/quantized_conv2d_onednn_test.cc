@@ -14,16 +14,20 @@
 // algorithm rounds first (an eltwise_round post-op): 5 runs of 5 exact.
 #include "kernels/cpu/quantized_conv2d_onednn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/registry/autotuner.h"
 #include "kernels/testing/quantized_conv2d_cases.h"
 
 namespace convoy::cpu {
@@ -56,6 +60,93 @@ TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
           << " seed " << seed;
     }
   }
+}
+
+// The jit_int8 variant (the tuner's second candidate) on the same list, exactly as strict: the same integer
+// reference, the same fused adds bit for bit. It declines the problems whose first choice is a jit_int8 kernel already
+// and those no jit_int8 kernel takes (29 of the 60 ran when written, the fused adds among them), with its own kernel.
+TEST(QuantizedConv2dOnednnTest, JitVariantRunsEveryProblemItTakesAndMatchesTheIntegerReference) {
+  const QuantizedConv2dOnednnNhwcJit algorithm;
+  CpuDevice::Options options;
+  options.num_threads = 2;
+  absl::StatusOr<std::unique_ptr<CpuDevice>> device = CpuDevice::Create(options);
+  ASSERT_THAT(device.status(), IsOk());
+  ::convoy::testing::QuantizedTolerance tolerance;
+  tolerance.max_off_by_one_fraction = 0.001;
+  tolerance.min_off_by_one_allowed = 2;
+  tolerance.fp32_relative = 1e-5f;
+  std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);
+  for (const QuantizedConv2dProblem& p : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) problems.push_back(p);
+  size_t ran = 0, fused_ran = 0;
+  for (const QuantizedConv2dProblem& p : problems) {
+    const absl::Status can = algorithm.CanImplement(p);
+    if (!can.ok()) {
+      // On this list only the problems whose first choice is a jit_int8 kernel already (the stem, the small images).
+      EXPECT_TRUE(absl::IsUnimplemented(can)) << p.ToString() << ": " << can;
+      EXPECT_THAT(can.message(), ::testing::HasSubstr(" already")) << p.ToString();
+      continue;
+    }
+    ++ran;
+    fused_ran += p.fused_add != QuantizedFusedAdd::kNone;
+    CONVOY_ASSERT_OK_AND_ASSIGN(std::string impl, algorithm.Implementation(p));
+    EXPECT_TRUE(absl::StartsWith(impl, "jit_int8")) << p.ToString() << ": " << impl;
+    const uint32_t seed = std::random_device{}();
+    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, **device, seed, tolerance,
+                                                        QuantizedScaleSource::kProblem),
+                IsOk())
+        << p.ToString() << " seed " << seed;
+  }
+  EXPECT_GE(ran, 20u) << "of " << problems.size();
+  EXPECT_GT(fused_ran, 0u);
+}
+
+// Tuning an INT8 convolution times both CPU algorithms (TuningBuffers<QuantizedConv2dOp>): on problems that the jit
+// variant takes, the cache entry records a time for each, the winner is the faster of the two, and the winner matches
+// the integer reference on fresh data.
+TEST(QuantizedConv2dOnednnTest, TuningTimesBothAlgorithmsAndPicksTheFaster) {
+  const QuantizedConv2dOnednnNhwc first_choice;
+  const QuantizedConv2dOnednnNhwcJit jit;
+  CpuDevice::Options device_options;
+  device_options.num_threads = 2;
+  absl::StatusOr<std::unique_ptr<CpuDevice>> device = CpuDevice::Create(device_options);
+  ASSERT_THAT(device.status(), IsOk());
+  ::convoy::testing::QuantizedTolerance tolerance;
+  tolerance.max_off_by_one_fraction = 0.001;
+  tolerance.min_off_by_one_allowed = 2;
+  tolerance.fp32_relative = 1e-5f;
+  TuningOptions options;
+  options.min_timed_ms = 2;  // a test: enough runs to time both, not a measurement
+  options.cold_start_warmup_ms = 10;
+  AlgorithmCache cache;
+  int tuned = 0;
+  for (const QuantizedConv2dProblem& p : QuantizedConv2dTestProblems(Layout::kNHWC)) {
+    if (!jit.CanImplement(p).ok() || !first_choice.CanImplement(p).ok()) continue;
+    if (++tuned > 4) break;
+    auto selected = SelectAlgorithm<QuantizedConv2dOp>(p, **device, cache, AlgorithmSelection::kTune, options);
+    ASSERT_THAT(selected, IsOk()) << p.ToString();
+    EXPECT_TRUE(selected->tuned) << p.ToString();
+    EXPECT_GT(selected->time_ms, 0) << p.ToString();
+    const std::optional<CacheEntry> entry =
+        cache.Peek(AlgorithmCache::MakeKey(QuantizedConv2dOp::kKind, p.ToString(), (*device)->Identity()));
+    ASSERT_TRUE(entry.has_value()) << p.ToString();
+    EXPECT_EQ(entry->algorithm, selected->algorithm->name());
+    double fastest = 0;
+    int timed = 0;
+    for (const CandidateTiming& c : entry->candidates) {
+      if (c.algorithm != first_choice.name() && c.algorithm != jit.name()) continue;
+      EXPECT_TRUE(c.ok) << p.ToString() << " " << c.algorithm << ": " << c.skip_reason;
+      EXPECT_GT(c.time_ms, 0) << p.ToString() << " " << c.algorithm;
+      fastest = timed++ == 0 ? c.time_ms : std::min(fastest, c.time_ms);
+    }
+    EXPECT_EQ(timed, 2) << p.ToString();
+    EXPECT_DOUBLE_EQ(entry->time_ms, fastest) << p.ToString();
+    const uint32_t seed = std::random_device{}();
+    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(*selected->algorithm, p, **device, seed, tolerance,
+                                                        QuantizedScaleSource::kProblem),
+                IsOk())
+        << p.ToString() << " " << selected->algorithm->name() << " seed " << seed;
+  }
+  EXPECT_GT(tuned, 0);
 }
 
 // With the conv as the add's first operand, a quantization whose two FMA orders round some operand pair differently

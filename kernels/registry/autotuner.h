@@ -106,6 +106,16 @@ struct TuningBuffers<GemmOp> {
   GemmArgs args;
 };
 
+// INT8 convolutions: oneDNN's first choice and its jit_int8 kernels on the CPU (quantized_conv2d_onednn.h), the
+// implicit-GEMM tile shapes on CUDA.
+template <>
+struct TuningBuffers<QuantizedConv2dOp> {
+  static constexpr bool kSupported = true;
+  static absl::StatusOr<std::unique_ptr<TuningBuffers>> Create(const QuantizedConv2dProblem& problem, Device& device);
+  std::vector<DeviceAllocation> allocations;
+  QuantizedConv2dArgs args;
+};
+
 namespace autotuner_internal {
 
 // Points the filter argument of args at packed (per op).

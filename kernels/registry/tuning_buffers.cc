@@ -1,4 +1,4 @@
-// Random-filled device buffers for timing conv2d and GEMM candidates, and the autotuner's non-template parts.
+// Random-filled device buffers for timing conv2d, GEMM and INT8 conv2d candidates, and the autotuner's non-template parts.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -17,6 +17,16 @@ absl::StatusOr<DeviceAllocation> RandomBuffer(Device& device, DataType dtype, in
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int64_t i = 0; i < elements; ++i) StoreFromFloat(host.data(), dtype, static_cast<size_t>(i), dist(rng));
+  CONVOY_RETURN_IF_ERROR(device.CopyToDevice(buffer.data(), host.data(), bytes));
+  return buffer;
+}
+
+// Random bytes (8-bit tensors: every bit pattern is a valid value).
+absl::StatusOr<DeviceAllocation> RandomBytes(Device& device, size_t bytes, uint32_t seed) {
+  CONVOY_ASSIGN_OR_RETURN(DeviceAllocation buffer, device.Allocate(std::max<size_t>(bytes, 1)));
+  std::vector<unsigned char> host(bytes);
+  std::mt19937 rng(seed);
+  for (unsigned char& b : host) b = static_cast<unsigned char>(rng());
   CONVOY_RETURN_IF_ERROR(device.CopyToDevice(buffer.data(), host.data(), bytes));
   return buffer;
 }
@@ -107,6 +117,31 @@ absl::StatusOr<std::unique_ptr<TuningBuffers<GemmOp>>> TuningBuffers<GemmOp>::Cr
   CONVOY_ASSIGN_OR_RETURN(auto y, device.Allocate(size_t{1} * p.m * p.n * DataTypeSize(p.dtype)));
   b->args = GemmArgs{a.data(), w.data(), bias.as<float>(), scale.as<float>(), residual.data(), y.data()};
   for (auto* x : {&a, &w, &bias, &scale, &residual, &y}) b->allocations.push_back(std::move(*x));
+  return b;
+}
+
+absl::StatusOr<std::unique_ptr<TuningBuffers<QuantizedConv2dOp>>> TuningBuffers<QuantizedConv2dOp>::Create(
+    const QuantizedConv2dProblem& p, Device& device) {
+  auto b = std::make_unique<TuningBuffers<QuantizedConv2dOp>>();
+  const size_t out_elements = static_cast<size_t>(p.output_desc().num_elements());
+  CONVOY_ASSIGN_OR_RETURN(auto x, RandomBytes(device, p.input_desc().size_bytes(), 1));
+  CONVOY_ASSIGN_OR_RETURN(auto w, RandomBytes(device, static_cast<size_t>(p.filter_elements()), 2));
+  // INT32 biases of the size a requantized layer has (|bias| < 2^16), so that no accumulation overflows.
+  CONVOY_ASSIGN_OR_RETURN(auto bias, device.Allocate(size_t{4} * std::max(p.k, 1)));
+  {
+    std::vector<int32_t> host(static_cast<size_t>(p.k));
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int32_t> dist(-(1 << 16), 1 << 16);
+    for (int32_t& v : host) v = dist(rng);
+    CONVOY_RETURN_IF_ERROR(device.CopyToDevice(bias.data(), host.data(), host.size() * sizeof(int32_t)));
+  }
+  CONVOY_ASSIGN_OR_RETURN(auto scale, RandomBuffer(device, DataType::kFloat32, p.k, 4));
+  // The residual: 8-bit (the residual sum's or the fused add's other operand); sized for 4-byte values to be safe.
+  CONVOY_ASSIGN_OR_RETURN(auto residual, RandomBytes(device, out_elements * 4, 5));
+  CONVOY_ASSIGN_OR_RETURN(auto y, device.Allocate(std::max<size_t>(p.output_desc().size_bytes(), 1)));
+  b->args = QuantizedConv2dArgs{x.data(), w.as<int8_t>(), bias.as<int32_t>(), scale.as<float>(), residual.data(),
+                                y.data()};
+  for (auto* a : {&x, &w, &bias, &scale, &residual, &y}) b->allocations.push_back(std::move(*a));
   return b;
 }
 

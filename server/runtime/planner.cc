@@ -441,6 +441,20 @@ absl::Status PlanBuilder::ChooseQuantizedConvs() {
       }
     }
   }
+  // The 8-bit max pools an algorithm of this device implements at every batch size (oneDNN's NHWC pooling; a
+  // dilated window has none): the others keep their FP32 step between the simulated QDQ nodes.
+  for (auto& [name, pool] : analysis.max_pools) {
+    bool kept = options_.int8_convolutions && compute_dtype() == DataType::kFloat32;
+    CONVOY_ASSIGN_OR_RETURN(const Shape input_shape, graph_.ShapeOf(pool.input));
+    kept = kept && input_shape.size() == 4;
+    for (int b = 1; kept && b <= max_batch_size(); ++b) {
+      const Shape d = ConcreteShape(input_shape, b);
+      const Pool2dProblem problem = Pool2dProblemFor(pool.attrs, ImageDims{int(d[0]), int(d[1]), int(d[2]), int(d[3])},
+                                                     pool.type, Layout::kNHWC);
+      kept = OpRegistry<Pool2dOp>::Global().Heuristic(problem, backend).ok();
+    }
+    if (kept) quantized_.max_pools.emplace(name, pool);
+  }
   for (auto& [name, add] : quantized_.adds) {  // an add whose conv stayed FP32
     const QuantizedConvFold* conv = quantized_.Find(add.fused_into);
     if (conv == nullptr || conv->add != name) add.fused_into.clear();
@@ -570,10 +584,15 @@ absl::Status PlanBuilder::PlanNode(const Node& node) {
       return PlanConv2d(*this, node);
     case OpKind::kPool2d:
       if (const QuantizedConvFold* fold = quantized_.Find(node.name)) return PlanQuantizedConv2d(*this, node, *fold);
+      if (const QuantizedMaxPoolFold* fold = quantized_.FindMaxPool(node.name)) {
+        return PlanQuantizedMaxPool(*this, node, *fold);
+      }
       return PlanPool2d(*this, node);
     case OpKind::kBatchNorm: return PlanBatchNorm(*this, node);
     case OpKind::kActivation:
-      if (!quantized_.folds.empty() || !quantized_.adds.empty()) return PlanQuantizeDequantize(*this, node);
+      if (!quantized_.folds.empty() || !quantized_.adds.empty() || !quantized_.max_pools.empty()) {
+        return PlanQuantizeDequantize(*this, node);
+      }
       return PlanActivation(*this, node);
     case OpKind::kBinary:
       if (const QuantizedAddFold* fold = quantized_.FindAdd(node.name)) {

@@ -219,6 +219,9 @@ absl::Status PlanQuantizedConv2d(PlanBuilder& b, const Node& node, const Quantiz
 absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedAddFold& fold);
 absl::Status PlanQuantizeDequantize(PlanBuilder& b, const Node& node);
 absl::Status PlanQuantizedView(PlanBuilder& b, const QuantizedViewFold& view);
+absl::Status PlanQuantizedMaxPool(PlanBuilder& b, const Node& node, const QuantizedMaxPoolFold& fold);
+// A pool node's kernel problem for an input of dims `d` (planner_ops.cc).
+Pool2dProblem Pool2dProblemFor(const Pool2dAttrs& a, const ImageDims& d, DataType dtype, Layout layout);
 // A squeeze-and-excitation branch as one step (squeeze_excitation_fusion.h), planned at its pool node; and its
 // problem for x's dims [N,C,H,W] (planner_ops.cc).
 absl::Status PlanSqueezeExcitation(PlanBuilder& b, const SqueezeExcitationBranch& branch);

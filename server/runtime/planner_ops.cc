@@ -141,27 +141,29 @@ absl::Status PlanConv2d(PlanBuilder& b, const Node& node) {
   return absl::OkStatus();
 }
 
+Pool2dProblem Pool2dProblemFor(const Pool2dAttrs& a, const ImageDims& d, DataType dtype, Layout layout) {
+  Pool2dProblem p;
+  p.mode = a.kind == PoolKind::kMax ? PoolMode::kMax : PoolMode::kAverage;
+  if (a.global) p.mode = a.kind == PoolKind::kMax ? PoolMode::kGlobalMax : PoolMode::kGlobalAverage;
+  p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
+  if (!a.global) {
+    p.r = int(a.window.kernel_h), p.s = int(a.window.kernel_w);
+    p.pad_top = int(a.window.pad_top), p.pad_bottom = int(a.window.pad_bottom);
+    p.pad_left = int(a.window.pad_left), p.pad_right = int(a.window.pad_right);
+    p.stride_h = int(a.window.stride_h), p.stride_w = int(a.window.stride_w);
+    p.dilation_h = int(a.window.dilation_h), p.dilation_w = int(a.window.dilation_w);
+    p.ceil_mode = a.ceil_mode, p.count_include_pad = a.count_include_pad;
+  }
+  p.dtype = dtype, p.layout = layout;
+  return p;
+}
+
 absl::Status PlanPool2d(PlanBuilder& b, const Node& node) {
   const auto& a = node.As<Pool2dAttrs>();
   CONVOY_ASSIGN_OR_RETURN(int x, b.Value(node.inputs[0]));
   CONVOY_RETURN_IF_ERROR(ExpectImage(b, node, x));
-  PoolMode mode = a.kind == PoolKind::kMax ? PoolMode::kMax : PoolMode::kAverage;
-  if (a.global) mode = a.kind == PoolKind::kMax ? PoolMode::kGlobalMax : PoolMode::kGlobalAverage;
-  auto problem_in = [&b, a, mode](int x, int batch, Layout layout) {
-    const ImageDims d = b.Dims(x, batch);
-    Pool2dProblem p;
-    p.mode = mode;
-    p.n = d.n, p.c = d.c, p.h = d.h, p.w = d.w;
-    if (!a.global) {
-      p.r = int(a.window.kernel_h), p.s = int(a.window.kernel_w);
-      p.pad_top = int(a.window.pad_top), p.pad_bottom = int(a.window.pad_bottom);
-      p.pad_left = int(a.window.pad_left), p.pad_right = int(a.window.pad_right);
-      p.stride_h = int(a.window.stride_h), p.stride_w = int(a.window.stride_w);
-      p.dilation_h = int(a.window.dilation_h), p.dilation_w = int(a.window.dilation_w);
-      p.ceil_mode = a.ceil_mode, p.count_include_pad = a.count_include_pad;
-    }
-    p.dtype = b.compute_dtype(), p.layout = layout;
-    return p;
+  auto problem_in = [&b, a](int x, int batch, Layout layout) {
+    return Pool2dProblemFor(a, b.Dims(x, batch), b.compute_dtype(), layout);
   };
   const Layout layout = b.BlockedLayoutIfImplemented<Pool2dOp>(problem_in(x, 1, b.layout()), {b.Dims(x, 1).c});
   CONVOY_ASSIGN_OR_RETURN(x, b.ComputeInput(node, 0, layout));

@@ -1,6 +1,6 @@
 // The INT8 mappings of QDQ models (quantized_conv_folding.h): a folded convolution (or global average pool, or Gemm)
 // becomes one QuantizedConv2dOp step on 8-bit NHWC tensors, a folded residual add one QuantizedAddOp step, an 8-bit
-// view (a Flatten between them) no step, and each quantize-dequantize node between such steps and FP32 ops becomes
+// view (a Flatten between them) no step, a folded max pool a Pool2dOp step on the 8-bit values, and each quantize-dequantize node between such steps and FP32 ops becomes
 // the Convert steps the edge needs (or none, between two INT8 steps).
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
@@ -65,6 +65,17 @@ absl::Status PlanQuantizedAdd(PlanBuilder& b, const Node& node, const QuantizedA
 
 absl::Status PlanQuantizedView(PlanBuilder& b, const QuantizedViewFold& view) {
   return b.AliasQuantizedValue(view.output, view.input);
+}
+
+// A folded max pool: the pool on the 8-bit NHWC values, writing its output QDQ node's 8-bit value.
+absl::Status PlanQuantizedMaxPool(PlanBuilder& b, const Node& node, const QuantizedMaxPoolFold& fold) {
+  CONVOY_ASSIGN_OR_RETURN(int x, b.QuantizedValue(fold.input));
+  CONVOY_ASSIGN_OR_RETURN(int y, b.AddQuantizedOutput(fold.output, fold.type));
+  auto problem_for = [&b, &fold, x](int batch) {
+    return Pool2dProblemFor(fold.attrs, b.Dims(x, batch), fold.type, Layout::kNHWC);
+  };
+  auto bind = [x, y](TensorPointers t) { return Pool2dArgs{t[x], t[y]}; };
+  return b.AddKernelStep<Pool2dOp>(node.name, {x}, {y}, problem_for, bind);
 }
 
 // A quantize-dequantize node in a plan with INT8 steps. Its output has up to two values: 8-bit (written by the folded

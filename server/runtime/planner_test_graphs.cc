@@ -270,4 +270,32 @@ absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b, 
   return g;
 }
 
+absl::StatusOr<Graph> QuantizedMaxPoolGraph(uint32_t seed, float pool_output_scale) {
+  std::mt19937 rng(seed);
+  Graph g;
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 8, 11, 13}));
+  auto add = [&g](const std::string& name, NodeAttrs attrs, std::vector<std::string> in,
+                  std::vector<std::string> out) { return g.AddNode(MakeNode(name, std::move(attrs), in, out)); };
+  auto qdq = [&add](const std::string& name, const std::string& in, float scale, int zero_point) {
+    return add(name, ActivationAttrs{Qdq(true, scale, zero_point)}, {in}, {absl::StrCat(in, "_q")});
+  };
+  const float sx = 2.0f / 255, sf = 3.0f / 255, sy = 4.0f / 255;
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_x", "x", sx, 128));
+  AddQuantizedWeights(g, "wf", {24, 8, 3, 3}, RandomScales(24, 0.004f, 0.008f, rng), sx, true, rng);
+  CONVOY_RETURN_IF_ERROR(add("conv", Conv(3, 1, true, Activation::Relu()), {"x_q", "wf", "wf_b"}, {"f"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_f", "f", sf, 0));
+  Pool2dAttrs pool;
+  pool.kind = PoolKind::kMax;
+  pool.window = Window2d{3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  CONVOY_RETURN_IF_ERROR(add("pool", pool, {"f_q"}, {"p"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_p", "p", pool_output_scale > 0.0f ? pool_output_scale : sf, 0));
+  AddQuantizedWeights(g, "wy", {16, 24, 1, 1}, RandomScales(16, 0.004f, 0.008f, rng), sf, true, rng);
+  CONVOY_RETURN_IF_ERROR(add("conv_y", Conv(1, 0, true, Activation{}), {"p_q", "wy", "wy_b"}, {"logits"}));
+  CONVOY_RETURN_IF_ERROR(qdq("qdq_y", "logits", sy, 128));
+  CONVOY_RETURN_IF_ERROR(add("rename_y", IdentityAttrs{}, {"logits_q"}, {"y"}));
+  CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
+  CONVOY_RETURN_IF_ERROR(g.Finalize());
+  return g;
+}
+
 }  // namespace convoy::runtime::testing

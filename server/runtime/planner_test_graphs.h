@@ -55,6 +55,13 @@ absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = 
 // Without `quantized_logits` there is no qdq_y: the Gemm's FP32 output is "y" (a QGemm without y_scale).
 absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b = true, bool quantized_logits = true);
 
+// A QDQ stem as onnxruntime's quantizer writes torchvision ResNet's (conv -> relu -> max pool between QDQ nodes of one
+// quantization):
+//   x [N,8,11,13] -> qdq_x (UINT8) -> conv 3x3 8->24 relu -> qdq_f (UINT8) -> max pool "pool" 3x3 stride 2 padding 1
+//   -> qdq_p (UINT8, qdq_f's quantization, or scale `pool_output_scale` when positive) -> conv_y 1x1 24->16 -> qdq_y
+//   -> output "y".
+absl::StatusOr<Graph> QuantizedMaxPoolGraph(uint32_t seed, float pool_output_scale = 0.0f);
+
 }  // namespace convoy::runtime::testing
 
 #endif  // CONVOY_SERVER_RUNTIME_PLANNER_TEST_GRAPHS_H_

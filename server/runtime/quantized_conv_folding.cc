@@ -285,6 +285,7 @@ const char* QuantizedFoldSourceName(QuantizedFoldSource source) {
 
 bool QuantizedConvAnalysis::ReadsQuantized(const std::string& reader, const std::string& tensor) const {
   if (const QuantizedViewFold* view = FindView(reader)) return view->input == tensor;
+  if (const QuantizedMaxPoolFold* pool = FindMaxPool(reader)) return pool->input == tensor;
   if (const QuantizedConvFold* conv = Find(reader)) return conv->input == tensor || conv->residual == tensor;
   if (const QuantizedAddFold* add = FindAdd(reader)) return add->a == tensor || add->b == tensor;
   return false;
@@ -418,6 +419,21 @@ void AnalyzeView(const Graph& graph, const Node& node, QuantizedConvAnalysis& an
                                                       graph.nodes()[reader].outputs[0]});
 }
 
+// A max pool between two QDQ nodes of one quantization with a positive scale: recorded in analysis.max_pools.
+void AnalyzeMaxPool(const Graph& graph, const Node& node, QuantizedConvAnalysis& analysis) {
+  if (node.As<Pool2dAttrs>().kind != PoolKind::kMax || node.inputs.empty() || node.outputs.size() != 1) return;
+  QdqParams in, out;
+  if (!ProducedByQdq(graph, node.inputs[0], in)) return;
+  const int reader = SoleQdqReader(graph, node.outputs[0], out);
+  if (reader < 0 || in.type != out.type || in.scale != out.scale || in.zero_point != out.zero_point ||
+      !(in.scale > 0.0f)) {
+    return;
+  }
+  analysis.max_pools.emplace(node.name, QuantizedMaxPoolFold{node.name, node.inputs[0], graph.nodes()[reader].name,
+                                                             graph.nodes()[reader].outputs[0], in.type,
+                                                             node.As<Pool2dAttrs>()});
+}
+
 }  // namespace
 
 QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
@@ -427,6 +443,7 @@ QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph) {
     if (conv.op() == OpKind::kFlatten || conv.op() == OpKind::kReshape || conv.op() == OpKind::kIdentity) {
       AnalyzeView(graph, conv, analysis);
     }
+    if (conv.op() == OpKind::kPool2d) AnalyzeMaxPool(graph, conv, analysis);
     if (!FoldableOp(conv)) continue;
     QdqParams in, out;
     const int producer = graph.ProducerIndex(conv.inputs[0]);

@@ -40,6 +40,11 @@
 // QGemm without y_scale does). A Flatten / Reshape from [N, C, 1, 1] to [N, C] between QDQ nodes of one quantization keeps the
 // 8-bit bytes (QuantizedViewFold), so the pool -> Flatten -> Gemm tail stays 8-bit to the logits.
 //
+// A max pool between two QDQ nodes of one quantization (ResNet's stem pool) runs on the 8-bit values
+// (QuantizedMaxPoolFold): dequantization is increasing (its scale is positive), so the largest dequantized value is
+// the dequantized largest integer, and the output QDQ node's QuantizeLinear gives that integer back; the step is a
+// max pool on UINT8 / INT8 NHWC tensors, exact, with no quantize and dequantize around it.
+//
 // The planner quantizes where a folded step's input comes from an FP32 op, and dequantizes where an FP32 op (or the
 // caller) reads a folded step's output. Every other convolution next to a QDQ node stays on the FP32 path with the
 // quantization simulated by the QDQ nodes, and the analysis says why (a residual fused into it, weights that are
@@ -110,10 +115,21 @@ struct QuantizedViewFold {
   std::string output;       // that node's output: the same 8-bit bytes
 };
 
+// A max pool (windowed or global) between two QDQ nodes of the same quantization: it runs on the 8-bit values.
+struct QuantizedMaxPoolFold {
+  std::string node;         // the Pool2d
+  std::string input;        // its input, a QDQ node's output, read 8-bit
+  std::string output_node;  // the QDQ node reading its output alone
+  std::string output;       // that node's output: written 8-bit
+  DataType type = DataType::kUInt8;
+  Pool2dAttrs attrs;        // the pool's window
+};
+
 struct QuantizedConvAnalysis {
   std::map<std::string, QuantizedConvFold> folds;   // by conv (or pool, Gemm) node name
   std::map<std::string, QuantizedAddFold> adds;     // by add node name
   std::map<std::string, QuantizedViewFold> views;   // by Flatten / Reshape node name
+  std::map<std::string, QuantizedMaxPoolFold> max_pools;  // by pool node name
   std::map<std::string, std::string> fp32_reasons;  // conv or add node name -> why it stays FP32 (QDQ neighbours only)
 
   const QuantizedConvFold* Find(const std::string& conv) const {
@@ -127,6 +143,10 @@ struct QuantizedConvAnalysis {
   const QuantizedViewFold* FindView(const std::string& node) const {
     auto it = views.find(node);
     return it == views.end() ? nullptr : &it->second;
+  }
+  const QuantizedMaxPoolFold* FindMaxPool(const std::string& node) const {
+    auto it = max_pools.find(node);
+    return it == max_pools.end() ? nullptr : &it->second;
   }
   // Whether node `reader` runs as an INT8 step that reads graph tensor `tensor` as 8-bit.
   bool ReadsQuantized(const std::string& reader, const std::string& tensor) const;

@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -44,6 +47,17 @@ PlannerOptions CpuOptions(Layout layout, int max_batch_size) {
 int CountSteps(const ExecutionPlan& plan, convoy::OpKind op) {
   int count = 0;
   for (const auto& step : plan.steps()) count += step->op() == op;
+  return count;
+}
+
+// The plan's quantize and dequantize steps (converts between FP32 and 8-bit; layout reorders are not counted).
+int CountQuantizeSteps(const ExecutionPlan& plan) {
+  int count = 0;
+  for (const auto& step : plan.steps()) {
+    if (step->op() != convoy::OpKind::kConvert) continue;
+    const std::string problem = step->ProblemString(1);
+    count += problem.find("INT8 NHWC") != std::string::npos;  // UINT8 too, either side
+  }
   return count;
 }
 
@@ -185,6 +199,88 @@ TEST(QuantizedConvFoldingTest, PlansRunFoldedConvsInInt8AndMatchTheSimulationWit
   }
 }
 
+// Runs `plan` at `batch` on `x` and returns its outputs (NaN-poisoned before the run).
+std::vector<std::vector<float>> RunPlan(std::shared_ptr<const ExecutionPlan> plan, int batch, Tensor x) {
+  auto executor = Executor::Create({plan});
+  EXPECT_THAT(executor.status(), IsOk());
+  if (!executor.ok()) return {};
+  std::vector<TensorView> input_views = {{(*executor)->ExpectedInputDesc(0, batch), x.data.data()}};
+  std::vector<std::vector<float>> outputs(plan->outputs().size());
+  std::vector<TensorView> output_views;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorDesc desc = (*executor)->ExpectedOutputDesc(i, batch);
+    outputs[i].assign(desc.num_elements(), std::nanf(""));
+    output_views.push_back({desc, outputs[i].data()});
+  }
+  EXPECT_THAT((*executor)->Run(batch, input_views, output_views), IsOk());
+  return outputs;
+}
+
+// Tuning times both CPU INT8 convolution algorithms (oneDNN's first choice and the jit_int8 variant) for the folded
+// convolutions; a plan whose cache names the jit variant wherever it ran (as a tuning that found it faster leaves
+// it) runs it in those steps and gives outputs identical, bit for bit, to the heuristic plan's.
+TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdenticalOutputs) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed));
+  constexpr absl::string_view kJit = "cpu.quantized_conv2d.onednn_nhwc_jit";
+  AlgorithmCache heuristic_cache;
+  PlannerOptions heuristic = CpuOptions(Layout::kNHWC, 2);
+  heuristic.cache = &heuristic_cache;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto heuristic_plan, BuildExecutionPlan(graph, heuristic));
+
+  AlgorithmCache cache;
+  PlannerOptions tuned = heuristic;
+  tuned.cache = &cache;
+  tuned.selection = AlgorithmSelection::kTune;
+  tuned.tuning.min_timed_ms = 2;  // a test: enough runs to time the candidates, not a measurement
+  tuned.tuning.cold_start_warmup_ms = 10;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto tuned_plan, BuildExecutionPlan(graph, tuned));
+  // Every tuned INT8 convolution recorded both algorithms; where the jit variant ran, its entry is made to name it.
+  int int8_entries = 0, jit_timed = 0;
+  for (const std::string& key : cache.Keys()) {
+    std::optional<CacheEntry> entry = cache.Peek(key);
+    ASSERT_TRUE(entry.has_value());
+    bool int8 = false, jit_ok = false;
+    for (const CandidateTiming& c : entry->candidates) {
+      int8 |= c.algorithm == "cpu.quantized_conv2d.onednn_nhwc";
+      if (c.algorithm == kJit) jit_ok = c.ok;
+      if (c.ok) {
+        EXPECT_GT(c.time_ms, 0) << key << " " << c.algorithm;
+      }
+    }
+    if (!int8) continue;
+    ++int8_entries;
+    EXPECT_TRUE(entry->tuned) << key;
+    if (!jit_ok) continue;
+    ++jit_timed;
+    entry->algorithm = std::string(kJit);
+    cache.Insert(key, *entry);
+  }
+  EXPECT_GT(int8_entries, 0);
+  ASSERT_GT(jit_timed, 0) << "the jit variant ran in no tuned INT8 convolution of\n" << tuned_plan->ToString(1);
+  // The same options again, now answered from the cache: the jit variant in every step where it was timed.
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto jit_plan, BuildExecutionPlan(graph, tuned));
+  for (int batch = 1; batch <= 2; ++batch) {
+    int jit_steps = 0;
+    for (const auto& step : jit_plan->steps()) jit_steps += step->AlgorithmName(batch) == kJit;
+    EXPECT_GT(jit_steps, 0) << "batch " << batch << "\n" << jit_plan->ToString(batch);
+    const Tensor x = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, batch), FreshSeed());
+    const std::vector<std::vector<float>> want = RunPlan(heuristic_plan, batch, x);
+    for (const auto& plan : {tuned_plan, jit_plan}) {
+      const std::vector<std::vector<float>> got = RunPlan(plan, batch, x);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].size(), want[i].size());
+        for (size_t j = 0; j < got[i].size(); ++j) {
+          ASSERT_EQ(got[i][j], want[i][j]) << "batch " << batch << " output " << i << " element " << j << "\n"
+                                           << plan->ToString(batch);
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantizedConvFoldingTest, TurnedOffEveryQuantizationIsSimulated) {
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(FreshSeed()));
   PlannerOptions options = CpuOptions(Layout::kNCHW, 2);
@@ -282,6 +378,62 @@ TEST(QuantizedConvFoldingTest, PlansTheClassifierTailInInt8AndMatchTheSimulation
       for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, {{"y", 4.0f / 255}});
     }
   }
+}
+
+TEST(QuantizedConvFoldingTest, MaxPoolBetweenQdqNodesOfOneQuantizationRunsOnTheBytes) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed()));
+  const QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(graph);
+  ASSERT_NE(analysis.FindMaxPool("pool"), nullptr);
+  EXPECT_EQ(analysis.FindMaxPool("pool")->input, "f_q");
+  EXPECT_EQ(analysis.FindMaxPool("pool")->output, "p_q");
+  EXPECT_EQ(analysis.FindMaxPool("pool")->type, DataType::kUInt8);
+  EXPECT_TRUE(analysis.ReadsQuantized("pool", "f_q"));
+  // Another output scale: the maximum's integer is not the output's, so the pool stays FP32.
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph rescaled, testing::QuantizedMaxPoolGraph(FreshSeed(), 5.0f / 255));
+  EXPECT_EQ(AnalyzeQuantizedConvs(rescaled).FindMaxPool("pool"), nullptr);
+}
+
+// The stem conv -> max pool -> conv stays 8-bit from the first conv to the last: one quantize (x), one dequantize (y),
+// the pool a UINT8 NHWC step, and the outputs those of the simulation (the pool adds no rounding).
+TEST(QuantizedConvFoldingTest, PlansTheMaxPoolOnEightBitValuesAndMatchTheSimulationWithinOneStep) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed()));
+  for (Layout layout : {Layout::kNCHW, Layout::kNCHW8c, Layout::kNHWC}) {
+    SCOPED_TRACE(LayoutName(layout));
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(layout, 3)));
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 2) << plan->ToString(1);
+    EXPECT_EQ(CountQuantizeSteps(*plan), 2) << plan->ToString(1);
+    ASSERT_EQ(CountSteps(*plan, convoy::OpKind::kPool2d), 1) << plan->ToString(1);
+    for (const auto& step : plan->steps()) {
+      if (step->op() != convoy::OpKind::kPool2d) continue;
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("UINT8 NHWC"));
+      EXPECT_EQ(step->AlgorithmName(1), "cpu.pool2d.onednn_nhwc");
+    }
+    for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, {{"y", 4.0f / 255}});
+  }
+  // With INT8 steps turned off the pool is FP32 between simulated quantizations, and the outputs the same.
+  PlannerOptions off = CpuOptions(Layout::kNCHW, 2);
+  off.int8_convolutions = false;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto fp32, BuildExecutionPlan(graph, off));
+  for (const auto& step : fp32->steps()) {
+    if (step->op() == convoy::OpKind::kPool2d) {
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("FP32"));
+    }
+  }
+  ExpectWithinOneStep(graph, fp32, 2, {{"y", 4.0f / 255}});
+}
+
+// The pool's output QDQ node with another scale: FP32 pool, a dequantize before it and a quantize after.
+TEST(QuantizedConvFoldingTest, MaxPoolBetweenDifferentQuantizationsStaysFp32) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed(), 5.0f / 255));
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Layout::kNHWC, 2)));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 2) << plan->ToString(1);
+  for (const auto& step : plan->steps()) {
+    if (step->op() == convoy::OpKind::kPool2d) {
+      EXPECT_THAT(step->ProblemString(1), HasSubstr("FP32"));
+    }
+  }
+  EXPECT_EQ(CountQuantizeSteps(*plan), 4) << plan->ToString(1);
+  ExpectWithinOneStep(graph, plan, 2, {{"y", 4.0f / 255}});
 }
 
 // onnxruntime's arithmetic on UINT8 values (its MLAS kernels): ONNX QuantizeLinear; the requantization of an INT32

@@ -210,6 +210,20 @@ def test_inspect_shows_graph_plan_memory_and_step_times(tmp_path):
     assert len(times) == len(steps)
 
 
+def test_inspect_profile_statistic_fastest_run_and_bad_value(tmp_path):
+    """--profile_statistic=min prints each step's fastest of the runs; any other value
+    than median or min is refused, naming the flag and the value."""
+    model = residual_cnn(tmp_path / "m.onnx")
+    args = ("inspect", f"--model={model}", "--max_batch_size=2", "--profile_batch=2", "--profile_runs=9")
+    fastest = convoy(*args, "--profile_statistic=min").stdout
+    assert "measured step times at batch 2 (ms, fastest of 9 runs)" in fastest, fastest
+    times = re.findall(r"^  \[\d+\] .* ([\d.]+)$", fastest.split("measured step times")[1], flags=re.M)
+    assert times and all(float(t) > 0 for t in times), fastest
+    assert "median of 9 runs" in convoy(*args).stdout
+    bad = convoy(*args, "--profile_statistic=max", check=False)
+    assert bad.returncode != 0 and "--profile_statistic: expected median or min, got 'max'" in bad.stderr, bad.stderr
+
+
 def tuned_lines(out):
     """The `tune LAYER batch B: ALGORITHM ...` progress lines, and the count of problems the summary says were tuned."""
     lines = re.findall(r"^tune (\S+) batch (\d+): (\S+) (.+)$", out, flags=re.M)
