@@ -224,10 +224,11 @@ absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a) {
   return g;
 }
 
-absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b, bool quantized_logits) {
+absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b, bool quantized_logits, int height,
+                                               int width) {
   std::mt19937 rng(seed);
   Graph g;
-  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 24, 5, 7}));
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 24, height, width}));
   auto add = [&g](const std::string& name, NodeAttrs attrs, std::vector<std::string> in,
                   std::vector<std::string> out) { return g.AddNode(MakeNode(name, std::move(attrs), in, out)); };
   auto qdq = [&add](const std::string& name, const std::string& in, float scale, int zero_point) {

@@ -52,8 +52,10 @@ absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = 
 //   x [N,24,5,7] -> qdq_x (UINT8) -> conv 1x1 24->40 relu -> qdq_f (UINT8) -> global average pool "pool" -> qdq_p
 //   (UINT8, zero point 3) -> Flatten "flatten" -> qdq_flat (qdq_p's quantization) -> Gemm "fc" 40->12 with bias
 //   (per-output-column INT8 weights: B [12,40] with transpose_b, else [40,12] along axis 1) -> qdq_y -> output "y".
-// Without `quantized_logits` there is no qdq_y: the Gemm's FP32 output is "y" (a QGemm without y_scale).
-absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b = true, bool quantized_logits = true);
+// Without `quantized_logits` there is no qdq_y: the Gemm's FP32 output is "y" (a QGemm without y_scale). `height` and
+// `width` size the image (a large one gives the pool a reduction that a device's INT8 kernel may decline).
+absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b = true, bool quantized_logits = true,
+                                               int height = 5, int width = 7);
 
 }  // namespace convoy::runtime::testing
 
