@@ -5,39 +5,31 @@
 //   ra = a_scale / y_scale, rb = b_scale / y_scale, fixed = y_zp - fma(ra, a_zp, rb * b_zp)   (host, once per Run)
 //   y  = saturate(rint(fma(a, ra, fma(b, rb, fixed))))                                        (device, per element)
 //
-// The constants are formed on the host with the same C++ operations as the CPU's; the device's two FMAs are written
-// as __fmaf_rn and the rounding as rintf (half to even), so neither nvcc nor the emulation can contract or reorder
-// them: the bytes equal the CPU's bit for bit. Flat over the buffers: any layout, as long as both operands and the
+// The arithmetic is quantized_add_arithmetic.cuh's (shared with the INT8 convolution's fused add): the constants
+// formed on the host with the same C++ operations as the CPU's, the device's two FMAs written as __fmaf_rn and the
+// rounding as rintf (half to even), so neither nvcc nor the emulation can contract or reorder them: the bytes equal
+// the CPU's bit for bit. Flat over the buffers: any layout, as long as both operands and the
 // output share it; four bytes per access when every pointer allows it. y may equal a or b (each element is read
 // before it is written, by the same thread).
-#include <cmath>
 #include <cstdint>
 
 #include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/quantized_add_arithmetic.cuh"
 #include "kernels/registry/registry.h"
 
 namespace convoy::cuda {
 namespace {
 
-// The per-Run constants of the add (above) and the output type's range.
-struct QuantizedAddParams {
-  float ra, rb, fixed, lo, hi;
-};
-
 template <typename A, typename B, typename Y>
-__device__ __forceinline__ Y QuantizedAddElement(A a, B b, const QuantizedAddParams& k) {
-  const float v = __fmaf_rn(static_cast<float>(a), k.ra, __fmaf_rn(static_cast<float>(b), k.rb, k.fixed));
-  float q = rintf(v);
-  q = q > k.lo ? q : k.lo;  // comparisons: a NaN would land on lo, as on the CPU
-  q = q < k.hi ? q : k.hi;
-  return static_cast<Y>(q);
+__device__ __forceinline__ Y QuantizedAddElement(A a, B b, const QuantizedAddConstants& k) {
+  return static_cast<Y>(QuantizedAddValue(static_cast<float>(a), static_cast<float>(b), k));
 }
 
 // ---- kernel ----
 // a: [count] of A; b: [count] of B; y: [count] of Y (may alias a or b: no __restrict__).
 template <typename A, typename B, typename Y, bool kPacked>
 __global__ void __launch_bounds__(kElementwiseThreads)
-    QuantizedAddKernel(const A* a, const B* b, Y* y, int64_t count, QuantizedAddParams k) {
+    QuantizedAddKernel(const A* a, const B* b, Y* y, int64_t count, QuantizedAddConstants k) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   const int64_t first = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   const int64_t packs = kPacked ? count / 4 : 0;
@@ -54,7 +46,7 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 
 // ---- launcher ----
 template <typename A, typename B, typename Y>
-cudaError_t LaunchQuantizedAdd(const A* a, const B* b, Y* y, int64_t count, const QuantizedAddParams& k,
+cudaError_t LaunchQuantizedAdd(const A* a, const B* b, Y* y, int64_t count, const QuantizedAddConstants& k,
                                cudaStream_t stream) {
   const bool packed = IsPack4Aligned<uint8_t>({a, b, y});
   return LaunchPackedOrScalar(packed, count, QuantizedAddKernel<A, B, Y, true>, QuantizedAddKernel<A, B, Y, false>,
@@ -68,15 +60,6 @@ absl::Status DispatchByteType(DataType type, Fn&& fn) {
   return fn(int8_t{});
 }
 
-// The host half of the formula, the same C++ operations as the CPU algorithm's constants.
-QuantizedAddParams MakeParams(const QuantizedAddProblem& p) {
-  const float ra = p.a_scale / p.y_scale, rb = p.b_scale / p.y_scale;
-  const float fixed = static_cast<float>(p.y_zero_point) -
-                      std::fmaf(ra, static_cast<float>(p.a_zero_point), rb * static_cast<float>(p.b_zero_point));
-  const bool is_unsigned = p.y_type == DataType::kUInt8;
-  return {ra, rb, fixed, is_unsigned ? 0.0f : -128.0f, is_unsigned ? 255.0f : 127.0f};
-}
-
 // ---- entry ----
 class CudaQuantizedAddElementwise final : public QuantizedAddAlgorithm {
  public:
@@ -86,7 +69,7 @@ class CudaQuantizedAddElementwise final : public QuantizedAddAlgorithm {
   absl::Status Run(const QuantizedAddProblem& problem, const QuantizedAddArgs& args, Workspace,
                    const ExecutionContext& context) const override {
     if (absl::Status s = CheckArgs(problem, {{"a", args.a}, {"b", args.b}, {"y", args.y}}); !s.ok()) return s;
-    const QuantizedAddParams params = MakeParams(problem);
+    const QuantizedAddConstants params = MakeQuantizedAddConstants(problem);
     return DispatchByteType(problem.a_type, [&](auto a_tag) {
       return DispatchByteType(problem.b_type, [&](auto b_tag) {
         return DispatchByteType(problem.y_type, [&](auto y_tag) {

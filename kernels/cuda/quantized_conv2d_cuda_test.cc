@@ -108,6 +108,7 @@ TEST(CudaQuantizedConv2dTest, SixAlgorithmsAreRegistered) { EXPECT_EQ(CudaAlgori
 TEST(CudaQuantizedConv2dTest, EveryProblemHasAnAlgorithm) {
   std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);
   for (const QuantizedConv2dProblem& p : ExtraProblems()) problems.push_back(p);
+  for (const QuantizedConv2dProblem& p : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) problems.push_back(p);
   for (const QuantizedConv2dProblem& p : problems) {
     EXPECT_THAT(OpRegistry<QuantizedConv2dOp>::Global().Heuristic(p, Backend::kCuda).status(), IsOk())
         << p.ToString();
@@ -136,6 +137,14 @@ TEST_P(CudaQuantizedConv2dAlgorithmTest, FixedMultipliersMatchTheIntegerReferenc
   }
   for (const QuantizedConv2dProblem& p : ExtraProblems()) problems.push_back(p);
   ExpectExactOnEveryProblemItImplements(problems, *device, QuantizedScaleSource::kProblem);
+}
+
+// A residual add fused after the requantization (QuantizedConv2dProblem::fused_add), the convolution as either
+// operand, UINT8 and INT8, with ReLU: the conv's own rounding and saturation, then QLinearAdd's arithmetic, exact.
+TEST_P(CudaQuantizedConv2dAlgorithmTest, FusedAddMatchesTheIntegerReferenceExactly) {
+  CONVOY_CREATE_DEVICE_OR_SKIP(device);
+  ExpectExactOnEveryProblemItImplements(QuantizedConv2dFusedAddTestProblems(Layout::kNHWC), *device,
+                                        QuantizedScaleSource::kProblem);
 }
 
 #if defined(CONVOY_CUDA_EMULATION)
@@ -179,16 +188,22 @@ TEST(CudaQuantizedConv2dTest, RejectsMissingOperandsAndOtherLayouts) {
   }
 }
 
-// What only the CPU algorithm runs is declined with the reason: a residual add fused after the requantization (a
-// CUDA plan keeps the add's own step, cuda.quantized_add.elementwise).
-TEST(CudaQuantizedConv2dTest, DeclinesAFusedAdd) {
-  for (const QuantizedConv2dProblem& fused : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) {
-    for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
-      const absl::Status status = algorithm->CanImplement(fused);
-      EXPECT_TRUE(absl::IsUnimplemented(status)) << algorithm->name() << " " << status;
-      EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("fused_add"));
-    }
+// A fused add needs its other operand.
+TEST(CudaQuantizedConv2dTest, AFusedAddNeedsItsOtherOperand) {
+  // The 1x1 projection (shape 3), the convolution as operand b.
+  const QuantizedConv2dProblem p = QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)[3 * 3];
+  int checked = 0;
+  for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
+    if (!algorithm->CanImplement(p).ok()) continue;
+    ++checked;
+    alignas(16) static uint8_t buffer[64];
+    QuantizedConv2dArgs args{buffer, reinterpret_cast<const int8_t*>(buffer), reinterpret_cast<const int32_t*>(buffer),
+                             reinterpret_cast<const float*>(buffer), nullptr, buffer};
+    const absl::Status status = algorithm->Run(p, args, Workspace{}, ExecutionContext{Backend::kCuda});
+    EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+    EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("args.residual (its other operand) is null"));
   }
+  EXPECT_GT(checked, 0) << p.ToString();
 }
 
 // Without multipliers in the problem, args.scale must be given; with them, the packed filter carries them.

@@ -5,9 +5,11 @@
 //                                                           3-channel stem, depthwise and narrow grouped layers)
 //
 // CanImplement: NHWC; UINT8 or INT8 input (Validate), UINT8 / INT8 / FP32 output, any groups, every epilogue of
-// QuantizedEpilogue with the multipliers either in args.scale or fixed in epilogue.scales (a plan's QDQ folds), no
-// fused add (the planner then keeps the add's own step); N*P*Q, N*H*W*C and K*R*S*Cp below 2^31 and R*S*C/groups at most kMaxQuantizedReduction (so the int32 sums cannot overflow). The vector variant also needs C and C/groups multiples of 16; the bytewise one
-// declines those (the vector variant is the same tiles with cheaper copies).
+// QuantizedEpilogue with the multipliers either in args.scale or fixed in epilogue.scales (a plan's QDQ folds), and a
+// residual add fused after the requantization in either operand order (fused_add; args.residual the other operand);
+// N*P*Q, N*H*W*C and K*R*S*Cp below 2^31 and R*S*C/groups at most kMaxQuantizedReduction (so the int32 sums cannot
+// overflow). The vector variant also needs C and C/groups multiples of 16; the bytewise one declines those (the vector
+// variant is the same tiles with cheaper copies).
 //
 // Packed filter (PackFilter, a plan-time kernel on the context's stream, device to device): the OHWI filter
 // [K, R, S, C/groups] with each tap's channels padded with zeros to Cp = C/groups rounded up to 16, then, 16-byte
@@ -72,9 +74,6 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
   absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override {
     if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
     if (problem.layout != Layout::kNHWC) return absl::UnimplementedError("needs NHWC");
-    if (problem.fused_add != QuantizedFusedAdd::kNone) {
-      return absl::UnimplementedError("no residual add fused after the requantization (fused_add)");
-    }
     const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
     if (int64_t{problem.n} * problem.p() * problem.q() >= (int64_t{1} << 31) ||
         int64_t{problem.n} * problem.h * problem.w * problem.c >= (int64_t{1} << 31) ||
@@ -132,6 +131,10 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
     if (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": the epilogue has a residual but args.residual is null"));
     }
+    if (problem.fused_add != QuantizedFusedAdd::kNone && args.residual == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": an add is fused but args.residual (its other operand) is null"));
+    }
     if (!IsAligned(args.w, 16) || (kVectorGather && !IsAligned(args.x, 16))) {
       return absl::InvalidArgumentError(absl::StrCat(name_, kVectorGather ? ": x and the packed w" : ": the packed w",
                                                      " must be 16-byte aligned"));
@@ -165,7 +168,7 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
     shape.k = int64_t{problem.r} * problem.s * QuantizedPackedFilterLayout::Of(problem).c_padded;
     shape.input_bytes = 1;
     shape.output_bytes = static_cast<int>(DataTypeSize(problem.dst_type));
-    shape.residual = problem.epilogue.residual != ResidualMode::kNone;
+    shape.residual = problem.epilogue.residual != ResidualMode::kNone || problem.fused_add != QuantizedFusedAdd::kNone;
     return EstimateGemmLaunch(kernel, shape, OccupancyBlocksPerSm(kernel.resources, gpu), gpu);
   }
 
@@ -203,6 +206,15 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
     params.relu = problem.epilogue.relu;
     params.residual_scale = problem.epilogue.residual_scale;
     params.residual_zero_point = problem.epilogue.residual_zero_point;
+    if (problem.fused_add != QuantizedFusedAdd::kNone) {
+      const bool conv_is_a = problem.fused_add == QuantizedFusedAdd::kConvIsA;
+      params.fused_add = conv_is_a ? 1 : 2;
+      params.conv_output =
+          problem.conv_type() == DataType::kUInt8 ? QuantizedOutput::kUInt8 : QuantizedOutput::kInt8;
+      params.add_operand = args.residual;
+      params.add_operand_unsigned = (conv_is_a ? problem.add.b_type : problem.add.a_type) == DataType::kUInt8;
+      params.add = MakeQuantizedAddConstants(problem.add);
+    }
     return params;
   }
 

@@ -183,7 +183,7 @@ std::vector<float> RandomScales(int64_t count, float lo, float hi, std::mt19937&
 
 }  // namespace
 
-absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a) {
+absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a, bool expose_b) {
   std::mt19937 rng(seed);
   Graph g;
   CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 16, 8, 8}));
@@ -220,6 +220,10 @@ absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a) {
   CONVOY_RETURN_IF_ERROR(add("rename_y2", IdentityAttrs{}, {"e_q"}, {"y2"}));
   CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
   CONVOY_RETURN_IF_ERROR(g.AddOutput("y2"));
+  if (expose_b) {
+    CONVOY_RETURN_IF_ERROR(add("rename_yb", IdentityAttrs{}, {"b_q"}, {"yb"}));
+    CONVOY_RETURN_IF_ERROR(g.AddOutput("yb"));
+  }
   CONVOY_RETURN_IF_ERROR(g.Finalize());
   return g;
 }

@@ -44,8 +44,10 @@ absl::StatusOr<Graph> ProjectionGraph(uint32_t seed);
 //   -> conv_c depthwise 3x3 clip(0, 6) -> qdq_c (INT8, zero point -128, range ending at 6)
 //   -> conv_e 1x1 32->16 -> qdq_e -> output "y2", and conv_d 1x1 16->8 sigmoid -> qdq_d -> output "y".
 // conv_a, b, c and e fold into INT8 steps; conv_d (a sigmoid) does not. Without `annotate_conv_a`, conv_a's weights
-// carry no quantization record (an FP32 convolution between QDQ nodes), so conv_a stays FP32 too.
-absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = true);
+// carry no quantization record (an FP32 convolution between QDQ nodes), so conv_a stays FP32 too. With `expose_b`,
+// qdq_b's output is also the graph output "yb": conv_b's output then has a reader besides the add, so the add cannot
+// fuse into conv_b and keeps a step of its own.
+absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = true, bool expose_b = false);
 
 // A QDQ classifier's tail as the ONNX importer makes it (onnxruntime's quantizer writes the same around torchvision's
 // avgpool -> flatten -> fc):

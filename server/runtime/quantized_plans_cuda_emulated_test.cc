@@ -1,9 +1,9 @@
 // INT8 plans of QDQ graphs on the CUDA backend, through the CUDA emulation: the planner folds the same convolutions,
 // residual adds and classifier tail on an emulated CudaDevice as on the CPU, into cuda.quantized_conv2d.* steps (the
-// multipliers fixed in the problem, packed with the filter), cuda.quantized_add.elementwise steps (the CUDA
-// convolution declines a fused add, so the add keeps its own step) and cuda.convert.* quantize / dequantize steps at
-// the edges; and where the CUDA kernel declines a fold, that layer stays FP32 with the reason in quantized_layers()
-// and the plan still builds and runs.
+// multipliers fixed in the problem, packed with the filter; a residual add fused into the convolution that computes
+// one of its operands, as on the CPU), cuda.quantized_add.elementwise steps (an add that cannot fuse) and
+// cuda.convert.* quantize / dequantize steps at the edges; and where the CUDA kernel declines a fold, that layer stays
+// FP32 with the reason in quantized_layers() and the plan still builds and runs.
 //
 // Outputs are compared with the CPU's INT8 plan on the same fresh random inputs (seed in the failure message),
 // outputs poisoned with NaN first. Tolerance: none for the outputs the INT8 chain writes (both backends compute the
@@ -133,10 +133,19 @@ void ExpectCudaInt8Steps(const ExecutionPlan& plan, int batch) {
   }
 }
 
-TEST(QuantizedPlansCudaEmulatedTest, BlockRunsInt8OnCudaAndMatchesTheCpuPlan) {
+int CountFusedAdds(const ExecutionPlan& plan) {
+  int fused = 0;
+  for (const auto& step : plan.steps()) fused += step->ProblemString(1).find(" +add(conv=") != std::string::npos;
+  return fused;
+}
+
+class QuantizedBlockCudaTest : public ::testing::TestWithParam<bool> {};  // whether conv_b's output is also an output
+
+TEST_P(QuantizedBlockCudaTest, RunsInt8OnCudaAndMatchesTheCpuPlan) {
+  const bool expose_b = GetParam();
   const uint32_t seed = FreshSeed();
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed));
+  SCOPED_TRACE(::testing::Message() << "seed " << seed << (expose_b ? " (yb exposed: the add keeps its step)" : ""));
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed, true, expose_b));
   CONVOY_ASSERT_OK_AND_ASSIGN(auto cpu_plan,
                               BuildExecutionPlan(graph, Options(CpuDevice::Default(), Layout::kNCHW8c, 3)));
   for (const Layout layout : {Layout::kNHWC, Layout::kNCHW}) {
@@ -144,9 +153,11 @@ TEST(QuantizedPlansCudaEmulatedTest, BlockRunsInt8OnCudaAndMatchesTheCpuPlan) {
       if (record && layout == Layout::kNCHW) continue;
       SCOPED_TRACE(::testing::Message() << LayoutName(layout) << (record ? " with CUDA graphs" : ""));
       CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, Options(cuda::SharedTestDevice(), layout, 3)));
-      // conv_a, b, c, e INT8; the add its own INT8 step (the CUDA convolution fuses no add); conv_d FP32.
+      // conv_a, b, c, e INT8; the add fused into conv_b (either operand order runs exactly on CUDA), or its own INT8
+      // step where conv_b's output has another reader; conv_d FP32.
       EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 4) << plan->ToString(1);
-      EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedAdd), 1) << plan->ToString(1);
+      EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedAdd), expose_b ? 1 : 0) << plan->ToString(1);
+      EXPECT_EQ(CountFusedAdds(*plan), expose_b ? 0 : 1) << plan->ToString(1);
       EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConv2d), 1) << plan->ToString(1);
       EXPECT_THAT(plan->QuantizationSummary(),
                   HasSubstr("4 of 5 quantized convolutions and 1 of 1 quantized adds run INT8; 1 stay FP32"));
@@ -157,13 +168,16 @@ TEST(QuantizedPlansCudaEmulatedTest, BlockRunsInt8OnCudaAndMatchesTheCpuPlan) {
         const Tensor x = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, batch), seed + batch);
         auto gpu = RunPlan(plan, batch, x, record);
         auto cpu = RunPlan(cpu_plan, batch, x, false);
-        ASSERT_EQ(gpu.size(), 2u);
+        ASSERT_EQ(gpu.size(), expose_b ? 3u : 2u);
         ExpectIdentical(gpu["y2"], cpu["y2"], "y2 (the INT8 chain's output)");
+        if (expose_b) ExpectIdentical(gpu["yb"], cpu["yb"], "yb (conv_b's output)");
         ExpectWithinOneStep(gpu["y"], cpu["y"], 4.0f / 255, "y (behind the FP32 conv_d)");
       }
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(AddFusedOrNot, QuantizedBlockCudaTest, ::testing::Bool());
 
 TEST(QuantizedPlansCudaEmulatedTest, ClassifierTailRunsInt8OnCudaAndMatchesTheCpuPlanBitForBit) {
   for (const bool quantized_logits : {true, false}) {

@@ -32,6 +32,7 @@ grep -q "^-- phase ops.transpose: " "$out"               # one process per op fa
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_128x64 " "$out"
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_bytewise_64x64 " "$out"
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_64x64 fixed multipliers " "$out"
+grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_bytewise_64x64 fused add " "$out"
 # The element steps of INT8 plans: quantize / dequantize in both convert kernels, the quantized add; and an INT8 plan.
 grep -q "^PASS cuda.convert.transpose_tiles quantize/dequantize INT8 NCHW -> NHWC " "$out"
 grep -q "^PASS cuda.convert.elementwise quantize/dequantize UINT8 NHWC -> NHWC " "$out"

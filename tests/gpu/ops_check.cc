@@ -160,7 +160,8 @@ void CheckFullSizeLayers(cuda::CudaDevice& device, CaseRunner& cases) {
 // INT8 convolution (not in ForEachOp: the cross-backend suite has no INT8 case traits): every CUDA algorithm on the
 // shared INT8 problem list (every layer shape x every epilogue; --quick: every shape with two epilogues, u8 + ReLU
 // and s8 + residual) against the exact integer reference, bit-exact (quantized_conv2d_cases.h); then the multipliers
-// fixed in the problem as a plan's QDQ folds make them (packed with the filter), one epilogue per shape.
+// fixed in the problem as a plan's QDQ folds make them (packed with the filter), one epilogue per shape, and the
+// residual adds fused after the requantization (the convolution as either operand).
 void CheckQuantizedConv2d(bool quick, cuda::CudaDevice& device, CaseRunner& cases) {
   const auto algorithms = OpRegistry<QuantizedConv2dOp>::Global().All(Backend::kCuda);
   if (algorithms.empty()) {
@@ -190,6 +191,18 @@ void CheckQuantizedConv2d(bool quick, cuda::CudaDevice& device, CaseRunner& case
     for (const auto* algorithm : algorithms) {
       if (!algorithm->CanImplement(problem).ok()) continue;
       cases.Run(absl::StrCat(algorithm->name(), " fixed multipliers ", problem.ToString(), " (seed ", seed, ")"), [&] {
+        return testing::CheckQuantizedConv2d(*algorithm, problem, device, seed, testing::QuantizedTolerance{},
+                                             testing::QuantizedScaleSource::kProblem);
+      });
+    }
+  }
+  const std::vector<QuantizedConv2dProblem> fused = testing::QuantizedConv2dFusedAddTestProblems(Layout::kNHWC);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    const QuantizedConv2dProblem& problem = fused[i];
+    const uint32_t seed = 20241208 + 64 * static_cast<uint32_t>(i);
+    for (const auto* algorithm : algorithms) {
+      if (!algorithm->CanImplement(problem).ok()) continue;
+      cases.Run(absl::StrCat(algorithm->name(), " fused add ", problem.ToString(), " (seed ", seed, ")"), [&] {
         return testing::CheckQuantizedConv2d(*algorithm, problem, device, seed, testing::QuantizedTolerance{},
                                              testing::QuantizedScaleSource::kProblem);
       });

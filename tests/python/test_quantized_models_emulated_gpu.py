@@ -2,8 +2,9 @@
 onnxruntime's quantize_static (tools/models/quantize_qdq.py, as test_quantized_models.py makes them), run by
 //server/tools:convoy_emulated_gpu with --device=cuda: the CUDA kernels compiled against the emulation, every GPU
 thread a fiber. Every quantized convolution, residual add, global average pool and Gemm folds into a CUDA INT8 step
-(cuda.quantized_conv2d.implicit_gemm_* on the emulated m16n8k32 tensor cores, cuda.quantized_add.elementwise, the
-cuda.convert.* quantize / dequantize at the edges): the load log says so, and `convoy inspect` names the algorithms.
+(cuda.quantized_conv2d.implicit_gemm_* on the emulated m16n8k32 tensor cores, each residual add fused into the
+convolution computing one of its operands, the cuda.convert.* quantize / dequantize at the edges): the load log says
+so, and `convoy inspect` names the algorithms.
 
 Asserted on fresh random images: the logits equal the CPU's INT8 plan (`convoy run`, oneDNN) element for element
 (both compute the exact integer sums, onnxruntime's requantization and its QLinearAdd arithmetic bit for bit), and
@@ -63,9 +64,11 @@ def test_qdq_model_runs_int8_on_the_emulated_gpu_like_the_cpu_plan(quantized, tm
 def test_inspect_names_the_cuda_int8_steps(quantized):
     out = emulated_gpu("inspect", f"--model={quantized_file(quantized, 'resnet18')}", "--device=cuda",
                        "--max_batch_size=1").stdout
-    for algorithm in ["cuda.quantized_conv2d.implicit_gemm_", "cuda.quantized_add.elementwise",
-                      "cuda.convert.transpose_tiles", "cuda.convert.elementwise"]:
+    for algorithm in ["cuda.quantized_conv2d.implicit_gemm_", "cuda.convert.transpose_tiles",
+                      "cuda.convert.elementwise"]:
         assert algorithm in out, out[-3000:]
+    # Every residual add is fused into the INT8 convolution computing one of its operands (8 in ResNet-18).
+    assert len(re.findall(r" \+add\(conv=[ab]: quantized_add ", out)) == 8, out[-3000:]
     # The input's quantize goes straight from the caller's NCHW FP32 into the plan's 8-bit NHWC.
     assert re.search(r"FP32 NCHW -> UINT8 NHWC scale \S+ zero_point \d+\n\s+algorithm cuda\.convert\.transpose_tiles",
                      out), out[:6000]
