@@ -89,13 +89,14 @@ class CudaQuantizedConv2dAlgorithmTest : public ::testing::TestWithParam<std::st
   }
 
   // Runs the algorithm on every problem it implements (at least one), bit-exact against the reference.
-  void ExpectExactOnEveryProblemItImplements(const std::vector<QuantizedConv2dProblem>& problems, Device& device) {
+  void ExpectExactOnEveryProblemItImplements(const std::vector<QuantizedConv2dProblem>& problems, Device& device,
+                                             QuantizedScaleSource scales = QuantizedScaleSource::kArgs) {
     int ran = 0;
     for (const QuantizedConv2dProblem& p : problems) {
       if (!algorithm().CanImplement(p).ok()) continue;
       ++ran;
       const uint32_t seed = std::random_device{}();
-      EXPECT_THAT(CheckQuantizedConv2d(algorithm(), p, device, seed, QuantizedTolerance{}), IsOk())
+      EXPECT_THAT(CheckQuantizedConv2d(algorithm(), p, device, seed, QuantizedTolerance{}, scales), IsOk())
           << GetParam() << " " << p.ToString() << " seed " << seed;
     }
     EXPECT_GT(ran, 0) << GetParam() << " implements none of the problems";
@@ -107,6 +108,7 @@ TEST(CudaQuantizedConv2dTest, SixAlgorithmsAreRegistered) { EXPECT_EQ(CudaAlgori
 TEST(CudaQuantizedConv2dTest, EveryProblemHasAnAlgorithm) {
   std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);
   for (const QuantizedConv2dProblem& p : ExtraProblems()) problems.push_back(p);
+  for (const QuantizedConv2dProblem& p : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) problems.push_back(p);
   for (const QuantizedConv2dProblem& p : problems) {
     EXPECT_THAT(OpRegistry<QuantizedConv2dOp>::Global().Heuristic(p, Backend::kCuda).status(), IsOk())
         << p.ToString();
@@ -121,6 +123,28 @@ TEST_P(CudaQuantizedConv2dAlgorithmTest, SharedProblemsMatchTheIntegerReferenceE
 TEST_P(CudaQuantizedConv2dAlgorithmTest, CornerShapesMatchTheIntegerReferenceExactly) {
   CONVOY_CREATE_DEVICE_OR_SKIP(device);
   ExpectExactOnEveryProblemItImplements(ExtraProblems(), *device);
+}
+
+// The multipliers fixed in the problem (epilogue.scales, as a plan's QDQ folds make them): packed after the
+// compensation at plan time, read from there (args.scale null). One epilogue per layer shape, a different one each.
+TEST_P(CudaQuantizedConv2dAlgorithmTest, FixedMultipliersMatchTheIntegerReferenceExactly) {
+  CONVOY_CREATE_DEVICE_OR_SKIP(device);
+  const std::vector<QuantizedConv2dProblem> all = QuantizedConv2dTestProblems(Layout::kNHWC);
+  const size_t epilogues = QuantizedConv2dTestEpilogues().size();
+  std::vector<QuantizedConv2dProblem> problems;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i % epilogues == (i / epilogues) % epilogues) problems.push_back(all[i]);
+  }
+  for (const QuantizedConv2dProblem& p : ExtraProblems()) problems.push_back(p);
+  ExpectExactOnEveryProblemItImplements(problems, *device, QuantizedScaleSource::kProblem);
+}
+
+// A residual add fused after the requantization (QuantizedConv2dProblem::fused_add), the convolution as either
+// operand, UINT8 and INT8, with ReLU: the conv's own rounding and saturation, then QLinearAdd's arithmetic, exact.
+TEST_P(CudaQuantizedConv2dAlgorithmTest, FusedAddMatchesTheIntegerReferenceExactly) {
+  CONVOY_CREATE_DEVICE_OR_SKIP(device);
+  ExpectExactOnEveryProblemItImplements(QuantizedConv2dFusedAddTestProblems(Layout::kNHWC), *device,
+                                        QuantizedScaleSource::kProblem);
 }
 
 #if defined(CONVOY_CUDA_EMULATION)
@@ -164,22 +188,39 @@ TEST(CudaQuantizedConv2dTest, RejectsMissingOperandsAndOtherLayouts) {
   }
 }
 
-// What only the CPU algorithm runs is declined with the reason: a residual add fused after the requantization, and
-// multipliers fixed in the problem (the kernels read args.scale).
-TEST(CudaQuantizedConv2dTest, DeclinesAFusedAddAndFixedScales) {
-  for (const QuantizedConv2dProblem& fused : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) {
-    for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
-      const absl::Status status = algorithm->CanImplement(fused);
-      EXPECT_TRUE(absl::IsUnimplemented(status)) << algorithm->name() << " " << status;
-    }
+// A fused add needs its other operand.
+TEST(CudaQuantizedConv2dTest, AFusedAddNeedsItsOtherOperand) {
+  // The 1x1 projection (shape 3), the convolution as operand b.
+  const QuantizedConv2dProblem p = QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)[3 * 3];
+  int checked = 0;
+  for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
+    if (!algorithm->CanImplement(p).ok()) continue;
+    ++checked;
+    alignas(16) static uint8_t buffer[64];
+    QuantizedConv2dArgs args{buffer, reinterpret_cast<const int8_t*>(buffer), reinterpret_cast<const int32_t*>(buffer),
+                             reinterpret_cast<const float*>(buffer), nullptr, buffer};
+    const absl::Status status = algorithm->Run(p, args, Workspace{}, ExecutionContext{Backend::kCuda});
+    EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+    EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("args.residual (its other operand) is null"));
   }
-  for (QuantizedConv2dProblem p : QuantizedConv2dTestProblems(Layout::kNHWC)) {
-    p.epilogue.scales.assign(p.k, 0.01f);
-    for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
-      const absl::Status status = algorithm->CanImplement(p);
-      EXPECT_TRUE(absl::IsUnimplemented(status)) << algorithm->name() << " " << status;
-      EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("args.scale"));
-    }
+  EXPECT_GT(checked, 0) << p.ToString();
+}
+
+// Without multipliers in the problem, args.scale must be given; with them, the packed filter carries them.
+TEST(CudaQuantizedConv2dTest, NeedsScalesFromTheArgumentsOrTheProblem) {
+  QuantizedConv2dProblem p = QuantizedConv2dTestProblems(Layout::kNHWC)[2 * 7 + 1];  // bias + relu
+  for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
+    if (!algorithm->CanImplement(p).ok()) continue;
+    alignas(16) static uint8_t buffer[64];
+    QuantizedConv2dArgs args{buffer, reinterpret_cast<const int8_t*>(buffer), reinterpret_cast<const int32_t*>(buffer),
+                             nullptr, nullptr, buffer};
+    const absl::Status status = algorithm->Run(p, args, Workspace{}, ExecutionContext{Backend::kCuda});
+    EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+    EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("args.scale is null"));
+    QuantizedConv2dProblem fixed = p;
+    fixed.epilogue.scales.assign(p.k, 0.01f);
+    EXPECT_EQ(algorithm->PackedFilterBytes(fixed), algorithm->PackedFilterBytes(p) + 4 * p.k) << algorithm->name();
+    EXPECT_NE(algorithm->PackedFilterLayout(fixed), algorithm->PackedFilterLayout(p)) << algorithm->name();
   }
 }
 

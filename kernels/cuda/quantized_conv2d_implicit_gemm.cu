@@ -53,9 +53,15 @@ cudaError_t LaunchPackQuantizedFilter(const QuantizedConv2dProblem& problem, con
   auto* packed_filter = static_cast<int8_t*>(packed);
   auto* compensation = reinterpret_cast<int32_t*>(static_cast<char*>(packed) + layout.compensation_offset);
   constexpr int kThreads = 128;
-  return CONVOY_LAUNCH_KERNEL(PackQuantizedFilterKernel, dim3((problem.k + kThreads - 1) / kThreads), dim3(kThreads),
-                              0, stream, filter, packed_filter, compensation, problem.k, problem.r * problem.s,
-                              problem.c_per_group(), layout.c_padded, problem.epilogue.src_zero_point);
+  const cudaError_t launched =
+      CONVOY_LAUNCH_KERNEL(PackQuantizedFilterKernel, dim3((problem.k + kThreads - 1) / kThreads), dim3(kThreads), 0,
+                           stream, filter, packed_filter, compensation, problem.k, problem.r * problem.s,
+                           problem.c_per_group(), layout.c_padded, problem.epilogue.src_zero_point);
+  if (launched != cudaSuccess || problem.epilogue.scales.empty()) return launched;
+  // The fixed multipliers after the compensation. From pageable host memory the copy returns once the source is
+  // staged, so the problem's vector may go away after this call.
+  return cudaMemcpyAsync(static_cast<char*>(packed) + layout.multipliers_offset, problem.epilogue.scales.data(),
+                         problem.epilogue.scales.size() * sizeof(float), cudaMemcpyHostToDevice, stream);
 }
 
 }  // namespace convoy::cuda

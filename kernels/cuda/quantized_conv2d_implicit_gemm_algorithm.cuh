@@ -5,14 +5,18 @@
 //                                                           3-channel stem, depthwise and narrow grouped layers)
 //
 // CanImplement: NHWC; UINT8 or INT8 input (Validate), UINT8 / INT8 / FP32 output, any groups, every epilogue of
-// QuantizedEpilogue with the multipliers in args.scale (not fixed in epilogue.scales), no fused add; N*P*Q, N*H*W*C
-// and K*R*S*Cp below 2^31 and R*S*C/groups at most kMaxQuantizedReduction (so the int32 sums cannot overflow). The vector variant also needs C and C/groups multiples of 16; the bytewise one
-// declines those (the vector variant is the same tiles with cheaper copies).
+// QuantizedEpilogue with the multipliers either in args.scale or fixed in epilogue.scales (a plan's QDQ folds), and a
+// residual add fused after the requantization in either operand order (fused_add; args.residual the other operand);
+// N*P*Q, N*H*W*C and K*R*S*Cp below 2^31 and R*S*C/groups at most kMaxQuantizedReduction (so the int32 sums cannot
+// overflow). The vector variant also needs C and C/groups multiples of 16; the bytewise one declines those (the vector
+// variant is the same tiles with cheaper copies).
 //
 // Packed filter (PackFilter, a plan-time kernel on the context's stream, device to device): the OHWI filter
 // [K, R, S, C/groups] with each tap's channels padded with zeros to Cp = C/groups rounded up to 16, then, 16-byte
-// aligned, int32 compensation[K] = -src_zero_point * (sum of filter k's weights). PackedFilterLayout names the zero
-// point it folded in. Run takes that packed filter in args.w (16-byte aligned) and needs no workspace.
+// aligned, int32 compensation[K] = -src_zero_point * (sum of filter k's weights), then, when the problem fixes them,
+// the FP32 multipliers[K] (epilogue.scales, copied from the host on the same stream), which the epilogue then reads
+// instead of args.scale. PackedFilterLayout names the zero point folded in and whether the multipliers are. Run takes
+// that packed filter in args.w (16-byte aligned) and needs no workspace.
 #ifndef CONVOY_KERNELS_CUDA_QUANTIZED_CONV2D_IMPLICIT_GEMM_ALGORITHM_CUH_
 #define CONVOY_KERNELS_CUDA_QUANTIZED_CONV2D_IMPLICIT_GEMM_ALGORITHM_CUH_
 
@@ -39,14 +43,16 @@ struct QuantizedPackedFilterLayout {
   int c_padded = 16;              // C/groups rounded up to 16
   int64_t filter_bytes = 0;       // K * R * S * c_padded
   int64_t compensation_offset = 0;  // filter_bytes rounded up to 16
-  int64_t total_bytes = 0;        // compensation_offset + 4 * K
+  int64_t multipliers_offset = 0;   // compensation_offset + 4 * K: FP32 [K] when the problem fixes the multipliers
+  int64_t total_bytes = 0;          // multipliers_offset (+ 4 * K with the multipliers)
 
   static QuantizedPackedFilterLayout Of(const QuantizedConv2dProblem& problem) {
     QuantizedPackedFilterLayout layout;
     layout.c_padded = (problem.c_per_group() + 15) / 16 * 16;
     layout.filter_bytes = int64_t{problem.k} * problem.r * problem.s * layout.c_padded;
     layout.compensation_offset = (layout.filter_bytes + 15) / 16 * 16;
-    layout.total_bytes = layout.compensation_offset + 4 * int64_t{problem.k};
+    layout.multipliers_offset = layout.compensation_offset + 4 * int64_t{problem.k};
+    layout.total_bytes = layout.multipliers_offset + (problem.epilogue.scales.empty() ? 0 : 4 * int64_t{problem.k});
     return layout;
   }
 };
@@ -68,12 +74,6 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
   absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override {
     if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
     if (problem.layout != Layout::kNHWC) return absl::UnimplementedError("needs NHWC");
-    if (problem.fused_add != QuantizedFusedAdd::kNone) {
-      return absl::UnimplementedError("no residual add fused after the requantization (fused_add)");
-    }
-    if (!problem.epilogue.scales.empty()) {
-      return absl::UnimplementedError("the requantization multipliers come in args.scale, not fixed in the problem");
-    }
     const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
     if (int64_t{problem.n} * problem.p() * problem.q() >= (int64_t{1} << 31) ||
         int64_t{problem.n} * problem.h * problem.w * problem.c >= (int64_t{1} << 31) ||
@@ -100,7 +100,8 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
     return static_cast<size_t>(QuantizedPackedFilterLayout::Of(problem).total_bytes);
   }
   std::string PackedFilterLayout(const QuantizedConv2dProblem& problem) const override {
-    return absl::StrCat("OHWI16+compensation(zp ", problem.epilogue.src_zero_point, ")");
+    return absl::StrCat("OHWI16+compensation(zp ", problem.epilogue.src_zero_point, ")",
+                        problem.epilogue.scales.empty() ? "" : "+multipliers");
   }
   absl::Status PackFilter(const QuantizedConv2dProblem& problem, const void* filter, void* packed,
                           const ExecutionContext& context) const override {
@@ -117,14 +118,22 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
   absl::Status Run(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override {
     if (absl::Status can = CanImplement(problem); !can.ok()) return can;
-    if (args.x == nullptr || args.w == nullptr || args.scale == nullptr || args.y == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": x, the packed w, scale and y must be set"));
+    if (args.x == nullptr || args.w == nullptr || args.y == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": x, the packed w and y must be set"));
+    }
+    if (problem.epilogue.scales.empty() && args.scale == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": args.scale is null and the problem fixes no multipliers (epilogue.scales)"));
     }
     if (problem.epilogue.has_bias && args.bias == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": has_bias but args.bias is null"));
     }
     if (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": the epilogue has a residual but args.residual is null"));
+    }
+    if (problem.fused_add != QuantizedFusedAdd::kNone && args.residual == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": an add is fused but args.residual (its other operand) is null"));
     }
     if (!IsAligned(args.w, 16) || (kVectorGather && !IsAligned(args.x, 16))) {
       return absl::InvalidArgumentError(absl::StrCat(name_, kVectorGather ? ": x and the packed w" : ": the packed w",
@@ -159,7 +168,7 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
     shape.k = int64_t{problem.r} * problem.s * QuantizedPackedFilterLayout::Of(problem).c_padded;
     shape.input_bytes = 1;
     shape.output_bytes = static_cast<int>(DataTypeSize(problem.dst_type));
-    shape.residual = problem.epilogue.residual != ResidualMode::kNone;
+    shape.residual = problem.epilogue.residual != ResidualMode::kNone || problem.fused_add != QuantizedFusedAdd::kNone;
     return EstimateGemmLaunch(kernel, shape, OccupancyBlocksPerSm(kernel.resources, gpu), gpu);
   }
 
@@ -183,7 +192,10 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
     params.compensation = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(args.w) +
                                                            packed.compensation_offset);
     params.bias = problem.epilogue.has_bias ? args.bias : nullptr;
-    params.scale = args.scale;
+    params.scale = problem.epilogue.scales.empty()
+                       ? args.scale
+                       : reinterpret_cast<const float*>(reinterpret_cast<const char*>(args.w) +
+                                                        packed.multipliers_offset);
     params.residual = problem.epilogue.residual != ResidualMode::kNone ? args.residual : nullptr;
     params.y = args.y;
     params.output = problem.dst_type == DataType::kUInt8  ? QuantizedOutput::kUInt8
@@ -194,6 +206,15 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
     params.relu = problem.epilogue.relu;
     params.residual_scale = problem.epilogue.residual_scale;
     params.residual_zero_point = problem.epilogue.residual_zero_point;
+    if (problem.fused_add != QuantizedFusedAdd::kNone) {
+      const bool conv_is_a = problem.fused_add == QuantizedFusedAdd::kConvIsA;
+      params.fused_add = conv_is_a ? 1 : 2;
+      params.conv_output =
+          problem.conv_type() == DataType::kUInt8 ? QuantizedOutput::kUInt8 : QuantizedOutput::kInt8;
+      params.add_operand = args.residual;
+      params.add_operand_unsigned = (conv_is_a ? problem.add.b_type : problem.add.a_type) == DataType::kUInt8;
+      params.add = MakeQuantizedAddConstants(problem.add);
+    }
     return params;
   }
 

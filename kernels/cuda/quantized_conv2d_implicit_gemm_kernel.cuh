@@ -27,7 +27,11 @@
 // thread then takes 4 consecutive output channels of a row and applies, per element and in this order, in FP32 with
 // explicitly rounded operations (no FMA contraction, matching the CPU reference bit for bit):
 //   v = float(acc + bias) * scale[k];  v = v + residual_scale * (residual - residual_zero_point);  v = max(v, 0);
-//   quantized outputs: q = clamp(rint(v) + dst_zero_point, qmin, qmax) (rint: half to even).
+//   quantized outputs: q = clamp(rint(v) + dst_zero_point, qmin, qmax) (rint: half to even);
+//   a fused residual add (QuantizedConv2dProblem::fused_add): q, in the convolution's own 8-bit type, is one operand
+//   of the add and the residual byte at the same position the other; y = the add's result in its output type
+//   (quantized_add_arithmetic.cuh, bit for bit cpu.quantized_add.elementwise). y may be the residual's buffer: each
+//   element reads its residual before writing.
 //
 // Template parameters: the tile; kUnsignedSrc (u8 activations, else s8); kVectorGather (16-byte cp.async copies of
 // the input: needs C and C/groups multiples of 16 and x 16-byte aligned) or the bytewise gather (any C).
@@ -38,6 +42,7 @@
 
 #include "kernels/cuda/conv2d_implicit_gemm_kernel.cuh"
 #include "kernels/cuda/launch_cost_model.h"
+#include "kernels/cuda/quantized_add_arithmetic.cuh"
 #include "kernels/cuda_emulation/cuda_compat.cuh"
 
 namespace convoy::cuda {
@@ -71,6 +76,14 @@ struct QuantizedImplicitGemmParams {
   bool relu = false;
   float residual_scale = 1.0f;
   int residual_zero_point = 0;
+  // A fused add: 0 none, 1 the convolution is operand a, 2 operand b. Then `conv_output` is the convolution's own
+  // 8-bit type (rounded and saturated into it first), `add_operand` the other operand [N, P, Q, K] (UINT8 when
+  // add_operand_unsigned, else INT8), and `output` the add's.
+  int fused_add = 0;
+  QuantizedOutput conv_output = QuantizedOutput::kUInt8;
+  const void* add_operand = nullptr;
+  bool add_operand_unsigned = true;
+  QuantizedAddConstants add;
 };
 
 // Bytes of dynamic shared memory of the INT8 kernel for Tile: the pipeline stages (the epilogue's staging fits).
@@ -107,11 +120,19 @@ __device__ __forceinline__ void StoreQuantizedOutput(const QuantizedImplicitGemm
     static_cast<float*>(params.y)[y_offset] = v;
     return;
   }
-  const float qmin = params.output == QuantizedOutput::kUInt8 ? 0.0f : -128.0f;
-  const float qmax = params.output == QuantizedOutput::kUInt8 ? 255.0f : 127.0f;
+  const QuantizedOutput conv_output = params.fused_add == 0 ? params.output : params.conv_output;
+  const float qmin = conv_output == QuantizedOutput::kUInt8 ? 0.0f : -128.0f;
+  const float qmax = conv_output == QuantizedOutput::kUInt8 ? 255.0f : 127.0f;
   float quantized = __fadd_rn(rintf(v), static_cast<float>(params.dst_zero_point));
   quantized = quantized < qmin ? qmin : quantized;
   quantized = quantized > qmax ? qmax : quantized;
+  if (params.fused_add != 0) {
+    const float other = params.add_operand_unsigned
+                            ? static_cast<float>(static_cast<const uint8_t*>(params.add_operand)[y_offset])
+                            : static_cast<float>(static_cast<const int8_t*>(params.add_operand)[y_offset]);
+    quantized = params.fused_add == 1 ? QuantizedAddValue(quantized, other, params.add)
+                                      : QuantizedAddValue(other, quantized, params.add);
+  }
   if (params.output == QuantizedOutput::kUInt8) {
     static_cast<uint8_t*>(params.y)[y_offset] = static_cast<uint8_t>(static_cast<int>(quantized));
   } else {

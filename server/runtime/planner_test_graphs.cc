@@ -183,7 +183,7 @@ std::vector<float> RandomScales(int64_t count, float lo, float hi, std::mt19937&
 
 }  // namespace
 
-absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a) {
+absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a, bool expose_b) {
   std::mt19937 rng(seed);
   Graph g;
   CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 16, 8, 8}));
@@ -220,14 +220,19 @@ absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a) {
   CONVOY_RETURN_IF_ERROR(add("rename_y2", IdentityAttrs{}, {"e_q"}, {"y2"}));
   CONVOY_RETURN_IF_ERROR(g.AddOutput("y"));
   CONVOY_RETURN_IF_ERROR(g.AddOutput("y2"));
+  if (expose_b) {
+    CONVOY_RETURN_IF_ERROR(add("rename_yb", IdentityAttrs{}, {"b_q"}, {"yb"}));
+    CONVOY_RETURN_IF_ERROR(g.AddOutput("yb"));
+  }
   CONVOY_RETURN_IF_ERROR(g.Finalize());
   return g;
 }
 
-absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b, bool quantized_logits) {
+absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b, bool quantized_logits, int height,
+                                               int width) {
   std::mt19937 rng(seed);
   Graph g;
-  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 24, 5, 7}));
+  CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 24, height, width}));
   auto add = [&g](const std::string& name, NodeAttrs attrs, std::vector<std::string> in,
                   std::vector<std::string> out) { return g.AddNode(MakeNode(name, std::move(attrs), in, out)); };
   auto qdq = [&add](const std::string& name, const std::string& in, float scale, int zero_point) {

@@ -44,16 +44,20 @@ absl::StatusOr<Graph> ProjectionGraph(uint32_t seed);
 //   -> conv_c depthwise 3x3 clip(0, 6) -> qdq_c (INT8, zero point -128, range ending at 6)
 //   -> conv_e 1x1 32->16 -> qdq_e -> output "y2", and conv_d 1x1 16->8 sigmoid -> qdq_d -> output "y".
 // conv_a, b, c and e fold into INT8 steps; conv_d (a sigmoid) does not. Without `annotate_conv_a`, conv_a's weights
-// carry no quantization record (an FP32 convolution between QDQ nodes), so conv_a stays FP32 too.
-absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = true);
+// carry no quantization record (an FP32 convolution between QDQ nodes), so conv_a stays FP32 too. With `expose_b`,
+// qdq_b's output is also the graph output "yb": conv_b's output then has a reader besides the add, so the add cannot
+// fuse into conv_b and keeps a step of its own.
+absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = true, bool expose_b = false);
 
 // A QDQ classifier's tail as the ONNX importer makes it (onnxruntime's quantizer writes the same around torchvision's
 // avgpool -> flatten -> fc):
 //   x [N,24,5,7] -> qdq_x (UINT8) -> conv 1x1 24->40 relu -> qdq_f (UINT8) -> global average pool "pool" -> qdq_p
 //   (UINT8, zero point 3) -> Flatten "flatten" -> qdq_flat (qdq_p's quantization) -> Gemm "fc" 40->12 with bias
 //   (per-output-column INT8 weights: B [12,40] with transpose_b, else [40,12] along axis 1) -> qdq_y -> output "y".
-// Without `quantized_logits` there is no qdq_y: the Gemm's FP32 output is "y" (a QGemm without y_scale).
-absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b = true, bool quantized_logits = true);
+// Without `quantized_logits` there is no qdq_y: the Gemm's FP32 output is "y" (a QGemm without y_scale). `height` and
+// `width` size the image (a large one gives the pool a reduction that a device's INT8 kernel may decline).
+absl::StatusOr<Graph> QuantizedClassifierGraph(uint32_t seed, bool transpose_b = true, bool quantized_logits = true,
+                                               int height = 5, int width = 7);
 
 // A QDQ stem as onnxruntime's quantizer writes torchvision ResNet's (conv -> relu -> max pool between QDQ nodes of one
 // quantization):

@@ -31,6 +31,13 @@ grep -q "^-- phase ops.transpose: " "$out"               # one process per op fa
 # The INT8 convolutions, both gathers, bit-exact against the integer reference.
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_128x64 " "$out"
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_bytewise_64x64 " "$out"
+grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_64x64 fixed multipliers " "$out"
+grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_bytewise_64x64 fused add " "$out"
+# The element steps of INT8 plans: quantize / dequantize in both convert kernels, the quantized add; and an INT8 plan.
+grep -q "^PASS cuda.convert.transpose_tiles quantize/dequantize INT8 NCHW -> NHWC " "$out"
+grep -q "^PASS cuda.convert.elementwise quantize/dequantize UINT8 NHWC -> NHWC " "$out"
+grep -q "^PASS cuda.quantized_add.elementwise UINT8 + INT8 -> UINT8 unaligned " "$out"
+grep -q "^PASS plan qdq_block int8 NHWC batch 3 \[graph\]" "$out"
 grep -q "^PASS model resnet50 fp16 vs PyTorch fp32 logits" "$out"  # the whole model through ModelRuntime
 grep -q "^PASS model time batch 2" "$out"
 grep -q "^gpu_check: [1-9][0-9]* passed, 0 failed, 0 skipped$" "$out"

@@ -13,6 +13,7 @@
 #include "kernels/registry/registry.h"
 #include "kernels/testing/cross_backend_suite.h"
 #include "kernels/testing/quantized_conv2d_cases.h"
+#include "kernels/testing/quantized_step_cases.h"
 
 namespace convoy::gpu_check {
 namespace {
@@ -158,7 +159,9 @@ void CheckFullSizeLayers(cuda::CudaDevice& device, CaseRunner& cases) {
 
 // INT8 convolution (not in ForEachOp: the cross-backend suite has no INT8 case traits): every CUDA algorithm on the
 // shared INT8 problem list (every layer shape x every epilogue; --quick: every shape with two epilogues, u8 + ReLU
-// and s8 + residual) against the exact integer reference, bit-exact (quantized_conv2d_cases.h).
+// and s8 + residual) against the exact integer reference, bit-exact (quantized_conv2d_cases.h); then the multipliers
+// fixed in the problem as a plan's QDQ folds make them (packed with the filter), one epilogue per shape, and the
+// residual adds fused after the requantization (the convolution as either operand; --quick: one per shape).
 void CheckQuantizedConv2d(bool quick, cuda::CudaDevice& device, CaseRunner& cases) {
   const auto algorithms = OpRegistry<QuantizedConv2dOp>::Global().All(Backend::kCuda);
   if (algorithms.empty()) {
@@ -181,9 +184,88 @@ void CheckQuantizedConv2d(bool quick, cuda::CudaDevice& device, CaseRunner& case
       });
     }
   }
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i % epilogues != (i / epilogues) % epilogues) continue;
+    const QuantizedConv2dProblem& problem = all[i];
+    const uint32_t seed = 20241205 + 64 * static_cast<uint32_t>(i) + 1;
+    for (const auto* algorithm : algorithms) {
+      if (!algorithm->CanImplement(problem).ok()) continue;
+      cases.Run(absl::StrCat(algorithm->name(), " fixed multipliers ", problem.ToString(), " (seed ", seed, ")"), [&] {
+        return testing::CheckQuantizedConv2d(*algorithm, problem, device, seed, testing::QuantizedTolerance{},
+                                             testing::QuantizedScaleSource::kProblem);
+      });
+    }
+  }
+  // --quick (the emulated run, where the phase's 30 s cap is tight on a loaded machine): one fused add per shape, the
+  // three forms (conv as b, conv as a, INT8 operands with ReLU) in turn.
+  const std::vector<QuantizedConv2dProblem> fused = testing::QuantizedConv2dFusedAddTestProblems(Layout::kNHWC);
+  const size_t forms = fused.size() / testing::QuantizedConv2dTestShapes(Layout::kNHWC).size();
+  for (size_t i = 0; i < fused.size(); ++i) {
+    if (quick && i % forms != (i / forms) % forms) continue;
+    const QuantizedConv2dProblem& problem = fused[i];
+    const uint32_t seed = 20241208 + 64 * static_cast<uint32_t>(i);
+    for (const auto* algorithm : algorithms) {
+      if (!algorithm->CanImplement(problem).ok()) continue;
+      cases.Run(absl::StrCat(algorithm->name(), " fused add ", problem.ToString(), " (seed ", seed, ")"), [&] {
+        return testing::CheckQuantizedConv2d(*algorithm, problem, device, seed, testing::QuantizedTolerance{},
+                                             testing::QuantizedScaleSource::kProblem);
+      });
+    }
+  }
   for (const auto& [name, count] : ran) {
     if (cases.past_resume_point()) Say("  ", name, ": ", count, " cases");
     if (count == 0) cases.Fail(name, "ran on no problem of the list");
+  }
+}
+
+// The element steps of INT8 plans (quantized_step_cases.h), exact: every CUDA convert algorithm on each quantize /
+// dequantize case it implements (UINT8 and INT8, every NCHW / NHWC pair) against ONNX's definitions, and the
+// quantized add on every type triple (aligned and unaligned pointers, over either operand) against QLinearAdd's
+// arithmetic.
+void CheckQuantizedSteps(cuda::CudaDevice& device, CaseRunner& cases) {
+  uint32_t seed = 20241206;
+  std::map<std::string, int> ran;
+  for (const testing::QuantizedConvertCase& c : testing::QuantizedConvertTestCases()) {
+    for (const ConvertAlgorithm* algorithm : OpRegistry<ConvertOp>::Global().All(Backend::kCuda)) {
+      if (!algorithm->CanImplement(c.Quantize(0.1f, 0)).ok()) continue;
+      ++ran[std::string(algorithm->name())];
+      const uint32_t case_seed = seed++;
+      cases.Run(absl::StrCat(algorithm->name(), " quantize/dequantize ", c.ToString(), " (seed ", case_seed, ")"),
+                [&] { return testing::CheckQuantizeRoundTrip(*algorithm, c, device, case_seed); });
+    }
+  }
+  const auto adds = OpRegistry<QuantizedAddOp>::Global().All(Backend::kCuda);
+  if (adds.empty()) cases.Fail("cuda.quantized_add", "no CUDA algorithm is registered for this op");
+  const DataType types[] = {DataType::kUInt8, DataType::kInt8};
+  for (const QuantizedAddAlgorithm* algorithm : adds) {
+    for (DataType a : types) {
+      for (DataType b : types) {
+        for (DataType y : types) {
+          for (const int offset : {0, 1}) {
+            const uint32_t case_seed = seed++;
+            cases.Run(absl::StrCat(algorithm->name(), " ", DataTypeName(a), " + ", DataTypeName(b), " -> ",
+                                   DataTypeName(y), offset ? " unaligned" : "", " (seed ", case_seed, ")"),
+                      [&] {
+                        return testing::CheckQuantizedAdd(*algorithm, a, b, y, testing::QuantizedAddOutput::kSeparate,
+                                                          offset, device, case_seed);
+                      });
+          }
+        }
+        const uint32_t case_seed = seed++;
+        cases.Run(absl::StrCat(algorithm->name(), " ", DataTypeName(a), " + ", DataTypeName(b), " over b (seed ",
+                               case_seed, ")"),
+                  [&] {
+                    return testing::CheckQuantizedAdd(*algorithm, a, b, b, testing::QuantizedAddOutput::kOverB, 0,
+                                                      device, case_seed);
+                  });
+      }
+    }
+  }
+  for (const auto& [name, count] : ran) {
+    if (cases.past_resume_point()) Say("  ", name, " (quantize/dequantize): ", count, " cases");
+  }
+  for (const char* name : {"cuda.convert.elementwise", "cuda.convert.transpose_tiles"}) {
+    if (ran[name] == 0) cases.Fail(name, "ran on no quantize/dequantize case");
   }
 }
 
@@ -196,6 +278,7 @@ std::vector<std::string> OpsPhaseNames(bool quick) {
     names.push_back(absl::StrCat("ops.", OpKindName(Op::Problem::kKind)));
   });
   names.push_back("ops.quantized_conv2d");
+  names.push_back("ops.quantized_steps");
   if (!quick) names.push_back("ops.conv2d_full");
   return names;
 }
@@ -204,6 +287,11 @@ bool RunOpsPhase(const std::string& phase, bool quick, cuda::CudaDevice& device,
   if (phase == "ops.quantized_conv2d") {
     Say("-- quantized_conv2d (INT8): every CUDA algorithm against the exact integer reference --");
     CheckQuantizedConv2d(quick, device, cases);
+    return true;
+  }
+  if (phase == "ops.quantized_steps") {
+    Say("-- INT8 plan steps: quantize / dequantize converts and the quantized add, exact --");
+    CheckQuantizedSteps(device, cases);
     return true;
   }
   if (phase == "ops.conv2d_full") {

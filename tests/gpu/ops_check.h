@@ -8,8 +8,10 @@
 //
 // Phases (one process each, see supervisor.h): "ops.<op>" for every op of ForEachOp (kernels/registry/algorithm.h),
 // "ops.quantized_conv2d" (the INT8 convolutions on the shared INT8 problem list,
-// kernels/testing/quantized_conv2d_cases.h, bit-exact against the integer reference; not recorded into a graph) and "ops.conv2d_full" (three full-size
-// ResNet-50 layers at batch 1 in FP16, for the tensor-core kernels).
+// kernels/testing/quantized_conv2d_cases.h, bit-exact against the integer reference, with the multipliers in the
+// arguments and fixed in the problem; not recorded into a graph), "ops.quantized_steps" (the quantize / dequantize
+// converts and the quantized add of INT8 plans, kernels/testing/quantized_step_cases.h, exact) and "ops.conv2d_full"
+// (three full-size ResNet-50 layers at batch 1 in FP16, for the tensor-core kernels).
 #ifndef CONVOY_TESTS_GPU_OPS_CHECK_H_
 #define CONVOY_TESTS_GPU_OPS_CHECK_H_
 

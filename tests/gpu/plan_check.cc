@@ -2,11 +2,16 @@
 // (planner_test_graphs.h), planned in FP32, TF32 and FP16 NHWC, run by one executor step by step and by another that
 // records a CUDA graph per batch size, on fresh random inputs against the reference interpreter (double precision per
 // op). Tolerances (relative to the output's largest magnitude, plus absolute): FP32 1e-4 + 1e-5, TF32 and FP16
-// 1e-2 + 1e-3. Timing: a chain of small convolutions, where launches dominate, run both ways.
+// 1e-2 + 1e-3. A QDQ graph (planner_test_graphs.h, QuantizedBlockGraph) planned on the device must run its folded
+// convolutions (the residual add fused into one) as CUDA INT8 steps, both ways, every output within one quantization
+// step of the reference (which simulates each quantization in FP32; the INT8 steps are exact, so they differ only at
+// rounding ties).
+// Timing: a chain of small convolutions, where launches dominate, run both ways.
 #include "tests/gpu/plan_check.h"
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,9 +48,11 @@ absl::StatusOr<std::shared_ptr<const runtime::ExecutionPlan>> PlanOn(cuda::CudaD
   return runtime::BuildExecutionPlan(graph, options);
 }
 
-// Runs `executor` on `x` and compares every graph output with `expected`.
+// Runs `executor` on `x` and compares every graph output with `expected`, within `tolerance` or the output's own in
+// `per_output`.
 absl::Status RunAndCompare(Executor& executor, int batch, const Tensor& x,
-                           const std::map<std::string, Tensor>& expected, const testing::Tolerance& tolerance) {
+                           const std::map<std::string, Tensor>& expected, const testing::Tolerance& tolerance,
+                           const std::map<std::string, testing::Tolerance>& per_output = {}) {
   const runtime::ExecutionPlan& plan = executor.plan();
   std::vector<std::vector<float>> outputs(plan.outputs().size());
   std::vector<TensorView> out_views;
@@ -58,7 +65,10 @@ absl::Status RunAndCompare(Executor& executor, int batch, const Tensor& x,
       batch, {TensorView{executor.ExpectedInputDesc(0, batch), const_cast<float*>(x.data.data())}}, out_views));
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = plan.outputs()[i].name;
-    if (absl::Status s = testing::CompareFloats(outputs[i], expected.at(name).data, tolerance); !s.ok()) {
+    const auto own = per_output.find(name);
+    if (absl::Status s = testing::CompareFloats(outputs[i], expected.at(name).data,
+                                                own == per_output.end() ? tolerance : own->second);
+        !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("output '", name, "': ", s.message()));
     }
   }
@@ -114,6 +124,63 @@ void CheckEveryOpPlans(cuda::CudaDevice& device, bool quick, CaseRunner& cases) 
   }
 }
 
+// The QDQ block graph as an INT8 plan on the device (4 INT8 convolutions, the residual add fused into the one that
+// computes its operand, the rest FP32), steps and CUDA graphs, at batch 1 and 3, every output within one quantization
+// step of the reference.
+void CheckQuantizedPlan(cuda::CudaDevice& device, CaseRunner& cases) {
+  const std::string what = "plan qdq_block int8 NHWC";
+  const uint32_t seed = 20241207;
+  absl::StatusOr<Graph> graph = runtime::testing::QuantizedBlockGraph(seed);
+  if (!graph.ok()) {
+    cases.Fail(what, absl::StrCat("graph: ", graph.status().message()));
+    return;
+  }
+  auto plan = PlanOn(device, *graph, Precision::kFp32, 3);
+  if (!plan.ok()) {
+    cases.Fail(what, absl::StrCat("planning: ", plan.status().message()));
+    return;
+  }
+  int int8_convs = 0, add_steps = 0, fused_adds = 0;
+  std::string not_cuda;
+  for (const auto& step : (*plan)->steps()) {
+    int8_convs += step->op() == OpKind::kQuantizedConv2d;
+    add_steps += step->op() == OpKind::kQuantizedAdd;
+    fused_adds += step->ProblemString(1).find(" +add(conv=") != std::string::npos;
+    if (step->AlgorithmName(1).rfind("cuda.", 0) != 0) not_cuda = std::string(step->AlgorithmName(1));
+  }
+  if (int8_convs != 4 || add_steps != 0 || fused_adds != 1 || !not_cuda.empty()) {
+    cases.Fail(what, absl::StrCat(int8_convs, " INT8 convolutions, ", add_steps, " add steps, ", fused_adds,
+                                  " fused adds (expected 4, 0, 1)", not_cuda.empty() ? "" : ", a step runs ", not_cuda,
+                                  ": ", (*plan)->QuantizationSummary()));
+    return;
+  }
+  // One quantization step of each output (absolute).
+  const std::map<std::string, testing::Tolerance> one_step = {{"y", {0.0, 4.0 / 255 * 1.001}},
+                                                               {"y2", {0.0, 12.0 / 255 * 1.001}}};
+  for (const bool recorded : {false, true}) {
+    auto executor = Executor::Create({*plan, recorded});
+    if (!executor.ok()) {
+      cases.Fail(what, absl::StrCat("executor: ", executor.status().message()));
+      continue;
+    }
+    for (const int batch : {1, 3}) {
+      cases.Run(absl::StrCat(what, " batch ", batch, recorded ? " [graph]" : " [steps]"), [&]() -> absl::Status {
+        const Tensor x = runtime::testing::RandomTensor({batch, 16, 8, 8}, seed + batch);
+        CONVOY_ASSIGN_OR_RETURN(auto expected, runtime::RunReference(*graph, {{"x", x}}));
+        // Twice with a graph: the first run of a batch size records it, the second replays it.
+        for (int run = 0; run < (recorded ? 2 : 1); ++run) {
+          CONVOY_RETURN_IF_ERROR(RunAndCompare(**executor, batch, x, expected, {}, one_step));
+        }
+        if (recorded && !(*executor)->replays(batch)) {
+          return absl::InternalError(
+              absl::StrCat("no CUDA graph was recorded: ", (*executor)->recording_error().message()));
+        }
+        return absl::OkStatus();
+      });
+    }
+  }
+}
+
 // Milliseconds per Run (median of `rounds` rounds of `runs` runs each), wall clock: Run waits for the device.
 absl::StatusOr<double> TimeRuns(Executor& executor, const Tensor& x, std::vector<float>& y, int runs, int rounds) {
   const TensorView in{executor.ExpectedInputDesc(0, 1), const_cast<float*>(x.data.data())};
@@ -154,6 +221,7 @@ void TimeLaunchBoundPlan(cuda::CudaDevice& device, bool quick, CaseRunner& cases
 void CheckPlans(cuda::CudaDevice& device, bool quick, CaseRunner& cases) {
   Say("== Whole plans (planner + executor, the server's GPU path): step by step and as CUDA graphs ==");
   CheckEveryOpPlans(device, quick, cases);
+  CheckQuantizedPlan(device, cases);
   TimeLaunchBoundPlan(device, quick, cases);
 }
 
