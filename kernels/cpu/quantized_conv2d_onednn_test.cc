@@ -40,22 +40,43 @@ using ::convoy::testing::QuantizedConv2dTestShapes;
 using ::convoy::testing::QuantizedScaleSource;
 using ::convoy::testing::WithFusedAdd;
 
-TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
-  const QuantizedConv2dOnednnNhwc algorithm;
+// The INT8 kernel tests' common set-up: a 2-thread CPU device, the tolerance of oneDNN's requantization against the
+// integer reference (at most 0.1 % of outputs one step off, FP32 outputs within 1e-5 relative), and the shared NHWC
+// problem list with the fused adds.
+struct OnednnInt8TestSetup {
+  std::unique_ptr<CpuDevice> device;
+  ::convoy::testing::QuantizedTolerance tolerance;
+  std::vector<QuantizedConv2dProblem> problems;
+};
+
+OnednnInt8TestSetup MakeOnednnInt8TestSetup() {
+  OnednnInt8TestSetup setup;
   CpuDevice::Options options;
   options.num_threads = 2;
   absl::StatusOr<std::unique_ptr<CpuDevice>> device = CpuDevice::Create(options);
-  ASSERT_THAT(device.status(), IsOk());
-  ::convoy::testing::QuantizedTolerance tolerance;
-  tolerance.max_off_by_one_fraction = 0.001;
-  tolerance.min_off_by_one_allowed = 2;
-  tolerance.fp32_relative = 1e-5f;
-  std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);
-  for (const QuantizedConv2dProblem& p : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) problems.push_back(p);
+  EXPECT_THAT(device.status(), IsOk());
+  if (device.ok()) setup.device = *std::move(device);
+  setup.tolerance.max_off_by_one_fraction = 0.001;
+  setup.tolerance.min_off_by_one_allowed = 2;
+  setup.tolerance.fp32_relative = 1e-5f;
+  setup.problems = QuantizedConv2dTestProblems(Layout::kNHWC);
+  for (const QuantizedConv2dProblem& p : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) {
+    setup.problems.push_back(p);
+  }
+  return setup;
+}
+
+TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
+  const QuantizedConv2dOnednnNhwc algorithm;
+  OnednnInt8TestSetup setup = MakeOnednnInt8TestSetup();
+  ASSERT_NE(setup.device, nullptr);
+  CpuDevice& device = *setup.device;
+  const ::convoy::testing::QuantizedTolerance& tolerance = setup.tolerance;
+  const std::vector<QuantizedConv2dProblem>& problems = setup.problems;
   for (const QuantizedConv2dProblem& p : problems) {
     for (QuantizedScaleSource scales : {QuantizedScaleSource::kArgs, QuantizedScaleSource::kProblem}) {
       const uint32_t seed = std::random_device{}();
-      EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, **device, seed, tolerance, scales), IsOk())
+      EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, device, seed, tolerance, scales), IsOk())
           << p.ToString() << (scales == QuantizedScaleSource::kProblem ? " scales fixed" : " scales in args")
           << " seed " << seed;
     }
@@ -67,16 +88,11 @@ TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
 // and those no jit_int8 kernel takes (29 of the 60 ran when written, the fused adds among them), with its own kernel.
 TEST(QuantizedConv2dOnednnTest, JitVariantRunsEveryProblemItTakesAndMatchesTheIntegerReference) {
   const QuantizedConv2dOnednnNhwcJit algorithm;
-  CpuDevice::Options options;
-  options.num_threads = 2;
-  absl::StatusOr<std::unique_ptr<CpuDevice>> device = CpuDevice::Create(options);
-  ASSERT_THAT(device.status(), IsOk());
-  ::convoy::testing::QuantizedTolerance tolerance;
-  tolerance.max_off_by_one_fraction = 0.001;
-  tolerance.min_off_by_one_allowed = 2;
-  tolerance.fp32_relative = 1e-5f;
-  std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);
-  for (const QuantizedConv2dProblem& p : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) problems.push_back(p);
+  OnednnInt8TestSetup setup = MakeOnednnInt8TestSetup();
+  ASSERT_NE(setup.device, nullptr);
+  CpuDevice& device = *setup.device;
+  const ::convoy::testing::QuantizedTolerance& tolerance = setup.tolerance;
+  const std::vector<QuantizedConv2dProblem>& problems = setup.problems;
   size_t ran = 0, fused_ran = 0;
   for (const QuantizedConv2dProblem& p : problems) {
     const absl::Status can = algorithm.CanImplement(p);
@@ -91,7 +107,7 @@ TEST(QuantizedConv2dOnednnTest, JitVariantRunsEveryProblemItTakesAndMatchesTheIn
     CONVOY_ASSERT_OK_AND_ASSIGN(std::string impl, algorithm.Implementation(p));
     EXPECT_TRUE(absl::StartsWith(impl, "jit_int8")) << p.ToString() << ": " << impl;
     const uint32_t seed = std::random_device{}();
-    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, **device, seed, tolerance,
+    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, device, seed, tolerance,
                                                         QuantizedScaleSource::kProblem),
                 IsOk())
         << p.ToString() << " seed " << seed;
@@ -106,14 +122,10 @@ TEST(QuantizedConv2dOnednnTest, JitVariantRunsEveryProblemItTakesAndMatchesTheIn
 TEST(QuantizedConv2dOnednnTest, TuningTimesBothAlgorithmsAndPicksTheFaster) {
   const QuantizedConv2dOnednnNhwc first_choice;
   const QuantizedConv2dOnednnNhwcJit jit;
-  CpuDevice::Options device_options;
-  device_options.num_threads = 2;
-  absl::StatusOr<std::unique_ptr<CpuDevice>> device = CpuDevice::Create(device_options);
-  ASSERT_THAT(device.status(), IsOk());
-  ::convoy::testing::QuantizedTolerance tolerance;
-  tolerance.max_off_by_one_fraction = 0.001;
-  tolerance.min_off_by_one_allowed = 2;
-  tolerance.fp32_relative = 1e-5f;
+  OnednnInt8TestSetup setup = MakeOnednnInt8TestSetup();
+  ASSERT_NE(setup.device, nullptr);
+  CpuDevice& device = *setup.device;
+  const ::convoy::testing::QuantizedTolerance& tolerance = setup.tolerance;
   TuningOptions options;
   options.min_timed_ms = 2;  // a test: enough runs to time both, not a measurement
   options.cold_start_warmup_ms = 10;
@@ -122,12 +134,12 @@ TEST(QuantizedConv2dOnednnTest, TuningTimesBothAlgorithmsAndPicksTheFaster) {
   for (const QuantizedConv2dProblem& p : QuantizedConv2dTestProblems(Layout::kNHWC)) {
     if (!jit.CanImplement(p).ok() || !first_choice.CanImplement(p).ok()) continue;
     if (++tuned > 4) break;
-    auto selected = SelectAlgorithm<QuantizedConv2dOp>(p, **device, cache, AlgorithmSelection::kTune, options);
+    auto selected = SelectAlgorithm<QuantizedConv2dOp>(p, device, cache, AlgorithmSelection::kTune, options);
     ASSERT_THAT(selected, IsOk()) << p.ToString();
     EXPECT_TRUE(selected->tuned) << p.ToString();
     EXPECT_GT(selected->time_ms, 0) << p.ToString();
     const std::optional<CacheEntry> entry =
-        cache.Peek(AlgorithmCache::MakeKey(QuantizedConv2dOp::kKind, p.ToString(), (*device)->Identity()));
+        cache.Peek(AlgorithmCache::MakeKey(QuantizedConv2dOp::kKind, p.ToString(), device.Identity()));
     ASSERT_TRUE(entry.has_value()) << p.ToString();
     EXPECT_EQ(entry->algorithm, selected->algorithm->name());
     double fastest = 0;
@@ -141,7 +153,7 @@ TEST(QuantizedConv2dOnednnTest, TuningTimesBothAlgorithmsAndPicksTheFaster) {
     EXPECT_EQ(timed, 2) << p.ToString();
     EXPECT_DOUBLE_EQ(entry->time_ms, fastest) << p.ToString();
     const uint32_t seed = std::random_device{}();
-    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(*selected->algorithm, p, **device, seed, tolerance,
+    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(*selected->algorithm, p, device, seed, tolerance,
                                                         QuantizedScaleSource::kProblem),
                 IsOk())
         << p.ToString() << " " << selected->algorithm->name() << " seed " << seed;

@@ -26,6 +26,7 @@
 namespace convoy::runtime {
 namespace {
 
+using ::convoy::runtime::testing::CountSteps;
 using ::convoy::testing::IsOk;
 using ::convoy::testing::StatusIs;
 using ::convoy::testing::Tolerance;
@@ -59,12 +60,6 @@ void ExpectPlanMatchesReference(const Graph& graph, std::shared_ptr<const Execut
     EXPECT_THAT(::convoy::testing::CompareFloats(outputs[i], expected.at(name).data, tolerance), IsOk())
         << "output '" << name << "' at batch size " << batch_size << "\n" << plan->ToString(batch_size);
   }
-}
-
-int CountSteps(const ExecutionPlan& plan, convoy::OpKind op) {
-  int count = 0;
-  for (const auto& step : plan.steps()) count += step->op() == op;
-  return count;
 }
 
 PlannerOptions CpuOptions(Precision precision, Layout layout, int max_batch_size) {

@@ -26,6 +26,12 @@ Conv2dAttrs Conv(int64_t kernel, int64_t pad, bool bias, Activation activation) 
 
 }  // namespace
 
+int CountSteps(const ExecutionPlan& plan, convoy::OpKind op) {
+  int count = 0;
+  for (const auto& step : plan.steps()) count += step->op() == op;
+  return count;
+}
+
 Tensor RandomTensor(Shape shape, uint32_t seed, float lo, float hi) {
   Tensor t = Tensor::Zeros(std::move(shape));
   std::mt19937 rng(seed);

@@ -9,8 +9,12 @@
 
 #include "absl/status/statusor.h"
 #include "server/runtime/graph.h"
+#include "server/runtime/plan.h"
 
 namespace convoy::runtime::testing {
+
+// How many of the plan's steps run `op`.
+int CountSteps(const ExecutionPlan& plan, convoy::OpKind op);
 
 // Uniform values in [lo, hi) from a generator seeded with `seed`.
 Tensor RandomTensor(Shape shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f);

@@ -30,6 +30,7 @@
 namespace convoy::runtime {
 namespace {
 
+using ::convoy::runtime::testing::CountSteps;
 using ::convoy::testing::IsOk;
 using ::testing::HasSubstr;
 
@@ -42,12 +43,6 @@ PlannerOptions CpuOptions(Layout layout, int max_batch_size) {
   options.layout = layout;
   options.max_batch_size = max_batch_size;
   return options;
-}
-
-int CountSteps(const ExecutionPlan& plan, convoy::OpKind op) {
-  int count = 0;
-  for (const auto& step : plan.steps()) count += step->op() == op;
-  return count;
 }
 
 // The plan's quantize and dequantize steps (converts between FP32 and 8-bit; layout reorders are not counted).

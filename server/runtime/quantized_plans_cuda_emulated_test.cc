@@ -37,6 +37,7 @@
 namespace convoy::runtime {
 namespace {
 
+using ::convoy::runtime::testing::CountSteps;
 using ::convoy::testing::IsOk;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -50,12 +51,6 @@ PlannerOptions Options(Device& device, Layout layout, int max_batch_size) {
   options.layout = layout;
   options.max_batch_size = max_batch_size;
   return options;
-}
-
-int CountSteps(const ExecutionPlan& plan, convoy::OpKind op) {
-  int count = 0;
-  for (const auto& step : plan.steps()) count += step->op() == op;
-  return count;
 }
 
 // Every output of `plan` at `batch` on input x, in logical (NCHW or row-major) order whatever layout the plan
