@@ -204,6 +204,8 @@ void FillResponseHeader(absl::string_view model_name, int64_t version, const std
   }
 }
 
+}  // namespace
+
 size_t VarintSize(uint64_t value) {
   size_t size = 1;
   for (; value >= 0x80; value >>= 7) ++size;
@@ -215,8 +217,6 @@ char* WriteVarint(uint64_t value, char* out) {
   *out++ = static_cast<char>(value);
   return out;
 }
-
-}  // namespace
 
 absl::Status EncodeInferResponse(const ServedModel& model, const std::vector<RequestedOutput>& outputs,
                                  const std::string& request_id, const InferencePayload& payload,

@@ -12,6 +12,7 @@
 #ifndef CONVOY_SERVER_GRPC_INFER_CODEC_H_
 #define CONVOY_SERVER_GRPC_INFER_CODEC_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +62,11 @@ absl::Status EncodeInferResponse(const repository::ServedModel& model, const std
 absl::Status WriteInferResponse(absl::string_view model_name, int64_t version, const std::string& request_id,
                                 const std::vector<infer::ResponseTensor>& tensors,
                                 const std::function<char*(size_t)>& allocate);
+
+// Protobuf's base-128 varint (tags and lengths on the wire): its size in bytes, and writing it at `out` (returns the
+// byte after it; at most 10 bytes).
+size_t VarintSize(uint64_t value);
+char* WriteVarint(uint64_t value, char* out);
 
 }  // namespace convoy::grpc_server
 

@@ -103,16 +103,10 @@ absl::Status WrapStreamResponse(const grpc::ByteBuffer& infer_response, grpc::By
       return absl::InternalError(absl::StrCat("cannot read the response's bytes: ", dumped.error_message()));
     }
   }
-  std::string prefix(1, static_cast<char>(
-                            (inference::ModelStreamInferResponse::kInferResponseFieldNumber << 3) | 2));  // LEN
-  for (uint64_t length = infer_response.Length(); ; length >>= 7) {
-    if (length < 0x80) {
-      prefix.push_back(static_cast<char>(length));
-      break;
-    }
-    prefix.push_back(static_cast<char>((length & 0x7f) | 0x80));
-  }
-  slices.insert(slices.begin(), grpc::Slice(prefix));
+  char prefix[20];
+  char* end = WriteVarint((inference::ModelStreamInferResponse::kInferResponseFieldNumber << 3) | 2, prefix);  // LEN
+  end = WriteVarint(infer_response.Length(), end);
+  slices.insert(slices.begin(), grpc::Slice(prefix, static_cast<size_t>(end - prefix)));
   grpc::ByteBuffer wrapped(slices.data(), slices.size());
   out->Swap(&wrapped);
   return absl::OkStatus();
