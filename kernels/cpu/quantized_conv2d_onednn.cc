@@ -75,53 +75,106 @@ AddFactors AddFactorsOf(const QuantizedAddProblem& q) {
               std::fmaf(ra, static_cast<float>(q.a_zero_point), rb * static_cast<float>(q.b_zero_point))};
 }
 
-// The fused add as post-ops on v (the requantized value after the ReLU), reproducing the separate steps: round, add
-// the conv's zero point (a scalar binary_add: a second eltwise_linear in one chain takes the first one's constants in
-// oneDNN 2.6's brgconv, checked on the AVX-512 VNNI Xeon) and saturate to its type (c, an integer in FP32), then
-// eltwise_linear, which oneDNN 2.6 evaluates as one FMA, c * r_conv + fixed, and the sum post-op, one FMA with the
-// residual read from the destination, r * r_residual + that; round; no destination zero point (y's is inside
-// `fixed`), saturation on the store. With the conv as the add's second operand that is the add's own order,
-// fma(r, ra, fma(c, rb, fixed)); as its first operand the FMAs come in the other order (ExactConvFirstOrder).
-// Returns the index of the zero point's binary_add post-op, or -1 when the zero point is 0.
-int AppendFusedAdd(const QuantizedConv2dProblem& p, const memory::desc& scalar, dnnl::post_ops& ops) {
+// The add's own result for the conv's 8-bit value c and the residual r, saturated to y's type: onnxruntime's
+// QLinearAdd, rint(fma(a, ra, fma(b, rb, fixed))) with the conv as a or b.
+float AddOf(const QuantizedConv2dProblem& p, const AddFactors& f, float c, float r) {
+  const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
+  const float a = conv_is_a ? c : r, b = conv_is_a ? r : c;
+  return std::clamp(std::nearbyint(std::fmaf(a, f.ra, std::fmaf(b, f.rb, f.fixed))), Lowest(p.add.y_type),
+                    Highest(p.add.y_type));
+}
+
+// The fused add with the conv's zero point folded away (FoldConvZeroPoint): the conv's rounded value u = rint(v) is
+// clipped to [lowest - zp, highest - zp] (u + zp saturated, less zp), then one eltwise_linear, u * r_conv + folded,
+// then the sum post-op, r * r_residual + that, and a round. Four eltwise/sum post-ops: no binary one, which oneDNN
+// 2.6's brgconv runs 5-12 % slower on ResNet-50's block ends on AMX (kernels/benchmarks:int8_fused_add_forms).
+// `folded` replaces fixed + zp * r_conv, which FP32 cannot hold exactly in general: it is the constant among that
+// sum's FP32 neighbours for which every pair of 8-bit operands gives the add's own saturated result; NaN when none
+// does, and then AppendFusedAdd builds the unfolded chain.
+float FoldConvZeroPoint(const QuantizedConv2dProblem& p) {
+  const AddFactors f = AddFactorsOf(p.add);
+  const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
+  const float r_conv = conv_is_a ? f.ra : f.rb, r_residual = conv_is_a ? f.rb : f.ra;
+  const float zp = static_cast<float>(p.epilogue.dst_zero_point);
+  const DataType residual_type = conv_is_a ? p.add.b_type : p.add.a_type;
+  const float y_lo = Lowest(p.add.y_type), y_hi = Highest(p.add.y_type);
+  auto exact = [&](float folded) {
+    for (float c = Lowest(p.conv_type()); c <= Highest(p.conv_type()); c += 1.f) {
+      const float conv_term = std::fmaf(c - zp, r_conv, folded);
+      for (float r = Lowest(residual_type); r <= Highest(residual_type); r += 1.f) {
+        const float fused = std::clamp(std::nearbyint(std::fmaf(r, r_residual, conv_term)), y_lo, y_hi);
+        if (fused != AddOf(p, f, c, r)) return false;
+      }
+    }
+    return true;
+  };
+  const float nearest = std::fmaf(zp, r_conv, f.fixed);
+  float up = nearest, down = nearest;
+  for (int ulps = 0; ulps <= 8; ++ulps) {
+    if (exact(up)) return up;
+    if (ulps > 0 && exact(down)) return down;
+    up = std::nextafterf(up, INFINITY);
+    down = std::nextafterf(down, -INFINITY);
+  }
+  return NAN;
+}
+
+// The fused add as post-ops on v (the requantized value after the ReLU), reproducing the separate steps. Folded
+// (`folded` not NaN): round, clip with the zero point's shifted bounds, eltwise_linear with the folded constant, sum,
+// round. Unfolded: round, add the conv's zero point (a scalar binary_add: a second eltwise_linear in one chain takes
+// the first one's constants in oneDNN 2.6's brgconv, checked on the AVX-512 VNNI Xeon) and saturate to its type (c,
+// an integer in FP32), then eltwise_linear, which oneDNN 2.6 evaluates as one FMA, c * r_conv + fixed, and the sum
+// post-op, one FMA with the residual read from the destination, r * r_residual + that; round. Either way no
+// destination zero point (y's is inside the constant), saturation on the store. Unfolded, with the conv as the add's
+// second operand that is the add's own order, fma(r, ra, fma(c, rb, fixed)); as its first operand the FMAs come in
+// the other order (ExactConvFirstOrder). Returns the index of the zero point's binary_add post-op, or -1 when there
+// is none.
+int AppendFusedAdd(const QuantizedConv2dProblem& p, float folded, const memory::desc& scalar, dnnl::post_ops& ops) {
   const AddFactors f = AddFactorsOf(p.add);
   const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
   const DataType residual_type = conv_is_a ? p.add.b_type : p.add.a_type;
+  const float zp = static_cast<float>(p.epilogue.dst_zero_point);
   ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
   int zero_point_index = -1;
-  if (p.epilogue.dst_zero_point != 0) {
-    zero_point_index = ops.len();
-    ops.append_binary(dnnl::algorithm::binary_add, scalar);
+  if (!std::isnan(folded)) {
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, Lowest(p.conv_type()) - zp, Highest(p.conv_type()) - zp);
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, conv_is_a ? f.ra : f.rb, folded);
+  } else {
+    if (p.epilogue.dst_zero_point != 0) {
+      zero_point_index = ops.len();
+      ops.append_binary(dnnl::algorithm::binary_add, scalar);
+    }
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, Lowest(p.conv_type()), Highest(p.conv_type()));
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, conv_is_a ? f.ra : f.rb, f.fixed);
   }
-  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, Lowest(p.conv_type()), Highest(p.conv_type()));
-  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, conv_is_a ? f.ra : f.rb, f.fixed);
   ops.append_sum(conv_is_a ? f.rb : f.ra, 0, Int8TypeOf(residual_type));
   ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
   return zero_point_index;
 }
 
-// With the conv as the add's first operand, oneDNN's post-ops compute rint(fma(r, rb, fma(c, ra, fixed))) where the
-// add computes rint(fma(c, ra, fma(r, rb, fixed))): the two differ where the sum lies within an FP32 rounding of a
-// tie. Every pair of 8-bit values is tried (at most 65536): OK when both orders give the same saturated result for
-// all of them (13 of ResNet-50's 16 residual adds in a QDQ file from onnxruntime's quantizer), else how many differ.
+// Unfolded, with the conv as the add's first operand, oneDNN's post-ops compute rint(fma(r, rb, fma(c, ra, fixed)))
+// where the add computes rint(fma(c, ra, fma(r, rb, fixed))): the two differ where the sum lies within an FP32
+// rounding of a tie. Every pair of 8-bit values is tried (at most 65536): OK when both orders give the same saturated
+// result for all of them (13 of ResNet-50's 16 residual adds in a QDQ file from onnxruntime's quantizer), else how
+// many differ.
 absl::Status ExactConvFirstOrder(const QuantizedConv2dProblem& p) {
   const AddFactors f = AddFactorsOf(p.add);
   const float lo = Lowest(p.add.y_type), hi = Highest(p.add.y_type);
   int differ = 0;
   for (float c = Lowest(p.add.a_type); c <= Highest(p.add.a_type); c += 1.f) {
     for (float r = Lowest(p.add.b_type); r <= Highest(p.add.b_type); r += 1.f) {
-      const float add = std::clamp(std::nearbyint(std::fmaf(c, f.ra, std::fmaf(r, f.rb, f.fixed))), lo, hi);
       const float fused = std::clamp(std::nearbyint(std::fmaf(r, f.rb, std::fmaf(c, f.ra, f.fixed))), lo, hi);
-      differ += add != fused;
+      differ += AddOf(p, f, c, r) != fused;
     }
   }
   if (differ == 0) return absl::OkStatus();
   return absl::UnimplementedError(absl::StrCat(
       "with the convolution as the add's first operand oneDNN's post-ops would evaluate the add's two FMAs in the "
-      "other order, which rounds ", differ, " pairs of 8-bit operands differently for ", p.add.ToString()));
+      "other order, which rounds ", differ, " pairs of 8-bit operands differently for ", p.add.ToString(),
+      ", and no constant with the conv's zero point folded in reproduces the add either"));
 }
 
-dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, OnednnQuantizedConvDescriptor& d) {
+dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, float folded, OnednnQuantizedConvDescriptor& d) {
   const memory::desc& scales = d.scales;
   const QuantizedEpilogue& e = p.epilogue;
   dnnl::post_ops ops;
@@ -131,7 +184,7 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, OnednnQu
   }
   if (e.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
   if (p.fused_add != QuantizedFusedAdd::kNone) {
-    d.conv_zero_point_post_op = AppendFusedAdd(p, d.scalar, ops);
+    d.conv_zero_point_post_op = AppendFusedAdd(p, folded, d.scalar, ops);
   } else if (p.dst_type != DataType::kFloat32 && e.dst_zero_point != 0) {
     // Rounded before oneDNN adds the zero point (it adds it in FP32, then converts). Without a zero point the
     // conversion to 8 bits rounds half to even itself (vcvtps2dq in the MXCSR's default mode), after the saturation
@@ -154,7 +207,8 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, OnednnQu
 // `prefix`: take the first implementation whose name starts with it (empty: oneDNN's first choice); one that is
 // oneDNN's first choice anyway is declined (the default algorithm runs it).
 absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescriptor(const QuantizedConv2dProblem& p,
-                                                                                    const std::string& prefix) {
+                                                                                    const std::string& prefix,
+                                                                                    float folded) {
   auto d = std::make_shared<OnednnQuantizedConvDescriptor>();
   d->src = ImageDesc(p.src_type, p.n, p.c, p.h, p.w, p.layout);
   d->dst = ImageDesc(p.dst_type, p.n, p.k, p.p(), p.q(), p.layout);
@@ -168,7 +222,7 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescrip
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, d->src, weights_any, d->bias, d->dst,
         {p.stride_h, p.stride_w}, {p.dilation_h - 1, p.dilation_w - 1}, {p.pad_top, p.pad_left},
         {p.pad_bottom, p.pad_right});
-    d->pd = dnnl::convolution_forward::primitive_desc(desc, MakeQuantizedAttr(p, *d), onednn::Engine(),
+    d->pd = dnnl::convolution_forward::primitive_desc(desc, MakeQuantizedAttr(p, folded, *d), onednn::Engine(),
                                                       /*allow_empty=*/true);
     if (!d->pd) {
       return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no INT8 convolution for ",
@@ -207,32 +261,44 @@ absl::string_view QuantizedConv2dOnednnNhwc::name() const { return "cpu.quantize
 absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> QuantizedConv2dOnednnNhwc::Describe(
     const QuantizedConv2dProblem& problem) const {
   return descriptors_.Get(problem, [this](const QuantizedConv2dProblem& p) {
-    return MakeDescriptor(p, implementation_prefix_);
+    return MakeDescriptor(p, implementation_prefix_,
+                          p.fused_add == QuantizedFusedAdd::kNone ? NAN : FusedAddFormCached(p).folded);
   });
 }
 
 absl::Status QuantizedConv2dOnednnNhwc::CanImplement(const QuantizedConv2dProblem& problem) const {
   CONVOY_RETURN_IF_ERROR(problem.Validate());
   if (problem.layout != Layout::kNHWC) return absl::UnimplementedError(absl::StrCat(name(), " takes NHWC only"));
-  if (problem.fused_add == QuantizedFusedAdd::kConvIsA) CONVOY_RETURN_IF_ERROR(ExactConvFirstOrderCached(problem));
+  if (problem.fused_add != QuantizedFusedAdd::kNone) {
+    const FusedAddForm form = FusedAddFormCached(problem);
+    if (std::isnan(form.folded)) CONVOY_RETURN_IF_ERROR(form.unfolded);
+  }
   CONVOY_ASSIGN_OR_RETURN(auto descriptor, Describe(problem));
   return onednn::RejectReferenceImplementation(descriptor->impl, name());
 }
 
-absl::Status QuantizedConv2dOnednnNhwc::ExactConvFirstOrderCached(const QuantizedConv2dProblem& problem) const {
-  QuantizedAddProblem key = problem.add;
-  key.count = 1;  // the check depends on the quantization alone
+QuantizedConv2dOnednnNhwc::FusedAddForm QuantizedConv2dOnednnNhwc::FusedAddFormCached(
+    const QuantizedConv2dProblem& problem) const {
+  std::pair<QuantizedAddProblem, QuantizedFusedAdd> key(problem.add, problem.fused_add);
+  key.first.count = 1;  // the forms depend on the quantization alone
   {
-    convoy::MutexLock lock(&order_mu_);
-    if (auto it = conv_first_order_.find(key); it != conv_first_order_.end()) return it->second;
+    convoy::MutexLock lock(&forms_mu_);
+    if (auto it = fused_add_forms_.find(key); it != fused_add_forms_.end()) return it->second;
   }
-  absl::Status checked = ExactConvFirstOrder(problem);
-  convoy::MutexLock lock(&order_mu_);
-  return conv_first_order_.emplace(key, std::move(checked)).first->second;
+  FusedAddForm form;
+  form.folded = FoldConvZeroPoint(problem);
+  if (std::isnan(form.folded) && problem.fused_add == QuantizedFusedAdd::kConvIsA) {
+    form.unfolded = ExactConvFirstOrder(problem);
+  }
+  convoy::MutexLock lock(&forms_mu_);
+  return fused_add_forms_.emplace(key, std::move(form)).first->second;
 }
 
 std::string QuantizedConv2dOnednnNhwc::LaunchSummary(const QuantizedConv2dProblem& problem) const {
-  return onednn::ImplementationSummary(Describe(problem));
+  std::string summary = onednn::ImplementationSummary(Describe(problem));
+  if (problem.fused_add == QuantizedFusedAdd::kNone) return summary;
+  return absl::StrCat(summary, FoldsConvZeroPoint(problem) ? ", add with the conv's zero point folded"
+                                                           : ", add with the conv's zero point as a binary post-op");
 }
 
 absl::StatusOr<std::string> QuantizedConv2dOnednnNhwc::Implementation(const QuantizedConv2dProblem& problem) const {

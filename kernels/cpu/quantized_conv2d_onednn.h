@@ -16,6 +16,7 @@
 #ifndef CONVOY_KERNELS_CPU_QUANTIZED_CONV2D_ONEDNN_H_
 #define CONVOY_KERNELS_CPU_QUANTIZED_CONV2D_ONEDNN_H_
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -54,6 +55,12 @@ class QuantizedConv2dOnednnNhwc : public QuantizedConv2dAlgorithm, public Residu
   // The oneDNN implementation the problem's primitive got ("oneDNN <impl>"), for `convoy inspect`.
   std::string LaunchSummary(const QuantizedConv2dProblem& problem) const override;
 
+  // Whether a fused add runs with the conv's zero point folded into its constants (no binary post-op; see
+  // FoldConvZeroPoint in the .cc) rather than added by a binary post-op.
+  bool FoldsConvZeroPoint(const QuantizedConv2dProblem& problem) const {
+    return problem.fused_add != QuantizedFusedAdd::kNone && !std::isnan(FusedAddFormCached(problem).folded);
+  }
+
   // The oneDNN implementation chosen for the problem ("brg:avx512_core_vnni", "jit_int8:avx512_core_vnni", ...).
   absl::StatusOr<std::string> Implementation(const QuantizedConv2dProblem& problem) const;
 
@@ -66,16 +73,24 @@ class QuantizedConv2dOnednnNhwc : public QuantizedConv2dAlgorithm, public Residu
   absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> Describe(
       const QuantizedConv2dProblem& problem) const;
 
-  // ExactConvFirstOrder's answer for an add's quantization (QuantizedAddProblem less its count): every pair of 8-bit
-  // operands is tried (65536 of them), and a plan asks for every batch size of every fused layer, several times each
-  // (planning ResNet-50 took 2.1 s with the check uncached, against 0.8 s before the fusion).
-  absl::Status ExactConvFirstOrderCached(const QuantizedConv2dProblem& problem) const;
+  // How a fused add becomes post-ops, per add quantization (QuantizedAddProblem less its count) and conv operand:
+  // `folded`, the constant that folds the conv's zero point into the chain (no binary post-op), or NaN when no FP32
+  // constant reproduces the add exactly; then `unfolded` says whether the chain with the zero point as a binary add
+  // reproduces it (with the conv as the add's first operand the FMAs come in the other order). Both checks try every
+  // pair of 8-bit operands (65536), and a plan asks for every batch size of every fused layer, several times each
+  // (planning ResNet-50 took 2.1 s with such a check uncached, against 0.8 s before the fusion).
+  struct FusedAddForm {
+    float folded = 0.f;
+    absl::Status unfolded;
+  };
+  FusedAddForm FusedAddFormCached(const QuantizedConv2dProblem& problem) const;
 
   const std::string implementation_prefix_;  // empty: oneDNN's first choice
   onednn::DescriptorCache<QuantizedConv2dProblem, OnednnQuantizedConvDescriptor> descriptors_;
-  mutable convoy::Mutex order_mu_;
-  mutable std::unordered_map<QuantizedAddProblem, absl::Status, absl::Hash<QuantizedAddProblem>> conv_first_order_
-      ABSL_GUARDED_BY(order_mu_);
+  mutable convoy::Mutex forms_mu_;
+  mutable std::unordered_map<std::pair<QuantizedAddProblem, QuantizedFusedAdd>, FusedAddForm,
+                             absl::Hash<std::pair<QuantizedAddProblem, QuantizedFusedAdd>>>
+      fused_add_forms_ ABSL_GUARDED_BY(forms_mu_);
 };
 
 // The same convolution on oneDNN 2.6's older direct INT8 kernels ("cpu.quantized_conv2d.onednn_nhwc_jit": the first

@@ -161,17 +161,45 @@ TEST(QuantizedConv2dOnednnTest, TuningTimesBothAlgorithmsAndPicksTheFaster) {
   EXPECT_GT(tuned, 0);
 }
 
-// With the conv as the add's first operand, a quantization whose two FMA orders round some operand pair differently
-// (ResNet-50's layer2.0 add: one pair of 65536) is declined, naming the count; the same add with the conv as the
-// second operand runs.
+// A fused add runs with the conv's zero point folded into the post-ops' constants where one FP32 constant reproduces
+// the add for every pair of 8-bit operands, and with the zero point as a binary post-op where none does; both match
+// the integer reference on fresh data. ResNet-50's layer2.0 add (conv as the first operand), which the unfolded chain
+// rounds differently on one operand pair of 65536, folds; the two others are quantizations a search over random
+// scales and zero points found: one no constant folds (conv as the second operand, so the unfolded chain is the add's
+// own order), and one that neither form reproduces, which is declined naming the count.
+TEST(QuantizedConv2dOnednnTest, FoldsTheConvZeroPointWhereAConstantReproducesTheAdd) {
+  OnednnInt8TestSetup setup = MakeOnednnInt8TestSetup();
+  ASSERT_NE(setup.device, nullptr);
+  const QuantizedConv2dProblem shape = QuantizedConv2dTestShapes(Layout::kNHWC)[3];
+  QuantizedConv2dProblem folds =
+      WithFusedAdd(shape, QuantizedFusedAdd::kConvIsA, 0.012813163921236992f, 140, 0.017131511121988297f,
+                   0.009712425991892815f);
+  folds.add.b_zero_point = 124;
+  QuantizedConv2dProblem unfolded = WithFusedAdd(shape, QuantizedFusedAdd::kConvIsB, 0.0187785067f, 146,
+                                                 0.0162724741f, 0.00444078865f);
+  unfolded.add.a_zero_point = 144, unfolded.add.y_zero_point = 1;
+  const QuantizedConv2dOnednnNhwc algorithm;
+  EXPECT_TRUE(algorithm.FoldsConvZeroPoint(folds));
+  EXPECT_FALSE(algorithm.FoldsConvZeroPoint(unfolded));
+  ::convoy::testing::QuantizedTolerance exact;  // both forms reproduce the separate steps bit for bit
+  exact.max_off_by_one_fraction = 0;
+  for (const QuantizedConv2dProblem& p : {folds, unfolded}) {
+    const uint32_t seed = std::random_device{}();
+    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, *setup.device, seed, exact,
+                                                        QuantizedScaleSource::kProblem),
+                IsOk())
+        << p.ToString() << " seed " << seed;
+  }
+}
+
 TEST(QuantizedConv2dOnednnTest, DeclinesAFusedAddItCannotReproduce) {
-  QuantizedConv2dProblem p =
-      WithFusedAdd(QuantizedConv2dTestShapes(Layout::kNHWC)[3], QuantizedFusedAdd::kConvIsA, 0.012813163921236992f,
-                   140, 0.017131511121988297f, 0.009712425991892815f);
-  p.add.b_zero_point = 124;
+  QuantizedConv2dProblem p = WithFusedAdd(QuantizedConv2dTestShapes(Layout::kNHWC)[3], QuantizedFusedAdd::kConvIsA,
+                                          0.0141828395f, 195, 0.0175962131f, 0.00434874324f);
+  p.add.b_zero_point = 137, p.add.y_zero_point = 3;
   const absl::Status status = QuantizedConv2dOnednnNhwc().CanImplement(p);
   EXPECT_TRUE(absl::IsUnimplemented(status)) << status;
   EXPECT_THAT(status.message(), ::testing::HasSubstr("which rounds 1 pairs of 8-bit operands differently"));
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("no constant with the conv's zero point folded in"));
   std::swap(p.add.a_scale, p.add.b_scale);
   std::swap(p.add.a_zero_point, p.add.b_zero_point);
   p.fused_add = QuantizedFusedAdd::kConvIsB;
