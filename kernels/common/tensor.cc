@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/common/align.h"
 
 namespace convoy {
 
@@ -57,7 +58,7 @@ std::string TensorDesc::ToString() const {
 
 absl::StatusOr<HostBuffer> HostBuffer::Allocate(size_t bytes) {
   if (bytes == 0) return HostBuffer();
-  const size_t rounded = (bytes + 63) / 64 * 64;
+  const size_t rounded = AlignUp(bytes);
   void* p = std::aligned_alloc(64, rounded);
   if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("host allocation of ", bytes, " bytes failed"));
   return HostBuffer(p, bytes);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/common/align.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/common/thread_pool.h"
 #include "kernels/registry/registry.h"
@@ -31,7 +32,6 @@ namespace {
 
 constexpr int kBlock = 16;  // nChw16c: oneDNN's Winograd kernels take no other activation layout
 
-size_t AlignUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // The shapes oneDNN's Winograd kernels take, checked before asking oneDNN (so the message names what is wrong).
 absl::Status CheckShape(const Conv2dProblem& p, absl::string_view name) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/match.h"
+#include "kernels/common/align.h"
 
 namespace convoy {
 
@@ -49,7 +50,7 @@ ExecutionContext CpuDevice::context() const {
 
 absl::StatusOr<DeviceAllocation> CpuDevice::Allocate(size_t bytes) {
   if (bytes == 0) return DeviceAllocation();
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  void* p = std::aligned_alloc(kCacheLineBytes, AlignUp(bytes));
   if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("CPU allocation of ", bytes, " bytes failed"));
   return DeviceAllocation(p, bytes, [](void* q) { std::free(q); });
 }

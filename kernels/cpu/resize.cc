@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/common/align.h"
 #include "kernels/common/resize_sampling.h"
 #include "kernels/cpu/convert_element.h"
 #include "kernels/registry/registry.h"
@@ -17,7 +18,6 @@ int TapsPerOutput(const ResizeAxis& a) {
   return a.mode == ResizeMode::kNearest ? 1 : ResizeTapsOf(a, 0.0f).count;
 }
 
-size_t AlignUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // One axis's table in the workspace: for output o, taps [o * taps, (o + 1) * taps) of index and weight, and
 // extrapolates[o] (tf_crop_and_resize outside the input).

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kernels/common/align.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/cuda_emulation/sanitizers.h"
 
@@ -57,7 +58,6 @@ class StaticLayouts {
   std::unordered_map<const void*, size_t> bytes_;
 };
 
-size_t AlignUp(size_t value, size_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
 // Where the dynamic part starts after `static_bytes` of static arrays: the next 16-byte boundary (after an ASAN
 // redzone); at 0 when there are none, as on the hardware.

@@ -6,11 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kernels/common/align.h"
 
 namespace convoy::runtime {
 namespace {
 
-size_t AlignUp(size_t value, size_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
 // The root of each buffer, following alias chains; fails on cycles and bad indices.
 absl::StatusOr<std::vector<int>> ResolveRoots(const std::vector<BufferUse>& uses) {
