@@ -1,9 +1,12 @@
 #include "kernels/cpu/convert.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+
+#include <tmmintrin.h>
 
 #include "kernels/common/tensor.h"
 #include "kernels/cpu/convert_element.h"
@@ -130,9 +133,71 @@ struct QuantizedRuns {
   }
 };
 
+// Interleaves `channels` rows of `width` bytes (row c at planes + c * kRunBuffer) into `width` pixels at y
+// (y[w * channels + c]). Three channels, an RGB image's, go 16 pixels at a time: each 16-byte piece of the 48 output
+// bytes is three byte shuffles of the channels' 16 bytes, OR-ed (SSSE3, which the x86-64-v2 baseline has).
+__attribute__((target("ssse3"))) void InterleaveChannels(const uint8_t* planes, int64_t channels, int64_t width,
+                                                          uint8_t* y) {
+  int64_t w = 0;
+  if (channels == 3) {
+    // masks[piece][c][t]: output byte j = 16 * piece + t is pixel j / 3's channel j % 3; -1 (high bit) leaves 0.
+    static const auto masks = [] {
+      std::array<std::array<std::array<int8_t, 16>, 3>, 3> m{};
+      for (int piece = 0; piece < 3; ++piece) {
+        for (int c = 0; c < 3; ++c) {
+          for (int t = 0; t < 16; ++t) {
+            const int j = 16 * piece + t;
+            m[piece][c][t] = static_cast<int8_t>(j % 3 == c ? j / 3 : -1);
+          }
+        }
+      }
+      return m;
+    }();
+    for (; w + 16 <= width; w += 16) {
+      const __m128i b[3] = {_mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + w)),
+                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + kRunBuffer + w)),
+                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + 2 * kRunBuffer + w))};
+      for (int piece = 0; piece < 3; ++piece) {
+        __m128i out = _mm_setzero_si128();
+        for (int c = 0; c < 3; ++c) {
+          const __m128i mask = _mm_loadu_si128(reinterpret_cast<const __m128i*>(masks[piece][c].data()));
+          out = _mm_or_si128(out, _mm_shuffle_epi8(b[c], mask));
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + 3 * w + 16 * piece), out);
+      }
+    }
+  }
+  for (; w < width; ++w) {
+    for (int64_t c = 0; c < channels; ++c) y[w * channels + c] = planes[c * kRunBuffer + w];
+  }
+}
+
+constexpr int64_t kMaxPixelChannels = 4;  // channels per pixel that QuantizeImageRows stages on the stack
+
+// NCHW -> NHWC quantize of an image with few channels (the plans' input quantize: C = 3): per (n, h) the C FP32 rows
+// are quantized into a stack buffer, one row of bytes per channel, then interleaved into the row's pixels, so each
+// thread writes whole NHWC rows.
+void QuantizeImageRows(const ConvertProblem& p, const QuantizedRuns& r, ThreadPool& pool) {
+  const int64_t C = p.c, H = p.h, W = p.w;
+  pool.ParallelFor(int64_t{p.n} * H, [&](int64_t begin, int64_t end) {
+    uint8_t buffer[kMaxPixelChannels * kRunBuffer];
+    for (int64_t i = begin; i < end; ++i) {  // i = n * H + h: row i of the NHWC side
+      const int64_t n = i / H, h = i % H;
+      const float* x = static_cast<const float*>(r.x) + (n * C * H + h) * W;  // channel 0's row; then H * W apart
+      uint8_t* y = static_cast<uint8_t*>(r.y) + i * W * C;
+      for (int64_t w0 = 0; w0 < W; w0 += kRunBuffer) {
+        const int64_t width = std::min(kRunBuffer, W - w0);
+        QuantizeRuns(r.isa, r.q, x + w0, H * W, buffer, kRunBuffer, C, width);
+        InterleaveChannels(buffer, C, width, y + w0 * C);
+      }
+    }
+  });
+}
+
 // NCHW <-> NHWC with the FP32 side NCHW (the plans' input quantize and output dequantize): per (n, c, h) the FP32 row
 // of W values is contiguous and the 8-bit values lie C apart; they pass through a buffer on the stack.
 void RunPlainLayout(const ConvertProblem& p, const QuantizedRuns& r, ThreadPool& pool) {
+  if (r.quantize && p.c <= kMaxPixelChannels) return QuantizeImageRows(p, r, pool);
   const int64_t C = p.c, H = p.h, W = p.w;
   pool.ParallelFor(int64_t{p.n} * C * H, [&](int64_t begin, int64_t end) {
     uint8_t buffer[kRunBuffer];

@@ -74,7 +74,8 @@ std::vector<Case> Cases() {
 }
 
 // Quantizes random FP32 data and dequantizes the result back, each step against the definition.
-absl::Status CheckRoundTrip(const Case& c, uint32_t seed) {
+absl::Status CheckRoundTrip(const Case& c, uint32_t seed, int64_t N = 2, int64_t C = 16, int64_t H = 5,
+                            int64_t W = 7) {
   std::mt19937 rng(seed);
   ThreadPool pool(2);
   ExecutionContext context{Backend::kCpu, &pool};
@@ -83,21 +84,21 @@ absl::Status CheckRoundTrip(const Case& c, uint32_t seed) {
   std::uniform_real_distribution<float> scale_dist(0.004f, 0.2f);
   std::uniform_int_distribution<int> zp_dist(range.lo, range.hi);
   ConvertProblem quantize;
-  quantize.n = 2, quantize.c = 16, quantize.h = 5, quantize.w = 7;
+  quantize.n = N, quantize.c = C, quantize.h = H, quantize.w = W;
   quantize.src_dtype = DataType::kFloat32, quantize.dst_dtype = c.quantized;
   quantize.src_layout = c.src_layout, quantize.dst_layout = c.dst_layout;
   quantize.scale = scale_dist(rng), quantize.zero_point = zp_dist(rng);
   CONVOY_RETURN_IF_ERROR(algorithm.CanImplement(quantize));
-  const TensorDesc src = TensorDesc::Image(DataType::kFloat32, 2, 16, 5, 7, c.src_layout);
-  const TensorDesc dst = TensorDesc::Image(c.quantized, 2, 16, 5, 7, c.dst_layout);
+  const TensorDesc src = TensorDesc::Image(DataType::kFloat32, N, C, H, W, c.src_layout);
+  const TensorDesc dst = TensorDesc::Image(c.quantized, N, C, H, W, c.dst_layout);
   const int64_t count = src.num_elements();
   const std::vector<float> x = RandomFloats(count, quantize.scale, range, rng);
 
   std::vector<int> expected(count);  // in the destination's order
-  for (int64_t n = 0; n < 2; ++n)
-    for (int64_t ch = 0; ch < 16; ++ch)
-      for (int64_t h = 0; h < 5; ++h)
-        for (int64_t w = 0; w < 7; ++w) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) {
           expected[dst.Offset4(n, ch, h, w)] =
               QuantizeLinear(x[src.Offset4(n, ch, h, w)], quantize.scale, quantize.zero_point, range);
         }
@@ -119,10 +120,10 @@ absl::Status CheckRoundTrip(const Case& c, uint32_t seed) {
   CONVOY_RETURN_IF_ERROR(algorithm.CanImplement(dequantize));
   std::vector<float> y(count, std::nanf(""));
   CONVOY_RETURN_IF_ERROR(algorithm.Run(dequantize, ConvertArgs{q.data(), y.data()}, Workspace{}, context));
-  for (int64_t n = 0; n < 2; ++n)
-    for (int64_t ch = 0; ch < 16; ++ch)
-      for (int64_t h = 0; h < 5; ++h)
-        for (int64_t w = 0; w < 7; ++w) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) {
           const float want = static_cast<float>(expected[dst.Offset4(n, ch, h, w)] - quantize.zero_point) * quantize.scale;
           const float got = y[src.Offset4(n, ch, h, w)];
           if (std::memcmp(&got, &want, sizeof(float)) != 0) {
@@ -139,6 +140,22 @@ TEST(ConvertQuantizedTest, QuantizesAndDequantizesAsOnnxDefinesInEveryLayoutPair
     EXPECT_THAT(CheckRoundTrip(c, seed), IsOk())
         << DataTypeName(c.quantized) << " " << LayoutName(c.src_layout) << " -> " << LayoutName(c.dst_layout)
         << " seed " << seed;
+  }
+}
+
+// The input quantize of an image: NCHW FP32 into NHWC bytes with 1-5 channels (3: the byte-shuffle interleave of 16
+// pixels at a time), widths that leave tails after the 16-pixel pieces and after the 512-value stack buffer, and
+// back; every element against ONNX's definition, outputs poisoned first.
+TEST(ConvertQuantizedTest, QuantizesImagesIntoPixelsAsOnnxDefines) {
+  struct Shape { int64_t n, c, h, w; };
+  const Shape shapes[] = {{2, 3, 4, 224}, {1, 3, 3, 37}, {1, 3, 2, 1100}, {3, 1, 2, 19}, {1, 2, 3, 21},
+                          {2, 4, 2, 33}, {1, 5, 2, 17}};
+  for (DataType q : {DataType::kUInt8, DataType::kInt8}) {
+    for (const Shape& s : shapes) {
+      const uint32_t seed = std::random_device{}();
+      EXPECT_THAT(CheckRoundTrip({q, Layout::kNCHW, Layout::kNHWC}, seed, s.n, s.c, s.h, s.w), IsOk())
+          << DataTypeName(q) << " n" << s.n << " c" << s.c << " h" << s.h << " w" << s.w << " seed " << seed;
+    }
   }
 }
 
