@@ -7,6 +7,7 @@
 #include <limits>
 
 #include <tmmintrin.h>
+#include <type_traits>
 
 #include "kernels/common/tensor.h"
 #include "kernels/cpu/convert_element.h"
@@ -31,11 +32,39 @@ void ConvertFlat(int64_t count, const Src& src, const typename Src::T* x, const 
   });
 }
 
-// NCHW -> NHWC: destination row (n, h) is [W, C]; NHWC -> NCHW: destination rows (n, c, h) are [W].
+// Interleaves the three FP32 rows r, g, b of `width` values into `width` pixels at y (y[3 * w + c]), 4 pixels per
+// 6 shuffles and 3 stores (SSE).
+void InterleaveRgb(const float* r, const float* g, const float* b, int64_t width, float* y) {
+  int64_t w = 0;
+  for (; w + 4 <= width; w += 4, y += 12) {
+    const __m128 vr = _mm_loadu_ps(r + w), vg = _mm_loadu_ps(g + w), vb = _mm_loadu_ps(b + w);
+    const __m128 rg_lo = _mm_unpacklo_ps(vr, vg), rg_hi = _mm_unpackhi_ps(vr, vg);  // r0 g0 r1 g1 | r2 g2 r3 g3
+    const __m128 gb_lo = _mm_unpacklo_ps(vg, vb), gb_hi = _mm_unpackhi_ps(vg, vb);  // g0 b0 g1 b1 | g2 b2 g3 b3
+    const __m128 br_lo = _mm_unpacklo_ps(vb, vr), br_hi = _mm_unpackhi_ps(vb, vr);  // b0 r0 b1 r1 | b2 r2 b3 r3
+    _mm_storeu_ps(y, _mm_shuffle_ps(rg_lo, br_lo, _MM_SHUFFLE(3, 0, 1, 0)));      // r0 g0 b0 r1
+    _mm_storeu_ps(y + 4, _mm_shuffle_ps(gb_lo, rg_hi, _MM_SHUFFLE(1, 0, 3, 2)));  // g1 b1 r2 g2
+    _mm_storeu_ps(y + 8, _mm_shuffle_ps(br_hi, gb_hi, _MM_SHUFFLE(3, 2, 3, 0)));  // b2 r3 g3 b3
+  }
+  for (; w < width; ++w, y += 3) y[0] = r[w], y[1] = g[w], y[2] = b[w];
+}
+
+// NCHW -> NHWC: destination row (n, h) is [W, C]; NHWC -> NCHW: destination rows (n, c, h) are [W]. An FP32 image
+// with three channels (an FP32 plan's input) interleaves its rows with InterleaveRgb.
 template <typename Src, typename Dst>
 void ConvertPlainLayout(const ConvertProblem& p, const Src& src, const typename Src::T* x, const Dst& dst,
                         typename Dst::T* y, ThreadPool& pool) {
   const int64_t C = p.c, H = p.h, W = p.w;
+  if constexpr (std::is_same_v<Src, Fp32Storage> && std::is_same_v<Dst, Fp32Storage>) {
+    if (p.dst_layout == Layout::kNHWC && C == 3) {
+      pool.ParallelFor(p.n * H, [&](int64_t begin, int64_t end) {
+        for (int64_t nh = begin; nh < end; ++nh) {
+          const float* row = x + ((nh / H) * C * H + nh % H) * W;  // channel 0's; the others H * W apart
+          InterleaveRgb(row, row + H * W, row + 2 * H * W, W, y + nh * W * C);
+        }
+      });
+      return;
+    }
+  }
   if (p.dst_layout == Layout::kNHWC) {
     pool.ParallelFor(p.n * H, [&](int64_t begin, int64_t end) {
       for (int64_t nh = begin; nh < end; ++nh) {
@@ -282,6 +311,13 @@ absl::Status CpuConvertAlgorithm::CanImplement(const ConvertProblem& problem) co
     return absl::UnimplementedError("channel padding (dst_c) is done by the CUDA kernels only");
   }
   return absl::OkStatus();
+}
+
+int CpuConvertAlgorithm::HeuristicScore(const ConvertProblem& p) const {
+  const bool fp32_image_to_nhwc = p.src_dtype == DataType::kFloat32 && p.dst_dtype == DataType::kFloat32 &&
+                                  p.src_layout == Layout::kNCHW && p.dst_layout == Layout::kNHWC && p.c == 3 &&
+                                  p.h * p.w > 1;
+  return fp32_image_to_nhwc ? 30 : 0;
 }
 
 absl::Status CpuConvertAlgorithm::Run(const ConvertProblem& p, const ConvertArgs& args, Workspace,

@@ -357,6 +357,9 @@ std::vector<ConvertProblem> ConvertProblems() {
       rgb.n = 2, rgb.c = 3, rgb.h = 5, rgb.w = 9, rgb.dst_c = 8;
       rgb.src_dtype = src, rgb.dst_dtype = dst, rgb.src_layout = Layout::kNCHW, rgb.dst_layout = Layout::kNHWC;
       out.push_back(rgb);
+      ConvertProblem pixels = rgb;  // the same image into plain NHWC (an FP32 NHWC plan's input), 4-pixel pieces + 3
+      pixels.dst_c = 0, pixels.w = 11;
+      out.push_back(pixels);
     }
   }
   return out;
