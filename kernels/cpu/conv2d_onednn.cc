@@ -1,6 +1,7 @@
 // CPU conv2d on oneDNN's convolution primitive; see conv2d_onednn.h.
 #include "kernels/cpu/conv2d_onednn.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -10,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/silu_loops.h"
 #include "kernels/registry/registry.h"
 
 namespace convoy::cpu {
@@ -23,9 +26,22 @@ struct OnednnConvDescriptor {
   memory::dims channel_dims;
   std::string impl;
   bool residual_sum = false;  // the residual is the sum post-op: it must be in the output buffer when pd runs
+  bool silu_after = false;    // the epilogue's SiLU runs after the primitive (SiluAfter), not as a post-op
 };
 
 namespace {
+
+// SiLU over the primitive's output, in chunks across the pool.
+void SiluAfter(float* y, size_t count, const ExecutionContext& context) {
+  constexpr int64_t kChunk = 16384;
+  const CpuIsa isa = BestCpuIsa();
+  const int64_t n = static_cast<int64_t>(count), chunks = (n + kChunk - 1) / kChunk;
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) SiluInPlace(isa, y + c * kChunk, std::min(kChunk, n - c * kChunk));
+  };
+  if (context.thread_pool == nullptr) return run(0, chunks);
+  context.thread_pool->ParallelFor(chunks, run);
+}
 
 // The filter as the problem stores it: [K, C/g, R, S] for NCHW and NCHW8c problems, [K, R, S, C/g] for NHWC ones;
 // grouped problems see it as [g, K/g, C/g, R, S].
@@ -49,7 +65,15 @@ Descriptor DescribeWith(const Conv2dProblem& p, onednn::ResidualPostOp residual_
   CONVOY_ASSIGN_OR_RETURN(d->dst, onednn::ActivationDesc(p.dtype, p.n, p.k, p.p(), p.q(), p.layout));
   d->channel_dims = {1, p.k, 1, 1};
   d->residual_sum = p.epilogue.residual != ResidualMode::kNone && residual_as == onednn::ResidualPostOp::kSum;
-  CONVOY_ASSIGN_OR_RETURN(d->post_ops, onednn::MakePostOps(p.epilogue, d->dst, d->channel_dims, residual_as));
+  // oneDNN 2.6's swish post-op made EfficientNet's expand and depthwise convolutions 2.4-2.8x slower than the same
+  // convolutions without an activation; the own vectorized SiLU over the output afterwards, a pass over memory the
+  // primitive just wrote, costs less (docs/kernels.md). Only where nothing follows the activation and the output is
+  // FP32.
+  Epilogue chain = p.epilogue;
+  d->silu_after = p.dtype == DataType::kFloat32 && chain.activation.kind == ActivationKind::kSilu &&
+                  chain.residual != ResidualMode::kAfterActivation;
+  if (d->silu_after) chain.activation = Activation{};
+  CONVOY_ASSIGN_OR_RETURN(d->post_ops, onednn::MakePostOps(chain, d->dst, d->channel_dims, residual_as));
   d->user_weights = UserWeightsDesc(p, type);
   try {
     const memory::desc weights_any(d->user_weights.dims(), type, memory::format_tag::any);
@@ -217,10 +241,12 @@ absl::Status Conv2dOnednn<kLayout>::Run(const Conv2dProblem& problem, const Conv
     };
     if (d->post_ops.conv_bias) run_args.emplace(DNNL_ARG_BIAS, onednn::Wrap(d->bias, args.bias));
     onednn::AddPostOpArgs(d->post_ops, {args.scale, args.bias, args.residual}, d->dst, d->channel_dims, run_args);
-    return onednn::Execute(*state, run_args, workspace, d->pd.scratchpad_desc().get_size(), context);
+    CONVOY_RETURN_IF_ERROR(onednn::Execute(*state, run_args, workspace, d->pd.scratchpad_desc().get_size(), context));
   } catch (const dnnl::error& error) {
     return onednn::FromError(error, problem.ToString());
   }
+  if (d->silu_after) SiluAfter(static_cast<float*>(args.y), d->dst.get_size() / sizeof(float), context);
+  return absl::OkStatus();
 }
 
 template <Layout kLayout>
