@@ -51,9 +51,10 @@ class GrpcServer {
     // request") says which ones were measured. ParseChannelArgs reads them from --grpc_channel_args.
     std::vector<std::pair<std::string, int>> channel_args;
     // How ModelInfer is served (--grpc_infer_path): kCallback on gRPC's callback API like every other RPC, or
-    // kAsync on its completion-queue API with a poller thread of the server's own (async_infer.h). docs/server.md
-    // says when to choose which.
-    InferPath infer_path = InferPath::kAsync;
+    // kAsync on its completion-queue API with a poller thread of the server's own (async_infer.h). kCallback
+    // measured as fast or faster (docs/performance.md, "The edge's cost per request"); docs/server.md says when to
+    // choose which.
+    InferPath infer_path = InferPath::kCallback;
   };
 
   // UNAVAILABLE naming the address when it cannot listen; INVALID_ARGUMENT for half a TLS configuration.

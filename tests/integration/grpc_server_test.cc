@@ -43,7 +43,7 @@ using grpc::health::v1::HealthCheckResponse;
 class ServerHarness {
  public:
   ServerHarness(const TestRepository& repo, repository::ModelControlMode mode, Device* device = &CpuDevice::Default(),
-                grpc_server::InferPath infer_path = grpc_server::InferPath::kAsync) {
+                grpc_server::InferPath infer_path = grpc_server::InferPath::kCallback) {
     repository::ModelManager::Options options;
     options.repository_path = repo.path();
     options.control_mode = mode;
@@ -152,7 +152,7 @@ grpc::Status Unary(Call call) {
   return call(&context);
 }
 
-// The tests that send ModelInfer run on both of its paths (--grpc_infer_path); the others on the default.
+// The tests that send ModelInfer run on both of its paths (--grpc_infer_path); the others on the default (callback).
 class GrpcInferPathTest : public ::testing::TestWithParam<grpc_server::InferPath> {};
 INSTANTIATE_TEST_SUITE_P(BothPaths, GrpcInferPathTest,
                          ::testing::Values(grpc_server::InferPath::kAsync, grpc_server::InferPath::kCallback),
