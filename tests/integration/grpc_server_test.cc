@@ -672,6 +672,10 @@ TEST(GrpcServerTest, AsyncPathCancelledClientNeverRuns) {
     grpc::Status status = h.Infer(ImageRequest("resnet", 4, 224), &response, absl::Minutes(2));
     EXPECT_TRUE(status.ok()) << status.error_message();
   });
+  absl::Cleanup join_busy = [&] {  // whatever fails
+    device.Open();
+    if (busy.joinable()) busy.join();
+  };
   ASSERT_TRUE(WaitForBatcher(h, "resnet", [&](const batching::BatcherStats& s) {
     return s.running_batches == 1 && device.batches_held() == 1;
   }));
