@@ -59,6 +59,9 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate: serve gRPC and HTT
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require client certificates it signed (mutual TLS).");
 ABSL_FLAG(int, max_message_bytes, 0, "Largest gRPC message; 0 derives it from the largest model input or output at max batch.");
+ABSL_FLAG(std::string, grpc_infer_path, "callback",
+          "How gRPC's ModelInfer is served: callback (gRPC's callback API, as every other RPC) or async (gRPC's "
+          "completion-queue API, one poller thread of the server's); docs/server.md.");
 ABSL_FLAG(std::vector<std::string>, grpc_channel_args, {},
           "gRPC transport settings as NAME=INTEGER,... (e.g. grpc.http2.lookahead_bytes=1048576), after Convoy's own.");
 ABSL_FLAG(int, poll_interval_seconds, 15, "Repository rescan interval with --model_control_mode=poll.");
@@ -338,6 +341,9 @@ int Run() {
       grpc_server::ParseChannelArgs(absl::GetFlag(FLAGS_grpc_channel_args));
   if (!channel_args.ok()) return fail(channel_args.status());
   server_options.channel_args = *channel_args;
+  absl::StatusOr<grpc_server::InferPath> infer_path = grpc_server::ParseInferPath(absl::GetFlag(FLAGS_grpc_infer_path));
+  if (!infer_path.ok()) return fail(infer_path.status());
+  server_options.infer_path = *infer_path;
   for (auto [flag, path, out] : {std::make_tuple("tls_cert", absl::GetFlag(FLAGS_tls_cert), &server_options.tls_cert_pem),
                                  std::make_tuple("tls_key", absl::GetFlag(FLAGS_tls_key), &server_options.tls_key_pem),
                                  std::make_tuple("tls_client_ca", absl::GetFlag(FLAGS_tls_client_ca),

@@ -48,6 +48,13 @@ absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseChannelArgs(const 
   return args;
 }
 
+absl::StatusOr<InferPath> ParseInferPath(absl::string_view name) {
+  if (name == "async") return InferPath::kAsync;
+  if (name == "callback") return InferPath::kCallback;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--grpc_infer_path: expected 'async' or 'callback', got '", name, "'"));
+}
+
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& options) {
   if (options.manager == nullptr) return absl::InvalidArgumentError("GrpcServer: no model manager");
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
@@ -57,6 +64,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& opt
   service_options.manager = options.manager;
   service_options.server_version = options.server_version;
   service_options.on_gpu = options.on_gpu;
+  service_options.async_infer = options.infer_path == InferPath::kAsync;
   server->inference_ = std::make_unique<InferenceService>(service_options);
   server->health_ = std::make_unique<HealthService>(options.manager);
   grpc::ServerBuilder builder;
@@ -69,9 +77,22 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& opt
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   for (const auto& [name, value] : options.channel_args) builder.AddChannelArgument(name, value);
+  std::unique_ptr<grpc::ServerCompletionQueue> infer_cq;
+  if (service_options.async_infer) infer_cq = builder.AddCompletionQueue();
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
+    if (infer_cq != nullptr) {  // a queue must be shut down (after its server) and drained before it goes
+      if (server->server_ != nullptr) server->server_->Shutdown();
+      infer_cq->Shutdown();
+      void* tag;
+      bool ok;
+      while (infer_cq->Next(&tag, &ok)) {
+      }
+    }
     return absl::UnavailableError(absl::StrCat("gRPC: cannot listen on ", options.address));
+  }
+  if (infer_cq != nullptr) {
+    server->poller_ = std::make_unique<AsyncInferPoller>(server->inference_.get(), std::move(infer_cq));
   }
   server->tls_ = !options.tls_cert_pem.empty();
   {
@@ -93,7 +114,8 @@ void GrpcServer::Shutdown(absl::Time deadline) {
     health_link_->health = nullptr;
   }
   health_->Shutdown();
-  server_->Shutdown(absl::ToChronoTime(deadline));
+  server_->Shutdown(absl::ToChronoTime(deadline));  // at the deadline, cancels the calls still running
+  if (poller_ != nullptr) poller_->Shutdown();       // waits for its calls still open (async_infer.h)
   server_->Wait();
 }
 

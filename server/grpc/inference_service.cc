@@ -292,7 +292,7 @@ absl::Status ParseMessage(const grpc::ByteBuffer& bytes, google::protobuf::Messa
                                                  message->GetDescriptor()->full_name()));
 }
 
-absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
+absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
   const auto deadline = context.deadline();
   if (deadline >= std::chrono::system_clock::time_point::max() - std::chrono::hours(24 * 365)) {
     return absl::InfiniteFuture();
@@ -300,7 +300,16 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
   return absl::FromChrono(deadline);
 }
 
+namespace {
+constexpr int kModelInferMethod = 5;  // ModelInfer's index in the service (grpc_service.grpc.pb.h)
+}  // namespace
+
 InferenceService::InferenceService(const Options& options) : options_(options), manager_(options.manager) {
+  if (options.async_infer) {
+    // As WithRawMethod_ModelInfer would mark it: no handler (gRPC then serves it asynchronously), raw bytes.
+    MarkMethodRawCallback(kModelInferMethod, nullptr);
+    MarkMethodRaw(kModelInferMethod);
+  }
   admin_thread_ = std::thread([this] { AdminLoop(); });
 }
 
@@ -310,6 +319,17 @@ InferenceService::~InferenceService() {
     admin_stop_ = true;
   }
   admin_thread_.join();
+}
+
+void InferenceService::RequestModelInfer(grpc::ServerContext* context, grpc::ByteBuffer* request,
+                                         grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* responder,
+                                         grpc::ServerCompletionQueue* cq, void* tag) {
+  RequestAsyncUnary(kModelInferMethod, context, request, responder, cq, cq, tag);
+}
+
+void InferenceService::RecordInferSend(const std::string& model, const std::string& version, absl::Duration send) {
+  absl::StatusOr<std::shared_ptr<ServedModel>> served = manager_->GetServedModel(model, version);
+  if (served.ok()) (*served)->RecordEdgeSend(metrics::EdgeProtocol::kGrpc, send);
 }
 
 void InferenceService::RunOnAdminThread(std::function<void()> task) {
@@ -484,9 +504,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const B
         if (!status.ok()) return reactor->FinishTimed(ToGrpcStatus(status), nullptr);
         // The send phase goes to the version that answered, if it is still served when the send completes.
         reactor->FinishTimed(grpc::Status::OK, [this, call](absl::Duration send) {
-          absl::StatusOr<std::shared_ptr<ServedModel>> model =
-              manager_->GetServedModel(call->response.model_name(), call->response.model_version());
-          if (model.ok()) (*model)->RecordEdgeSend(metrics::EdgeProtocol::kGrpc, send);
+          RecordInferSend(call->response.model_name(), call->response.model_version(), send);
         });
       },
       &call->request.raw_input_contents, out);

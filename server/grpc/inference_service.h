@@ -1,4 +1,5 @@
-// InferenceService: inference.GRPCInferenceService (KServe v2 / Triton) on gRPC's callback API: no thread per call.
+// InferenceService: inference.GRPCInferenceService (KServe v2 / Triton) on gRPC's callback API: no thread per call
+// (ModelInfer, with Options::async_infer, on the completion-queue API instead: async_infer.h).
 // Handlers are thin: look the model up in the ModelManager, decode and validate (infer_codec.h), queue on the
 // model's batcher, and finish the call from the completion. Errors use canonical codes (NOT_FOUND unknown model or
 // version, INVALID_ARGUMENT bad tensors, names or malformed messages, UNAVAILABLE not ready / queue full / shutting
@@ -24,6 +25,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "grpcpp/completion_queue.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/async_unary_call.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "kernels/common/mutex.h"
 #include "proto/grpc_service.grpc.pb.h"
@@ -57,6 +61,9 @@ class InferenceService final : public raw_methods::RawService {
     repository::ModelManager* manager = nullptr;  // required; not owned
     std::string server_version = "0.1.0";
     bool on_gpu = false;  // instance_group kind reported by ModelConfig
+    // ModelInfer on gRPC's completion-queue API, served by an AsyncInferPoller (async_infer.h) that calls
+    // RequestModelInfer, instead of the callback API's ModelInfer below. Every other RPC stays on the callback API.
+    bool async_infer = false;
   };
   explicit InferenceService(const Options& options);
   ~InferenceService() override;
@@ -71,6 +78,15 @@ class InferenceService final : public raw_methods::RawService {
                   std::function<bool()> cancelled, inference::ModelInferResponse* response,
                   std::function<void(absl::Status)> done, const std::vector<infer::RawBytes>* raw = nullptr,
                   grpc::ByteBuffer* response_bytes = nullptr);
+
+  // With Options::async_infer: asks for the next ModelInfer call (its request's bytes in `request`), announced on
+  // `cq` with `tag`.
+  void RequestModelInfer(grpc::ServerContext* context, grpc::ByteBuffer* request,
+                         grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* responder, grpc::ServerCompletionQueue* cq,
+                         void* tag);
+  // Records a ModelInfer response's send time (the edge's send phase) for the version that answered, if it is still
+  // served.
+  void RecordInferSend(const std::string& model, const std::string& version, absl::Duration send);
 
   using Unary = grpc::ServerUnaryReactor;
   using Context = grpc::CallbackServerContext;
@@ -117,7 +133,7 @@ class InferenceService final : public raw_methods::RawService {
 };
 
 // A client deadline as absl::Time (InfiniteFuture when the client set none).
-absl::Time DeadlineOf(const grpc::CallbackServerContext& context);
+absl::Time DeadlineOf(const grpc::ServerContextBase& context);
 
 // `bytes` parsed as `message`; INVALID_ARGUMENT naming the message type and the size when they are not one.
 absl::Status ParseMessage(const grpc::ByteBuffer& bytes, google::protobuf::Message* message);

@@ -2,6 +2,7 @@
 // channel: every RPC, input errors with exact codes and messages, streaming, health Check/Watch, explicit
 // load/unload, poll-mode reload under traffic, deadlines in the queue, overload, and graceful shutdown under load.
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -14,9 +15,11 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/client_unary_call.h"
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
@@ -39,7 +42,8 @@ using grpc::health::v1::HealthCheckResponse;
 
 class ServerHarness {
  public:
-  ServerHarness(const TestRepository& repo, repository::ModelControlMode mode, Device* device = &CpuDevice::Default()) {
+  ServerHarness(const TestRepository& repo, repository::ModelControlMode mode, Device* device = &CpuDevice::Default(),
+                grpc_server::InferPath infer_path = grpc_server::InferPath::kCallback) {
     repository::ModelManager::Options options;
     options.repository_path = repo.path();
     options.control_mode = mode;
@@ -49,8 +53,9 @@ class ServerHarness {
     grpc_server::GrpcServer::Options server_options;
     server_options.address = "127.0.0.1:0";
     server_options.manager = manager.get();
+    server_options.infer_path = infer_path;
     server = std::move(grpc_server::GrpcServer::Start(server_options)).value();
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
+    channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
                                        grpc::InsecureChannelCredentials());
     stub = inference::GRPCInferenceService::NewStub(channel);
     health = grpc::health::v1::Health::NewStub(channel);
@@ -67,8 +72,21 @@ class ServerHarness {
     return stub->ModelInfer(&context, request, response);
   }
 
+  // ModelInfer with `bytes` as the request message, whatever they hold.
+  grpc::Status InferBytes(const std::string& bytes, grpc::ByteBuffer* response) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer request(&slice, 1);
+    const grpc::internal::RpcMethod method("/inference.GRPCInferenceService/ModelInfer",
+                                           grpc::internal::RpcMethod::NORMAL_RPC);
+    return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(channel.get(), method, &context,
+                                                                                 request, response);
+  }
+
   std::unique_ptr<repository::ModelManager> manager;
   std::unique_ptr<grpc_server::GrpcServer> server;
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
 };
@@ -134,11 +152,19 @@ grpc::Status Unary(Call call) {
   return call(&context);
 }
 
-TEST(GrpcServerTest, MetadataConfigIndexAndInference) {
+// The tests that send ModelInfer run on both of its paths (--grpc_infer_path); the others on the default (callback).
+class GrpcInferPathTest : public ::testing::TestWithParam<grpc_server::InferPath> {};
+INSTANTIATE_TEST_SUITE_P(BothPaths, GrpcInferPathTest,
+                         ::testing::Values(grpc_server::InferPath::kAsync, grpc_server::InferPath::kCallback),
+                         [](const ::testing::TestParamInfo<grpc_server::InferPath>& info) {
+                           return info.param == grpc_server::InferPath::kAsync ? "Async" : "Callback";
+                         });
+
+TEST_P(GrpcInferPathTest, MetadataConfigIndexAndInference) {
   TestRepository repo;
   repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
   repo.AddBroken("broken");
-  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &CpuDevice::Default(), GetParam());
 
   inference::ServerLiveResponse live;
   ASSERT_TRUE(Unary([&](auto* c) { return h.stub->ServerLive(c, {}, &live); }).ok());
@@ -214,11 +240,11 @@ TEST(GrpcServerTest, MetadataConfigIndexAndInference) {
   EXPECT_EQ(stats.model_stats(0).inference_stats().success().count(), 3u);
 }
 
-TEST(GrpcServerTest, InvalidRequestsGetExactCodesAndMessages) {
+TEST_P(GrpcInferPathTest, InvalidRequestsGetExactCodesAndMessages) {
   TestRepository repo;
   repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
   repo.AddBroken("broken");
-  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &CpuDevice::Default(), GetParam());
   struct Case {
     std::string what;
     inference::ModelInferRequest request;
@@ -258,12 +284,25 @@ TEST(GrpcServerTest, InvalidRequestsGetExactCodesAndMessages) {
   Case priority{"priority", ImageRequest("cnn", 1, 32), grpc::INVALID_ARGUMENT, "parameter 'priority'"};
   (*priority.request.mutable_parameters())["priority"].set_string_param("high");
   cases.push_back(priority);
+  Case raw_count{"raw_input_contents count", ImageRequest("cnn", 1, 32), grpc::INVALID_ARGUMENT,
+                 "the request has 1 inputs and 2 raw_input_contents"};
+  raw_count.request.add_raw_input_contents("x");
+  cases.push_back(raw_count);
   for (const Case& c : cases) {
     inference::ModelInferResponse response;
     grpc::Status status = h.Infer(c.request, &response);
     EXPECT_EQ(status.error_code(), c.code) << c.what << ": " << status.error_message();
     EXPECT_THAT(status.error_message(), HasSubstr(c.message)) << c.what;
   }
+  // A message that is not a ModelInferRequest: INVALID_ARGUMENT naming the field and where it breaks. Field 7
+  // (raw_input_contents) declares 100 bytes and 3 follow.
+  grpc::ByteBuffer bytes_response;
+  grpc::Status malformed = h.InferBytes(std::string("\x3a\x64xyz", 5), &bytes_response);
+  EXPECT_EQ(malformed.error_code(), grpc::INVALID_ARGUMENT) << malformed.error_message();
+  EXPECT_THAT(malformed.error_message(), HasSubstr("field 7 (raw_input_contents) at byte 0 declares 100 bytes, 3 remain"));
+  // A message over the server's limit: refused by gRPC before it reaches the service.
+  grpc::Status too_big = h.InferBytes(std::string((64 << 20) + 1, 'x'), &bytes_response);
+  EXPECT_EQ(too_big.error_code(), grpc::RESOURCE_EXHAUSTED) << too_big.error_message();
   // NaN and Inf are data, not errors.
   inference::ModelInferResponse response;
   EXPECT_TRUE(h.Infer(ImageRequest("cnn", 1, 32, std::numeric_limits<float>::quiet_NaN()), &response).ok());
@@ -410,10 +449,10 @@ TEST(GrpcServerTest, ExplicitLoadAndUnload) {
   EXPECT_THAT(after.error_message(), HasSubstr("unloaded"));
 }
 
-TEST(GrpcServerTest, PollReloadDropsNoRequest) {
+TEST_P(GrpcInferPathTest, PollReloadDropsNoRequest) {
   TestRepository repo;
   repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
-  ServerHarness h(repo, repository::ModelControlMode::kPoll);
+  ServerHarness h(repo, repository::ModelControlMode::kPoll, &CpuDevice::Default(), GetParam());
   std::atomic<bool> stop{false};
   std::atomic<int> ok{0}, failed{0};
   std::vector<std::thread> clients;
@@ -458,12 +497,12 @@ bool WaitForBatcher(ServerHarness& h, const std::string& model,
 // A batch of 16 held at the gated device's gate keeps resnet_classifier's one instance busy while later requests
 // wait in the queue, however fast or slow the machine. The test waits on the batcher's counters and the clients'
 // answers, never on a guessed sleep.
-TEST(GrpcServerTest, DeadlineExpiredInQueueNeverRunsAndFullQueueRejectsFast) {
+TEST_P(GrpcInferPathTest, DeadlineExpiredInQueueNeverRunsAndFullQueueRejectsFast) {
   TestRepository repo;
   repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"
                                                   "  default_queue_policy:\n    max_queue_size: 2\n"));
   GatedCpuDevice device;
-  ServerHarness h(repo, repository::ModelControlMode::kNone, &device);
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &device, GetParam());
   absl::Cleanup open_gate = [&] { device.Open(); };  // before the harness shuts down, whatever fails
   device.Arm();
   auto batcher_stats = [&] { return h.manager->GetServedModel("resnet", "").value()->batcher_stats(); };
@@ -528,11 +567,11 @@ TEST(GrpcServerTest, DeadlineExpiredInQueueNeverRunsAndFullQueueRejectsFast) {
 
 // The first batch is held at the gated device's gate until the shutdown has begun, so every request is in the
 // server (one batch running, the rest queued) when it starts, however fast or slow the machine.
-TEST(GrpcServerTest, GracefulShutdownFinishesEveryAcceptedRequest) {
+TEST_P(GrpcInferPathTest, GracefulShutdownFinishesEveryAcceptedRequest) {
   TestRepository repo;
   repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"));
   GatedCpuDevice device;
-  ServerHarness h(repo, repository::ModelControlMode::kNone, &device);
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &device, GetParam());
   absl::Cleanup open_gate = [&] { device.Open(); };  // before the harness shuts down, whatever fails
   device.Arm();
   std::atomic<int> ok{0}, refused{0}, failed{0};
@@ -570,6 +609,149 @@ TEST(GrpcServerTest, GracefulShutdownFinishesEveryAcceptedRequest) {
   EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(refused.load(), 0);
   EXPECT_EQ(ok.load(), 6);
+}
+
+// Many clients at once, each request answered with its own result: the answers match those of the same requests
+// sent one at a time.
+TEST_P(GrpcInferPathTest, ConcurrentRequestsGetTheirOwnAnswers) {
+  TestRepository repo;
+  repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &CpuDevice::Default(), GetParam());
+  constexpr int kValues = 4;
+  std::vector<std::string> expected(kValues);
+  for (int v = 0; v < kValues; ++v) {
+    inference::ModelInferResponse response;
+    ASSERT_TRUE(h.Infer(ImageRequest("cnn", 1, 32, 0.25f * v), &response).ok());
+    expected[v] = response.raw_output_contents(0);
+  }
+  ASSERT_NE(expected[0], expected[3]);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 10; ++i) {
+        const int v = (c + i) % kValues;
+        inference::ModelInferRequest request = ImageRequest("cnn", 1, 32, 0.25f * v);
+        request.set_id(absl::StrCat("c", c, "-", i));
+        inference::ModelInferResponse response;
+        grpc::Status status = h.Infer(request, &response);
+        if (!status.ok()) {
+          ADD_FAILURE() << status.error_message();
+          continue;
+        }
+        EXPECT_EQ(response.id(), request.id());
+        // Batched with others, the same image's scores may differ in the last bits (another batch size's kernels).
+        const std::string& got = response.raw_output_contents(0);
+        ASSERT_EQ(got.size(), expected[v].size()) << request.id();
+        for (size_t k = 0; k < got.size() / 4; ++k) {
+          float a, b;
+          std::memcpy(&a, got.data() + 4 * k, 4);
+          std::memcpy(&b, expected[v].data() + 4 * k, 4);
+          EXPECT_NEAR(a, b, 1e-4f + 1e-3f * std::abs(b)) << request.id() << " score " << k;
+        }
+        ++ok;
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(ok.load(), 80);
+}
+
+// A client that cancels its queued request: the async path sees the cancellation, and the request leaves the
+// queue without running.
+TEST(GrpcServerTest, AsyncPathCancelledClientNeverRuns) {
+  TestRepository repo;
+  repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"));
+  GatedCpuDevice device;
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &device, grpc_server::InferPath::kAsync);
+  ASSERT_EQ(h.server->infer_path(), grpc_server::InferPath::kAsync);
+  absl::Cleanup open_gate = [&] { device.Open(); };
+  device.Arm();
+  std::thread busy([&] {
+    inference::ModelInferResponse response;
+    grpc::Status status = h.Infer(ImageRequest("resnet", 4, 224), &response, absl::Minutes(2));
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  });
+  absl::Cleanup join_busy = [&] {  // whatever fails
+    device.Open();
+    if (busy.joinable()) busy.join();
+  };
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [&](const batching::BatcherStats& s) {
+    return s.running_batches == 1 && device.batches_held() == 1;
+  }));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Minutes(2)));
+  grpc::Status cancelled;
+  std::thread client([&] {
+    inference::ModelInferResponse response;
+    cancelled = h.stub->ModelInfer(&context, ImageRequest("resnet", 1, 224), &response);
+  });
+  const bool queued =
+      WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) { return s.pending_requests == 1; });
+  context.TryCancel();
+  client.join();
+  ASSERT_TRUE(queued) << "the request was never queued";
+  EXPECT_EQ(cancelled.error_code(), grpc::CANCELLED) << cancelled.error_message();
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (h.server->cancelled_infer_calls() < 1 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(2));
+  EXPECT_EQ(h.server->cancelled_infer_calls(), 1);
+  device.Open();
+  busy.join();
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) {
+    return s.pending_requests == 0 && s.running_batches == 0;
+  }));
+  EXPECT_EQ(h.manager->GetServedModel("resnet", "").value()->stats().inference_count, 4u);  // the busy batch only
+}
+
+// The gRPC server shuts down (with a short grace) while one batch is held at the gate and more requests wait in the
+// queue: the shutdown waits for them, every client gets an answer (its result, or the call cancelled), and nothing
+// is left behind (the sanitizer builds check the calls are freed).
+TEST_P(GrpcInferPathTest, ShutdownWithCallsInFlightAnswersEveryClient) {
+  TestRepository repo;
+  repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"));
+  GatedCpuDevice device;
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &device, GetParam());
+  absl::Cleanup open_gate = [&] { device.Open(); };
+  device.Arm();
+  std::atomic<int> answered{0};
+  auto client = [&](int64_t batch) {
+    inference::ModelInferResponse r;
+    grpc::Status status = h.Infer(ImageRequest("resnet", batch, 224), &r, absl::Minutes(2));
+    EXPECT_TRUE(status.ok() || status.error_code() == grpc::CANCELLED || status.error_code() == grpc::UNAVAILABLE)
+        << status.error_code() << " " << status.error_message();
+    ++answered;
+  };
+  // A batch of 16 held at the gate keeps the one instance busy; three more requests wait in the queue behind it.
+  std::vector<std::thread> clients;
+  absl::Cleanup join_clients = [&] {  // whatever fails
+    device.Open();
+    for (std::thread& t : clients) {
+      if (t.joinable()) t.join();
+    }
+  };
+  clients.emplace_back(client, 16);
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [&](const batching::BatcherStats& s) {
+    return s.running_batches == 1 && device.batches_held() == 1;
+  })) << "the batch of 16 never reached the gate";
+  for (int i = 0; i < 3; ++i) clients.emplace_back(client, 1);
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [&](const batching::BatcherStats& s) { return s.pending_requests == 3; }))
+      << "the three requests were never queued";
+  const absl::Time grace = absl::Now() + absl::Milliseconds(100);
+  std::thread shutdown([&] { h.server->Shutdown(grace); });
+  // The shutdown has begun once a new call is refused; the gate opens after its grace ran out.
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < give_up) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+    inference::ServerLiveResponse live;
+    if (!h.stub->ServerLive(&context, {}, &live).ok()) break;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  while (absl::Now() < grace + absl::Milliseconds(50)) absl::SleepFor(absl::Milliseconds(5));
+  device.Open();
+  shutdown.join();
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(answered.load(), 4);
 }
 
 }  // namespace

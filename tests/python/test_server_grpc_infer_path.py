@@ -1,0 +1,80 @@
+"""--grpc_infer_path against the real server: ModelInfer on gRPC's callback API (the default) and on its
+completion-queue API (async) give the same answers, the same errors and the same edge metrics, through tritonclient;
+an unknown path stops the start naming the flag. grpc_server_test covers each path's deadlines, cancellation and
+shutdown in-process.
+"""
+import subprocess
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+
+from conftest import free_port, metric, server_binary, started_server, stop_and_check
+
+RNG = np.random.default_rng()
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """One server per path over simple_cnn and tiny_onnx."""
+    started = {}
+    try:
+        for path in ("callback", "async"):
+            started[path] = started_server(tmp_path_factory, ["simple_cnn", "tiny_onnx"],
+                                           flags=[f"--grpc_infer_path={path}"], name=f"server_{path}")
+        yield started
+    finally:
+        for server in started.values():
+            stop_and_check(server)
+
+
+def infer(server, array, model="simple_cnn", name="images"):
+    with grpcclient.InferenceServerClient(server.url) as client:
+        t = grpcclient.InferInput(name, list(array.shape), "FP32")
+        t.set_data_from_numpy(array)
+        return client.infer(model, [t], request_id="r-1")
+
+
+def test_both_paths_give_the_same_answers(servers):
+    x = RNG.uniform(0, 1, (2, 3, 32, 32)).astype(np.float32)
+    answers = {path: infer(server, x) for path, server in servers.items()}
+    for result in answers.values():
+        assert result.get_response().id == "r-1"
+        assert result.as_numpy("probabilities").shape == (2, 10)
+    np.testing.assert_array_equal(answers["async"].as_numpy("probabilities"),
+                                  answers["callback"].as_numpy("probabilities"))
+
+
+def test_both_paths_give_the_same_errors(servers):
+    messages = {}
+    for path, server in servers.items():
+        with pytest.raises(InferenceServerException) as e:
+            infer(server, np.zeros((1, 3, 31, 31), np.float32))
+        assert e.value.status() == "StatusCode.INVALID_ARGUMENT", (path, e.value)
+        messages[path] = e.value.message()
+    assert messages["async"] == messages["callback"]
+    assert "input 'images': expected shape [-1,3,32,32], got [1,3,31,31]" in messages["async"]
+
+
+def test_async_path_counts_the_edge_phases(servers):
+    server = servers["async"]
+    labels = dict(model="tiny_onnx", version="1", protocol="grpc")
+    before = server.scrape()
+    for _ in range(3):
+        infer(server, RNG.uniform(-1, 1, (1, 3, 8, 8)).astype(np.float32), model="tiny_onnx", name="x")
+    after = server.scrape()
+    assert metric(after, "convoy_edge_requests_total", **labels) - \
+        metric(before, "convoy_edge_requests_total", **labels) == 3
+    for phase in ("decode", "encode", "send"):
+        assert metric(after, "convoy_edge_duration_us", phase=phase, **labels) > \
+            metric(before, "convoy_edge_duration_us", phase=phase, **labels), phase
+
+
+def test_an_unknown_path_stops_the_start(servers):
+    proc = subprocess.run([server_binary(), f"--model_repository={servers['async'].repository}", "--device=cpu",
+                           f"--grpc_port={free_port()}", "--http_port=-1", "--metrics_port=-1",
+                           "--grpc_infer_path=threads"], capture_output=True, text=True, timeout=120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, f"exit {proc.returncode}\n{output[-2000:]}"
+    assert "--grpc_infer_path: expected 'async' or 'callback', got 'threads'" in output, output[-2000:]
