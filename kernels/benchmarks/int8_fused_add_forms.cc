@@ -3,8 +3,9 @@
 // 2 OpenMP threads) in four forms, interleaved run by run: the chain cpu.quantized_conv2d.onednn_nhwc built before
 // (round, the conv's zero point as a scalar binary_add, clip, eltwise_linear, sum, round), the same arithmetic with
 // the zero point folded into the clip bounds and the linear's constant (no binary post-op), a sum alone (no rounding of
-// the conv's own output: what a peer that drops the intermediate quantization runs), and no add. The two exact forms
-// are compared byte for byte on random data. A second table times ResNet-50's stride-2 1x1 downsamples run directly
+// the conv's own output: what a peer that drops the intermediate quantization runs), and no add. The folded form here
+// takes the nearest FP32 constant, which is what its timing needs; which constant reproduces an add exactly is the
+// kernel's own search (kernels/cpu:quantized_conv2d_onednn_test). A second table times ResNet-50's stride-2 1x1 downsamples run directly
 // against a strided copy of the input followed by the stride-1 1x1 convolution.
 //
 //   bazel build //kernels/benchmarks:int8_fused_add_forms
@@ -12,32 +13,27 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "dnnl.hpp"
+#include "kernels/benchmarks/onednn_forms.h"
 
 namespace {
 
 using namespace dnnl;  // NOLINT: a standalone oneDNN benchmark
 using tag = memory::format_tag;
 using dt = memory::data_type;
+using convoy::benchmarks::ConvPrimitive;
+using convoy::benchmarks::MillisecondsOf;
 
-engine eng(engine::kind::cpu, 0);
-struct Prim {
-  convolution_forward p;
-  convolution_forward::primitive_desc pd;
-  std::unordered_map<int, memory> args;
-};
+engine& eng = convoy::benchmarks::CpuEngine();
 
 constexpr int kConvZp = 140;   // the conv output's zero point
 constexpr float kRc = 0.61f;   // conv scale / add scale
@@ -46,7 +42,7 @@ constexpr float kFixed = -3.0f - kRc * kConvZp - kRr * 128.f;  // add's zero poi
 
 // Forms: 0 round + zp binary_add + clip + linear + sum + round; 1 round + shifted clip + linear (folded) + sum +
 // round; 2 sum + round; 3 round + dst zero point (no add).
-Prim Make(int n, int c, int h, int k, int stride, int form, float fixed2, std::mt19937& rng) {
+ConvPrimitive Make(int n, int c, int h, int k, int stride, int form, float fixed2, std::mt19937& rng) {
   const int oh = (h - 1) / stride + 1;
   memory::desc src({n, c, h, h}, dt::u8, tag::nhwc), dst({n, k, oh, oh}, dt::u8, tag::nhwc);
   memory::desc wany({k, c, 1, 1}, dt::s8, tag::any), bias({k}, dt::s32, tag::a);
@@ -82,7 +78,7 @@ Prim Make(int n, int c, int h, int k, int stride, int form, float fixed2, std::m
   attr.set_scratchpad_mode(scratchpad_mode::user);
   convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src, wany, bias, dst,
                               {stride, stride}, {0, 0}, {0, 0});
-  Prim P;
+  ConvPrimitive P;
   P.pd = convolution_forward::primitive_desc(d, attr, eng);
   P.p = convolution_forward(P.pd);
   memory ms(src, eng), md(dst, eng), mw(P.pd.weights_desc(), eng), mb(bias, eng), mzp(scalar, eng),
@@ -97,38 +93,13 @@ Prim Make(int n, int c, int h, int k, int stride, int form, float fixed2, std::m
   return P;
 }
 
-// The constant for form 1 that makes fma(c, kRc, fixed2) equal fma(c + kConvZp, kRc, kFixed) for every c the clip
-// lets through, searched among the neighbours of the rounded sum; NaN when none does.
-float FoldedConstant() {
-  float start = std::fmaf(static_cast<float>(kConvZp), kRc, kFixed), up = start, down = start;
-  for (int step = 0; step < 64; ++step) {
-    for (float candidate : {up, down}) {
-      bool same = true;
-      for (int c = -kConvZp; c <= 255 - kConvZp && same; ++c) {
-        same = std::fmaf(static_cast<float>(c), kRc, candidate) ==
-               std::fmaf(static_cast<float>(c + kConvZp), kRc, kFixed);
-      }
-      if (same) return candidate;
-    }
-    up = std::nextafterf(up, INFINITY);
-    down = std::nextafterf(down, -INFINITY);
-  }
-  return start;  // no exact one: the nearest, for timing
-}
-
-double Time(const std::function<void()>& f) {
-  auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   omp_set_num_threads(2);
   const int n = argc > 1 ? std::atoi(argv[1]) : 1;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 100;
-  const float fixed2 = FoldedConstant();
+  const float fixed2 = std::fmaf(static_cast<float>(kConvZp), kRc, kFixed);  // fixed + zp * ratio, rounded
   std::printf("batch %d, %d runs per form; folded constant %.9g (from %.9g)\n", n, runs, fixed2, kFixed);
   stream s(eng);
   const char* names[] = {"round+zp binary+clip+linear+sum", "round+shifted clip+linear+sum", "sum only (inexact)",
@@ -136,35 +107,17 @@ int main(int argc, char** argv) {
   struct Shape { int c, h, k; };
   for (const Shape& l : {Shape{64, 56, 256}, Shape{128, 28, 512}, Shape{256, 14, 1024}, Shape{512, 7, 2048}}) {
     std::printf("n%d c%d h%d k%d 1x1 + residual\n", n, l.c, l.h, l.k);
-    std::vector<Prim> ps;
+    std::vector<ConvPrimitive> ps;
     for (int form = 0; form < 4; ++form) {
       std::mt19937 rng(11);  // the same data for every form
       ps.push_back(Make(n, l.c, l.h, l.k, 1, form, fixed2, rng));
     }
-    // Exactness of form 1 against form 0: the same residual in both destinations, one run each.
-    const size_t bytes = ps[0].args[DNNL_ARG_DST].get_desc().get_size();
-    std::vector<uint8_t> residual(bytes);
-    std::mt19937 rrng(5);
-    for (auto& v : residual) v = static_cast<uint8_t>(rrng());
-    for (int form : {0, 1}) {
-      std::memcpy(ps[form].args[DNNL_ARG_DST].get_data_handle(), residual.data(), bytes);
+    const auto t = convoy::benchmarks::TimeInterleaved(4, runs, [&](int form) {
       ps[form].p.execute(s, ps[form].args);
-    }
-    s.wait();
-    const uint8_t* a = static_cast<const uint8_t*>(ps[0].args[DNNL_ARG_DST].get_data_handle());
-    const uint8_t* b = static_cast<const uint8_t*>(ps[1].args[DNNL_ARG_DST].get_data_handle());
-    size_t differ = 0;
-    for (size_t i = 0; i < bytes; ++i) differ += a[i] != b[i];
-    std::printf("   the two exact-style forms differ on %zu of %zu outputs\n", differ, bytes);
-    std::vector<std::vector<double>> t(4);
-    for (int rep = 0; rep < runs; ++rep) {
-      for (int form = 0; form < 4; ++form) {
-        t[form].push_back(Time([&] { ps[form].p.execute(s, ps[form].args); s.wait(); }));
-      }
-    }
+      s.wait();
+    });
     for (int form = 0; form < 4; ++form) {
-      auto& x = t[form];
-      std::sort(x.begin(), x.end());
+      const auto& x = t[form];
       std::printf("   %-34s %-36s med %.4f min %.4f\n", names[form], ps[form].pd.impl_info_str(), x[x.size() / 2],
                   x[0]);
     }
@@ -172,8 +125,8 @@ int main(int argc, char** argv) {
   for (const Shape& l : {Shape{256, 56, 512}, Shape{512, 28, 1024}, Shape{1024, 14, 2048}}) {
     std::printf("n%d c%d h%d k%d 1x1 stride 2\n", n, l.c, l.h, l.k);
     std::mt19937 rng(3);
-    Prim strided = Make(n, l.c, l.h, l.k, 2, 3, 0.f, rng);
-    Prim unit = Make(n, l.c, l.h / 2, l.k, 1, 3, 0.f, rng);
+    ConvPrimitive strided = Make(n, l.c, l.h, l.k, 2, 3, 0.f, rng);
+    ConvPrimitive unit = Make(n, l.c, l.h / 2, l.k, 1, 3, 0.f, rng);
     const uint8_t* in = static_cast<const uint8_t*>(strided.args[DNNL_ARG_SRC].get_data_handle());
     uint8_t* sub = static_cast<uint8_t*>(unit.args[DNNL_ARG_SRC].get_data_handle());
     const int oh = l.h / 2;
@@ -190,9 +143,9 @@ int main(int argc, char** argv) {
     };
     std::vector<double> a, b, copy;
     for (int rep = 0; rep < runs; ++rep) {
-      a.push_back(Time([&] { strided.p.execute(s, strided.args); s.wait(); }));
-      b.push_back(Time([&] { subsample(); unit.p.execute(s, unit.args); s.wait(); }));
-      copy.push_back(Time(subsample));
+      a.push_back(MillisecondsOf([&] { strided.p.execute(s, strided.args); s.wait(); }));
+      b.push_back(MillisecondsOf([&] { subsample(); unit.p.execute(s, unit.args); s.wait(); }));
+      copy.push_back(MillisecondsOf(subsample));
     }
     for (auto* x : {&a, &b, &copy}) std::sort(x->begin(), x->end());
     std::printf("   strided %-36s med %.4f min %.4f\n", strided.pd.impl_info_str(), a[a.size() / 2], a[0]);

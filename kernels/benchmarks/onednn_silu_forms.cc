@@ -8,14 +8,13 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "dnnl.hpp"
+#include "kernels/benchmarks/onednn_forms.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/silu_loops.h"
 
@@ -25,17 +24,14 @@ using namespace dnnl;  // NOLINT: a standalone oneDNN benchmark
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-engine eng(engine::kind::cpu, 0);
-struct Prim {
-  convolution_forward p;
-  convolution_forward::primitive_desc pd;
-  std::unordered_map<int, memory> args;
-};
+using convoy::benchmarks::ConvPrimitive;
+
+engine& eng = convoy::benchmarks::CpuEngine();
 
 enum Form { kNone, kRelu, kSwishPostOp, kOwnSiluAfter, kForms };
 const char* kNames[] = {"no activation", "relu post-op", "swish post-op", "own SiLU after"};
 
-Prim Make(int c, int h, int k, int r, int groups, Form form) {
+ConvPrimitive Make(int c, int h, int k, int r, int groups, Form form) {
   const int pad = r / 2;
   memory::desc src({1, c, h, h}, dt::f32, tag::nhwc), dst({1, k, h, h}, dt::f32, tag::nhwc), b({k}, dt::f32, tag::a);
   memory::desc w = groups > 1 ? memory::desc({groups, k / groups, c / groups, r, r}, dt::f32, tag::any)
@@ -47,7 +43,7 @@ Prim Make(int c, int h, int k, int r, int groups, Form form) {
   attr.set_post_ops(ops);
   convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src, w, b, dst, {1, 1},
                               {pad, pad}, {pad, pad});
-  Prim P;
+  ConvPrimitive P;
   P.pd = convolution_forward::primitive_desc(d, attr, eng);
   P.p = convolution_forward(P.pd);
   memory ms(src, eng), md(dst, eng), mw(P.pd.weights_desc(), eng), mb(b, eng);
@@ -73,26 +69,20 @@ int main(int argc, char** argv) {
                           {40, 28, 240, 1, 1, "1x1 40 -> 240, 28x28"}};
   std::printf("%d thread(s), own SiLU on %s\n", threads, std::string(convoy::cpu::CpuIsaName(isa)).c_str());
   for (const Layer& l : layers) {
-    std::vector<Prim> ps;
+    std::vector<ConvPrimitive> ps;
     for (int f = 0; f < kForms; ++f) ps.push_back(Make(l.c, l.h, l.k, l.r, l.groups, static_cast<Form>(f)));
-    std::vector<std::vector<double>> t(kForms);
     const long count = static_cast<long>(l.k) * l.h * l.h;
-    for (int rep = 0; rep < 200; ++rep) {
-      for (int f = 0; f < kForms; ++f) {
-        const auto t0 = std::chrono::steady_clock::now();
-        ps[f].p.execute(s, ps[f].args);
-        s.wait();
-        if (f == kOwnSiluAfter) {
-          float* y = static_cast<float*>(ps[f].args[DNNL_ARG_DST].get_data_handle());
+    const auto t = convoy::benchmarks::TimeInterleaved(kForms, 200, [&](int f) {
+      ps[f].p.execute(s, ps[f].args);
+      s.wait();
+      if (f == kOwnSiluAfter) {
+        float* y = static_cast<float*>(ps[f].args[DNNL_ARG_DST].get_data_handle());
 #pragma omp parallel for
-          for (long c = 0; c < count; c += 16384) convoy::cpu::SiluInPlace(isa, y + c, std::min(16384L, count - c));
-        }
-        t[f].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        for (long c = 0; c < count; c += 16384) convoy::cpu::SiluInPlace(isa, y + c, std::min(16384L, count - c));
       }
-    }
+    });
     std::printf("%s [%s]\n", l.name, ps[kNone].pd.impl_info_str());
     for (int f = 0; f < kForms; ++f) {
-      std::sort(t[f].begin(), t[f].end());
       std::printf("   %-16s med %.4f min %.4f\n", kNames[f], t[f][t[f].size() / 2], t[f][0]);
     }
   }

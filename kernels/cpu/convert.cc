@@ -182,16 +182,21 @@ __attribute__((target("ssse3"))) void InterleaveChannels(const uint8_t* planes, 
       }
       return m;
     }();
+    // In registers for the whole row: the byte stores to y could alias the static table, so the compiler would
+    // otherwise load the masks again for every 16 pixels.
+    __m128i mask[3][3];
+    for (int piece = 0; piece < 3; ++piece) {
+      for (int c = 0; c < 3; ++c) {
+        mask[piece][c] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(masks[piece][c].data()));
+      }
+    }
     for (; w + 16 <= width; w += 16) {
       const __m128i b[3] = {_mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + w)),
                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + kRunBuffer + w)),
                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + 2 * kRunBuffer + w))};
       for (int piece = 0; piece < 3; ++piece) {
         __m128i out = _mm_setzero_si128();
-        for (int c = 0; c < 3; ++c) {
-          const __m128i mask = _mm_loadu_si128(reinterpret_cast<const __m128i*>(masks[piece][c].data()));
-          out = _mm_or_si128(out, _mm_shuffle_epi8(b[c], mask));
-        }
+        for (int c = 0; c < 3; ++c) out = _mm_or_si128(out, _mm_shuffle_epi8(b[c], mask[piece][c]));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(y + 3 * w + 16 * piece), out);
       }
     }

@@ -301,14 +301,22 @@ absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
 }
 
 namespace {
-constexpr int kModelInferMethod = 5;  // ModelInfer's index in the service (grpc_service.grpc.pb.h)
+// ModelInfer's index among the service's methods, as the generated service registers them (in the proto's order).
+int ModelInferMethodIndex() {
+  static const int index = inference::ModelInferRequest::descriptor()
+                               ->file()
+                               ->FindServiceByName("GRPCInferenceService")
+                               ->FindMethodByName("ModelInfer")
+                               ->index();
+  return index;
+}
 }  // namespace
 
 InferenceService::InferenceService(const Options& options) : options_(options), manager_(options.manager) {
   if (options.async_infer) {
     // As WithRawMethod_ModelInfer would mark it: no handler (gRPC then serves it asynchronously), raw bytes.
-    MarkMethodRawCallback(kModelInferMethod, nullptr);
-    MarkMethodRaw(kModelInferMethod);
+    MarkMethodRawCallback(ModelInferMethodIndex(), nullptr);
+    MarkMethodRaw(ModelInferMethodIndex());
   }
   admin_thread_ = std::thread([this] { AdminLoop(); });
 }
@@ -324,7 +332,7 @@ InferenceService::~InferenceService() {
 void InferenceService::RequestModelInfer(grpc::ServerContext* context, grpc::ByteBuffer* request,
                                          grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* responder,
                                          grpc::ServerCompletionQueue* cq, void* tag) {
-  RequestAsyncUnary(kModelInferMethod, context, request, responder, cq, cq, tag);
+  RequestAsyncUnary(ModelInferMethodIndex(), context, request, responder, cq, cq, tag);
 }
 
 void InferenceService::RecordInferSend(const std::string& model, const std::string& version, absl::Duration send) {
