@@ -10,7 +10,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "dnnl.hpp"
+#include "kernels/benchmarks/onednn_forms.h"
 
 namespace {
 
@@ -29,16 +29,15 @@ using dt = memory::data_type;
 struct Layer {
   int n, c, h, k, r, s, g, dst_zp, src_zp;
 };
-engine eng(engine::kind::cpu, 0);
 
 struct Candidate {
   std::string impl;
   convolution_forward primitive;
   std::unordered_map<int, memory> args;
-  std::vector<double> ms;
 };
 
 std::vector<Candidate> Candidates(const Layer& l) {
+  engine& eng = convoy::benchmarks::CpuEngine();
   const int pad = l.r / 2, oh = (l.h + 2 * pad - l.r) / l.s + 1;
   memory::desc src({l.n, l.c, l.h, l.h}, dt::u8, tag::nhwc), dst({l.n, l.k, oh, oh}, dt::u8, tag::nhwc);
   memory::desc wany = l.g == 1 ? memory::desc({l.k, l.c, l.r, l.r}, dt::s8, tag::any)
@@ -59,7 +58,7 @@ std::vector<Candidate> Candidates(const Layer& l) {
   do {
     const std::string impl = pd.impl_info_str();
     if (impl.find("ref") != std::string::npos) continue;
-    Candidate c{impl, convolution_forward(pd), {}, {}};
+    Candidate c{impl, convolution_forward(pd), {}};
     memory ms(src, eng), md(dst, eng), mw(pd.weights_desc(), eng), mb(bias, eng), mpad(pd.scratchpad_desc(), eng);
     std::fill_n(static_cast<uint8_t*>(ms.get_data_handle()), src.get_size(), 3);
     std::fill_n(static_cast<int8_t*>(mw.get_data_handle()), pd.weights_desc().get_size(), 1);
@@ -87,23 +86,19 @@ int main(int argc, char** argv) {
       {n, 24, 56, 144, 1, 1, 1, 0, 120},   {n, 144, 56, 144, 3, 1, 144, 0, 0},  {n, 144, 56, 24, 1, 1, 1, 3, 0},
       {n, 192, 28, 192, 3, 1, 192, 0, 0},  {n, 576, 14, 576, 3, 1, 576, 0, 0},  {n, 960, 7, 960, 3, 1, 960, 0, 0},
   };
-  stream s(eng);
+  stream s(convoy::benchmarks::CpuEngine());
   std::printf("batch %d, %d runs per implementation, interleaved; ms\n", n, runs);
   for (const Layer& l : layers) {
     std::vector<Candidate> candidates = Candidates(l);
-    for (int rep = 0; rep < runs; ++rep) {
-      for (Candidate& c : candidates) {
-        const auto t0 = std::chrono::steady_clock::now();
-        c.primitive.execute(s, c.args);
-        s.wait();
-        c.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      }
-    }
+    const std::vector<std::vector<double>> ms =
+        convoy::benchmarks::TimeInterleaved(static_cast<int>(candidates.size()), runs, [&](int i) {
+          candidates[i].primitive.execute(s, candidates[i].args);
+          s.wait();
+        });
     std::printf("c%d h%d k%d %dx%d stride %d groups %d dst_zp %d src_zp %d\n", l.c, l.h, l.k, l.r, l.r, l.s, l.g,
                 l.dst_zp, l.src_zp);
-    for (Candidate& c : candidates) {
-      std::sort(c.ms.begin(), c.ms.end());
-      std::printf("   %-36s median %.4f min %.4f\n", c.impl.c_str(), c.ms[c.ms.size() / 2], c.ms[0]);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      std::printf("   %-36s median %.4f min %.4f\n", candidates[i].impl.c_str(), ms[i][ms[i].size() / 2], ms[i][0]);
     }
   }
 }

@@ -10,14 +10,12 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "dnnl.hpp"
+#include "kernels/benchmarks/onednn_forms.h"
 
 namespace {
 
@@ -27,12 +25,12 @@ using dt = memory::data_type;
 
 // One layer: batch, input channels, input size (square), output channels, filter size, stride, zero points.
 struct L { int n, c, h, k, r, s; int dst_zp; int src_zp; };
-engine eng(engine::kind::cpu, 0);
-struct Prim { convolution_forward p; convolution_forward::primitive_desc pd; std::unordered_map<int, memory> args; };
+using convoy::benchmarks::ConvPrimitive;
 
 // Forms: 0 binary_mul + round + dst zero point (Convoy before), 1 output scales + round + dst zero point (Convoy now),
 // 2 binary_mul without the round, 3 binary_mul without the zero point, 4 output scales alone.
-Prim Make(const L& l, int variant) {
+ConvPrimitive Make(const L& l, int variant) {
+  engine& eng = convoy::benchmarks::CpuEngine();
   int pad = l.r / 2, oh = (l.h + 2 * pad - l.r) / l.s + 1;
   memory::desc src({l.n, l.c, l.h, l.h}, dt::u8, tag::nhwc), dst({l.n, l.k, oh, oh}, dt::u8, tag::nhwc);
   memory::desc wany({l.k, l.c, l.r, l.r}, dt::s8, tag::any), bias({l.k}, dt::s32, tag::a);
@@ -48,7 +46,7 @@ Prim Make(const L& l, int variant) {
   if (l.dst_zp && variant != 3 && variant != 4) attr.set_zero_points(DNNL_ARG_DST, 0, {l.dst_zp});
   convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src, wany, bias, dst,
                               {l.s, l.s}, {pad, pad}, {pad, pad});
-  Prim P; P.pd = convolution_forward::primitive_desc(d, attr, eng); P.p = convolution_forward(P.pd);
+  ConvPrimitive P; P.pd = convolution_forward::primitive_desc(d, attr, eng); P.p = convolution_forward(P.pd);
   memory ms(src, eng), md(dst, eng), mw(P.pd.weights_desc(), eng), mb(bias, eng), msc(scales, eng), mpad(P.pd.scratchpad_desc(), eng);
   std::fill_n((uint8_t*)ms.get_data_handle(), src.get_size(), 3);
   std::fill_n((int8_t*)mw.get_data_handle(), P.pd.weights_desc().get_size(), 1);
@@ -67,16 +65,15 @@ int main(int argc, char** argv) {
                            {N,256,56,64,1,1,0,0},{N,256,56,128,1,1,0,0},{N,64,56,64,3,1,0,0},{N,512,7,512,3,1,0,0},
                            {N,96,56,24,1,1,3,0},{N,24,56,144,1,1,0,120},{N,3,224,64,7,2,0,128}};
   const char* names[] = {"binary_mul+round+zp (now)", "output_scales+round+zp", "binary_mul+zp (no round)", "binary_mul+round (no zp)", "output_scales only"};
-  stream s(eng);
+  stream s(convoy::benchmarks::CpuEngine());
   for (auto& l : layers) {
     std::printf("n%d c%d h%d k%d r%d s%d dst_zp%d src_zp%d\n", l.n, l.c, l.h, l.k, l.r, l.s, l.dst_zp, l.src_zp);
-    std::vector<Prim> ps; for (int v = 0; v < 5; ++v) ps.push_back(Make(l, v));
-    std::vector<std::vector<double>> t(5);
-    for (int rep = 0; rep < 300; ++rep) for (int v = 0; v < 5; ++v) {
-      auto t0 = std::chrono::steady_clock::now(); ps[v].p.execute(s, ps[v].args); s.wait();
-      t[v].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    for (int v = 0; v < 5; ++v) { auto& x = t[v]; std::sort(x.begin(), x.end());
+    std::vector<ConvPrimitive> ps; for (int v = 0; v < 5; ++v) ps.push_back(Make(l, v));
+    const std::vector<std::vector<double>> t = convoy::benchmarks::TimeInterleaved(5, 300, [&](int v) {
+      ps[v].p.execute(s, ps[v].args);
+      s.wait();
+    });
+    for (int v = 0; v < 5; ++v) { const auto& x = t[v];
       std::printf("   %-28s %-32s med %.4f min %.4f\n", names[v], ps[v].pd.impl_info_str(), x[x.size()/2], x[0]); }
   }
 }
