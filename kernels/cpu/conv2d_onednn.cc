@@ -67,11 +67,11 @@ Descriptor DescribeWith(const Conv2dProblem& p, onednn::ResidualPostOp residual_
   d->residual_sum = p.epilogue.residual != ResidualMode::kNone && residual_as == onednn::ResidualPostOp::kSum;
   // oneDNN 2.6's swish post-op made EfficientNet's expand and depthwise convolutions 2.4-2.8x slower than the same
   // convolutions without an activation; the own vectorized SiLU over the output afterwards, a pass over memory the
-  // primitive just wrote, costs less (docs/kernels.md). Only where nothing follows the activation and the output is
-  // FP32.
+  // primitive just wrote, costs less (docs/kernels.md). Only where nothing follows the activation, the output is
+  // FP32 and the CPU has AVX2 or AVX-512 (the loop's portable version computes its FMAs in software).
   Epilogue chain = p.epilogue;
   d->silu_after = p.dtype == DataType::kFloat32 && chain.activation.kind == ActivationKind::kSilu &&
-                  chain.residual != ResidualMode::kAfterActivation;
+                  chain.residual != ResidualMode::kAfterActivation && BestCpuIsa() != CpuIsa::kBaseline;
   if (d->silu_after) chain.activation = Activation{};
   CONVOY_ASSIGN_OR_RETURN(d->post_ops, onednn::MakePostOps(chain, d->dst, d->channel_dims, residual_as));
   d->user_weights = UserWeightsDesc(p, type);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/cpu/activation_loops.h"
 #include "kernels/cpu/binary_rows.h"
 #include "kernels/cpu/squeeze_excitation_rows.h"
 #include "kernels/registry/registry.h"
@@ -74,8 +75,6 @@ void ComputeGates(const SqueezeExcitationProblem& p, const SqueezeExcitationRowK
                   const SqueezeExcitationArgs& args, int pieces, float* partial, float* hidden, float* gate) {
   const int64_t c = p.c, s = p.squeeze;
   const float inverse_pixels = 1.0f / static_cast<float>(int64_t{p.h} * p.w);
-  const Activation& ha = p.hidden_activation;
-  const Activation& ga = p.gate_activation;
   for (int64_t i = 0; i < p.n; ++i) {
     float* mean = partial + i * pieces * c;  // piece 0's sums of image i become its means
     for (int piece = 1; piece < pieces; ++piece) {
@@ -85,14 +84,14 @@ void ComputeGates(const SqueezeExcitationProblem& p, const SqueezeExcitationRowK
     for (int64_t k = 0; k < c; ++k) mean[k] *= inverse_pixels;
     float* h = hidden + i * s;
     for (int64_t j = 0; j < s; ++j) {
-      const float v = kernels.dot(args.w1 + j * c, mean, c) + (p.has_hidden_bias ? args.b1[j] : 0.0f);
-      h[j] = ApplyActivation(v, ha.kind, ha.alpha, ha.beta);
+      h[j] = kernels.dot(args.w1 + j * c, mean, c) + (p.has_hidden_bias ? args.b1[j] : 0.0f);
     }
+    ApplyActivationInPlace(h, s, p.hidden_activation);
     // The second product along C: one row of the transposed filter [S, C] per hidden channel.
     float* g = gate + i * c;
     for (int64_t k = 0; k < c; ++k) g[k] = p.has_gate_bias ? args.b2[k] : 0.0f;
     for (int64_t j = 0; j < s; ++j) kernels.axpy(h[j], args.w2 + j * c, g, c);
-    for (int64_t k = 0; k < c; ++k) g[k] = ApplyActivation(g[k], ga.kind, ga.alpha, ga.beta);
+    ApplyActivationInPlace(g, c, p.gate_activation);
   }
 }
 
