@@ -18,7 +18,9 @@ default, which runs the QDQ file's convolutions in INT8). ResNet-50, MobileNetV2
 --extra_models=NAME=PATH.onnx, e.g. the EfficientNet-Lite0 sample model), batch 1 and 8, FP32 and (--precisions)
 BF16: Convoy --precision=bf16 against OpenVINO with the bf16 hint and its default. Each round times every engine
 once (the engines alternate within the round, seconds apart); the median of --model_rounds rounds is reported, with
-the 1-minute load average at each round (the machine is shared). The model rows also compare the sum of Convoy's
+the 1-minute load average at each round (the machine is shared), and then, round by round, the median of the
+per-round ratios Convoy / peer, how many rounds Convoy was faster in, and each engine's fastest round: where the host
+switches between speeds from one round to the next, each round's ratio still compares the engines in one state. The model rows also compare the sum of Convoy's
 per-layer conv times (each layer times its use count) with onnxruntime's per-layer sum.
 
 Run from the repository root with the project's virtualenv:
@@ -284,6 +286,7 @@ def whole_models(args, models, batches):
                               ", ".join(f"{n} {t[-1]:.2f}" for n, t in times.items()))
                         sys.stdout.flush()
                     result[(model, precision, batch)] = {n: statistics.median(t) for n, t in times.items()}
+                    round_times[(model, precision, batch)] = times
                     for engine, convoy, layout in variants:
                         implementations[(model, precision, batch, engine)] = convoy_implementations(
                             convoy, path, caches[engine], batch, convoy_precision, layout)
@@ -311,6 +314,14 @@ def convoy_variants(args):
 
 
 implementations = {}  # (model, precision, batch, engine) -> {"algorithm [oneDNN implementation]": steps}
+round_times = {}  # (model, precision, batch) -> {engine: [each round's ms]}
+
+
+def paired_rounds(convoy_ms, peer_ms):
+    """(median of the per-round ratios convoy / peer, rounds convoy was faster in, rounds): each round times the
+    engines back to back, so its ratio compares them in one state of a machine whose speed changes between rounds."""
+    ratios = [c / p for c, p in zip(convoy_ms, peer_ms)]
+    return statistics.median(ratios), sum(r < 1 for r in ratios), len(ratios)
 
 
 def print_whole_model_table(whole):
@@ -328,6 +339,21 @@ def print_whole_model_table(whole):
                 if not peer.startswith("convoy"):
                     cells.append(f"{name}/{peer} {ms / peer_ms:.2f}")
         print(f"  {model:16} {precision:5} batch {batch}: " + "; ".join(cells))
+    rounds_seen = [t for t in round_times.values() if any(len(ms) > 1 for ms in t.values())]
+    if rounds_seen:
+        print()
+        print("the same, round by round: the median of the per-round ratios Convoy / peer, the rounds Convoy was "
+              "faster in, and each engine's fastest round")
+        for (model, precision, batch), times in sorted(round_times.items()):
+            cells = [f"{name} fastest {min(ms):.2f}" for name, ms in times.items()]
+            for name, ms in times.items():
+                if not name.startswith("convoy"):
+                    continue
+                for peer, peer_ms in times.items():
+                    if not peer.startswith("convoy"):
+                        ratio, ahead, rounds = paired_rounds(ms, peer_ms)
+                        cells.append(f"{name}/{peer} {ratio:.2f} (faster in {ahead} of {rounds})")
+            print(f"  {model:16} {precision:5} batch {batch}: " + "; ".join(cells))
     print()
     print("what each Convoy plan's steps ran (algorithm [oneDNN implementation]: steps), from convoy inspect:")
     for (model, precision, batch, engine), counts in sorted(implementations.items()):

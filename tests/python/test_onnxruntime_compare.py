@@ -1,0 +1,55 @@
+"""bench/onnxruntime_compare.py's round-by-round summary (the measurement itself needs minutes and is not run here):
+the median of the per-round ratios and the count of rounds Convoy was faster in, from fresh random times, and the
+table line that prints them."""
+import random
+import statistics
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def compare():
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    import onnxruntime_compare as module
+    return module
+
+
+def test_paired_rounds(compare):
+    rng = random.Random()
+    rounds = rng.choice([1, 3, 5, 15])
+    convoy = [rng.uniform(1, 100) for _ in range(rounds)]
+    peer = [rng.uniform(1, 100) for _ in range(rounds)]
+    ratio, ahead, count = compare.paired_rounds(convoy, peer)
+    assert count == rounds
+    assert ratio == pytest.approx(statistics.median(c / p for c, p in zip(convoy, peer)))
+    assert ahead == sum(c < p for c, p in zip(convoy, peer))
+
+
+def test_two_speed_rounds_compare_within_each_round(compare):
+    # Convoy 10 % faster in every round, while the machine's speed halves for some rounds: the medians of each
+    # engine's times can land in different speeds, the per-round ratios cannot.
+    rng = random.Random()
+    speeds = [rng.choice([1.0, 2.0]) for _ in range(7)]
+    peer = [30.0 * s for s in speeds]
+    convoy = [27.0 * s for s in speeds]
+    ratio, ahead, count = compare.paired_rounds(convoy, peer)
+    assert ratio == pytest.approx(0.9)
+    assert (ahead, count) == (7, 7)
+
+
+def test_table_prints_the_round_by_round_line(compare, capsys):
+    key = ("resnet50", "int8", 8)
+    compare.round_times.clear()
+    compare.implementations.clear()
+    compare.round_times[key] = {"convoy": [31.0, 55.0, 30.0], "onnxruntime": [70.0, 90.0, 72.0],
+                                "openvino_default(bf16)": [25.0, 52.0, 60.0]}
+    whole = {key: {name: statistics.median(ms) for name, ms in compare.round_times[key].items()}}
+    compare.print_whole_model_table(whole)
+    out = capsys.readouterr().out
+    assert "convoy/openvino_default(bf16) 1.06 (faster in 1 of 3)" in out
+    assert "convoy/onnxruntime 0.44 (faster in 3 of 3)" in out
+    assert "convoy fastest 30.00" in out
+    compare.round_times.clear()
