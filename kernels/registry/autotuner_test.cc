@@ -332,6 +332,63 @@ TEST(AutotunerTest, ShortKernelsAreTimedMoreOftenUpToTheCap) {
   EXPECT_DOUBLE_EQ(timing.time_ms, 3.0);
 }
 
+// A conv that adds the residual onto the output buffer (residual_in_output.h), or one that reads it where it is, at a
+// simulated 100 us a run; the accumulating one copies the residual into the output first when given two buffers,
+// which costs 50 us more, as oneDNN's sum post-op does. Neither is registered: TimeCandidate times them directly.
+template <bool kAccumulates>
+class ResidualConv final : public Conv2dAlgorithm, public ResidualInOutput {
+ public:
+  absl::string_view name() const override { return kAccumulates ? "test.conv.accumulating" : "test.conv.reading"; }
+  Backend backend() const override { return Backend::kCpu; }
+  absl::Status CanImplement(const Conv2dProblem&) const override { return absl::OkStatus(); }
+  bool AccumulatesOntoOutput(const Conv2dProblem& p) const override {
+    return kAccumulates && p.epilogue.residual != ResidualMode::kNone;
+  }
+  absl::Status Run(const Conv2dProblem&, const Conv2dArgs& args, Workspace, const ExecutionContext&) const override {
+    in_place_runs += args.residual == args.y ? 1 : 0;
+    other_runs += args.residual != args.y ? 1 : 0;
+    t_simulated_us += kAccumulates && args.residual != args.y ? 150 : 100;
+    return absl::OkStatus();
+  }
+  mutable int in_place_runs = 0;
+  mutable int other_runs = 0;
+};
+
+// A plan gives an accumulating conv's output the residual's storage (PlaceOutputOverResidual), so the autotuner times
+// it that way, without the copy; a conv that reads the residual where it is keeps two buffers, and so does a problem
+// without a residual.
+TEST(AutotunerTest, TimesAnAccumulatingConvWithTheOutputInTheResidualsStorage) {
+  Device& device = SimulatedTimeDevice::Get();
+  Conv2dProblem p;
+  p.n = 1, p.c = p.k = 8, p.h = p.w = 6;
+  p.layout = Layout::kNHWC;
+  p.epilogue.residual = ResidualMode::kBeforeActivation;
+  TuningOptions options;
+  options.warmup_runs = 1;
+  options.timed_runs = 3;
+  options.min_timed_ms = 0;
+  auto buffers = TuningBuffers<Conv2dOp>::Create(p, device);
+  ASSERT_THAT(buffers.status(), IsOk());
+  ASSERT_NE((*buffers)->args.residual, (*buffers)->args.y);
+  ResidualConv<true> accumulating;
+  ResidualConv<false> reading;
+  const CandidateTiming a = TimeCandidate<Conv2dOp>(accumulating, p, **buffers, device, options);
+  const CandidateTiming r = TimeCandidate<Conv2dOp>(reading, p, **buffers, device, options);
+  ASSERT_TRUE(a.ok && r.ok) << a.skip_reason << r.skip_reason;
+  EXPECT_EQ(accumulating.other_runs, 0);
+  EXPECT_EQ(accumulating.in_place_runs, 4);
+  EXPECT_EQ(reading.in_place_runs, 0);
+  EXPECT_EQ(reading.other_runs, 4);
+  EXPECT_DOUBLE_EQ(a.time_ms, 0.1);
+  EXPECT_DOUBLE_EQ(r.time_ms, 0.1);
+
+  p.epilogue.residual = ResidualMode::kNone;
+  ResidualConv<true> without_residual;
+  const CandidateTiming n = TimeCandidate<Conv2dOp>(without_residual, p, **buffers, device, options);
+  ASSERT_TRUE(n.ok) << n.skip_reason;
+  EXPECT_EQ(without_residual.in_place_runs, 0);
+}
+
 TEST(AutotunerTest, AlternatingConfirmationOverridesANoisyFirstPass) {
   // First pass: "a" looked faster (1.0 vs 1.1 ms) but it ran in a quiet spell; run in alternation, "b" wins.
   std::vector<CandidateTiming> candidates(4);

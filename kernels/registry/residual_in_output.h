@@ -2,7 +2,8 @@
 // what the output buffer holds, as oneDNN's sum post-op does. Given args.residual == args.y it reads each residual
 // element there before overwriting it; given two buffers it first copies the residual into y. A plan then lets the
 // output take over the residual's storage where nothing reads the residual afterwards, which saves that copy
-// (server/runtime/planner.cc, PlaceOutputOverResidual). Every other algorithm needs y apart from the residual.
+// (server/runtime/planner.cc, PlaceOutputOverResidual), and the autotuner times it that way (autotuner.h,
+// TimeAsPlanned). Every other algorithm needs y apart from the residual.
 //
 //   class MyConv final : public Conv2dAlgorithm, public ResidualInOutput { ... };
 //   if (AccumulatesOntoOutput(*algorithm, problem)) { /* y may be the residual's buffer */ }
