@@ -60,8 +60,9 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_client_ca, "", "PEM CA bundle: require client certificates it signed (mutual TLS).");
 ABSL_FLAG(int, max_message_bytes, 0, "Largest gRPC message; 0 derives it from the largest model input or output at max batch.");
 ABSL_FLAG(std::string, grpc_infer_path, "callback",
-          "How gRPC's ModelInfer is served: callback (gRPC's callback API, as every other RPC) or async (gRPC's "
-          "completion-queue API, one poller thread of the server's); docs/server.md.");
+          "How gRPC's RPCs are served: callback (gRPC's callback API and its threads) or async (every RPC, streams "
+          "and health included, on gRPC's completion-queue API with one poller thread of the server's); "
+          "docs/server.md.");
 ABSL_FLAG(std::vector<std::string>, grpc_channel_args, {},
           "gRPC transport settings as NAME=INTEGER,... (e.g. grpc.http2.lookahead_bytes=1048576), after Convoy's own.");
 ABSL_FLAG(int, poll_interval_seconds, 15, "Repository rescan interval with --model_control_mode=poll.");

@@ -64,7 +64,6 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& opt
   service_options.manager = options.manager;
   service_options.server_version = options.server_version;
   service_options.on_gpu = options.on_gpu;
-  service_options.async_infer = options.infer_path == InferPath::kAsync;
   server->inference_ = std::make_unique<InferenceService>(service_options);
   server->health_ = std::make_unique<HealthService>(options.manager);
   grpc::ServerBuilder builder;
@@ -72,28 +71,25 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& opt
   // port's connections with it silently. Off, the second one fails to start, naming the port (as Triton's default).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.address, *credentials, &server->port_);
-  builder.RegisterService(server->inference_.get());
-  builder.RegisterService(server->health_.get());
+  if (options.infer_path == InferPath::kAsync) {
+    server->async_ = std::make_unique<AsyncServer>(server->inference_.get(), server->health_.get(), &builder);
+  } else {
+    builder.RegisterService(server->inference_.get());
+    builder.RegisterService(server->health_.get());
+  }
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   for (const auto& [name, value] : options.channel_args) builder.AddChannelArgument(name, value);
-  std::unique_ptr<grpc::ServerCompletionQueue> infer_cq;
-  if (service_options.async_infer) infer_cq = builder.AddCompletionQueue();
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    if (infer_cq != nullptr) {  // a queue must be shut down (after its server) and drained before it goes
+    if (server->async_ != nullptr) {  // its queue must be shut down (after its server) and drained before it goes
       if (server->server_ != nullptr) server->server_->Shutdown();
-      infer_cq->Shutdown();
-      void* tag;
-      bool ok;
-      while (infer_cq->Next(&tag, &ok)) {
-      }
+      server->async_->Shutdown();
     }
+    server->server_.reset();
     return absl::UnavailableError(absl::StrCat("gRPC: cannot listen on ", options.address));
   }
-  if (infer_cq != nullptr) {
-    server->poller_ = std::make_unique<AsyncInferPoller>(server->inference_.get(), std::move(infer_cq));
-  }
+  if (server->async_ != nullptr) server->async_->Start();
   server->tls_ = !options.tls_cert_pem.empty();
   {
     convoy::MutexLock lock(&server->health_link_->mu);
@@ -115,7 +111,7 @@ void GrpcServer::Shutdown(absl::Time deadline) {
   }
   health_->Shutdown();
   server_->Shutdown(absl::ToChronoTime(deadline));  // at the deadline, cancels the calls still running
-  if (poller_ != nullptr) poller_->Shutdown();       // waits for its calls still open (async_infer.h)
+  if (async_ != nullptr) async_->Shutdown();         // waits for its calls still open (async_server.h)
   server_->Wait();
 }
 

@@ -19,7 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
-#include "server/grpc/async_infer.h"
+#include "server/grpc/async_server.h"
 #include "server/grpc/health_service.h"
 #include "server/grpc/inference_service.h"
 #include "server/repository/model_manager.h"
@@ -50,10 +50,11 @@ class GrpcServer {
     // 1 << 20}), set after Convoy's own so they can override them; docs/performance.md ("The edge's cost per
     // request") says which ones were measured. ParseChannelArgs reads them from --grpc_channel_args.
     std::vector<std::pair<std::string, int>> channel_args;
-    // How ModelInfer is served (--grpc_infer_path): kCallback on gRPC's callback API like every other RPC, or
-    // kAsync on its completion-queue API with a poller thread of the server's own (async_infer.h). kCallback
-    // measured as fast or faster (docs/performance.md, "The edge's cost per request"); docs/server.md says when to
-    // choose which.
+    // How the RPCs are served (--grpc_infer_path): kCallback, every RPC on gRPC's callback API (gRPC's threads read
+    // the calls and run the handlers), or kAsync, every RPC of both services on its completion-queue API with one
+    // poller thread of the server's own and none of gRPC's callback threads (async_server.h). The same handlers
+    // either way; docs/server.md says when to choose which, docs/performance.md ("The edge's cost per request")
+    // what each measured.
     InferPath infer_path = InferPath::kCallback;
   };
 
@@ -64,10 +65,10 @@ class GrpcServer {
   int port() const { return port_; }
   bool tls() const { return tls_; }
   HealthService& health() { return *health_; }
-  InferPath infer_path() const { return poller_ != nullptr ? InferPath::kAsync : InferPath::kCallback; }
-  // ModelInfer calls the client cancelled (or whose deadline passed) before they were answered, as the async path
-  // saw them (0 on the callback path).
-  int64_t cancelled_infer_calls() const { return poller_ != nullptr ? poller_->cancelled_calls() : 0; }
+  InferPath infer_path() const { return async_ != nullptr ? InferPath::kAsync : InferPath::kCallback; }
+  // Calls the client cancelled (or whose deadline passed) before they were answered, as the async path saw them (0
+  // on the callback path).
+  int64_t cancelled_calls() const { return async_ != nullptr ? async_->cancelled_calls() : 0; }
 
   // Ends every health Watch, stops accepting calls, waits for calls in flight until `deadline`, then cancels the
   // rest. Later calls do nothing.
@@ -85,7 +86,7 @@ class GrpcServer {
   std::unique_ptr<InferenceService> inference_;
   std::unique_ptr<HealthService> health_;
   std::shared_ptr<HealthLink> health_link_ = std::make_shared<HealthLink>();
-  std::unique_ptr<AsyncInferPoller> poller_;  // kAsync only; its completion queue outlives server_
+  std::unique_ptr<AsyncServer> async_;  // kAsync only; its completion queue outlives server_
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool tls_ = false;

@@ -9,78 +9,66 @@ namespace convoy::grpc_server {
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 
-// One Watch call: keeps the latest status and writes it whenever it differs from the last one written (one write
-// in flight at a time). End() finishes the stream only after the latest status was written: with a write in flight
-// the finish waits for OnWriteDone, which first writes the latest status if it still differs (so a shutdown's
-// NOT_SERVING always reaches the client before the stream closes).
-class HealthService::Watcher final : public grpc::ServerWriteReactor<HealthCheckResponse> {
- public:
-  Watcher(HealthService* service, std::string name) : service_(service), name_(std::move(name)) {}
+void HealthWatch::Update(ServingStatus status) {
+  {
+    convoy::MutexLock lock(&mu_);
+    if (ending_) return;  // the last status is fixed once End() was called
+    latest_ = status;
+    if (writing_ || (sent_any_ && sent_ == latest_)) return;
+    writing_ = true;
+    response_.set_status(latest_);
+  }
+  StartWrite(&response_);
+}
 
-  void Update(ServingStatus status) {
-    {
-      convoy::MutexLock lock(&mu_);
-      if (ending_) return;  // the last status is fixed once End() was called
-      latest_ = status;
-      if (writing_ || (sent_any_ && sent_ == latest_)) return;
-      writing_ = true;
+void HealthWatch::End() {
+  {
+    convoy::MutexLock lock(&mu_);
+    if (ending_) return;
+    ending_ = true;
+    if (writing_) return;  // OnWriteDone finishes
+    finished_ = true;
+  }
+  Finish(grpc::Status::OK);
+}
+
+void HealthWatch::OnWriteDone(bool ok) {
+  bool again = false;
+  bool finish = false;
+  {
+    convoy::MutexLock lock(&mu_);
+    sent_ = response_.status();
+    sent_any_ = true;
+    writing_ = false;
+    if (!ok) ending_ = true;  // the client is gone: nothing more can reach it
+    if (ok && sent_ != latest_) {
+      writing_ = again = true;
       response_.set_status(latest_);
+    } else if (ending_ && !finished_) {
+      finished_ = finish = true;
     }
-    StartWrite(&response_);
   }
+  if (again) StartWrite(&response_);
+  if (finish) Finish(grpc::Status::OK);
+}
 
-  // Finishes the stream once the latest status is written (at once when no write is in flight).
-  void End() {
-    {
-      convoy::MutexLock lock(&mu_);
-      if (ending_) return;
-      ending_ = true;
-      if (writing_) return;  // OnWriteDone finishes
-      finished_ = true;
-    }
-    Finish(grpc::Status::OK);
-  }
+// A Watch call on the callback API.
+class HealthService::Watcher final : public grpc::ServerWriteReactor<HealthCheckResponse>, public HealthWatch {
+ public:
+  Watcher(HealthService* service, std::string name) : HealthWatch(std::move(name)), service_(service) {}
 
-  const std::string& name() const { return name_; }
-
-  void OnWriteDone(bool ok) override {
-    bool again = false;
-    bool finish = false;
-    {
-      convoy::MutexLock lock(&mu_);
-      sent_ = response_.status();
-      sent_any_ = true;
-      writing_ = false;
-      if (!ok) ending_ = true;  // the client is gone: nothing more can reach it
-      if (ok && sent_ != latest_) {
-        writing_ = again = true;
-        response_.set_status(latest_);
-      } else if (ending_ && !finished_) {
-        finished_ = finish = true;
-      }
-    }
-    if (again) StartWrite(&response_);
-    if (finish) Finish(grpc::Status::OK);
-  }
-
+  void OnWriteDone(bool ok) override { HealthWatch::OnWriteDone(ok); }
   void OnCancel() override { End(); }
-
   void OnDone() override {
-    service_->Unregister(this);
+    service_->RemoveWatch(this);
     delete this;
   }
 
  private:
+  void StartWrite(const HealthCheckResponse* response) override { ServerWriteReactor::StartWrite(response); }
+  void Finish(const grpc::Status& status) override { ServerWriteReactor::Finish(status); }
+
   HealthService* const service_;
-  const std::string name_;
-  convoy::Mutex mu_;
-  HealthCheckResponse response_;  // the write in flight
-  ServingStatus latest_ ABSL_GUARDED_BY(mu_) = HealthCheckResponse::UNKNOWN;
-  ServingStatus sent_ ABSL_GUARDED_BY(mu_) = HealthCheckResponse::UNKNOWN;
-  bool sent_any_ ABSL_GUARDED_BY(mu_) = false;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool ending_ ABSL_GUARDED_BY(mu_) = false;    // End() called or the client gone: finish after the last write
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish() called
 };
 
 absl::StatusOr<ServingStatus> HealthService::StatusOf(const std::string& service) const {
@@ -110,37 +98,41 @@ grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* cont
 grpc::ServerWriteReactor<HealthCheckResponse>* HealthService::Watch(grpc::CallbackServerContext* context,
                                                                     const HealthCheckRequest* request) {
   auto* watcher = new Watcher(this, request->service());
+  AddWatch(watcher);
+  return watcher;
+}
+
+void HealthService::AddWatch(HealthWatch* watch) {
   bool shut_down = false;
   {
     convoy::MutexLock lock(&mu_);
     shut_down = shut_down_;
-    if (!shut_down) watchers_.insert(watcher);
+    if (!shut_down) watchers_.insert(watch);
   }
   if (shut_down) {
-    watcher->End();
+    watch->End();
   } else {
-    watcher->Update(WatchStatusOf(request->service()));
+    watch->Update(WatchStatusOf(watch->name()));
   }
-  return watcher;
 }
 
 void HealthService::Refresh() {
   convoy::MutexLock lock(&mu_);
-  for (Watcher* watcher : watchers_) watcher->Update(WatchStatusOf(watcher->name()));
+  for (HealthWatch* watch : watchers_) watch->Update(WatchStatusOf(watch->name()));
 }
 
 void HealthService::Shutdown() {
   convoy::MutexLock lock(&mu_);
   shut_down_ = true;
-  for (Watcher* watcher : watchers_) {
-    watcher->Update(WatchStatusOf(watcher->name()));
-    watcher->End();
+  for (HealthWatch* watch : watchers_) {
+    watch->Update(WatchStatusOf(watch->name()));
+    watch->End();
   }
 }
 
-void HealthService::Unregister(Watcher* watcher) {
+void HealthService::RemoveWatch(HealthWatch* watch) {
   convoy::MutexLock lock(&mu_);
-  watchers_.erase(watcher);
+  watchers_.erase(watch);
 }
 
 }  // namespace convoy::grpc_server

@@ -1,4 +1,6 @@
-// HealthService: grpc.health.v1.Health (proto/health.proto), Check and Watch, answered from the ModelManager:
+// HealthService: grpc.health.v1.Health (proto/health.proto), Check and Watch, answered from the ModelManager (on
+// gRPC's callback API by this class's overrides; on its completion-queue API by async_server.h with StatusOf and a
+// HealthWatch):
 //   "" and "liveness"  process health: SERVING while the process runs;
 //   "readiness"        SERVING when the server is ready (ModelManager::IsReady: strict readiness, not shutting down);
 //   "<model name>"     SERVING when a version of that model is READY, NOT_SERVING otherwise.
@@ -11,6 +13,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -21,6 +24,42 @@
 namespace convoy::grpc_server {
 
 using ServingStatus = grpc::health::v1::HealthCheckResponse::ServingStatus;
+
+// One Watch stream, whichever of gRPC's APIs serves it: keeps the latest status and writes it whenever it differs
+// from the last one written (one write in flight at a time). End() finishes the stream only after the latest status
+// was written: with a write in flight the finish waits for OnWriteDone, which first writes the latest status if it
+// still differs (so a shutdown's NOT_SERVING always reaches the client before the stream closes). A subclass moves
+// the bytes and reports each write's completion here.
+class HealthWatch {
+ public:
+  explicit HealthWatch(std::string service) : name_(std::move(service)) {}
+  virtual ~HealthWatch() = default;
+
+  void Update(ServingStatus status);
+  // Finishes the stream once the latest status is written (at once when no write is in flight).
+  void End();
+  // The write StartWrite began completed (`ok` false: the client is gone).
+  void OnWriteDone(bool ok);
+  const std::string& name() const { return name_; }
+
+ protected:
+  // Before the watch is added (a subclass that learns the name later).
+  void set_name(std::string service) { name_ = std::move(service); }
+  virtual void StartWrite(const grpc::health::v1::HealthCheckResponse* response) = 0;
+  // Once; nothing is written after it.
+  virtual void Finish(const grpc::Status& status) = 0;
+
+ private:
+  std::string name_;
+  convoy::Mutex mu_;
+  grpc::health::v1::HealthCheckResponse response_;  // the write in flight
+  ServingStatus latest_ ABSL_GUARDED_BY(mu_) = grpc::health::v1::HealthCheckResponse::UNKNOWN;
+  ServingStatus sent_ ABSL_GUARDED_BY(mu_) = grpc::health::v1::HealthCheckResponse::UNKNOWN;
+  bool sent_any_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;    // End() called or the client gone: finish after the last write
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish() called
+};
 
 class HealthService final : public grpc::health::v1::Health::CallbackService {
  public:
@@ -35,6 +74,12 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
   // at once.
   void Shutdown();
 
+  // A Watch call began: sends it its current status and keeps it up to date until RemoveWatch (after shutdown:
+  // ends it at once).
+  void AddWatch(HealthWatch* watch);
+  // Before the watch goes; no Update reaches it after this returns.
+  void RemoveWatch(HealthWatch* watch);
+
   grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* context,
                                   const grpc::health::v1::HealthCheckRequest* request,
                                   grpc::health::v1::HealthCheckResponse* response) override;
@@ -43,13 +88,11 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
 
  private:
   class Watcher;
-  friend class Watcher;
   ServingStatus WatchStatusOf(const std::string& service) const;
-  void Unregister(Watcher* watcher);
 
   repository::ModelManager* const manager_;
   convoy::Mutex mu_;  // taken before a watcher's own lock
-  std::set<Watcher*> watchers_ ABSL_GUARDED_BY(mu_);
+  std::set<HealthWatch*> watchers_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 

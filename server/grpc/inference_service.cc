@@ -23,47 +23,25 @@ using repository::InferencePayload;
 using repository::ServedModel;
 using Done = std::function<void(absl::Status)>;
 
-absl::Status SerializeMessage(const google::protobuf::Message& message, grpc::ByteBuffer* bytes) {
-  bool own_buffer = false;
-  grpc::Status status = grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::Message>(
-      message, bytes, &own_buffer);
-  if (status.ok()) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("cannot serialize the ", message.GetDescriptor()->full_name(), ": ",
-                                          status.error_message()));
-}
-
-// Parses the request, runs `handler(request, &response, done)` (which calls `done` exactly once, maybe later, on
-// any thread), then serializes the response and finishes the call. Request and response live until then.
+// Parses the call's request, runs `handler(request, &response, done)` (which calls `done` exactly once, maybe later,
+// on any thread), then serializes the response and finishes the call. Request and response live until then.
 template <typename Request, typename Response, typename Handler>
-grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const grpc::ByteBuffer* in,
-                                grpc::ByteBuffer* out, Handler handler) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto call = std::make_shared<std::pair<Request, Response>>();
-  absl::Status parsed = ParseMessage(*in, &call->first);
-  if (!parsed.ok()) {
-    reactor->Finish(ToGrpcStatus(parsed));
-    return reactor;
-  }
-  handler(call->first, &call->second, [reactor, out, call](absl::Status status) {
-    if (status.ok()) status = SerializeMessage(call->second, out);
-    reactor->Finish(ToGrpcStatus(status));
-  });
-  return reactor;
+void Serve(InferenceService::UnaryCall call, Handler handler) {
+  auto state = std::make_shared<std::pair<Request, Response>>();
+  absl::Status parsed = ParseMessage(*call.request, &state->first);
+  if (!parsed.ok()) return call.finish(ToGrpcStatus(parsed), nullptr);
+  handler(state->first, &state->second,
+          [state, out = call.response, finish = std::move(call.finish)](absl::Status status) {
+            if (status.ok()) status = SerializeMessage(state->second, out);
+            finish(ToGrpcStatus(status), nullptr);
+          });
 }
 
 // Serve for a handler that answers at once: `handler(request, &response)` returns the outcome.
 template <typename Request, typename Response, typename Handler>
-grpc::ServerUnaryReactor* ServeNow(grpc::CallbackServerContext* context, const grpc::ByteBuffer* in,
-                                   grpc::ByteBuffer* out, Handler handler) {
-  return Serve<Request, Response>(context, in, out, [&handler](const Request& request, Response* response,
-                                                               const Done& done) { done(handler(request, response)); });
-}
-
-grpc::ServerUnaryReactor* Unimplemented(grpc::CallbackServerContext* context, const char* rpc) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(absl::UnimplementedError(
-      absl::StrCat(rpc, " is not implemented by Convoy (no shared memory, trace or log settings)"))));
-  return reactor;
+void ServeNow(InferenceService::UnaryCall call, Handler handler) {
+  Serve<Request, Response>(std::move(call), [&handler](const Request& request, Response* response,
+                                                       const Done& done) { done(handler(request, response)); });
 }
 
 void FillStatistics(const ServedModel& model, inference::ModelStatistics* out) {
@@ -132,137 +110,27 @@ class SendTimedReactor final : public grpc::ServerUnaryReactor {
   absl::Time finished_at_;
 };
 
-// ModelStreamInfer: reads requests one after another and writes each response when its request completes
-// (errors, a malformed message included, in error_message with the request's id). The call finishes once the
-// client half-closed and every response was written; a client that goes away cancels the queued requests (their
-// cancellation check sees the call cancelled) and the responses it can no longer read are dropped.
-//
-// The bytes travel as in ModelInfer: each request is read from gRPC's slices by the wire reader
-// (infer_request_wire.h), its raw_input_contents copied once, into the batch's input buffer; each response's
-// ModelInferResponse is written straight from the output buffers (WriteResponseBytes) and sent behind a small
-// slice holding the ModelStreamInferResponse field's tag and length, so it is not copied again.
-class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+// ModelStreamInfer on the callback API.
+class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                                 public StreamInferCall {
  public:
   StreamInferReactor(InferenceService* service, grpc::CallbackServerContext* context)
-      : service_(service), context_(context) {
-    StartRead(&read_buffer_);
+      : StreamInferCall(service), context_(context) {
+    StartRead(read_buffer());
   }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      {
-        convoy::MutexLock lock(&mu_);
-        reads_done_ = true;
-      }
-      MaybeFinish();
-      return;
-    }
-    {
-      convoy::MutexLock lock(&mu_);
-      ++pending_;
-    }
-    ++received_;
-    const absl::Time received = absl::Now();
-    auto answer = std::make_shared<Answer>();
-    // The request is decoded (its tensors copied into the batch's input buffers) before StartInfer returns, so one
-    // WireInferRequest serves every read; it holds references to this read's slices until the next one.
-    absl::Status parsed = ParseWireInferRequest(read_buffer_, &request_);
-    read_buffer_.Clear();
-    if (!parsed.ok()) {
-      Complete(answer, "", "",
-               absl::InvalidArgumentError(absl::StrCat("request ", received_, " on this stream: ", parsed.message())));
-    } else {
-      grpc::CallbackServerContext* context = context_;
-      const inference::ModelInferRequest& request = request_.message;
-      service_->StartInfer(request, received, DeadlineOf(*context), [context] { return context->IsCancelled(); },
-                           &answer->response,
-                           [this, answer, id = request.id(), model = request.model_name()](absl::Status status) {
-                             Complete(answer, id, model, status);
-                           },
-                           &request_.raw_input_contents, &answer->response_bytes);
-    }
-    StartRead(&read_buffer_);
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::shared_ptr<grpc::ByteBuffer> next;
-    {
-      convoy::MutexLock lock(&mu_);
-      writes_.pop_front();
-      if (!ok) writes_.clear();  // the client is gone: drop what it can no longer read
-      if (!writes_.empty()) {
-        next = writes_.front();
-      } else {
-        writing_ = false;
-      }
-    }
-    if (next != nullptr) {
-      StartWrite(next.get());
-    } else {
-      MaybeFinish();
-    }
-  }
-
+  void OnReadDone(bool ok) override { StreamInferCall::OnReadDone(ok); }
+  void OnWriteDone(bool ok) override { StreamInferCall::OnWriteDone(ok); }
   void OnDone() override { delete this; }
 
  private:
-  // One request's outcome: on success its ModelInferResponse's wire bytes (and, in `response`, only the model's
-  // name and version).
-  struct Answer {
-    inference::ModelInferResponse response;
-    grpc::ByteBuffer response_bytes;
-  };
+  void StartRead(grpc::ByteBuffer* bytes) override { ServerBidiReactor::StartRead(bytes); }
+  void StartWrite(const grpc::ByteBuffer* bytes) override { ServerBidiReactor::StartWrite(bytes); }
+  void Finish(const grpc::Status& status) override { ServerBidiReactor::Finish(status); }
+  absl::Time deadline() const override { return DeadlineOf(*context_); }
+  bool cancelled() const override { return context_->IsCancelled(); }
 
-  // Turns the outcome of one request into its response on the stream and queues it for writing.
-  void Complete(const std::shared_ptr<Answer>& answer, const std::string& id, const std::string& model,
-                absl::Status status) {
-    auto bytes = std::make_shared<grpc::ByteBuffer>();
-    if (status.ok()) status = WrapStreamResponse(answer->response_bytes, bytes.get());
-    if (!status.ok()) {
-      inference::ModelStreamInferResponse error;
-      error.set_error_message(std::string(status.message()));
-      error.mutable_infer_response()->set_id(id);
-      error.mutable_infer_response()->set_model_name(model);
-      absl::Status serialized = SerializeMessage(error, bytes.get());
-      if (!serialized.ok()) {
-        error.set_error_message(std::string(serialized.message()));
-        SerializeMessage(error, bytes.get()).IgnoreError();
-      }
-    }
-    QueueWrite(std::move(bytes));
-  }
-
-  void QueueWrite(std::shared_ptr<grpc::ByteBuffer> bytes) {
-    bool start = false;
-    {
-      convoy::MutexLock lock(&mu_);
-      --pending_;
-      writes_.push_back(bytes);
-      if (!writing_) writing_ = start = true;
-    }
-    if (start) StartWrite(bytes.get());
-  }
-
-  void MaybeFinish() {
-    {
-      convoy::MutexLock lock(&mu_);
-      if (!reads_done_ || pending_ > 0 || writing_ || finished_) return;
-      finished_ = true;
-    }
-    Finish(grpc::Status::OK);
-  }
-
-  InferenceService* const service_;
   grpc::CallbackServerContext* const context_;
-  grpc::ByteBuffer read_buffer_;
-  WireInferRequest request_;  // reused by each read; decoding copies what it needs
-  int64_t received_ = 0;                  // messages read (only the reaction to a read touches it)
-  convoy::Mutex mu_;
-  int pending_ ABSL_GUARDED_BY(mu_) = 0;  // requests read, responses not yet queued
-  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<std::shared_ptr<grpc::ByteBuffer>> writes_ ABSL_GUARDED_BY(mu_);
 };
 
 // The response's wire bytes written straight from the output buffers into one slice (infer_codec.h).
@@ -283,6 +151,15 @@ absl::Status WriteResponseBytes(const ServedModel& model, const std::vector<Requ
 
 }  // namespace
 
+absl::Status SerializeMessage(const google::protobuf::Message& message, grpc::ByteBuffer* bytes) {
+  bool own_buffer = false;
+  grpc::Status status = grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::Message>(
+      message, bytes, &own_buffer);
+  if (status.ok()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("cannot serialize the ", message.GetDescriptor()->full_name(), ": ",
+                                          status.error_message()));
+}
+
 absl::Status ParseMessage(const grpc::ByteBuffer& bytes, google::protobuf::Message* message) {
   grpc::ByteBuffer shared(bytes);  // shares the slices; the reader needs a mutable buffer
   grpc::ProtoBufferReader reader(&shared);
@@ -300,24 +177,7 @@ absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
   return absl::FromChrono(deadline);
 }
 
-namespace {
-// ModelInfer's index among the service's methods, as the generated service registers them (in the proto's order).
-int ModelInferMethodIndex() {
-  static const int index = inference::ModelInferRequest::descriptor()
-                               ->file()
-                               ->FindServiceByName("GRPCInferenceService")
-                               ->FindMethodByName("ModelInfer")
-                               ->index();
-  return index;
-}
-}  // namespace
-
 InferenceService::InferenceService(const Options& options) : options_(options), manager_(options.manager) {
-  if (options.async_infer) {
-    // As WithRawMethod_ModelInfer would mark it: no handler (gRPC then serves it asynchronously), raw bytes.
-    MarkMethodRawCallback(ModelInferMethodIndex(), nullptr);
-    MarkMethodRaw(ModelInferMethodIndex());
-  }
   admin_thread_ = std::thread([this] { AdminLoop(); });
 }
 
@@ -329,10 +189,29 @@ InferenceService::~InferenceService() {
   admin_thread_.join();
 }
 
-void InferenceService::RequestModelInfer(grpc::ServerContext* context, grpc::ByteBuffer* request,
-                                         grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* responder,
-                                         grpc::ServerCompletionQueue* cq, void* tag) {
-  RequestAsyncUnary(ModelInferMethodIndex(), context, request, responder, cq, cq, tag);
+InferenceService::UnaryHandler InferenceService::UnaryHandlerOf(int index) const {
+  static const auto* const handlers = [] {
+    const std::pair<const char*, UnaryHandler> by_name[] = {
+        {"ServerLive", &InferenceService::HandleServerLive},
+        {"ServerReady", &InferenceService::HandleServerReady},
+        {"ModelReady", &InferenceService::HandleModelReady},
+        {"ServerMetadata", &InferenceService::HandleServerMetadata},
+        {"ModelMetadata", &InferenceService::HandleModelMetadata},
+        {"ModelInfer", &InferenceService::HandleModelInfer},
+        {"ModelConfig", &InferenceService::HandleModelConfig},
+        {"ModelStatistics", &InferenceService::HandleModelStatistics},
+        {"RepositoryIndex", &InferenceService::HandleRepositoryIndex},
+        {"RepositoryModelLoad", &InferenceService::HandleRepositoryModelLoad},
+        {"RepositoryModelUnload", &InferenceService::HandleRepositoryModelUnload},
+    };
+    const google::protobuf::ServiceDescriptor* service =
+        inference::ModelInferRequest::descriptor()->file()->FindServiceByName("GRPCInferenceService");
+    auto* table = new std::vector<UnaryHandler>(service->method_count(), &InferenceService::HandleUnimplemented);
+    (*table)[service->FindMethodByName("ModelStreamInfer")->index()] = nullptr;
+    for (const auto& [name, handler] : by_name) (*table)[service->FindMethodByName(name)->index()] = handler;
+    return table;
+  }();
+  return index >= 0 && index < static_cast<int>(handlers->size()) ? (*handlers)[index] : nullptr;
 }
 
 void InferenceService::RecordInferSend(const std::string& model, const std::string& version, absl::Duration send) {
@@ -425,34 +304,34 @@ using inference::RepositoryModelLoadResponse;
 using inference::RepositoryModelUnloadRequest;
 using inference::RepositoryModelUnloadResponse;
 
-grpc::ServerUnaryReactor* InferenceService::ServerLive(Context* context, const Bytes* in, Bytes* out) {
-  return ServeNow<ServerLiveRequest, ServerLiveResponse>(context, in, out,
-                                                         [](const ServerLiveRequest&, ServerLiveResponse* response) {
+void InferenceService::HandleServerLive(UnaryCall call) {
+  ServeNow<ServerLiveRequest, ServerLiveResponse>(std::move(call),
+                                                  [](const ServerLiveRequest&, ServerLiveResponse* response) {
                                                            response->set_live(true);
                                                            return absl::OkStatus();
                                                          });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ServerReady(Context* context, const Bytes* in, Bytes* out) {
-  return ServeNow<ServerReadyRequest, ServerReadyResponse>(
-      context, in, out, [this](const ServerReadyRequest&, ServerReadyResponse* response) {
+void InferenceService::HandleServerReady(UnaryCall call) {
+  ServeNow<ServerReadyRequest, ServerReadyResponse>(
+      std::move(call), [this](const ServerReadyRequest&, ServerReadyResponse* response) {
         response->set_ready(manager_->IsReady());
         return absl::OkStatus();
       });
 }
 
 // ModelReady is false, not an error, for an unknown model or version (as Triton).
-grpc::ServerUnaryReactor* InferenceService::ModelReady(Context* context, const Bytes* in, Bytes* out) {
-  return ServeNow<ModelReadyRequest, ModelReadyResponse>(
-      context, in, out, [this](const ModelReadyRequest& request, ModelReadyResponse* response) {
+void InferenceService::HandleModelReady(UnaryCall call) {
+  ServeNow<ModelReadyRequest, ModelReadyResponse>(
+      std::move(call), [this](const ModelReadyRequest& request, ModelReadyResponse* response) {
         response->set_ready(manager_->GetServedModel(request.name(), request.version()).ok());
         return absl::OkStatus();
       });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ServerMetadata(Context* context, const Bytes* in, Bytes* out) {
-  return ServeNow<ServerMetadataRequest, ServerMetadataResponse>(
-      context, in, out, [this](const ServerMetadataRequest&, ServerMetadataResponse* response) {
+void InferenceService::HandleServerMetadata(UnaryCall call) {
+  ServeNow<ServerMetadataRequest, ServerMetadataResponse>(
+      std::move(call), [this](const ServerMetadataRequest&, ServerMetadataResponse* response) {
         response->set_name("convoy");
         response->set_version(options_.server_version);
         for (const char* extension : {"classification", "model_configuration", "model_repository",
@@ -482,9 +361,9 @@ absl::Status InferenceService::ModelMetadataOf(const ModelMetadataRequest& reque
   return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelMetadata(Context* context, const Bytes* in, Bytes* out) {
-  return ServeNow<ModelMetadataRequest, ModelMetadataResponse>(
-      context, in, out, [this](const ModelMetadataRequest& request, ModelMetadataResponse* response) {
+void InferenceService::HandleModelMetadata(UnaryCall call) {
+  ServeNow<ModelMetadataRequest, ModelMetadataResponse>(
+      std::move(call), [this](const ModelMetadataRequest& request, ModelMetadataResponse* response) {
         return ModelMetadataOf(request, response);
       });
 }
@@ -492,40 +371,29 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(Context* context, cons
 // ModelInfer reads the request from gRPC's slices itself (infer_request_wire.h), so each raw_input_contents goes
 // from the slices straight into the batch's input buffer, and writes the response's bytes itself, each output
 // straight from its output buffer into the response's slice (WriteInferResponse).
-grpc::ServerUnaryReactor* InferenceService::ModelInfer(Context* context, const Bytes* in, Bytes* out) {
-  const absl::Time received = absl::Now();  // gRPC hands a unary call over with its whole message read
-  auto* reactor = new SendTimedReactor();
-  struct Call {
+void InferenceService::HandleModelInfer(UnaryCall call) {
+  struct State {
     WireInferRequest request;
     ModelInferResponse response;
   };
-  auto call = std::make_shared<Call>();
-  absl::Status parsed = ParseWireInferRequest(*in, &call->request);
-  if (!parsed.ok()) {
-    reactor->FinishTimed(ToGrpcStatus(parsed), nullptr);
-    return reactor;
-  }
+  auto state = std::make_shared<State>();
+  absl::Status parsed = ParseWireInferRequest(*call.request, &state->request);
+  if (!parsed.ok()) return call.finish(ToGrpcStatus(parsed), nullptr);
   StartInfer(
-      call->request.message, received, DeadlineOf(*context), [context] { return context->IsCancelled(); },
-      &call->response,
-      [this, reactor, call](absl::Status status) {
-        if (!status.ok()) return reactor->FinishTimed(ToGrpcStatus(status), nullptr);
+      state->request.message, call.received, call.deadline, std::move(call.cancelled), &state->response,
+      [this, state, finish = std::move(call.finish)](absl::Status status) {
+        if (!status.ok()) return finish(ToGrpcStatus(status), nullptr);
         // The send phase goes to the version that answered, if it is still served when the send completes.
-        reactor->FinishTimed(grpc::Status::OK, [this, call](absl::Duration send) {
-          RecordInferSend(call->response.model_name(), call->response.model_version(), send);
+        finish(grpc::Status::OK, [this, state](absl::Duration send) {
+          RecordInferSend(state->response.model_name(), state->response.model_version(), send);
         });
       },
-      &call->request.raw_input_contents, out);
-  return reactor;
+      &state->request.raw_input_contents, call.response);
 }
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(Context* context) {
-  return new StreamInferReactor(this, context);
-}
-
-grpc::ServerUnaryReactor* InferenceService::ModelConfig(Context* context, const Bytes* in, Bytes* out) {
-  return ServeNow<ModelConfigRequest, ModelConfigResponse>(
-      context, in, out, [this](const ModelConfigRequest& request, ModelConfigResponse* response) {
+void InferenceService::HandleModelConfig(UnaryCall call) {
+  ServeNow<ModelConfigRequest, ModelConfigResponse>(
+      std::move(call), [this](const ModelConfigRequest& request, ModelConfigResponse* response) {
         absl::StatusOr<std::shared_ptr<ServedModel>> served =
             manager_->GetServedModel(request.name(), request.version());
         if (!served.ok()) return served.status();
@@ -554,16 +422,16 @@ absl::Status InferenceService::StatisticsOf(const ModelStatisticsRequest& reques
   return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelStatistics(Context* context, const Bytes* in, Bytes* out) {
-  return ServeNow<ModelStatisticsRequest, ModelStatisticsResponse>(
-      context, in, out, [this](const ModelStatisticsRequest& request, ModelStatisticsResponse* response) {
+void InferenceService::HandleModelStatistics(UnaryCall call) {
+  ServeNow<ModelStatisticsRequest, ModelStatisticsResponse>(
+      std::move(call), [this](const ModelStatisticsRequest& request, ModelStatisticsResponse* response) {
         return StatisticsOf(request, response);
       });
 }
 
-grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(Context* context, const Bytes* in, Bytes* out) {
-  return ServeNow<RepositoryIndexRequest, RepositoryIndexResponse>(
-      context, in, out, [this](const RepositoryIndexRequest& request, RepositoryIndexResponse* response) {
+void InferenceService::HandleRepositoryIndex(UnaryCall call) {
+  ServeNow<RepositoryIndexRequest, RepositoryIndexResponse>(
+      std::move(call), [this](const RepositoryIndexRequest& request, RepositoryIndexResponse* response) {
         for (const repository::ModelVersionStatus& status : manager_->Index()) {
           if (request.ready() && status.state != repository::ModelState::kReady) continue;
           auto* entry = response->add_models();
@@ -576,9 +444,9 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(Context* context, co
       });
 }
 
-grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(Context* context, const Bytes* in, Bytes* out) {
-  return Serve<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(
-      context, in, out, [this](const RepositoryModelLoadRequest& request, RepositoryModelLoadResponse*, Done done) {
+void InferenceService::HandleRepositoryModelLoad(UnaryCall call) {
+  Serve<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(
+      std::move(call), [this](const RepositoryModelLoadRequest& request, RepositoryModelLoadResponse*, Done done) {
         if (!request.parameters().empty()) {  // Triton's config and file overrides
           return done(absl::InvalidArgumentError(absl::StrCat(
               "load of model ", repository::QuoteClientString(request.model_name()),
@@ -590,26 +458,161 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(Context* context
       });
 }
 
-grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(Context* context, const Bytes* in, Bytes* out) {
-  return Serve<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>(
-      context, in, out,
+void InferenceService::HandleRepositoryModelUnload(UnaryCall call) {
+  Serve<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>(
+      std::move(call),
       [this](const RepositoryModelUnloadRequest& request, RepositoryModelUnloadResponse*, Done done) {
         RunOnAdminThread([this, done, model = request.model_name()] { done(manager_->UnloadModel(model)); });
       });
 }
 
-#define CONVOY_UNIMPLEMENTED_RPC(rpc)                                                                       \
-  grpc::ServerUnaryReactor* InferenceService::rpc(Context* context, const Bytes*, Bytes*) {                  \
-    return Unimplemented(context, #rpc);                                                                    \
+void InferenceService::HandleUnimplemented(UnaryCall call) {
+  call.finish(ToGrpcStatus(absl::UnimplementedError(absl::StrCat(
+                  call.rpc, " is not implemented by Convoy (no shared memory, trace or log settings)"))),
+              nullptr);
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServeCallback(Context* context, const Bytes* request, Bytes* response,
+                                                          UnaryHandler handler, absl::string_view rpc) {
+  auto* reactor = new SendTimedReactor();
+  UnaryCall call;
+  call.rpc = rpc;
+  call.request = request;
+  call.response = response;
+  call.received = absl::Now();  // gRPC hands a unary call over with its whole message read
+  call.deadline = DeadlineOf(*context);
+  call.cancelled = [context] { return context->IsCancelled(); };
+  call.finish = [reactor](const grpc::Status& status, std::function<void(absl::Duration)> on_sent) {
+    reactor->FinishTimed(status, std::move(on_sent));
+  };
+  (this->*handler)(std::move(call));
+  return reactor;
+}
+
+#define CONVOY_CALLBACK_RPC(rpc, handler)                                                  \
+  grpc::ServerUnaryReactor* InferenceService::rpc(Context* context, const Bytes* in, Bytes* out) { \
+    return ServeCallback(context, in, out, &InferenceService::handler, #rpc);               \
   }
-CONVOY_UNIMPLEMENTED_RPC(SystemSharedMemoryStatus)
-CONVOY_UNIMPLEMENTED_RPC(SystemSharedMemoryRegister)
-CONVOY_UNIMPLEMENTED_RPC(SystemSharedMemoryUnregister)
-CONVOY_UNIMPLEMENTED_RPC(CudaSharedMemoryStatus)
-CONVOY_UNIMPLEMENTED_RPC(CudaSharedMemoryRegister)
-CONVOY_UNIMPLEMENTED_RPC(CudaSharedMemoryUnregister)
-CONVOY_UNIMPLEMENTED_RPC(TraceSetting)
-CONVOY_UNIMPLEMENTED_RPC(LogSettings)
-#undef CONVOY_UNIMPLEMENTED_RPC
+CONVOY_CALLBACK_RPC(ServerLive, HandleServerLive)
+CONVOY_CALLBACK_RPC(ServerReady, HandleServerReady)
+CONVOY_CALLBACK_RPC(ModelReady, HandleModelReady)
+CONVOY_CALLBACK_RPC(ServerMetadata, HandleServerMetadata)
+CONVOY_CALLBACK_RPC(ModelMetadata, HandleModelMetadata)
+CONVOY_CALLBACK_RPC(ModelInfer, HandleModelInfer)
+CONVOY_CALLBACK_RPC(ModelConfig, HandleModelConfig)
+CONVOY_CALLBACK_RPC(ModelStatistics, HandleModelStatistics)
+CONVOY_CALLBACK_RPC(RepositoryIndex, HandleRepositoryIndex)
+CONVOY_CALLBACK_RPC(RepositoryModelLoad, HandleRepositoryModelLoad)
+CONVOY_CALLBACK_RPC(RepositoryModelUnload, HandleRepositoryModelUnload)
+CONVOY_CALLBACK_RPC(SystemSharedMemoryStatus, HandleUnimplemented)
+CONVOY_CALLBACK_RPC(SystemSharedMemoryRegister, HandleUnimplemented)
+CONVOY_CALLBACK_RPC(SystemSharedMemoryUnregister, HandleUnimplemented)
+CONVOY_CALLBACK_RPC(CudaSharedMemoryStatus, HandleUnimplemented)
+CONVOY_CALLBACK_RPC(CudaSharedMemoryRegister, HandleUnimplemented)
+CONVOY_CALLBACK_RPC(CudaSharedMemoryUnregister, HandleUnimplemented)
+CONVOY_CALLBACK_RPC(TraceSetting, HandleUnimplemented)
+CONVOY_CALLBACK_RPC(LogSettings, HandleUnimplemented)
+#undef CONVOY_CALLBACK_RPC
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(Context* context) {
+  return new StreamInferReactor(this, context);
+}
+
+struct StreamInferCall::Answer {
+  inference::ModelInferResponse response;  // only the model's name and version
+  grpc::ByteBuffer response_bytes;         // the ModelInferResponse's wire bytes
+};
+
+void StreamInferCall::OnReadDone(bool ok) {
+  if (!ok) {
+    {
+      convoy::MutexLock lock(&mu_);
+      reads_done_ = true;
+    }
+    MaybeFinish();
+    return;
+  }
+  {
+    convoy::MutexLock lock(&mu_);
+    ++pending_;
+  }
+  ++received_;
+  const absl::Time received = absl::Now();
+  auto answer = std::make_shared<Answer>();
+  // The request is decoded (its tensors copied into the batch's input buffers) before StartInfer returns, so one
+  // WireInferRequest serves every read; it holds references to this read's slices until the next one.
+  absl::Status parsed = ParseWireInferRequest(read_buffer_, &request_);
+  read_buffer_.Clear();
+  if (!parsed.ok()) {
+    Complete(answer, "", "",
+             absl::InvalidArgumentError(absl::StrCat("request ", received_, " on this stream: ", parsed.message())));
+  } else {
+    const inference::ModelInferRequest& request = request_.message;
+    service_->StartInfer(request, received, deadline(), [this] { return cancelled(); }, &answer->response,
+                         [this, answer, id = request.id(), model = request.model_name()](absl::Status status) {
+                           Complete(answer, id, model, status);
+                         },
+                         &request_.raw_input_contents, &answer->response_bytes);
+  }
+  StartRead(&read_buffer_);
+}
+
+void StreamInferCall::OnWriteDone(bool ok) {
+  std::shared_ptr<grpc::ByteBuffer> next;
+  {
+    convoy::MutexLock lock(&mu_);
+    writes_.pop_front();
+    if (!ok) writes_.clear();  // the client is gone: drop what it can no longer read
+    if (!writes_.empty()) {
+      next = writes_.front();
+    } else {
+      writing_ = false;
+    }
+  }
+  if (next != nullptr) {
+    StartWrite(next.get());
+  } else {
+    MaybeFinish();
+  }
+}
+
+// Turns the outcome of one request into its response on the stream and queues it for writing.
+void StreamInferCall::Complete(const std::shared_ptr<Answer>& answer, const std::string& id,
+                               const std::string& model, absl::Status status) {
+  auto bytes = std::make_shared<grpc::ByteBuffer>();
+  if (status.ok()) status = WrapStreamResponse(answer->response_bytes, bytes.get());
+  if (!status.ok()) {
+    inference::ModelStreamInferResponse error;
+    error.set_error_message(std::string(status.message()));
+    error.mutable_infer_response()->set_id(id);
+    error.mutable_infer_response()->set_model_name(model);
+    absl::Status serialized = SerializeMessage(error, bytes.get());
+    if (!serialized.ok()) {
+      error.set_error_message(std::string(serialized.message()));
+      SerializeMessage(error, bytes.get()).IgnoreError();
+    }
+  }
+  QueueWrite(std::move(bytes));
+}
+
+void StreamInferCall::QueueWrite(std::shared_ptr<grpc::ByteBuffer> bytes) {
+  bool start = false;
+  {
+    convoy::MutexLock lock(&mu_);
+    --pending_;
+    writes_.push_back(bytes);
+    if (!writing_) writing_ = start = true;
+  }
+  if (start) StartWrite(bytes.get());
+}
+
+void StreamInferCall::MaybeFinish() {
+  {
+    convoy::MutexLock lock(&mu_);
+    if (!reads_done_ || pending_ > 0 || writing_ || finished_) return;
+    finished_ = true;
+  }
+  Finish(grpc::Status::OK);
+}
 
 }  // namespace convoy::grpc_server

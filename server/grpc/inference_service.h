@@ -1,6 +1,6 @@
-// InferenceService: inference.GRPCInferenceService (KServe v2 / Triton) on gRPC's callback API: no thread per call
-// (ModelInfer, with Options::async_infer, on the completion-queue API instead: async_infer.h).
-// Handlers are thin: look the model up in the ModelManager, decode and validate (infer_codec.h), queue on the
+// InferenceService: inference.GRPCInferenceService (KServe v2 / Triton), each RPC's handler written once and served
+// on either of gRPC's APIs: the callback API (this class's overrides; no thread per call) or the completion-queue
+// API (async_server.h calls UnaryHandlerOf and StreamInferCall directly). Handlers are thin: look the model up in the ModelManager, decode and validate (infer_codec.h), queue on the
 // model's batcher, and finish the call from the completion. Errors use canonical codes (NOT_FOUND unknown model or
 // version, INVALID_ARGUMENT bad tensors, names or malformed messages, UNAVAILABLE not ready / queue full / shutting
 // down, DEADLINE_EXCEEDED, CANCELLED), converted in grpc_status_util.cc. docs/server.md lists every RPC and every
@@ -19,18 +19,19 @@
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "grpcpp/completion_queue.h"
 #include "grpcpp/server_context.h"
-#include "grpcpp/support/async_unary_call.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "kernels/common/mutex.h"
 #include "proto/grpc_service.grpc.pb.h"
+#include "server/grpc/infer_request_wire.h"
 #include "server/inference/request_view.h"
 #include "server/repository/model_manager.h"
 
@@ -61,9 +62,6 @@ class InferenceService final : public raw_methods::RawService {
     repository::ModelManager* manager = nullptr;  // required; not owned
     std::string server_version = "0.1.0";
     bool on_gpu = false;  // instance_group kind reported by ModelConfig
-    // ModelInfer on gRPC's completion-queue API, served by an AsyncInferPoller (async_infer.h) that calls
-    // RequestModelInfer, instead of the callback API's ModelInfer below. Every other RPC stays on the callback API.
-    bool async_infer = false;
   };
   explicit InferenceService(const Options& options);
   ~InferenceService() override;
@@ -79,15 +77,43 @@ class InferenceService final : public raw_methods::RawService {
                   std::function<void(absl::Status)> done, const std::vector<infer::RawBytes>* raw = nullptr,
                   grpc::ByteBuffer* response_bytes = nullptr);
 
-  // With Options::async_infer: asks for the next ModelInfer call (its request's bytes in `request`), announced on
-  // `cq` with `tag`.
-  void RequestModelInfer(grpc::ServerContext* context, grpc::ByteBuffer* request,
-                         grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* responder, grpc::ServerCompletionQueue* cq,
-                         void* tag);
+  // One unary call as its handler sees it, whichever API serves it. The request's and the response's bytes live
+  // until the call is finished.
+  struct UnaryCall {
+    absl::string_view rpc;  // the method's name ("ModelInfer"); lives as long as the service
+    const grpc::ByteBuffer* request = nullptr;
+    grpc::ByteBuffer* response = nullptr;
+    absl::Time received;  // when the call had its whole message (the start of the edge's decode phase)
+    absl::Time deadline;  // the client's (InfiniteFuture when it set none)
+    std::function<bool()> cancelled;
+    // Called once, from any thread: the call's status (with OK, `response` holds the answer). `on_sent`, when set,
+    // gets how long the answer took to send once it was sent.
+    std::function<void(const grpc::Status& status, std::function<void(absl::Duration)> on_sent)> finish;
+  };
+  using UnaryHandler = void (InferenceService::*)(UnaryCall call);
+  // The handler of the service's method `index` (the proto's order, as the generated service numbers them); null
+  // for ModelStreamInfer (StreamInferCall).
+  UnaryHandler UnaryHandlerOf(int index) const;
   // Records a ModelInfer response's send time (the edge's send phase) for the version that answered, if it is still
   // served.
   void RecordInferSend(const std::string& model, const std::string& version, absl::Duration send);
 
+  // The typed handlers of the unary RPCs, as UnaryHandlerOf returns them.
+  void HandleServerLive(UnaryCall call);
+  void HandleServerReady(UnaryCall call);
+  void HandleModelReady(UnaryCall call);
+  void HandleServerMetadata(UnaryCall call);
+  void HandleModelMetadata(UnaryCall call);
+  void HandleModelInfer(UnaryCall call);
+  void HandleModelConfig(UnaryCall call);
+  void HandleModelStatistics(UnaryCall call);
+  void HandleRepositoryIndex(UnaryCall call);
+  void HandleRepositoryModelLoad(UnaryCall call);
+  void HandleRepositoryModelUnload(UnaryCall call);
+  // Shared memory, trace and log settings: UNIMPLEMENTED, naming the RPC.
+  void HandleUnimplemented(UnaryCall call);
+
+  // The callback API's overrides: each serves its handler above.
   using Unary = grpc::ServerUnaryReactor;
   using Context = grpc::CallbackServerContext;
   using Bytes = grpc::ByteBuffer;
@@ -103,7 +129,6 @@ class InferenceService final : public raw_methods::RawService {
   Unary* RepositoryIndex(Context* context, const Bytes* request, Bytes* response) override;
   Unary* RepositoryModelLoad(Context* context, const Bytes* request, Bytes* response) override;
   Unary* RepositoryModelUnload(Context* context, const Bytes* request, Bytes* response) override;
-  // Shared memory, trace and log settings: UNIMPLEMENTED, naming the RPC.
   Unary* SystemSharedMemoryStatus(Context* context, const Bytes* request, Bytes* response) override;
   Unary* SystemSharedMemoryRegister(Context* context, const Bytes* request, Bytes* response) override;
   Unary* SystemSharedMemoryUnregister(Context* context, const Bytes* request, Bytes* response) override;
@@ -114,6 +139,9 @@ class InferenceService final : public raw_methods::RawService {
   Unary* LogSettings(Context* context, const Bytes* request, Bytes* response) override;
 
  private:
+  // Serves `handler` on the callback API.
+  Unary* ServeCallback(Context* context, const Bytes* request, Bytes* response, UnaryHandler handler,
+                       absl::string_view rpc);
   // The typed handlers: fill the response, return the outcome.
   absl::Status ModelMetadataOf(const inference::ModelMetadataRequest& request,
                                inference::ModelMetadataResponse* response);
@@ -132,11 +160,62 @@ class InferenceService final : public raw_methods::RawService {
   std::thread admin_thread_;
 };
 
+// ModelStreamInfer, whichever API serves it: reads requests one after another and writes each response when its
+// request completes (errors, a malformed message included, in error_message with the request's id). The stream
+// finishes once the client half-closed and every response was written; a client that goes away cancels the queued
+// requests (their cancellation check sees the call cancelled) and the responses it can no longer read are dropped.
+// A subclass moves the bytes (one read and one write in flight at most) and reports each completion here.
+//
+// The bytes travel as in ModelInfer: each request is read from gRPC's slices by the wire reader
+// (infer_request_wire.h), its raw_input_contents copied once, into the batch's input buffer; each response's
+// ModelInferResponse is written straight from the output buffers and sent behind a small slice holding the
+// ModelStreamInferResponse field's tag and length, so it is not copied again.
+class StreamInferCall {
+ public:
+  explicit StreamInferCall(InferenceService* service) : service_(service) {}
+  virtual ~StreamInferCall() = default;
+
+  // A read into read_buffer() completed (`ok` false: the client half-closed or is gone). Starts the next read.
+  void OnReadDone(bool ok);
+  // The write StartWrite began completed.
+  void OnWriteDone(bool ok);
+
+ protected:
+  grpc::ByteBuffer* read_buffer() { return &read_buffer_; }
+  virtual void StartRead(grpc::ByteBuffer* bytes) = 0;
+  virtual void StartWrite(const grpc::ByteBuffer* bytes) = 0;
+  // Once, after the last read and write completed; nothing is started after it.
+  virtual void Finish(const grpc::Status& status) = 0;
+  virtual absl::Time deadline() const = 0;
+  // True once the client cancelled or went away; any thread.
+  virtual bool cancelled() const = 0;
+
+ private:
+  struct Answer;
+  void Complete(const std::shared_ptr<Answer>& answer, const std::string& id, const std::string& model,
+                absl::Status status);
+  void QueueWrite(std::shared_ptr<grpc::ByteBuffer> bytes);
+  void MaybeFinish();
+
+  InferenceService* const service_;
+  grpc::ByteBuffer read_buffer_;
+  WireInferRequest request_;  // reused by each read; decoding copies what it needs
+  int64_t received_ = 0;      // messages read (only the reaction to a read touches it)
+  convoy::Mutex mu_;
+  int pending_ ABSL_GUARDED_BY(mu_) = 0;  // requests read, responses not yet queued
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::shared_ptr<grpc::ByteBuffer>> writes_ ABSL_GUARDED_BY(mu_);
+};
+
 // A client deadline as absl::Time (InfiniteFuture when the client set none).
 absl::Time DeadlineOf(const grpc::ServerContextBase& context);
 
 // `bytes` parsed as `message`; INVALID_ARGUMENT naming the message type and the size when they are not one.
 absl::Status ParseMessage(const grpc::ByteBuffer& bytes, google::protobuf::Message* message);
+// `message`'s wire bytes in `bytes`; INTERNAL when it cannot be serialized.
+absl::Status SerializeMessage(const google::protobuf::Message& message, grpc::ByteBuffer* bytes);
 
 }  // namespace convoy::grpc_server
 

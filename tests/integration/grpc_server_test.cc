@@ -152,7 +152,8 @@ grpc::Status Unary(Call call) {
   return call(&context);
 }
 
-// The tests that send ModelInfer run on both of its paths (--grpc_infer_path); the others on the default (callback).
+// Every test that serves an RPC runs on both paths (--grpc_infer_path): the callback API, and every RPC on the
+// server's completion queue.
 class GrpcInferPathTest : public ::testing::TestWithParam<grpc_server::InferPath> {};
 INSTANTIATE_TEST_SUITE_P(BothPaths, GrpcInferPathTest,
                          ::testing::Values(grpc_server::InferPath::kAsync, grpc_server::InferPath::kCallback),
@@ -309,10 +310,10 @@ TEST_P(GrpcInferPathTest, InvalidRequestsGetExactCodesAndMessages) {
   EXPECT_TRUE(h.Infer(ImageRequest("cnn", 1, 32, std::numeric_limits<float>::infinity()), &response).ok());
 }
 
-TEST(GrpcServerTest, StreamAnswersEveryRequestAndReportsErrorsInline) {
+TEST_P(GrpcInferPathTest, StreamAnswersEveryRequestAndReportsErrorsInline) {
   TestRepository repo;
   repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
-  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &CpuDevice::Default(), GetParam());
   grpc::ClientContext context;
   auto stream = h.stub->ModelStreamInfer(&context);
   for (int i = 0; i < 4; ++i) {
@@ -339,11 +340,11 @@ TEST(GrpcServerTest, StreamAnswersEveryRequestAndReportsErrorsInline) {
 // a tag-and-length slice: on fresh random images (the ResNet's 588 KiB request spans many of gRPC's slices), each
 // stream answer is the unary answer for the same request, field for field and byte for byte (neither model batches,
 // so each request runs alone at its own batch size both ways).
-TEST(GrpcServerTest, StreamAnswersEqualUnaryAnswers) {
+TEST_P(GrpcInferPathTest, StreamAnswersEqualUnaryAnswers) {
   TestRepository repo;
   repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn", 8, ""));  // no batching: each request runs alone both ways
   repo.AddResnet("resnet", ResnetConfig("resnet", ""));
-  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &CpuDevice::Default(), GetParam());
   std::mt19937 rng(std::random_device{}());
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<inference::ModelInferRequest> requests;
@@ -383,10 +384,10 @@ TEST(GrpcServerTest, StreamAnswersEqualUnaryAnswers) {
   }
 }
 
-TEST(GrpcServerTest, HealthCheckAndWatchFollowTheModels) {
+TEST_P(GrpcInferPathTest, HealthCheckAndWatchFollowTheModels) {
   TestRepository repo;
   repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
-  ServerHarness h(repo, repository::ModelControlMode::kNone);
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &CpuDevice::Default(), GetParam());
   auto check = [&](const std::string& service, HealthCheckResponse* response) {
     grpc::ClientContext context;
     HealthCheckRequest request;
@@ -426,10 +427,10 @@ TEST(GrpcServerTest, HealthCheckAndWatchFollowTheModels) {
   watch_context.TryCancel();
 }
 
-TEST(GrpcServerTest, ExplicitLoadAndUnload) {
+TEST_P(GrpcInferPathTest, ExplicitLoadAndUnload) {
   TestRepository repo;
   repo.AddSimpleCnn("cnn", SimpleCnnConfig("cnn"));
-  ServerHarness h(repo, repository::ModelControlMode::kExplicit);
+  ServerHarness h(repo, repository::ModelControlMode::kExplicit, &CpuDevice::Default(), GetParam());
   inference::ModelInferResponse infer;
   EXPECT_EQ(h.Infer(ImageRequest("cnn", 1, 32), &infer).error_code(), grpc::UNAVAILABLE);
   inference::RepositoryModelLoadRequest load;
@@ -693,14 +694,89 @@ TEST(GrpcServerTest, AsyncPathCancelledClientNeverRuns) {
   ASSERT_TRUE(queued) << "the request was never queued";
   EXPECT_EQ(cancelled.error_code(), grpc::CANCELLED) << cancelled.error_message();
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (h.server->cancelled_infer_calls() < 1 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(2));
-  EXPECT_EQ(h.server->cancelled_infer_calls(), 1);
+  while (h.server->cancelled_calls() < 1 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(2));
+  EXPECT_EQ(h.server->cancelled_calls(), 1);
   device.Open();
   busy.join();
   ASSERT_TRUE(WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) {
     return s.pending_requests == 0 && s.running_batches == 0;
   }));
   EXPECT_EQ(h.manager->GetServedModel("resnet", "").value()->stats().inference_count, 4u);  // the busy batch only
+}
+
+// Streams at shutdown and on cancel, on both paths: a ModelStreamInfer stream whose client cancels it while its
+// request waits in the queue ends CANCELLED and the request never runs; a stream left open with a request held at
+// the gate and one queued, and a health Watch, are ended by the server's shutdown (with a short grace): each client
+// gets its end, and the shutdown waits for the held batch.
+TEST_P(GrpcInferPathTest, StreamsAndWatchesEndOnCancelAndAtShutdown) {
+  TestRepository repo;
+  repo.AddResnet("resnet", ResnetConfig("resnet", "dynamic_batching:\n  max_queue_delay_microseconds: 100\n"));
+  GatedCpuDevice device;
+  ServerHarness h(repo, repository::ModelControlMode::kNone, &device, GetParam());
+  absl::Cleanup open_gate = [&] { device.Open(); };
+  device.Arm();
+  auto request = [](int64_t batch, const std::string& id) {
+    inference::ModelInferRequest r = ImageRequest("resnet", batch, 224);
+    r.set_id(id);
+    return r;
+  };
+  grpc::ClientContext open_context;
+  auto open = h.stub->ModelStreamInfer(&open_context);
+  ASSERT_TRUE(open->Write(request(4, "held")));
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [&](const batching::BatcherStats& s) {
+    return s.running_batches == 1 && device.batches_held() == 1;
+  })) << "the stream's first request never reached the gate";
+
+  grpc::ClientContext cancelled_context;
+  auto cancelled = h.stub->ModelStreamInfer(&cancelled_context);
+  ASSERT_TRUE(cancelled->Write(request(1, "cancelled")));
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) { return s.pending_requests == 1; }))
+      << "the request to cancel was never queued";
+  cancelled_context.TryCancel();
+  EXPECT_EQ(cancelled->Finish().error_code(), grpc::CANCELLED);
+
+  grpc::ClientContext watch_context;
+  HealthCheckRequest watch_request;
+  watch_request.set_service("resnet");
+  auto watch = h.health->Watch(&watch_context, watch_request);
+  HealthCheckResponse health;
+  ASSERT_TRUE(watch->Read(&health));
+  EXPECT_EQ(health.status(), HealthCheckResponse::SERVING);
+
+  ASSERT_TRUE(open->Write(request(2, "queued")));
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) { return s.pending_requests >= 1; }));
+  const absl::Time grace = absl::Now() + absl::Milliseconds(100);
+  std::thread shutdown([&] { h.server->Shutdown(grace); });
+  absl::Cleanup join_shutdown = [&] {  // whatever fails
+    device.Open();
+    if (shutdown.joinable()) shutdown.join();
+  };
+  // The watch ends at the shutdown's start, before the gate opens.
+  while (watch->Read(&health)) {
+  }
+  const grpc::Status watch_end = watch->Finish();
+  EXPECT_TRUE(watch_end.ok()) << watch_end.error_code() << " " << watch_end.error_message();
+  while (absl::Now() < grace + absl::Milliseconds(50)) absl::SleepFor(absl::Milliseconds(5));
+  device.Open();
+  shutdown.join();
+  inference::ModelStreamInferResponse response;
+  while (open->Read(&response)) {
+    EXPECT_TRUE(response.infer_response().id() == "held" || response.infer_response().id() == "queued")
+        << response.infer_response().id();
+  }
+  const grpc::Status open_end = open->Finish();
+  // Cancelled by the server at the grace's end (UNAVAILABLE "Cancelling all calls"), or by the transport's close.
+  EXPECT_TRUE(open_end.error_code() == grpc::UNAVAILABLE || open_end.error_code() == grpc::CANCELLED)
+      << open_end.error_code() << " " << open_end.error_message();
+  // The held batch of 4 ran; the queued 2 may have run or been cancelled at the grace's end; the cancelled 1 never.
+  ASSERT_TRUE(WaitForBatcher(h, "resnet", [](const batching::BatcherStats& s) {
+    return s.pending_requests == 0 && s.running_batches == 0;
+  }));
+  const uint64_t ran = h.manager->GetServedModel("resnet", "").value()->stats().inference_count;
+  EXPECT_TRUE(ran == 4u || ran == 6u) << ran;
+  if (GetParam() == grpc_server::InferPath::kAsync) {
+    EXPECT_GE(h.server->cancelled_calls(), 1);
+  }
 }
 
 // The gRPC server shuts down (with a short grace) while one batch is held at the gate and more requests wait in the

@@ -1,8 +1,10 @@
-"""--grpc_infer_path against the real server: ModelInfer on gRPC's callback API (the default) and on its
-completion-queue API (async) give the same answers, the same errors and the same edge metrics, through tritonclient;
-an unknown path stops the start naming the flag. grpc_server_test covers each path's deadlines, cancellation and
-shutdown in-process.
+"""--grpc_infer_path against the real server: every RPC on gRPC's callback API (the default) and on its
+completion-queue API (async, with no callback thread left) give the same answers, the same errors and the same edge
+metrics, unary and streamed, through tritonclient; an unknown path stops the start naming the flag. grpc_server_test
+covers each path's every RPC, deadlines, cancellation and shutdown in-process.
 """
+import pathlib
+import queue
 import subprocess
 
 import numpy as np
@@ -78,3 +80,48 @@ def test_an_unknown_path_stops_the_start(servers):
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1, f"exit {proc.returncode}\n{output[-2000:]}"
     assert "--grpc_infer_path: expected 'async' or 'callback', got 'threads'" in output, output[-2000:]
+
+
+def thread_names(server):
+    pid = server.proc.pid
+    names = []
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        try:
+            names.append((task / "comm").read_text().strip())
+        except FileNotFoundError:  # the thread ended meanwhile
+            pass
+    return names
+
+
+def test_async_path_leaves_no_callback_thread(servers):
+    """On the async path every RPC, streams and health included, is served from the server's own completion queue:
+    gRPC's callback threads (nexting_thread) never start; on the callback path they serve the calls."""
+    for server in servers.values():
+        infer(server, RNG.uniform(0, 1, (1, 3, 32, 32)).astype(np.float32))
+        with grpcclient.InferenceServerClient(server.url) as client:
+            assert client.is_server_ready()
+            assert client.get_model_metadata("simple_cnn").name == "simple_cnn"
+    async_threads, callback_threads = thread_names(servers["async"]), thread_names(servers["callback"])
+    assert "grpc_cq" in async_threads, async_threads
+    assert "nexting_thread" not in async_threads, async_threads
+    assert "nexting_thread" in callback_threads, callback_threads
+    assert "grpc_cq" not in callback_threads, callback_threads
+
+
+def test_both_paths_stream_the_same_answers(servers):
+    x = RNG.uniform(0, 1, (1, 3, 32, 32)).astype(np.float32)
+    answers = {}
+    for path, server in servers.items():
+        done = queue.Queue()
+        with grpcclient.InferenceServerClient(server.url) as client:
+            client.start_stream(callback=lambda result, error: done.put((result, error)))
+            t = grpcclient.InferInput("images", list(x.shape), "FP32")
+            t.set_data_from_numpy(x)
+            for i in range(3):
+                client.async_stream_infer("simple_cnn", [t], request_id=f"s{i}")
+            got = [done.get(timeout=60) for _ in range(3)]
+            client.stop_stream()
+        assert all(error is None for _, error in got), got
+        assert sorted(result.get_response().id for result, _ in got) == ["s0", "s1", "s2"]
+        answers[path] = got[0][0].as_numpy("probabilities")
+    np.testing.assert_array_equal(answers["async"], answers["callback"])
