@@ -50,6 +50,8 @@ constexpr CUtensorMapDataType TensorMapDataType() {
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
     return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  } else if constexpr (sizeof(T) == 1) {
+    return CU_TENSOR_MAP_DATA_TYPE_UINT8;  // the INT8 kernels' bytes (the copy moves them as they are)
   } else {
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   }
