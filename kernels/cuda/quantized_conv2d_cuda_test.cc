@@ -1,10 +1,10 @@
 // Every CUDA INT8 convolution algorithm (cuda.quantized_conv2d.implicit_gemm_*, and the wgmma
-// cuda.quantized_conv2d.hopper_gemm_1x1_* where the device has compute capability 9.0, as the emulated one does)
+// cuda.quantized_conv2d.hopper_* where the device has compute capability 9.0, as the emulated one does)
 // against the exact integer reference on the shared INT8 problem list (kernels/testing/quantized_conv2d_cases.h:
 // every layer shape and every epilogue the CPU INT8 test runs) plus shapes that reach the kernels' corners (several
 // k-tiles with a partial last one, several block tiles in M and N with ragged edges, dilation, padded channel
-// pitches, K not a multiple of the 4-channel epilogue vector; for the Hopper 1x1 GEMM a partial last 128-channel
-// stage and more stages than its ring holds). Fresh random data each run, outputs poisoned first.
+// pitches, K not a multiple of the 4-channel epilogue vector; for the Hopper kernels a partial last 128-channel
+// stage, more stages than the ring holds, and padding with zero points: the im2col border correction). Fresh random data each run, outputs poisoned first.
 //
 // Tolerance: none. The accumulation is exact (int32, the zero point folded into a per-channel compensation), and the
 // epilogue performs the reference's FP32 operations in the reference's order with explicitly rounded operations
@@ -109,7 +109,7 @@ class CudaQuantizedConv2dAlgorithmTest : public ::testing::TestWithParam<std::st
   }
 };
 
-TEST(CudaQuantizedConv2dTest, NineAlgorithmsAreRegistered) { EXPECT_EQ(CudaAlgorithms().size(), 9u); }
+TEST(CudaQuantizedConv2dTest, TwelveAlgorithmsAreRegistered) { EXPECT_EQ(CudaAlgorithms().size(), 12u); }
 
 TEST(CudaQuantizedConv2dTest, EveryProblemHasAnAlgorithm) {
   std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);

@@ -117,10 +117,10 @@ void ExpectCudaInt8Steps(const ExecutionPlan& plan, int batch) {
     const std::string algorithm(step->AlgorithmName(batch));
     EXPECT_THAT(algorithm, StartsWith("cuda.")) << plan.ToString(batch);
     if (step->op() == convoy::OpKind::kQuantizedConv2d) {
-      // The mma.sync kernels, or on the emulated compute capability 9.0 device the wgmma 1x1 GEMM where it is
-      // estimated faster.
+      // The mma.sync kernels, or on the emulated compute capability 9.0 device a wgmma one where it is estimated
+      // faster.
       EXPECT_THAT(algorithm, AnyOf(StartsWith("cuda.quantized_conv2d.implicit_gemm_"),
-                                   StartsWith("cuda.quantized_conv2d.hopper_gemm_1x1_")));
+                                   StartsWith("cuda.quantized_conv2d.hopper_")));
       EXPECT_THAT(step->ProblemString(batch), HasSubstr("const_scales"));
     }
     if (step->op() == convoy::OpKind::kQuantizedAdd) {
