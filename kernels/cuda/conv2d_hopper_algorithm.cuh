@@ -50,6 +50,8 @@ constexpr CUtensorMapDataType TensorMapDataType() {
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   } else if constexpr (std::is_same<T, __nv_bfloat16>::value) {
     return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  } else if constexpr (sizeof(T) == 1) {
+    return CU_TENSOR_MAP_DATA_TYPE_UINT8;  // the INT8 kernels' bytes (the copy moves them as they are)
   } else {
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   }
@@ -77,10 +79,11 @@ absl::Status EncodeMatrixMap(CUtensorMap* map, const void* data, int64_t rows, i
 }
 
 // The im2col map over the NHWC input (the bounding box walks the output pixels: lower corner -pad, upper corner
-// pad - (filter - 1) * dilation, traversal stride = conv stride) and the 3D map over the [K][R*S][C] filter.
-template <typename T, typename Tile>
+// pad - (filter - 1) * dilation, traversal stride = conv stride) and the 3D map over the [K][R*S][C] filter, into
+// params->a_map and b_map (HopperGemmParams<T>, or the INT8 kernel's parameters with T = int8_t).
+template <typename T, typename Tile, typename Params>
 absl::Status EncodeConvMaps(const ImplicitGemmShape& s, int pad_right, int pad_bottom, const void* x, const void* w,
-                            HopperGemmParams<T>* params) {
+                            Params* params) {
   constexpr int kBlockK = 128 / static_cast<int>(sizeof(T));
   const cuuint64_t e = sizeof(T);
   const cuuint64_t x_dims[4] = {cuuint64_t(s.c), cuuint64_t(s.w), cuuint64_t(s.h), cuuint64_t(s.n)};
@@ -106,8 +109,10 @@ absl::Status EncodeConvMaps(const ImplicitGemmShape& s, int pad_right, int pad_b
 }
 
 // The limits of the im2col tensor map for a 4D tensor: corners in [-128, 127], filter offsets in [0, 254] (8 bits,
-// below the all-ones 255, as CUTLASS's sm90 implicit GEMM requires), traversal strides in [1, 8].
-inline absl::Status Im2colLimits(const Conv2dProblem& p) {
+// below the all-ones 255, as CUTLASS's sm90 implicit GEMM requires), traversal strides in [1, 8]. Problem: a
+// Conv2dProblem or a QuantizedConv2dProblem.
+template <typename Problem>
+absl::Status Im2colLimits(const Problem& p) {
   const int upper_w = p.pad_right - (p.s - 1) * p.dilation_w, upper_h = p.pad_bottom - (p.r - 1) * p.dilation_h;
   for (const int corner : {-p.pad_left, -p.pad_top, upper_w, upper_h}) {
     if (corner < -128 || corner > 127) {

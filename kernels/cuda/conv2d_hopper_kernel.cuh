@@ -1,4 +1,5 @@
-// The Hopper (sm_90a) main loop shared by the Hopper conv2d and GEMM algorithms: wgmma fed by the bulk tensor copy
+// The Hopper (sm_90a) main loop shared by the Hopper conv2d and GEMM algorithms (and, with 8-bit operands and the
+// integer wgmma, the INT8 ones of quantized_conv2d_hopper_kernel.cuh): wgmma fed by the bulk tensor copy
 // engine (TMA) through a ring of shared-memory stages synchronised with mbarriers, warp-specialized. It computes
 //
 //   Y[m, k] = epilogue( sum_kk A[m, kk] * B[k, kk] ),   m over N*P*Q output pixels (or GEMM rows), kk over R*S*C
@@ -113,9 +114,11 @@ constexpr WgmmaType HopperWgmmaType() {
   }
 }
 
-template <typename T, typename Tile, bool kIm2col>
-__device__ __forceinline__ void HopperProduce(const HopperGemmParams<T>& params, uint8_t* stages, uint64_t* full,
-                                              uint64_t* empty) {
+// The producer thread's loop. T is the element type of A and B (the reduction elements of a 128-byte row); Params is
+// HopperGemmParams<T> or any struct with the same a_map, b_map, shape, k_iterations and channel_blocks (the INT8
+// kernel's, quantized_conv2d_hopper_kernel.cuh).
+template <typename T, typename Tile, bool kIm2col, typename Params>
+__device__ __forceinline__ void HopperProduce(const Params& params, uint8_t* stages, uint64_t* full, uint64_t* empty) {
   constexpr int kBlockK = Tile::kRowBytes / static_cast<int>(sizeof(T));
   const ImplicitGemmShape& shape = params.shape;
   const int block_m = blockIdx.x * Tile::kM;  // first output pixel / GEMM row of the block
@@ -148,20 +151,20 @@ __device__ __forceinline__ void HopperProduce(const HopperGemmParams<T>& params,
   }
 }
 
-template <typename T, typename Tile>
-__device__ __forceinline__ void HopperConsume(const HopperGemmParams<T>& params, const uint8_t* stages, uint64_t* full,
-                                              uint64_t* empty, int consumer, int thread) {
-  constexpr WgmmaType kType = HopperWgmmaType<T>();
-  WgmmaAccumulator<Tile::kN> acc;  // 64 x kN outputs of this warpgroup
+// A consumer warpgroup's main loop: k_iterations stages of 4 wgmmas (32 bytes of K each: k16 for FP16/BF16, k8 for
+// TF32, k32 for the 8-bit integer types) into acc, the warpgroup's 64 x kN outputs; every wgmma retired on return.
+template <WgmmaType kType, typename Tile, typename Accumulator>
+__device__ __forceinline__ void HopperConsumeMainloop(Accumulator& acc, int k_iterations, const uint8_t* stages,
+                                                      uint64_t* full, uint64_t* empty, int consumer) {
   WgmmaFenceOperands(acc);
-  for (int it = 0; it < params.k_iterations; ++it) {
+  for (int it = 0; it < k_iterations; ++it) {
     const int stage = it % Tile::kStages;
     MbarrierWait(&full[stage], static_cast<uint32_t>(it / Tile::kStages) & 1);
     const uint8_t* a_tile = stages + stage * Tile::kStageBytes + consumer * 64 * Tile::kRowBytes;
     const uint8_t* b_tile = stages + stage * Tile::kStageBytes + Tile::kM * Tile::kRowBytes;
     WgmmaFence();
 #pragma unroll
-    for (int step = 0; step < 4; ++step) {  // 32 bytes of K per wgmma: k16 (FP16/BF16) or k8 (TF32)
+    for (int step = 0; step < 4; ++step) {  // 32 bytes of K per wgmma
       const uint64_t desc_a = MakeSmemDescriptor(a_tile + 32 * step, 16, 1024, 128);
       const uint64_t desc_b = MakeSmemDescriptor(b_tile + 32 * step, 16, 1024, 128);
       WgmmaAsync<kType, Tile::kN>(acc, desc_a, desc_b, it > 0 || step > 0);
@@ -175,6 +178,13 @@ __device__ __forceinline__ void HopperConsume(const HopperGemmParams<T>& params,
   }
   WgmmaWaitGroup<0>();
   WgmmaFenceOperands(acc);
+}
+
+template <typename T, typename Tile>
+__device__ __forceinline__ void HopperConsume(const HopperGemmParams<T>& params, const uint8_t* stages, uint64_t* full,
+                                              uint64_t* empty, int consumer, int thread) {
+  WgmmaAccumulator<Tile::kN> acc;  // 64 x kN outputs of this warpgroup
+  HopperConsumeMainloop<HopperWgmmaType<T>(), Tile>(acc, params.k_iterations, stages, full, empty, consumer);
 
   const ImplicitGemmShape& shape = params.shape;
   const int warp = thread / 32, lane = thread % 32;
@@ -192,13 +202,12 @@ __device__ __forceinline__ void HopperConsume(const HopperGemmParams<T>& params,
   }
 }
 
-template <typename T, typename Tile, bool kIm2col>
-__global__ void __launch_bounds__(Tile::kThreads, 1)
-    HopperGemmKernel(const __grid_constant__ HopperGemmParams<T> params) {
-  CONVOY_DYNAMIC_SHARED(uint8_t, dynamic_smem);
-  CONVOY_SHARED_ARRAY(uint64_t, full, [Tile::kStages]);   // copies of stage s landed
-  CONVOY_SHARED_ARRAY(uint64_t, empty, [Tile::kStages]);  // consumers done with stage s
-  uint8_t* stages = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(dynamic_smem) + 1023) & ~uintptr_t{1023});
+// The warp-specialized block around the stages (1024-byte aligned, in dynamic shared memory) and their full / empty
+// mbarriers: thread 0 initializes the barriers; warpgroup 0 gives registers up and its thread 0 runs produce();
+// the consumer warpgroups take them and run consume(consumer, thread in the warpgroup).
+template <typename Tile, typename Produce, typename Consume>
+__device__ __forceinline__ void RunHopperBlock(uint64_t* full, uint64_t* empty, const Produce& produce,
+                                               const Consume& consume) {
   const int tid = threadIdx.x;
   if (tid == 0) {
     for (int s = 0; s < Tile::kStages; ++s) {
@@ -211,23 +220,40 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   const int warpgroup = tid / 128;
   if (warpgroup == 0) {
     if constexpr (Tile::kSetMaxNReg) SetMaxNRegDecrease<Tile::kProducerRegisters>();
-    if (tid == 0) HopperProduce<T, Tile, kIm2col>(params, stages, full, empty);
+    if (tid == 0) produce();
   } else {
     if constexpr (Tile::kSetMaxNReg) SetMaxNRegIncrease<Tile::kConsumerRegisters>();
-    HopperConsume<T, Tile>(params, stages, full, empty, warpgroup - 1, tid % 128);
+    consume(warpgroup - 1, tid % 128);
   }
 }
 
-// One block per kM x kN output tile; raises the kernel's dynamic shared-memory limit first (a host-side attribute,
-// allowed during graph capture).
 template <typename T, typename Tile, bool kIm2col>
-cudaError_t LaunchHopperGemm(const HopperGemmParams<T>& params, cudaStream_t stream) {
-  const cudaError_t error = cudaFuncSetAttribute(HopperGemmKernel<T, Tile, kIm2col>,
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSharedBytes);
+__global__ void __launch_bounds__(Tile::kThreads, 1)
+    HopperGemmKernel(const __grid_constant__ HopperGemmParams<T> params) {
+  CONVOY_DYNAMIC_SHARED(uint8_t, dynamic_smem);
+  CONVOY_SHARED_ARRAY(uint64_t, full, [Tile::kStages]);   // copies of stage s landed
+  CONVOY_SHARED_ARRAY(uint64_t, empty, [Tile::kStages]);  // consumers done with stage s
+  uint8_t* stages = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(dynamic_smem) + 1023) & ~uintptr_t{1023});
+  RunHopperBlock<Tile>(
+      full, empty, [&] { HopperProduce<T, Tile, kIm2col>(params, stages, full, empty); },
+      [&](int consumer, int thread) { HopperConsume<T, Tile>(params, stages, full, empty, consumer, thread); });
+}
+
+// Launches `kernel` (a Hopper main-loop kernel taking Params) with one block per kM x kN tile of the
+// params.shape.gemm_m x params.shape.k output; raises the kernel's dynamic shared-memory limit first (a host-side
+// attribute, allowed during graph capture).
+template <typename Tile, typename Kernel, typename Params>
+cudaError_t LaunchHopperTiles(Kernel kernel, const Params& params, cudaStream_t stream) {
+  const cudaError_t error =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSharedBytes);
   if (error != cudaSuccess) return error;
   const dim3 grid((params.shape.gemm_m + Tile::kM - 1) / Tile::kM, (params.shape.k + Tile::kN - 1) / Tile::kN);
-  return CONVOY_LAUNCH_KERNEL((HopperGemmKernel<T, Tile, kIm2col>), grid, dim3(Tile::kThreads), Tile::kSharedBytes,
-                              stream, params);
+  return CONVOY_LAUNCH_KERNEL(kernel, grid, dim3(Tile::kThreads), Tile::kSharedBytes, stream, params);
+}
+
+template <typename T, typename Tile, bool kIm2col>
+cudaError_t LaunchHopperGemm(const HopperGemmParams<T>& params, cudaStream_t stream) {
+  return LaunchHopperTiles<Tile>(HopperGemmKernel<T, Tile, kIm2col>, params, stream);
 }
 
 #define CONVOY_HOPPER_GEMM_INSTANCES(PREFIX, T)                                                                        \

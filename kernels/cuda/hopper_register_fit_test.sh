@@ -1,13 +1,14 @@
 #!/bin/bash
 # The setmaxnreg split of every sm_90a Hopper kernel fits the register count ptxas compiled it to
-# (kernel_resources.py --check_setmaxnreg over //kernels/cuda:hopper_conv2d_gemm_cuda's ptxas reports): the
-# producer's setmaxnreg.dec and the consumers' setmaxnreg.inc must not ask the block for more registers than it holds
-# at entry, or setmaxnreg.inc waits forever on the GPU. Then the check itself is checked: the same reports with the
+# (kernel_resources.py --check_setmaxnreg over the ptxas reports of //kernels/cuda:hopper_conv2d_gemm_cuda and
+# :hopper_quantized_conv2d_cuda): the producer's setmaxnreg.dec and the consumers' setmaxnreg.inc must not ask the
+# block for more registers than it holds at entry, or setmaxnreg.inc waits forever on the GPU. Then the check itself is checked: the same reports with the
 # register count lowered to 160 (a compiler or code change that shrinks the kernel) must fail it.
 set -euo pipefail
 here="$(dirname "$0")"
 tool="$here/kernel_resources.py"
-files=$(find -L "$here" -name 'hopper_conv2d_gemm_cuda_*.ptxas.txt' | sort)
+files=$(find -L "$here" -name 'hopper_conv2d_gemm_cuda_*.ptxas.txt' -o -name 'hopper_quantized_conv2d_cuda_*.ptxas.txt' |
+  sort)
 if [[ -z "$files" ]]; then
   echo "no ptxas report of the Hopper kernels found" >&2
   exit 1

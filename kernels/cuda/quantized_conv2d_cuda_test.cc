@@ -1,8 +1,10 @@
-// Every CUDA INT8 convolution algorithm (cuda.quantized_conv2d.implicit_gemm_*) against the exact integer reference
-// on the shared INT8 problem list (kernels/testing/quantized_conv2d_cases.h: every layer shape and every epilogue the
-// CPU INT8 test runs) plus shapes that reach the kernel's corners (several k-tiles with a partial last one, several
-// block tiles in M and N with ragged edges, dilation, padded channel pitches, K not a multiple of the 4-channel
-// epilogue vector). Fresh random data each run, outputs poisoned first.
+// Every CUDA INT8 convolution algorithm (cuda.quantized_conv2d.implicit_gemm_*, and the wgmma
+// cuda.quantized_conv2d.hopper_* where the device has compute capability 9.0, as the emulated one does)
+// against the exact integer reference on the shared INT8 problem list (kernels/testing/quantized_conv2d_cases.h:
+// every layer shape and every epilogue the CPU INT8 test runs) plus shapes that reach the kernels' corners (several
+// k-tiles with a partial last one, several block tiles in M and N with ragged edges, dilation, padded channel
+// pitches, K not a multiple of the 4-channel epilogue vector; for the Hopper kernels a partial last 128-channel
+// stage, more stages than the ring holds, and padding with zero points: the im2col border correction). Fresh random data each run, outputs poisoned first.
 //
 // Tolerance: none. The accumulation is exact (int32, the zero point folded into a per-channel compensation), and the
 // epilogue performs the reference's FP32 operations in the reference's order with explicitly rounded operations
@@ -55,6 +57,10 @@ std::vector<QuantizedConv2dProblem> ExtraProblems() {
       Conv(1, 40, 7, 7, 30, 1, 1, 0, 1),    // C = 40: bytewise, Cp = 48; K = 30: a partial 4-channel vector
       Conv(1, 256, 4, 4, 20, 3, 2, 1, 1),   // a deep reduction: 36 k-tiles of 64
       Conv(1, 64, 6, 6, 64, 3, 1, 1, 2),    // 2 groups of 32 channels: the 16-byte gather with a group offset
+      // 1x1 (the Hopper GEMM's too): 286 rows (3 M tiles of 128, ragged), C = 144 (a second 128-channel stage with
+      // 16 channels, the rest the copy's zero fill), K = 136 (ragged N tiles)
+      Conv(2, 144, 13, 11, 136, 1, 1, 0, 1),
+      Conv(1, 784, 5, 5, 27, 1, 1, 0, 1),  // 1x1: 7 stages of 128 channels (the 5-6 stage rings wrap); K = 27, odd
   };
   const std::vector<QuantizedEpilogueCase> epilogues = QuantizedConv2dTestEpilogues();
   std::vector<QuantizedConv2dProblem> out;
@@ -103,7 +109,7 @@ class CudaQuantizedConv2dAlgorithmTest : public ::testing::TestWithParam<std::st
   }
 };
 
-TEST(CudaQuantizedConv2dTest, SixAlgorithmsAreRegistered) { EXPECT_EQ(CudaAlgorithms().size(), 6u); }
+TEST(CudaQuantizedConv2dTest, TwelveAlgorithmsAreRegistered) { EXPECT_EQ(CudaAlgorithms().size(), 12u); }
 
 TEST(CudaQuantizedConv2dTest, EveryProblemHasAnAlgorithm) {
   std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);

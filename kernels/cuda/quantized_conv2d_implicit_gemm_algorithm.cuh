@@ -22,10 +22,12 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/common/problems.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/cuda/conv2d_implicit_gemm_algorithm.cuh"
 #include "kernels/cuda/gpu_model.cuh"
 #include "kernels/cuda/quantized_conv2d_implicit_gemm_kernel.cuh"
@@ -61,40 +63,74 @@ struct QuantizedPackedFilterLayout {
 cudaError_t LaunchPackQuantizedFilter(const QuantizedConv2dProblem& problem, const int8_t* filter, void* packed,
                                       cudaStream_t stream);
 
-template <typename Tile, bool kVectorGather>
-class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
+// The plain operands of one INT8 convolution as the kernels read them (shape, packed filter, compensation, multipliers
+// from the packed filter or args.scale, the epilogue's constants and the fused add's).
+inline QuantizedImplicitGemmParams MakeQuantizedImplicitGemmParams(const QuantizedConv2dProblem& problem,
+                                                                   const QuantizedConv2dArgs& args) {
+  const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
+  QuantizedImplicitGemmParams params;
+  params.n = problem.n, params.h = problem.h, params.w = problem.w, params.c = problem.c;
+  params.k = problem.k, params.r = problem.r, params.s = problem.s;
+  params.p = problem.p(), params.q = problem.q();
+  params.pad_h = problem.pad_top, params.pad_w = problem.pad_left;
+  params.stride_h = problem.stride_h, params.stride_w = problem.stride_w;
+  params.dilation_h = problem.dilation_h, params.dilation_w = problem.dilation_w;
+  params.c_group = problem.c_per_group();
+  params.c_padded = packed.c_padded;
+  params.k_group = problem.k_per_group();
+  params.gemm_m = problem.n * params.p * params.q;
+  params.gemm_k = problem.r * problem.s * packed.c_padded;
+  params.x = args.x;
+  params.filter = args.w;
+  params.compensation =
+      reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(args.w) + packed.compensation_offset);
+  params.bias = problem.epilogue.has_bias ? args.bias : nullptr;
+  params.scale = problem.epilogue.scales.empty()
+                     ? args.scale
+                     : reinterpret_cast<const float*>(reinterpret_cast<const char*>(args.w) +
+                                                      packed.multipliers_offset);
+  params.residual = problem.epilogue.residual != ResidualMode::kNone ? args.residual : nullptr;
+  params.y = args.y;
+  params.output = problem.dst_type == DataType::kUInt8  ? QuantizedOutput::kUInt8
+                  : problem.dst_type == DataType::kInt8 ? QuantizedOutput::kInt8
+                                                        : QuantizedOutput::kFloat32;
+  params.src_zero_point = problem.epilogue.src_zero_point;
+  params.dst_zero_point = problem.epilogue.dst_zero_point;
+  params.relu = problem.epilogue.relu;
+  params.residual_scale = problem.epilogue.residual_scale;
+  params.residual_zero_point = problem.epilogue.residual_zero_point;
+  if (problem.fused_add != QuantizedFusedAdd::kNone) {
+    const bool conv_is_a = problem.fused_add == QuantizedFusedAdd::kConvIsA;
+    params.fused_add = conv_is_a ? 1 : 2;
+    params.conv_output = problem.conv_type() == DataType::kUInt8 ? QuantizedOutput::kUInt8 : QuantizedOutput::kInt8;
+    params.add_operand = args.residual;
+    params.add_operand_unsigned = (conv_is_a ? problem.add.b_type : problem.add.a_type) == DataType::kUInt8;
+    params.add = MakeQuantizedAddConstants(problem.add);
+  }
+  return params;
+}
+
+// The launch-cost model's GEMM of an INT8 convolution: the groups' GEMMs side by side, the reduction over the packed
+// channel pitch.
+inline GemmShape QuantizedGemmShapeOf(const QuantizedConv2dProblem& problem) {
+  GemmShape shape;
+  shape.m = int64_t{problem.n} * problem.p() * problem.q() * problem.groups;
+  shape.n = problem.k_per_group();
+  shape.k = int64_t{problem.r} * problem.s * QuantizedPackedFilterLayout::Of(problem).c_padded;
+  shape.input_bytes = 1;
+  shape.output_bytes = static_cast<int>(DataTypeSize(problem.dst_type));
+  shape.residual = problem.epilogue.residual != ResidualMode::kNone || problem.fused_add != QuantizedFusedAdd::kNone;
+  return shape;
+}
+
+// What every CUDA INT8 convolution over the packed filter above shares (the mma.sync kernels here, the wgmma ones of
+// quantized_conv2d_hopper.cu): the name, the filter packing, the limits every kernel has and Run's operand checks.
+class CudaQuantizedConv2dPackedAlgorithm : public QuantizedConv2dAlgorithm {
  public:
-  CudaQuantizedConv2dImplicitGemm()
-      : name_(absl::StrCat("cuda.quantized_conv2d.implicit_gemm_", kVectorGather ? "" : "bytewise_", Tile::kM, "x",
-                           Tile::kN)) {}
+  explicit CudaQuantizedConv2dPackedAlgorithm(std::string name) : name_(std::move(name)) {}
 
   absl::string_view name() const override { return name_; }
   Backend backend() const override { return Backend::kCuda; }
-
-  absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override {
-    if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
-    if (problem.layout != Layout::kNHWC) return absl::UnimplementedError("needs NHWC");
-    const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
-    if (int64_t{problem.n} * problem.p() * problem.q() >= (int64_t{1} << 31) ||
-        int64_t{problem.n} * problem.h * problem.w * problem.c >= (int64_t{1} << 31) ||
-        packed.filter_bytes >= (int64_t{1} << 31)) {
-      return absl::UnimplementedError("N*P*Q, N*H*W*C or K*R*S*Cp does not fit in 32 bits");
-    }
-    const int64_t reduction = int64_t{problem.r} * problem.s * problem.c_per_group();
-    if (reduction > kMaxQuantizedReduction) {
-      return absl::UnimplementedError(absl::StrCat("R*S*C/groups = ", reduction, " exceeds ", kMaxQuantizedReduction,
-                                                   " (the int32 sum could overflow)"));
-    }
-    const bool vector_channels = problem.c % 16 == 0 && problem.c_per_group() % 16 == 0;
-    if (kVectorGather && !vector_channels) {
-      return absl::UnimplementedError(absl::StrCat("the 16-byte gather needs C and C/groups multiples of 16, got C = ",
-                                                   problem.c, ", C/groups = ", problem.c_per_group()));
-    }
-    if (!kVectorGather && vector_channels) {
-      return absl::UnimplementedError("C and C/groups are multiples of 16: the 16-byte gather's (same tiles)");
-    }
-    return absl::OkStatus();
-  }
 
   size_t PackedFilterBytes(const QuantizedConv2dProblem& problem) const override {
     return static_cast<size_t>(QuantizedPackedFilterLayout::Of(problem).total_bytes);
@@ -115,9 +151,30 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
                       "LaunchPackQuantizedFilter");
   }
 
-  absl::Status Run(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args, Workspace workspace,
-                   const ExecutionContext& context) const override {
-    if (absl::Status can = CanImplement(problem); !can.ok()) return can;
+ protected:
+  // CanImplement's common part: a valid NHWC problem, N*P*Q, N*H*W*C and K*R*S*Cp below 2^31 and R*S*C/groups at
+  // most kMaxQuantizedReduction.
+  static absl::Status CheckQuantizedLimits(const QuantizedConv2dProblem& problem) {
+    if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
+    if (problem.layout != Layout::kNHWC) return absl::UnimplementedError("needs NHWC");
+    const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
+    if (int64_t{problem.n} * problem.p() * problem.q() >= (int64_t{1} << 31) ||
+        int64_t{problem.n} * problem.h * problem.w * problem.c >= (int64_t{1} << 31) ||
+        packed.filter_bytes >= (int64_t{1} << 31)) {
+      return absl::UnimplementedError("N*P*Q, N*H*W*C or K*R*S*Cp does not fit in 32 bits");
+    }
+    const int64_t reduction = int64_t{problem.r} * problem.s * problem.c_per_group();
+    if (reduction > kMaxQuantizedReduction) {
+      return absl::UnimplementedError(absl::StrCat("R*S*C/groups = ", reduction, " exceeds ", kMaxQuantizedReduction,
+                                                   " (the int32 sum could overflow)"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Run's checks of the operands (after CanImplement): x, the packed w and y set, the multipliers from somewhere, the
+  // bias, residual and fused-add operand when the problem uses them, and w 16-byte aligned (x too when x_aligned_16).
+  absl::Status CheckRunArguments(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args,
+                                 bool x_aligned_16) const {
     if (args.x == nullptr || args.w == nullptr || args.y == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": x, the packed w and y must be set"));
     }
@@ -135,11 +192,41 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
       return absl::InvalidArgumentError(
           absl::StrCat(name_, ": an add is fused but args.residual (its other operand) is null"));
     }
-    if (!IsAligned(args.w, 16) || (kVectorGather && !IsAligned(args.x, 16))) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, kVectorGather ? ": x and the packed w" : ": the packed w",
+    if (!IsAligned(args.w, 16) || (x_aligned_16 && !IsAligned(args.x, 16))) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, x_aligned_16 ? ": x and the packed w" : ": the packed w",
                                                      " must be 16-byte aligned"));
     }
-    const QuantizedImplicitGemmParams params = MakeParams(problem, args);
+    return absl::OkStatus();
+  }
+
+  std::string name_;
+};
+
+template <typename Tile, bool kVectorGather>
+class CudaQuantizedConv2dImplicitGemm final : public CudaQuantizedConv2dPackedAlgorithm {
+ public:
+  CudaQuantizedConv2dImplicitGemm()
+      : CudaQuantizedConv2dPackedAlgorithm(absl::StrCat("cuda.quantized_conv2d.implicit_gemm_",
+                                                        kVectorGather ? "" : "bytewise_", Tile::kM, "x", Tile::kN)) {}
+
+  absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override {
+    CONVOY_RETURN_IF_ERROR(CheckQuantizedLimits(problem));
+    const bool vector_channels = problem.c % 16 == 0 && problem.c_per_group() % 16 == 0;
+    if (kVectorGather && !vector_channels) {
+      return absl::UnimplementedError(absl::StrCat("the 16-byte gather needs C and C/groups multiples of 16, got C = ",
+                                                   problem.c, ", C/groups = ", problem.c_per_group()));
+    }
+    if (!kVectorGather && vector_channels) {
+      return absl::UnimplementedError("C and C/groups are multiples of 16: the 16-byte gather's (same tiles)");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args, Workspace workspace,
+                   const ExecutionContext& context) const override {
+    CONVOY_RETURN_IF_ERROR(CanImplement(problem));
+    CONVOY_RETURN_IF_ERROR(CheckRunArguments(problem, args, kVectorGather));
+    const QuantizedImplicitGemmParams params = MakeQuantizedImplicitGemmParams(problem, args);
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
     const cudaError_t error =
         problem.src_type == DataType::kUInt8
@@ -162,63 +249,8 @@ class CudaQuantizedConv2dImplicitGemm final : public QuantizedConv2dAlgorithm {
   static LaunchEstimate Estimate(const QuantizedConv2dProblem& problem) {
     const GpuModel& gpu = CurrentGpuModel();
     const GemmKernelDescription kernel = QuantizedImplicitGemmDescription<Tile>(gpu);
-    GemmShape shape;
-    shape.m = int64_t{problem.n} * problem.p() * problem.q() * problem.groups;  // the groups' GEMMs side by side
-    shape.n = problem.k_per_group();
-    shape.k = int64_t{problem.r} * problem.s * QuantizedPackedFilterLayout::Of(problem).c_padded;
-    shape.input_bytes = 1;
-    shape.output_bytes = static_cast<int>(DataTypeSize(problem.dst_type));
-    shape.residual = problem.epilogue.residual != ResidualMode::kNone || problem.fused_add != QuantizedFusedAdd::kNone;
-    return EstimateGemmLaunch(kernel, shape, OccupancyBlocksPerSm(kernel.resources, gpu), gpu);
+    return EstimateGemmLaunch(kernel, QuantizedGemmShapeOf(problem), OccupancyBlocksPerSm(kernel.resources, gpu), gpu);
   }
-
-  static QuantizedImplicitGemmParams MakeParams(const QuantizedConv2dProblem& problem,
-                                                const QuantizedConv2dArgs& args) {
-    const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
-    QuantizedImplicitGemmParams params;
-    params.n = problem.n, params.h = problem.h, params.w = problem.w, params.c = problem.c;
-    params.k = problem.k, params.r = problem.r, params.s = problem.s;
-    params.p = problem.p(), params.q = problem.q();
-    params.pad_h = problem.pad_top, params.pad_w = problem.pad_left;
-    params.stride_h = problem.stride_h, params.stride_w = problem.stride_w;
-    params.dilation_h = problem.dilation_h, params.dilation_w = problem.dilation_w;
-    params.c_group = problem.c_per_group();
-    params.c_padded = packed.c_padded;
-    params.k_group = problem.k_per_group();
-    params.gemm_m = problem.n * params.p * params.q;
-    params.gemm_k = problem.r * problem.s * packed.c_padded;
-    params.x = args.x;
-    params.filter = args.w;
-    params.compensation = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(args.w) +
-                                                           packed.compensation_offset);
-    params.bias = problem.epilogue.has_bias ? args.bias : nullptr;
-    params.scale = problem.epilogue.scales.empty()
-                       ? args.scale
-                       : reinterpret_cast<const float*>(reinterpret_cast<const char*>(args.w) +
-                                                        packed.multipliers_offset);
-    params.residual = problem.epilogue.residual != ResidualMode::kNone ? args.residual : nullptr;
-    params.y = args.y;
-    params.output = problem.dst_type == DataType::kUInt8  ? QuantizedOutput::kUInt8
-                    : problem.dst_type == DataType::kInt8 ? QuantizedOutput::kInt8
-                                                          : QuantizedOutput::kFloat32;
-    params.src_zero_point = problem.epilogue.src_zero_point;
-    params.dst_zero_point = problem.epilogue.dst_zero_point;
-    params.relu = problem.epilogue.relu;
-    params.residual_scale = problem.epilogue.residual_scale;
-    params.residual_zero_point = problem.epilogue.residual_zero_point;
-    if (problem.fused_add != QuantizedFusedAdd::kNone) {
-      const bool conv_is_a = problem.fused_add == QuantizedFusedAdd::kConvIsA;
-      params.fused_add = conv_is_a ? 1 : 2;
-      params.conv_output =
-          problem.conv_type() == DataType::kUInt8 ? QuantizedOutput::kUInt8 : QuantizedOutput::kInt8;
-      params.add_operand = args.residual;
-      params.add_operand_unsigned = (conv_is_a ? problem.add.b_type : problem.add.a_type) == DataType::kUInt8;
-      params.add = MakeQuantizedAddConstants(problem.add);
-    }
-    return params;
-  }
-
-  std::string name_;
 };
 
 // The explicit instances live in quantized_conv2d_implicit_gemm_instances_{vector,bytewise}.cu (nvcc builds them in

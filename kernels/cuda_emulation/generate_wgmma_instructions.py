@@ -5,13 +5,17 @@ N and operand source: PTX needs every accumulator register as its own asm operan
     python3 kernels/cuda_emulation/generate_wgmma_instructions.py > kernels/cuda_emulation/wgmma_instructions.inc
 """
 SHAPES = [64, 128, 256]
-TYPES = [("kF16", "f16", 16), ("kBf16", "bf16", 16), ("kTf32", "tf32", 8)]
+# (enum, PTX types after the shape, K): the float forms accumulate in f32, the integer ones in s32 (no .satfinite,
+# no operand negation or transpose: 8-bit operands are K-major).
+TYPES = [("kF16", "f32.f16.f16", 16), ("kBf16", "f32.bf16.bf16", 16), ("kTf32", "f32.tf32.tf32", 8),
+         ("kS8S8", "s32.s8.s8", 32), ("kU8S8", "s32.u8.s8", 32)]
 
 
-def wrapper(type_enum, ptx_type, k, n, a_regs):
+def wrapper(type_enum, ptx_types, k, n, a_regs):
     regs = n // 2
+    integer = ptx_types.startswith("s32")
     d_list = ", ".join(f"%{i}" for i in range(regs))
-    operands = [f'"+f"(d[{i}])' for i in range(regs)]
+    operands = [f'"+{"r" if integer else "f"}"(d[{i}])' for i in range(regs)]
     idx = regs
     if a_regs:
         a_spec = "{" + ", ".join(f"%{idx + i}" for i in range(4)) + "}"
@@ -27,7 +31,9 @@ def wrapper(type_enum, ptx_type, k, n, a_regs):
     scale = f"%{idx}"
     inputs.append('"r"(scale_d)')
     idx += 1
-    if ptx_type == "tf32":
+    if integer:
+        tail = ""
+    elif ptx_types.endswith("tf32"):
         tail = ", 1, 1"
     elif a_regs:
         tail = f", 1, 1, %{idx}"
@@ -37,13 +43,14 @@ def wrapper(type_enum, ptx_type, k, n, a_regs):
         inputs += ['"n"(kTransA)', '"n"(kTransB)']
     name = "WgmmaRS" if a_regs else "WgmmaSS"
     a_param = "const uint32_t* a" if a_regs else "uint64_t desc_a"
+    d_param = "int32_t* d" if integer else "float* d"
     lines = [
         f"template <int kTransA, int kTransB>",
         f"struct {name}<WgmmaType::{type_enum}, {n}, kTransA, kTransB> {{",
-        f"  static __device__ __forceinline__ void Run(float* d, {a_param}, uint64_t desc_b, uint32_t scale_d) {{",
+        f"  static __device__ __forceinline__ void Run({d_param}, {a_param}, uint64_t desc_b, uint32_t scale_d) {{",
         "    asm volatile(",
         '        "{\\n.reg .pred p;\\nsetp.ne.b32 p, ' + scale + ', 0;\\n"',
-        f'        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptx_type}.{ptx_type} "',
+        f'        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.{ptx_types} "',
         f'        "{{{d_list}}}, "',
         f'        "{a_spec}, {b_spec}, p{tail};\\n}}\\n"',
         "        : " + ", ".join(operands),

@@ -2,7 +2,8 @@
 // -gencode=arch=compute_90a,code=sm_90a), the CUDA emulation's model otherwise (hopper_emulation.h). Include after
 // cuda_compat.cuh, only from .cu files built for sm_90a.
 //
-//   WgmmaAccumulator<N>                 the n/2 accumulator registers of one m64nN wgmma per thread (acc[i])
+//   WgmmaAccumulator<N[, T]>            the n/2 accumulator registers of one m64nN wgmma per thread (acc[i]): float,
+//                                       or int32_t for the integer types (kS8S8: .s32.s8.s8, kU8S8: .s32.u8.s8, k32)
 //   WgmmaFragmentA                      4 registers of A for the register-source wgmma
 //   MakeSmemDescriptor(p, lbo, sbo, swizzle_bytes[, base_offset])   the 64-bit shared-memory matrix descriptor
 //   WgmmaAsync<type, N[, transA, transB]>(acc, desc_a | a_fragment, desc_b, accumulate)   wgmma.mma_async
@@ -18,6 +19,7 @@
 #define CONVOY_KERNELS_CUDA_EMULATION_HOPPER_CUH_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda_emulation/cuda_compat.cuh"
 
@@ -34,21 +36,24 @@
 namespace convoy::cuda {
 
 #if defined(CONVOY_CUDA_REAL)
-enum class WgmmaType { kF16, kBf16, kTf32 };
+enum class WgmmaType { kF16, kBf16, kTf32, kS8S8, kU8S8 };
+constexpr bool WgmmaIsInteger(WgmmaType type) { return type == WgmmaType::kS8S8 || type == WgmmaType::kU8S8; }
 #else
 using WgmmaType = ::convoy::cuda_emulation::WgmmaType;
+using ::convoy::cuda_emulation::WgmmaIsInteger;
 #endif
 
-template <int kN>
+template <int kN, typename T = float>
 struct WgmmaAccumulator {
   static_assert(kN % 8 == 0 && kN >= 8 && kN <= 256, "wgmma N is a multiple of 8 in [8, 256]");
+  static_assert(sizeof(T) == 4, "float or int32_t accumulators");
   static constexpr int kRegisters = kN / 2;
-  float reg[kRegisters];
+  T reg[kRegisters];
 #if defined(CONVOY_CUDA_REAL)
-  __device__ __forceinline__ float& operator[](int i) { return reg[i]; }
+  __device__ __forceinline__ T& operator[](int i) { return reg[i]; }
 #else
   ::convoy::cuda_emulation::WgmmaRegisterState emulation;
-  float& operator[](int i) {
+  T& operator[](int i) {
     ::convoy::cuda_emulation::CheckWgmmaRegisterAccess(emulation);
     return reg[i];
   }
@@ -95,10 +100,16 @@ struct WgmmaRS;
 #include "kernels/cuda_emulation/wgmma_instructions.inc"
 #endif
 
+// The accumulator element of a wgmma type: int32_t for the integer forms, float otherwise.
+template <WgmmaType kType>
+using WgmmaAccumulatorElement = std::conditional_t<WgmmaIsInteger(kType), int32_t, float>;
+
 // wgmma.mma_async with A and B from shared memory: acc = A * B + (accumulate ? acc : 0).
-template <WgmmaType kType, int kN, bool kTransA = false, bool kTransB = false>
-__device__ __forceinline__ void WgmmaAsync(WgmmaAccumulator<kN>& acc, uint64_t desc_a, uint64_t desc_b,
+template <WgmmaType kType, int kN, bool kTransA = false, bool kTransB = false, typename T>
+__device__ __forceinline__ void WgmmaAsync(WgmmaAccumulator<kN, T>& acc, uint64_t desc_a, uint64_t desc_b,
                                            bool accumulate CONVOY_CALLER_LOCATION) {
+  static_assert(std::is_same<T, WgmmaAccumulatorElement<kType>>::value, "int32_t accumulators for integer types");
+  static_assert(!WgmmaIsInteger(kType) || (!kTransA && !kTransB), "8-bit operands are K-major");
 #if defined(CONVOY_CUDA_REAL)
   WgmmaSS<kType, kN, kTransA ? 1 : 0, kTransB ? 1 : 0>::Run(acc.reg, desc_a, desc_b, accumulate ? 1u : 0u);
 #else
@@ -108,15 +119,18 @@ __device__ __forceinline__ void WgmmaAsync(WgmmaAccumulator<kN>& acc, uint64_t d
   instruction.scale_d = accumulate;
   instruction.transpose_a = kTransA;
   instruction.transpose_b = kTransB;
-  ::convoy::cuda_emulation::WgmmaMmaAsync(instruction, acc.reg, acc.emulation, nullptr, nullptr, desc_a, desc_b,
-                                          CONVOY_HERE_);
+  // The emulation moves the 32-bit registers as they are (int32 bit patterns for the integer types).
+  ::convoy::cuda_emulation::WgmmaMmaAsync(instruction, reinterpret_cast<float*>(acc.reg), acc.emulation, nullptr,
+                                          nullptr, desc_a, desc_b, CONVOY_HERE_);
 #endif
 }
 
 // wgmma.mma_async with A from registers (a fragment per thread) and B from shared memory.
-template <WgmmaType kType, int kN, bool kTransB = false>
-__device__ __forceinline__ void WgmmaAsync(WgmmaAccumulator<kN>& acc, WgmmaFragmentA& a, uint64_t desc_b,
+template <WgmmaType kType, int kN, bool kTransB = false, typename T>
+__device__ __forceinline__ void WgmmaAsync(WgmmaAccumulator<kN, T>& acc, WgmmaFragmentA& a, uint64_t desc_b,
                                            bool accumulate CONVOY_CALLER_LOCATION) {
+  static_assert(std::is_same<T, WgmmaAccumulatorElement<kType>>::value, "int32_t accumulators for integer types");
+  static_assert(!WgmmaIsInteger(kType) || !kTransB, "8-bit operands are K-major");
 #if defined(CONVOY_CUDA_REAL)
   WgmmaRS<kType, kN, 0, kTransB ? 1 : 0>::Run(acc.reg, a.reg, desc_b, accumulate ? 1u : 0u);
 #else
@@ -125,8 +139,8 @@ __device__ __forceinline__ void WgmmaAsync(WgmmaAccumulator<kN>& acc, WgmmaFragm
   instruction.n = kN;
   instruction.scale_d = accumulate;
   instruction.transpose_b = kTransB;
-  ::convoy::cuda_emulation::WgmmaMmaAsync(instruction, acc.reg, acc.emulation, a.reg, &a.emulation, 0, desc_b,
-                                          CONVOY_HERE_);
+  ::convoy::cuda_emulation::WgmmaMmaAsync(instruction, reinterpret_cast<float*>(acc.reg), acc.emulation, a.reg,
+                                          &a.emulation, 0, desc_b, CONVOY_HERE_);
 #endif
 }
 
@@ -159,11 +173,17 @@ __device__ __forceinline__ void WgmmaWaitGroup(CONVOY_CALLER_LOCATION_FIRST) {
 
 // Keeps the compiler from moving accesses of the accumulators across the asynchronous wgmma instructions (call it
 // before the first wgmma and after the wait, as CUTLASS's warpgroup_fence_operand does). Nothing to do in emulation.
-template <int kN>
-__device__ __forceinline__ void WgmmaFenceOperands(WgmmaAccumulator<kN>& acc) {
+template <int kN, typename T>
+__device__ __forceinline__ void WgmmaFenceOperands(WgmmaAccumulator<kN, T>& acc) {
 #if defined(CONVOY_CUDA_REAL)
 #pragma unroll
-  for (int i = 0; i < WgmmaAccumulator<kN>::kRegisters; ++i) asm volatile("" : "+f"(acc.reg[i])::"memory");
+  for (int i = 0; i < WgmmaAccumulator<kN, T>::kRegisters; ++i) {
+    if constexpr (std::is_same<T, float>::value) {
+      asm volatile("" : "+f"(acc.reg[i])::"memory");
+    } else {
+      asm volatile("" : "+r"(acc.reg[i])::"memory");
+    }
+  }
 #else
   (void)acc;
 #endif

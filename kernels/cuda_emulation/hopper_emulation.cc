@@ -107,8 +107,19 @@ const char* TypeName(WgmmaType type) {
       return "bf16";
     case WgmmaType::kTf32:
       return "tf32";
+    case WgmmaType::kS8S8:
+      return "s8.s8";
+    case WgmmaType::kU8S8:
+      return "u8.s8";
   }
   return "?";
+}
+
+// The instruction's shape and types as PTX spells them: m64n64k16.f32.f16 (the float forms repeat the operand type),
+// m64n64k32.s32.u8.s8.
+std::string InstructionName(const WgmmaInstruction& instruction) {
+  return absl::StrFormat("m64n%dk%d.%s.%s", instruction.n, WgmmaK(instruction.type),
+                         WgmmaIsInteger(instruction.type) ? "s32" : "f32", TypeName(instruction.type));
 }
 
 struct PendingWgmma {
@@ -510,8 +521,17 @@ float ElementFromBits(uint32_t bits, WgmmaType type) {
       return Bfloat16BitsToFloat(static_cast<uint16_t>(bits));
     case WgmmaType::kTf32:
       return BitsToFloat(bits & 0xFFFFE000u);  // the tensor core keeps the top 19 bits
+    case WgmmaType::kS8S8:
+    case WgmmaType::kU8S8:
+      break;  // integer operands: IntegerElement
   }
   return 0.0f;
+}
+
+// An 8-bit integer operand element: A of .u8.s8 is unsigned, every other 8-bit operand signed.
+double IntegerElement(uint32_t byte, WgmmaType type, bool operand_a) {
+  const bool is_unsigned = operand_a && type == WgmmaType::kU8S8;
+  return is_unsigned ? static_cast<double>(byte & 0xFFu) : static_cast<double>(static_cast<int8_t>(byte & 0xFFu));
 }
 
 // Reads operand element (mn, k) from shared memory through the descriptor, recording the chunk it touches.
@@ -523,8 +543,8 @@ struct OperandReader {
   std::string error;
 
   bool Read(const MatrixDescriptor& desc, bool mn_major, WgmmaType type, int mn, int k, const char* operand,
-            float* value) {
-    const int element = type == WgmmaType::kTf32 ? 4 : 2;
+            double* value) {
+    const int element = WgmmaElementBytes(type);
     const uint32_t address = WgmmaOperandElementAddress(desc, mn_major, element, mn, k);
     const unsigned char* pointer = scheduler.SharedPointer(address, element);
     if (pointer == nullptr) {
@@ -538,21 +558,19 @@ struct OperandReader {
     if (seen.empty() || seen.back() != (address & ~15u)) seen.push_back(address & ~15u);
     uint32_t bits = 0;
     std::memcpy(&bits, pointer, element);
-    *value = ElementFromBits(bits, type);
+    *value = WgmmaIsInteger(type) ? IntegerElement(bits, type, operand[0] == 'A') : ElementFromBits(bits, type);
     return true;
   }
 };
 
-// Register i of thread t's A fragment holds rows / columns as the ISA's "WGMMA .m64nNk16 / k8 register fragment
-// layout for matrix A" figures show; element h (0 low half, 1 high half) of a 16-bit register.
+// Register i of thread t's A fragment holds rows / columns as the ISA's "WGMMA .m64nNk16 / k8 / k32 register fragment
+// layout for matrix A" figures show; element h of the register (h = 0 the low half or byte: one element of 32 bits,
+// two of 16, four of 8).
 void AFragmentPosition(WgmmaType type, int thread, int reg, int half, int* row, int* col) {
   const int warp = thread / 32, lane = thread % 32;
   *row = 16 * warp + lane / 4 + 8 * (reg & 1);
-  if (type == WgmmaType::kTf32) {
-    *col = lane % 4 + 4 * (reg >> 1);
-  } else {
-    *col = 2 * (lane % 4) + half + 8 * (reg >> 1);
-  }
+  const int per_register = 4 / WgmmaElementBytes(type);
+  *col = per_register * (lane % 4) + half + 4 * per_register * (reg >> 1);
 }
 
 // Register v of thread t's accumulator fragment: the ISA's "WGMMA .m64nNk16 register fragment layout for accumulator
@@ -581,19 +599,20 @@ std::string ResolveWgmma(void* const payloads[kWarpgroupSize]) {
           first.desc_a, first.desc_b, t, lane.desc_a, lane.desc_b);
     }
   }
-  const int n = in.n, k_extent = in.type == WgmmaType::kTf32 ? 8 : 16;
+  const int n = in.n, k_extent = WgmmaK(in.type);
+  const bool integer = WgmmaIsInteger(in.type);
   WgmmaOperation* op = first.state->NewOperation();
   op->where = first.where;
   op->type = in.type;
   op->n = n;
   std::vector<uint32_t> seen;
   OperandReader reader{*first.scheduler, *first.state, *op, seen, ""};
-  std::vector<double> a(64 * k_extent), b(static_cast<size_t>(n) * k_extent);
+  std::vector<double> a(64 * k_extent), b(static_cast<size_t>(n) * k_extent);  // element values, exact
   if (first.a_registers == nullptr) {
     const MatrixDescriptor desc = DecodeMatrixDescriptor(first.desc_a);
     for (int m = 0; m < 64; ++m) {
       for (int k = 0; k < k_extent; ++k) {
-        float value;
+        double value;
         if (!reader.Read(desc, in.transpose_a, in.type, m, k, "A", &value)) return reader.error;
         a[m * k_extent + k] = value;
       }
@@ -601,13 +620,15 @@ std::string ResolveWgmma(void* const payloads[kWarpgroupSize]) {
   } else {
     for (int t = 0; t < kWarpgroupSize; ++t) {
       const WgmmaLane& lane = *static_cast<const WgmmaLane*>(payloads[t]);
+      const int element_bits = 8 * WgmmaElementBytes(in.type);
       for (int reg = 0; reg < 4; ++reg) {
-        for (int half = 0; half < (in.type == WgmmaType::kTf32 ? 1 : 2); ++half) {
+        for (int half = 0; half < 32 / element_bits; ++half) {
           int row, col;
           AFragmentPosition(in.type, t, reg, half, &row, &col);
           const uint32_t word = lane.a_registers[reg];
-          a[row * k_extent + col] =
-              ElementFromBits(in.type == WgmmaType::kTf32 ? word : (word >> (16 * half)) & 0xFFFF, in.type);
+          const uint32_t mask = element_bits == 32 ? ~0u : (1u << element_bits) - 1;
+          const uint32_t bits = element_bits == 32 ? word : (word >> (element_bits * half)) & mask;
+          a[row * k_extent + col] = integer ? IntegerElement(bits, in.type, true) : ElementFromBits(bits, in.type);
         }
       }
     }
@@ -615,7 +636,7 @@ std::string ResolveWgmma(void* const payloads[kWarpgroupSize]) {
   const MatrixDescriptor desc_b = DecodeMatrixDescriptor(first.desc_b);
   for (int col = 0; col < n; ++col) {
     for (int k = 0; k < k_extent; ++k) {
-      float value;
+      double value;
       if (!reader.Read(desc_b, in.transpose_b, in.type, col, k, "B", &value)) return reader.error;
       b[col * k_extent + k] = value;
     }
@@ -639,12 +660,21 @@ std::string ResolveWgmma(void* const payloads[kWarpgroupSize]) {
     for (int v = 0; v < regs; ++v) {
       int row, col;
       DFragmentPosition(t, v, &row, &col);
-      double sum = 0.0;
-      if (in.scale_d) sum = lane.chained != nullptr ? lane.chained->d[t * regs + v] : lane.d[v];
+      const float* c = lane.chained != nullptr ? &lane.chained->d[t * regs + v] : &lane.d[v];
       const double* ar = &a[row * k_extent];
       const double* bc = &b[col * k_extent];
       double dot = 0.0;
-      for (int k = 0; k < k_extent; ++k) dot += ar[k] * bc[k];
+      for (int k = 0; k < k_extent; ++k) dot += ar[k] * bc[k];  // exact for the integer forms (|dot| < 2^21)
+      if (integer) {
+        // int32 registers (their bit patterns in d): wraps like the tensor core's adder without .satfinite.
+        uint32_t sum = 0;
+        if (in.scale_d) std::memcpy(&sum, c, 4);
+        sum += static_cast<uint32_t>(static_cast<int64_t>(dot));
+        std::memcpy(&op->d[t * regs + v], &sum, 4);
+        continue;
+      }
+      double sum = 0.0;
+      if (in.scale_d) sum = *c;
       op->d[t * regs + v] = static_cast<float>(sum + sa * sb * dot);
     }
   }
@@ -929,14 +959,22 @@ void WgmmaMmaAsync(const WgmmaInstruction& instruction, float* d, WgmmaRegisterS
                    SourceLocation where) {
   Context c = Here();
   const auto name = [&] {  // built only inside a message: a failing thread's stack must hold no heap memory
-    return absl::StrFormat("wgmma.mma_async.m64n%dk%d.f32.%s (%s)", instruction.n,
-                           instruction.type == WgmmaType::kTf32 ? 8 : 16, TypeName(instruction.type), where.ToString());
+    return absl::StrFormat("wgmma.mma_async.%s (%s)", InstructionName(instruction), where.ToString());
   };
   if (instruction.n < 8 || instruction.n > 256 || instruction.n % 8 != 0) {
     CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": N must be a multiple of 8 in [8, 256]"));
   }
-  if (instruction.type == WgmmaType::kTf32 && (instruction.transpose_a || instruction.transpose_b)) {
-    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": tf32 operands must be K-major (no transpose)"));
+  // The integer shapes: N = 8, 16, 24, then multiples of 16 up to 256.
+  if (WgmmaIsInteger(instruction.type) && instruction.n > 24 && instruction.n % 16 != 0) {
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": the integer wgmma has N = 8, 16, 24 or a multiple of 16"));
+  }
+  if ((instruction.type == WgmmaType::kTf32 || WgmmaIsInteger(instruction.type)) &&
+      (instruction.transpose_a || instruction.transpose_b)) {
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": ", TypeName(instruction.type),
+                                                 " operands must be K-major (no transpose)"));
+  }
+  if (WgmmaIsInteger(instruction.type) && (instruction.scale_a != 1 || instruction.scale_b != 1)) {
+    CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": the integer wgmma has no operand negation"));
   }
   if (a_registers != nullptr && instruction.transpose_a) {
     CONVOY_HOPPER_FAIL(c.scheduler, absl::StrCat(name(), ": A from registers has no transpose"));
@@ -982,7 +1020,9 @@ void WgmmaMmaAsync(const WgmmaInstruction& instruction, float* d, WgmmaRegisterS
   entry.thread_in_op = thread % kWarpgroupSize;
   d_state.in_flight = lane.result;
   if (a_state != nullptr) a_state->in_flight = lane.result;
-  for (int i = 0; i < instruction.n / 2; ++i) d[i] = std::numeric_limits<float>::quiet_NaN();
+  // In flight the registers read as NaN (the bit pattern 0x7FC00000 for the integer forms' int32 registers).
+  const float poison = std::numeric_limits<float>::quiet_NaN();
+  for (int i = 0; i < instruction.n / 2; ++i) std::memcpy(&d[i], &poison, sizeof(float));
   c.thread.pending.push_back(std::move(entry));
 }
 

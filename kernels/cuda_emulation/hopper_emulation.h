@@ -26,7 +26,9 @@
 //   - bulk tensor copies land (bytes written, complete_tx on the mbarrier) only when no thread can run, as late as
 //     possible, so a read before the mbarrier wait sees the 0xFF poison; the mbarrier they signal must have been made
 //     visible to the async proxy (fence.proxy.async or fence.mbarrier_init after mbarrier.init).
-// Products are exact and summed in double, rounded to float once (TF32 inputs keep their top 19 bits).
+// Products are exact and summed in double, rounded to float once (TF32 inputs keep their top 19 bits). The integer
+// forms (.s32.s8.s8, .s32.u8.s8: k32, one byte per element, both operands K-major as the ISA requires for 8-bit types)
+// sum exactly in 64 bits and wrap to int32 (no .satfinite), as the tensor core does.
 #ifndef CONVOY_KERNELS_CUDA_EMULATION_HOPPER_EMULATION_H_
 #define CONVOY_KERNELS_CUDA_EMULATION_HOPPER_EMULATION_H_
 
@@ -49,11 +51,19 @@ struct WgmmaRegisterState {
 // Every access of a fragment's registers by the kernel goes through this check.
 void CheckWgmmaRegisterAccess(WgmmaRegisterState& state);
 
-enum class WgmmaType { kF16, kBf16, kTf32 };
+// kS8S8 and kU8S8 are the integer forms .s32.s8.s8 and .s32.u8.s8 (A unsigned): int32 accumulators.
+enum class WgmmaType { kF16, kBf16, kTf32, kS8S8, kU8S8 };
+constexpr bool WgmmaIsInteger(WgmmaType type) { return type == WgmmaType::kS8S8 || type == WgmmaType::kU8S8; }
+// K of one wgmma of the type: 32 bytes of each row of A and B.
+constexpr int WgmmaK(WgmmaType type) {
+  return type == WgmmaType::kTf32 ? 8 : WgmmaIsInteger(type) ? 32 : 16;
+}
+constexpr int WgmmaElementBytes(WgmmaType type) { return 32 / WgmmaK(type); }
 
-// wgmma.mma_async.sync.aligned.m64n{n}k{16|8}.f32.{f16|bf16|tf32}: d (n/2 floats per thread) = a * b + (scale_d ? d
-// : 0), a from shared memory (desc_a) or, when a_registers is set, from 4 registers per thread; b from shared memory.
-// transpose_a/b select the MN-major layouts (16-bit types only).
+// wgmma.mma_async.sync.aligned.m64n{n}k{16|8}.f32.{f16|bf16|tf32} or m64n{n}k32.s32.{s8|u8}.s8: d (n/2 registers per
+// thread: floats, or the int32 bit patterns for the integer types) = a * b + (scale_d ? d : 0), a from shared memory
+// (desc_a) or, when a_registers is set, from 4 registers per thread; b from shared memory. transpose_a/b select the
+// MN-major layouts (16-bit types only).
 struct WgmmaInstruction {
   WgmmaType type = WgmmaType::kF16;
   int n = 8;

@@ -129,6 +129,18 @@ TEST(CanonicalLayoutTest, ElementAddressesMatchHandComputedExamples) {
   EXPECT_EQ(WgmmaOperandElementAddress(mn128, true, 2, 8, 1), 128u);  // chunk 1 of row 1 -> position 0
   EXPECT_EQ(WgmmaOperandElementAddress(mn128, true, 2, 64, 0), 8192u);
   EXPECT_EQ(WgmmaOperandElementAddress(mn128, true, 2, 3, 9), 1024u + 128 + 16 + 6);
+  // 8-bit elements (K-major only): 16 per 16-byte core-matrix row, so k32 spans two chunks.
+  EXPECT_EQ(WgmmaOperandElementAddress(none, false, 1, 0, 15), 15u);
+  EXPECT_EQ(WgmmaOperandElementAddress(none, false, 1, 0, 16), 128u);  // the leading byte offset
+  EXPECT_EQ(WgmmaOperandElementAddress(none, false, 1, 1, 0), 16u);
+  EXPECT_EQ(WgmmaOperandElementAddress(none, false, 1, 8, 31), 256u + 128 + 15);
+  sw128.start_address = 0;
+  EXPECT_EQ(WgmmaOperandElementAddress(sw128, false, 1, 0, 31), 31u);
+  EXPECT_EQ(WgmmaOperandElementAddress(sw128, false, 1, 1, 0), 128u + 16);  // row 1: chunks XOR 1
+  EXPECT_EQ(WgmmaOperandElementAddress(sw128, false, 1, 1, 17), 128u + 1);
+  EXPECT_EQ(WgmmaOperandElementAddress(sw128, false, 1, 9, 3), 1024u + 128 + 16 + 3);
+  sw128.start_address = 64;  // the third k32 step of a 128-byte row: chunks 4 and 5 before the swizzle
+  EXPECT_EQ(WgmmaOperandElementAddress(sw128, false, 1, 2, 16), 256u + 7 * 16);
 }
 
 // ------------------------------------------------------------------------------------------- wgmma in a kernel
@@ -148,6 +160,14 @@ int WrongProducts(const std::vector<float>& got, const std::vector<float>& a, co
   return wrong;
 }
 
+// The swizzle modes' XOR of the 16-byte chunk index (address bits 4-6) with the row phase (bits 7-9).
+uint32_t Swizzled(uint32_t pre, int swizzle) {
+  if (swizzle == 0) return pre;
+  const uint32_t bits = swizzle == 128 ? 7 : swizzle == 64 ? 3 : 1;
+  const uint32_t chunk = ((pre >> 4) ^ ((pre >> 7) & bits)) << 4;
+  return (pre & ~uint32_t{0x70}) | (chunk & 0x70) | (pre & 15);
+}
+
 // A canonical-layout image written by the test's own reading of the ISA figures (see the comment above
 // CanonicalLayoutTest): element (mn, k) of a rows x 16 f16 operand.
 uint32_t ImageOffset(int mn, int k, bool mn_major, int swizzle, uint32_t lbo, uint32_t sbo) {
@@ -161,10 +181,14 @@ uint32_t ImageOffset(int mn, int k, bool mn_major, int swizzle, uint32_t lbo, ui
                        : (mn % 8) * 2 + ((mn / 8) % chunks) * 16 + (mn / (8 * chunks)) * lbo + (k % 8) * swizzle +
                              (k / 8) * sbo;
   }
-  if (swizzle == 0) return pre;
-  const uint32_t bits = swizzle == 128 ? 7 : swizzle == 64 ? 3 : 1;
-  const uint32_t chunk = ((pre >> 4) ^ ((pre >> 7) & bits)) << 4;
-  return (pre & ~uint32_t{0x70}) | (chunk & 0x70) | (pre & 15);
+  return Swizzled(pre, swizzle);
+}
+
+// Element (mn, k) of a K-major rows x 32 operand of 8-bit elements (16 per core-matrix row).
+uint32_t ImageOffset8(int mn, int k, int swizzle, uint32_t lbo, uint32_t sbo) {
+  const uint32_t pre = swizzle == 0 ? (mn / 8) * sbo + (mn % 8) * 16 + (k / 16) * lbo + k % 16
+                                    : (mn / 8) * sbo + (mn % 8) * swizzle + (k / 16) * 16 + k % 16;
+  return Swizzled(pre, swizzle);
 }
 
 struct Operand {
@@ -303,6 +327,121 @@ TEST(WgmmaTest, RegisterSourceAUsesTheIsaFragmentLayout) {
   const WgmmaRun run = RunProbe(probe);
   ASSERT_EQ(run.error, cudaSuccess) << LastErrorDetail();
   EXPECT_EQ(CountWrongAccumulators(run, a.values, b.values), 0);
+}
+
+// ---------------------------------------------------------------------------------------------- integer wgmma
+
+struct Int8Operand {
+  std::vector<int> values;  // [64][32]
+  std::vector<uint8_t> image;
+};
+
+// 64 rows x 32 random 8-bit values, unsigned [0, 255] or signed [-128, 127], in a K-major image.
+Int8Operand MakeInt8Operand(bool is_unsigned, int swizzle, uint32_t lbo, uint32_t sbo, int image_bytes,
+                            std::mt19937& random) {
+  std::uniform_int_distribution<int> value(is_unsigned ? 0 : -128, is_unsigned ? 255 : 127);
+  Int8Operand op;
+  op.values.resize(64 * 32);
+  op.image.assign(image_bytes, 0xA5);
+  for (int mn = 0; mn < 64; ++mn) {
+    for (int k = 0; k < 32; ++k) {
+      const int v = value(random);
+      op.values[mn * 32 + k] = v;
+      const uint32_t at = ImageOffset8(mn, k, swizzle, lbo, sbo);
+      EXPECT_LT(at, static_cast<uint32_t>(image_bytes));
+      op.image[at] = static_cast<uint8_t>(v);
+    }
+  }
+  return op;
+}
+
+// Accumulators of the probe (the product issued twice) that differ from 2 * sum_k A[row][k] * B[col][k] in int64.
+int CountWrongInt8Accumulators(const std::vector<int32_t>& d, const Int8Operand& a, const Int8Operand& b) {
+  int wrong = 0;
+  for (int t = 0; t < 128; ++t) {
+    for (int v = 0; v < 32; ++v) {
+      const int row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((v >> 1) & 1);
+      const int col = 8 * (v >> 2) + 2 * (t % 4) + (v & 1);
+      int64_t expected = 0;
+      for (int k = 0; k < 32; ++k) expected += int64_t{a.values[row * 32 + k]} * b.values[col * 32 + k];
+      wrong += d[t * 32 + v] != 2 * expected;
+    }
+  }
+  return wrong;
+}
+
+std::vector<int32_t> RunInt8Probe(testdata::WgmmaProbe probe, bool a_unsigned, cudaError_t* error) {
+  TestDeviceBuffer<uint8_t> a(std::max(probe.a_bytes, 1)), b(probe.b_bytes);
+  TestDeviceBuffer<uint32_t> a_regs(128 * 4);
+  TestDeviceBuffer<int32_t> d(128 * 32);
+  if (probe.a_bytes > 0) {
+    EXPECT_EQ(cudaMemcpy(a.get(), probe.a_image, probe.a_bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  EXPECT_EQ(cudaMemcpy(b.get(), probe.b_image, probe.b_bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  if (probe.a_in_registers) {
+    EXPECT_EQ(cudaMemcpy(a_regs.get(), probe.a_registers, 128 * 4 * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    probe.a_registers = a_regs.get();
+  }
+  probe.a_image = a.get();
+  probe.b_image = b.get();
+  *error = testdata::LaunchWgmmaInt8Probe(probe, a_unsigned, d.get(), nullptr);
+  return d.Download();
+}
+
+// wgmma .s32.s8.s8 and .s32.u8.s8 (k32) from shared memory, K-major without swizzle and with the 128-byte swizzle:
+// every accumulator equals the integer product, A read as unsigned bytes for .u8 (values up to 255) and signed
+// otherwise, B signed; scale-d 1 adds onto the int32 accumulators.
+TEST(WgmmaInt8Test, SharedMemoryOperandsGiveTheExactIntegerProduct) {
+  std::mt19937 random(std::random_device{}());
+  struct Layout {
+    int swizzle;
+    uint32_t lbo, sbo;
+    int bytes;
+  };
+  for (const Layout& layout : {Layout{0, 128, 256, 2048}, Layout{128, 16, 1024, 8192}}) {
+    for (const bool a_unsigned : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "swizzle " << layout.swizzle << (a_unsigned ? " u8.s8" : " s8.s8"));
+      const Int8Operand a = MakeInt8Operand(a_unsigned, layout.swizzle, layout.lbo, layout.sbo, layout.bytes, random);
+      const Int8Operand b = MakeInt8Operand(false, layout.swizzle, layout.lbo, layout.sbo, layout.bytes, random);
+      testdata::WgmmaProbe probe;
+      probe.a_image = a.image.data(), probe.a_bytes = layout.bytes;
+      probe.b_image = b.image.data(), probe.b_bytes = layout.bytes;
+      probe.a_leading = probe.b_leading = layout.lbo;
+      probe.a_stride = probe.b_stride = layout.sbo;
+      probe.a_swizzle = probe.b_swizzle = layout.swizzle;
+      cudaError_t error;
+      const std::vector<int32_t> d = RunInt8Probe(probe, a_unsigned, &error);
+      ASSERT_EQ(error, cudaSuccess) << LastErrorDetail();
+      EXPECT_EQ(CountWrongInt8Accumulators(d, a, b), 0);
+    }
+  }
+}
+
+// A from registers in the ISA's "WGMMA .m64nNk32 register fragment layout for matrix A" (the mma.m16n8k32 A layout
+// per warp of 16 rows): register i of lane l holds row l/4 (+8 for odd i), bytes 4(l%4) .. 4(l%4)+3 (+16 for i >= 2).
+TEST(WgmmaInt8Test, RegisterSourceAUsesTheIsaFragmentLayout) {
+  std::mt19937 random(std::random_device{}());
+  const Int8Operand a = MakeInt8Operand(true, 0, 128, 256, 2048, random);
+  const Int8Operand b = MakeInt8Operand(false, 128, 16, 1024, 8192, random);
+  std::vector<uint32_t> registers(128 * 4);
+  for (int t = 0; t < 128; ++t) {
+    const int warp = t / 32, lane = t % 32;
+    for (int i = 0; i < 4; ++i) {
+      const int row = 16 * warp + lane / 4 + 8 * (i & 1), col = 4 * (lane % 4) + 16 * (i >> 1);
+      uint32_t word = 0;
+      for (int byte = 0; byte < 4; ++byte) word |= uint32_t(a.values[row * 32 + col + byte] & 0xFF) << (8 * byte);
+      registers[t * 4 + i] = word;
+    }
+  }
+  testdata::WgmmaProbe probe;
+  probe.a_in_registers = true;
+  probe.a_registers = registers.data();
+  probe.b_image = b.image.data(), probe.b_bytes = 8192;
+  probe.b_leading = 16, probe.b_stride = 1024, probe.b_swizzle = 128;
+  cudaError_t error;
+  const std::vector<int32_t> d = RunInt8Probe(probe, true, &error);
+  ASSERT_EQ(error, cudaSuccess) << LastErrorDetail();
+  EXPECT_EQ(CountWrongInt8Accumulators(d, a, b), 0);
 }
 
 testdata::WgmmaProbe KMajor128Probe(const Operand& a, const Operand& b) {

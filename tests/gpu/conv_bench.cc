@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
@@ -162,10 +163,13 @@ QuantizedConv2dProblem Int8ProblemOf(const Conv2dProblem& c) {
 }
 
 // Our fastest INT8 algorithm on `p`: each candidate's filter packed once (plan-time work, not timed), then its Run.
+// `families` (optional) gets the best time of the wgmma kernels (cuda.quantized_conv2d.hopper_*) and of the mma.sync
+// ones, where both ran.
 absl::StatusOr<Ours> TimeOursInt8(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& args,
-                                  const void* raw_filter, cuda::CudaDevice& device,
-                                  const LaunchTimingOptions& timing) {
+                                  const void* raw_filter, cuda::CudaDevice& device, const LaunchTimingOptions& timing,
+                                  std::string* families = nullptr) {
   std::optional<Ours> best;
+  std::optional<double> best_wgmma_us, best_mma_us;
   std::string errors;
   for (const QuantizedConv2dAlgorithm* algorithm :
        OpRegistry<QuantizedConv2dOp>::Global().Candidates(p, Backend::kCuda)) {
@@ -187,8 +191,14 @@ absl::StatusOr<Ours> TimeOursInt8(const QuantizedConv2dProblem& p, const Quantiz
       continue;
     }
     if (!best.has_value() || ours->timing.microseconds < best->timing.microseconds) best = *ours;
+    std::optional<double>& family = absl::StrContains(ours->algorithm, ".hopper_") ? best_wgmma_us : best_mma_us;
+    if (!family.has_value() || ours->timing.microseconds < *family) family = ours->timing.microseconds;
   }
   if (!best.has_value()) return absl::InternalError(absl::StrCat("no INT8 algorithm of ours ran:", errors));
+  if (families != nullptr && best_wgmma_us.has_value() && best_mma_us.has_value()) {
+    *families = absl::StrFormat("wgmma %.2f us, mma.sync %.2f us (%.2fx); ", *best_wgmma_us, *best_mma_us,
+                                *best_mma_us / *best_wgmma_us);
+  }
   return *best;
 }
 
@@ -205,7 +215,8 @@ absl::Status BenchInt8Layer(const testing::ResNetLayer& layer, const ConvBenchOp
   QuantizedConv2dArgs args{x.data(), w.as<int8_t>(), bias.as<int32_t>(), scale.as<float>(), nullptr, y.data()};
   LaunchTimingOptions timing;
   if (options.quick) timing.warmup = 1, timing.samples = 1, timing.min_launches = 1, timing.max_launches = 2;
-  CONVOY_ASSIGN_OR_RETURN(Ours ours, TimeOursInt8(p, args, w.data(), device, timing));
+  std::string families;
+  CONVOY_ASSIGN_OR_RETURN(Ours ours, TimeOursInt8(p, args, w.data(), device, timing, &families));
 
   CudnnBenchOptions cudnn_options;
   cudnn_options.timing = timing;
@@ -215,7 +226,7 @@ absl::Status BenchInt8Layer(const testing::ResNetLayer& layer, const ConvBenchOp
   if (cudnn.ok() && cudnn->timing.graph != ours.timing.graph) {
     LaunchTimingOptions same = timing;
     same.as_graph = cudnn->timing.graph;
-    CONVOY_ASSIGN_OR_RETURN(ours, TimeOursInt8(p, args, w.data(), device, same));
+    CONVOY_ASSIGN_OR_RETURN(ours, TimeOursInt8(p, args, w.data(), device, same, &families));
   }
   const double ops = static_cast<double>(p.flops());
   const double peak = 2 * PeakTensorTflops(device.info(), DataType::kFloat16);  // dense INT8: twice FP16's rate
@@ -227,10 +238,10 @@ absl::Status BenchInt8Layer(const testing::ResNetLayer& layer, const ConvBenchOp
     ratio = absl::StrFormat("%.2f", r);
     cudnn_tops = absl::StrFormat("%.1f", Tflops(ops, cudnn->timing.microseconds));
     winner = cudnn->winner + (cudnn->fused ? "" : " (conv only)");
-    notes = absl::StrCat(cudnn->candidates, " timed; cuDNN: one alpha, ours: per-channel scales");
+    notes = absl::StrCat(families, cudnn->candidates, " timed; cuDNN: one alpha, ours: per-channel scales");
     Say("@@ratio INT8 ", r);
   } else {
-    notes = std::string(cudnn.status().message());
+    notes = absl::StrCat(families, cudnn.status().message());
   }
   Say(absl::StrFormat("%-20s %-5s %-50s %9.2f %9s %6s %7.1f %5s %7s %-10s %-30s | %s", layer.name, "INT8",
                       ours.algorithm, ours.timing.microseconds, cudnn_us, ratio, our_tops,

@@ -33,6 +33,11 @@ grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_128x64 " "$out"
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_bytewise_64x64 " "$out"
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_64x64 fixed multipliers " "$out"
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_bytewise_64x64 fused add " "$out"
+# The Hopper INT8 kernels (wgmma s8), repeated on small tensors (x2 under --quick), fixed multipliers, fused add.
+grep -q "^PASS cuda.quantized_conv2d.hopper_gemm_1x1_128x64 x2 " "$out"
+grep -q "^PASS cuda.quantized_conv2d.hopper_implicit_gemm_64x64 x2 " "$out"
+grep -q "^PASS cuda.quantized_conv2d.hopper_gemm_1x1_64x64 fixed multipliers " "$out"
+grep -q "^PASS cuda.quantized_conv2d.hopper_implicit_gemm_128x128 fused add " "$out"
 # The element steps of INT8 plans: quantize / dequantize in both convert kernels, the quantized add; and an INT8 plan.
 grep -q "^PASS cuda.convert.transpose_tiles quantize/dequantize INT8 NCHW -> NHWC " "$out"
 grep -q "^PASS cuda.convert.elementwise quantize/dequantize UINT8 NHWC -> NHWC " "$out"

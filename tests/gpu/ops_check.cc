@@ -38,6 +38,12 @@ bool AllTensorsSmall(const GemmProblem& p) {
   return std::max({uint64_t{1} * p.m * p.k * e, uint64_t{1} * p.n * p.k * e, uint64_t{1} * p.m * p.n * e}) <
          kSmallTensorBytes;
 }
+bool AllTensorsSmall(const QuantizedConv2dProblem& p) {
+  const uint64_t x = uint64_t{1} * p.n * p.h * p.w * p.c;
+  const uint64_t w = uint64_t{1} * p.k * p.r * p.s * (p.c / std::max(p.groups, 1));
+  const uint64_t y = uint64_t{1} * p.n * p.p() * p.q() * p.k * DataTypeSize(p.dst_type);
+  return std::max({x, w, y}) < kSmallTensorBytes;
+}
 template <typename Problem>
 bool AllTensorsSmall(const Problem&) {
   return false;
@@ -45,18 +51,14 @@ bool AllTensorsSmall(const Problem&) {
 
 bool UsesTensorMaps(absl::string_view algorithm) { return absl::StrContains(algorithm, ".hopper_"); }
 
-// Runs `algorithm` `repeats` times against one reference; OK only when every repetition passed, otherwise how many
-// failed and the first failure. Stops early when a repetition left the CUDA context unusable.
-template <typename Op>
-absl::Status RunRepeated(const typename Op::AlgorithmType& algorithm, const typename Op::Problem& problem,
-                         const testing::cross_backend_internal::ReferenceCase& reference, cuda::CudaDevice& device,
-                         testing::Tolerance tolerance, int repeats) {
+// Runs check(repetition) `repeats` times; OK only when every repetition passed, otherwise how many failed and the
+// first failure. Stops early when a repetition left the CUDA context unusable.
+template <typename Check>
+absl::Status Repeated(int repeats, const Check& check) {
   int failed = 0, ran = 0;
   std::string first;
   for (; ran < repeats; ++ran) {
-    const absl::Status status =
-        testing::cross_backend_internal::RunAgainstReference<Op>(algorithm, problem, reference, device, tolerance,
-                                                                 /*record_and_replay=*/false);
+    const absl::Status status = check(ran);
     if (status.ok()) continue;
     if (failed++ == 0) first = std::string(status.message());
     if (!CheckCudaContext().ok()) {
@@ -68,6 +70,17 @@ absl::Status RunRepeated(const typename Op::AlgorithmType& algorithm, const type
   return absl::InternalError(absl::StrCat(failed, " of ", ran, " repetitions failed",
                                           ran < repeats ? " (the CUDA context was lost: the rest did not run)" : "",
                                           "; the first: ", first));
+}
+
+// Runs `algorithm` `repeats` times against one reference (Repeated).
+template <typename Op>
+absl::Status RunRepeated(const typename Op::AlgorithmType& algorithm, const typename Op::Problem& problem,
+                         const testing::cross_backend_internal::ReferenceCase& reference, cuda::CudaDevice& device,
+                         testing::Tolerance tolerance, int repeats) {
+  return Repeated(repeats, [&](int) {
+    return testing::cross_backend_internal::RunAgainstReference<Op>(algorithm, problem, reference, device, tolerance,
+                                                                    /*record_and_replay=*/false);
+  });
 }
 
 template <typename Op>
@@ -161,7 +174,9 @@ void CheckFullSizeLayers(cuda::CudaDevice& device, CaseRunner& cases) {
 // shared INT8 problem list (every layer shape x every epilogue; --quick: every shape with two epilogues, u8 + ReLU
 // and s8 + residual) against the exact integer reference, bit-exact (quantized_conv2d_cases.h); then the multipliers
 // fixed in the problem as a plan's QDQ folds make them (packed with the filter), one epilogue per shape, and the
-// residual adds fused after the requantization (the convolution as either operand; --quick: one per shape).
+// residual adds fused after the requantization (the convolution as either operand; --quick: one per shape). The
+// Hopper INT8 kernels (cuda.quantized_conv2d.hopper_*, bulk tensor copies) run each small-tensor problem of the first
+// pass kSmallTensorRepeats times (--quick: kQuickRepeats), fresh data each time, as the Hopper conv2d kernels do.
 void CheckQuantizedConv2d(bool quick, cuda::CudaDevice& device, CaseRunner& cases) {
   const auto algorithms = OpRegistry<QuantizedConv2dOp>::Global().All(Backend::kCuda);
   if (algorithms.empty()) {
@@ -179,9 +194,17 @@ void CheckQuantizedConv2d(bool quick, cuda::CudaDevice& device, CaseRunner& case
     for (const auto* algorithm : algorithms) {
       if (!algorithm->CanImplement(problem).ok()) continue;
       ++ran[std::string(algorithm->name())];
-      cases.Run(absl::StrCat(algorithm->name(), " ", problem.ToString(), " (seed ", seed, ")"), [&] {
-        return testing::CheckQuantizedConv2d(*algorithm, problem, device, seed, testing::QuantizedTolerance{});
-      });
+      const int repeats = UsesTensorMaps(algorithm->name()) && AllTensorsSmall(problem)
+                              ? (quick ? kQuickRepeats : kSmallTensorRepeats)
+                              : 1;
+      cases.Run(absl::StrCat(algorithm->name(), repeats > 1 ? absl::StrCat(" x", repeats) : "", " ",
+                             problem.ToString(), " (seed ", seed, ")"),
+                [&] {
+                  return Repeated(repeats, [&](int repetition) {
+                    return testing::CheckQuantizedConv2d(*algorithm, problem, device, seed + repetition,
+                                                         testing::QuantizedTolerance{});
+                  });
+                });
     }
   }
   for (size_t i = 0; i < all.size(); ++i) {

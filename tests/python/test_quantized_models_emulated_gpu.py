@@ -2,7 +2,9 @@
 onnxruntime's quantize_static (tools/models/quantize_qdq.py, as test_quantized_models.py makes them), run by
 //server/tools:convoy_emulated_gpu with --device=cuda: the CUDA kernels compiled against the emulation, every GPU
 thread a fiber. Every quantized convolution, residual add, global average pool and Gemm folds into a CUDA INT8 step
-(cuda.quantized_conv2d.implicit_gemm_* on the emulated m16n8k32 tensor cores, each residual add fused into the
+(cuda.quantized_conv2d.*: the emulated device reports compute capability 9.0, so the planner takes the wgmma
+hopper_implicit_gemm_* kernels where estimated faster, 19 of ResNet-18's 22 INT8 convolutions at batch 1, and the
+mma.sync implicit_gemm_* ones for the rest (the 3-channel stem among them); each residual add fused into the
 convolution computing one of its operands, the cuda.convert.* quantize / dequantize at the edges): the load log says
 so, and `convoy inspect` names the algorithms.
 

@@ -22,8 +22,8 @@ __device__ void IssueProbeWgmma(const WgmmaProbe& p, HopperAccumulator& acc, ::c
   }
 }
 
-__global__ void WgmmaProbeKernel(WgmmaProbe p, float* d) {
-  CONVOY_DYNAMIC_SHARED(uint8_t, smem);
+// Copies the probe's operand images into shared memory (A at 0, B at a_bytes) and publishes them to the async proxy.
+__device__ void StageProbeOperands(const WgmmaProbe& p, uint8_t* smem) {
   const int tid = threadIdx.x;
   for (int i = tid; i < p.a_bytes; i += blockDim.x) smem[i] = p.a_image[i];
   for (int i = tid; i < p.b_bytes; i += blockDim.x) smem[p.a_bytes + i] = p.b_image[i];
@@ -33,6 +33,12 @@ __global__ void WgmmaProbeKernel(WgmmaProbe p, float* d) {
                             : p.mistake != HopperMistake::kMissingProxyFence;
   if (fences) ::convoy::cuda::FenceProxyAsyncShared();
   __syncthreads();
+}
+
+__global__ void WgmmaProbeKernel(WgmmaProbe p, float* d) {
+  CONVOY_DYNAMIC_SHARED(uint8_t, smem);
+  const int tid = threadIdx.x;
+  StageProbeOperands(p, smem);
   const bool issues = p.mistake == HopperMistake::kMisalignedWarpgroup ? (tid >= 64 && tid < 192) : tid < 128;
   if (!issues) return;
   HopperAccumulator acc;
@@ -59,6 +65,53 @@ __global__ void WgmmaProbeKernel(WgmmaProbe p, float* d) {
   ::convoy::cuda::WgmmaFenceOperands(acc);
 #pragma unroll
   for (int v = 0; v < HopperAccumulator::kRegisters; ++v) d[(tid % 128) * 32 + v] = acc[v];
+}
+
+template <WgmmaType kType>
+__device__ void RunInt8ProbeWgmma(const WgmmaProbe& p, int32_t* d, const uint8_t* smem) {
+  const int tid = threadIdx.x;
+  ::convoy::cuda::WgmmaAccumulator<64, int32_t> acc;
+  ::convoy::cuda::WgmmaFragmentA a;
+  if (p.a_in_registers) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = p.a_registers[tid * 4 + i];
+  }
+  ::convoy::cuda::WgmmaFence();
+  ::convoy::cuda::WgmmaFenceOperands(acc);
+  const uint64_t desc_b = ::convoy::cuda::MakeSmemDescriptor(smem + p.a_bytes, p.b_leading, p.b_stride, p.b_swizzle);
+  if (p.a_in_registers) {
+    ::convoy::cuda::WgmmaAsync<kType, 64>(acc, a, desc_b, false);
+  } else {
+    const uint64_t desc_a = ::convoy::cuda::MakeSmemDescriptor(smem, p.a_leading, p.a_stride, p.a_swizzle);
+    ::convoy::cuda::WgmmaAsync<kType, 64>(acc, desc_a, desc_b, false);
+  }
+  // A second wgmma accumulates the same product again (scale-d 1): the result is twice the product.
+  ::convoy::cuda::WgmmaCommitGroup();
+  ::convoy::cuda::WgmmaWaitGroup<0>();
+  ::convoy::cuda::WgmmaFenceOperands(acc);
+  ::convoy::cuda::WgmmaFence();
+  if (p.a_in_registers) {
+    ::convoy::cuda::WgmmaAsync<kType, 64>(acc, a, desc_b, true);
+  } else {
+    const uint64_t desc_a = ::convoy::cuda::MakeSmemDescriptor(smem, p.a_leading, p.a_stride, p.a_swizzle);
+    ::convoy::cuda::WgmmaAsync<kType, 64>(acc, desc_a, desc_b, true);
+  }
+  ::convoy::cuda::WgmmaCommitGroup();
+  ::convoy::cuda::WgmmaWaitGroup<0>();
+  ::convoy::cuda::WgmmaFenceOperands(acc);
+#pragma unroll
+  for (int v = 0; v < 32; ++v) d[tid * 32 + v] = acc[v];
+}
+
+__global__ void WgmmaInt8ProbeKernel(WgmmaProbe p, bool a_unsigned, int32_t* d) {
+  CONVOY_DYNAMIC_SHARED(uint8_t, smem);
+  StageProbeOperands(p, smem);
+  if (threadIdx.x >= 128) return;
+  if (a_unsigned) {
+    RunInt8ProbeWgmma<WgmmaType::kU8S8>(p, d, smem);
+  } else {
+    RunInt8ProbeWgmma<WgmmaType::kS8S8>(p, d, smem);
+  }
 }
 
 struct TmaProbeArgs {
@@ -192,6 +245,11 @@ __global__ void SetMaxNRegProbeKernel(int* out, HopperMistake mistake) {
 cudaError_t LaunchWgmmaProbe(const WgmmaProbe& probe, float* d, cudaStream_t stream) {
   return CONVOY_LAUNCH_KERNEL(WgmmaProbeKernel, dim3(1), dim3(probe.threads), probe.a_bytes + probe.b_bytes, stream,
                               probe, d);
+}
+
+cudaError_t LaunchWgmmaInt8Probe(const WgmmaProbe& probe, bool a_unsigned, int32_t* d, cudaStream_t stream) {
+  return CONVOY_LAUNCH_KERNEL(WgmmaInt8ProbeKernel, dim3(1), dim3(probe.threads), probe.a_bytes + probe.b_bytes,
+                              stream, probe, a_unsigned, d);
 }
 
 cudaError_t LaunchTmaProbe(const CUtensorMap& map, bool im2col, const int32_t* coordinates, const uint16_t* offsets,

@@ -48,6 +48,11 @@ struct WgmmaProbe {
 };
 cudaError_t LaunchWgmmaProbe(const WgmmaProbe& probe, float* d, cudaStream_t stream);
 
+// The integer form: wgmma.mma_async.m64n64k32.s32.s8.s8 (or .u8.s8 when a_unsigned) over the probe's operands (8-bit,
+// K-major: transpose_a / transpose_b are ignored), issued twice, the second accumulating onto the first (so d holds
+// twice the product, proving scale-d); d[thread * 32 + v] the int32 accumulators.
+cudaError_t LaunchWgmmaInt8Probe(const WgmmaProbe& probe, bool a_unsigned, int32_t* d, cudaStream_t stream);
+
 // A bulk tensor copy of `map` (2D tiled at coordinates c[0..1], or 4D im2col at c[0..3] with offsets) into shared
 // memory, waited on an mbarrier (with expect_tx of `bytes`), then the raw shared bytes [0, bytes) copied to out.
 cudaError_t LaunchTmaProbe(const CUtensorMap& map, bool im2col, const int32_t* coordinates, const uint16_t* offsets,
