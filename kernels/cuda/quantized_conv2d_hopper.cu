@@ -7,7 +7,12 @@
 // operand checks and the epilogue are the mma.sync algorithms' (quantized_conv2d_implicit_gemm_algorithm.cuh), so a
 // plan packs the filter the same way for either; the im2col form appends the border sums when the zero point and the
 // padding need them (see the kernel's header). No workspace.
+//
+// Until the GPU check (tests/gpu) has verified them on a Hopper GPU, these kernels are candidates on a real device only
+// where CONVOY_CUDA_HOPPER_INT8=1 is set (run_gpu_check.sh sets it); under the CPU emulation always.
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "absl/status/status.h"
@@ -20,6 +25,18 @@
 
 namespace convoy::cuda {
 namespace {
+
+// OK under the emulation, and on a GPU where the operator opted in with CONVOY_CUDA_HOPPER_INT8=1.
+absl::Status HopperInt8Enabled() {
+#if defined(CONVOY_CUDA_EMULATION)
+  return absl::OkStatus();
+#else
+  const char* enabled = std::getenv("CONVOY_CUDA_HOPPER_INT8");
+  if (enabled != nullptr && std::strcmp(enabled, "1") == 0) return absl::OkStatus();
+  return absl::UnimplementedError(
+      "the INT8 wgmma kernels are verified under the CPU emulation only so far; CONVOY_CUDA_HOPPER_INT8=1 enables them");
+#endif
+}
 
 // One thread per (output channel k, tap): border_sums[k][tap] = zero_point * (sum of the packed filter's weights of
 // that tap). Plan-time only, after the filter is packed (same stream).
@@ -54,7 +71,8 @@ class CudaQuantizedConv2dHopper final : public CudaQuantizedConv2dPackedAlgorith
                problem.pad_top != 0 || problem.pad_bottom != 0 || problem.pad_left != 0 || problem.pad_right != 0) {
       return absl::UnimplementedError("the 1x1 GEMM needs a 1x1 filter, stride 1 and no padding");
     }
-    return HopperDeviceSupported();
+    CONVOY_RETURN_IF_ERROR(HopperDeviceSupported());
+    return HopperInt8Enabled();
   }
 
   // The mma.sync kernels' packed filter, then (im2col, a nonzero zero point and padding) the border sums.

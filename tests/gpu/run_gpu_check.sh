@@ -23,6 +23,9 @@ log="$out_dir/run_gpu_check.log"
 report="$out_dir/gpu_check.txt"
 work="$(mktemp -d /tmp/convoy_gpu_check.XXXXXX)"
 budget_s="${CONVOY_GPU_CHECK_BUDGET_S:-270}"
+# The INT8 wgmma kernels are candidates on a real GPU only when asked for (kernels/cuda/quantized_conv2d_hopper.cu):
+# the check is what verifies them there.
+export CONVOY_CUDA_HOPPER_INT8=1
 start_s=$SECONDS
 exec > >(tee "$log") 2>&1
 say() { echo "[run_gpu_check $(date +%H:%M:%S) +$((SECONDS - start_s))s] $*"; }
