@@ -7,6 +7,8 @@
 //   MakeEpilogueOperands<T>(epilogue, args)      ... filled from a Conv2dArgs or GemmArgs
 //   LaunchForFloatType(dtype, "Launcher", fn)    fn(T{}) -> cudaError_t for T = __half, __nv_bfloat16 or float; Status
 //   ApplyFusedEpilogue(ops, acc, channel, offset)  scale, bias, residual before/after, activation of one output
+//   SetConvGeometry(problem, shape)              a conv problem's sizes, padding, stride and dilation into a kernel's
+//                                                shape or parameter struct (host side)
 //
 // The epilogue math itself is ApplyEpilogue from kernels/common/epilogue.h, so CPU, CUDA and reference agree.
 #ifndef CONVOY_KERNELS_CUDA_CONV2D_COMMON_CUH_
@@ -100,6 +102,18 @@ __device__ __forceinline__ float ApplyFusedEpilogue(const EpilogueOperands<T>& o
   const float residual =
       ops.epilogue.residual == ResidualMode::kNone ? 0.0f : ElementToFloat<T>(ops.residual[offset]);
   return ApplyEpilogue(acc, ops.epilogue, ops.scale, ops.bias, channel, residual);
+}
+
+// Copies the geometry of a Conv2dProblem or QuantizedConv2dProblem into a kernel's shape or parameter struct with
+// the fields n, h, w, c, k, r, s, p, q, pad_h, pad_w (top and left), stride_h, stride_w, dilation_h and dilation_w.
+template <typename Problem, typename Shape>
+void SetConvGeometry(const Problem& problem, Shape& shape) {
+  shape.n = problem.n, shape.h = problem.h, shape.w = problem.w, shape.c = problem.c;
+  shape.k = problem.k, shape.r = problem.r, shape.s = problem.s;
+  shape.p = problem.p(), shape.q = problem.q();
+  shape.pad_h = problem.pad_top, shape.pad_w = problem.pad_left;
+  shape.stride_h = problem.stride_h, shape.stride_w = problem.stride_w;
+  shape.dilation_h = problem.dilation_h, shape.dilation_w = problem.dilation_w;
 }
 
 }  // namespace convoy::cuda

@@ -60,12 +60,7 @@ template <typename T>
 DirectConvParams<T> MakeDirectConvParams(const Conv2dProblem& problem, const Conv2dArgs& args) {
   DirectConvParams<T> params;
   DirectConvShape& shape = params.shape;
-  shape.n = problem.n, shape.c = problem.c, shape.h = problem.h, shape.w = problem.w;
-  shape.k = problem.k, shape.r = problem.r, shape.s = problem.s;
-  shape.p = problem.p(), shape.q = problem.q();
-  shape.pad_h = problem.pad_top, shape.pad_w = problem.pad_left;
-  shape.stride_h = problem.stride_h, shape.stride_w = problem.stride_w;
-  shape.dilation_h = problem.dilation_h, shape.dilation_w = problem.dilation_w;
+  SetConvGeometry(problem, shape);
   shape.groups = problem.groups;
   shape.nhwc = problem.layout == Layout::kNHWC;
   shape.outputs = int64_t{problem.n} * problem.k * shape.p * shape.q;

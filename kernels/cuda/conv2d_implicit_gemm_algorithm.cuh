@@ -193,12 +193,7 @@ template <typename T>
 ImplicitGemmParams<T> MakeImplicitGemmParams(const Conv2dProblem& problem, const Conv2dArgs& args) {
   ImplicitGemmParams<T> params;
   ImplicitGemmShape& shape = params.shape;
-  shape.n = problem.n, shape.h = problem.h, shape.w = problem.w, shape.c = problem.c;
-  shape.k = problem.k, shape.r = problem.r, shape.s = problem.s;
-  shape.p = problem.p(), shape.q = problem.q();
-  shape.pad_h = problem.pad_top, shape.pad_w = problem.pad_left;
-  shape.stride_h = problem.stride_h, shape.stride_w = problem.stride_w;
-  shape.dilation_h = problem.dilation_h, shape.dilation_w = problem.dilation_w;
+  SetConvGeometry(problem, shape);
   shape.gemm_m = problem.n * shape.p * shape.q;
   shape.gemm_k = problem.r * problem.s * problem.c;
   params.x = static_cast<const T*>(args.x);

@@ -109,12 +109,7 @@ class CudaQuantizedConv2dHopper final : public CudaQuantizedConv2dPackedAlgorith
     static thread_local HopperQuantizedGemmParams params;
     params.quantized = MakeQuantizedImplicitGemmParams(problem, args);
     ImplicitGemmShape& shape = params.shape;
-    shape.n = problem.n, shape.h = problem.h, shape.w = problem.w, shape.c = problem.c;
-    shape.k = problem.k, shape.r = problem.r, shape.s = problem.s;
-    shape.p = problem.p(), shape.q = problem.q();
-    shape.pad_h = problem.pad_top, shape.pad_w = problem.pad_left;
-    shape.stride_h = problem.stride_h, shape.stride_w = problem.stride_w;
-    shape.dilation_h = problem.dilation_h, shape.dilation_w = problem.dilation_w;
+    SetConvGeometry(problem, shape);
     shape.gemm_m = params.quantized.gemm_m;
     shape.gemm_k = params.quantized.gemm_k;
     params.channel_blocks = (problem.c + Tile::kRowBytes - 1) / Tile::kRowBytes;

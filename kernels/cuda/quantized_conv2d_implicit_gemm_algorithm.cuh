@@ -69,12 +69,7 @@ inline QuantizedImplicitGemmParams MakeQuantizedImplicitGemmParams(const Quantiz
                                                                    const QuantizedConv2dArgs& args) {
   const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
   QuantizedImplicitGemmParams params;
-  params.n = problem.n, params.h = problem.h, params.w = problem.w, params.c = problem.c;
-  params.k = problem.k, params.r = problem.r, params.s = problem.s;
-  params.p = problem.p(), params.q = problem.q();
-  params.pad_h = problem.pad_top, params.pad_w = problem.pad_left;
-  params.stride_h = problem.stride_h, params.stride_w = problem.stride_w;
-  params.dilation_h = problem.dilation_h, params.dilation_w = problem.dilation_w;
+  SetConvGeometry(problem, params);
   params.c_group = problem.c_per_group();
   params.c_padded = packed.c_padded;
   params.k_group = problem.k_per_group();

@@ -236,22 +236,31 @@ struct WgmmaRun {
   cudaError_t error;
 };
 
+// A probe's operand images (and A's registers) copied to the device, the probe pointed at the copies.
+struct DeviceProbe {
+  explicit DeviceProbe(testdata::WgmmaProbe host)
+      : probe(host), a(std::max(host.a_bytes, 1)), b(host.b_bytes), a_registers(128 * 4) {
+    if (host.a_bytes > 0) {
+      EXPECT_EQ(cudaMemcpy(a.get(), host.a_image, host.a_bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    EXPECT_EQ(cudaMemcpy(b.get(), host.b_image, host.b_bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    if (host.a_in_registers) {
+      EXPECT_EQ(cudaMemcpy(a_registers.get(), host.a_registers, 128 * 4 * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      probe.a_registers = a_registers.get();
+    }
+    probe.a_image = a.get();
+    probe.b_image = b.get();
+  }
+  testdata::WgmmaProbe probe;
+  TestDeviceBuffer<uint8_t> a, b;
+  TestDeviceBuffer<uint32_t> a_registers;
+};
+
 WgmmaRun RunProbe(testdata::WgmmaProbe probe) {
-  TestDeviceBuffer<uint8_t> a(std::max(probe.a_bytes, 1)), b(probe.b_bytes);
-  TestDeviceBuffer<uint32_t> a_regs(128 * 4);
+  DeviceProbe on_device(probe);
   TestDeviceBuffer<float> d(128 * 32);
-  if (probe.a_bytes > 0) {
-    EXPECT_EQ(cudaMemcpy(a.get(), probe.a_image, probe.a_bytes, cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  EXPECT_EQ(cudaMemcpy(b.get(), probe.b_image, probe.b_bytes, cudaMemcpyHostToDevice), cudaSuccess);
-  if (probe.a_in_registers) {
-    EXPECT_EQ(cudaMemcpy(a_regs.get(), probe.a_registers, 128 * 4 * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    probe.a_registers = a_regs.get();
-  }
-  probe.a_image = a.get();
-  probe.b_image = b.get();
   WgmmaRun run;
-  run.error = testdata::LaunchWgmmaProbe(probe, d.get(), nullptr);
+  run.error = testdata::LaunchWgmmaProbe(on_device.probe, d.get(), nullptr);
   run.d = d.Download();
   return run;
 }
@@ -371,20 +380,9 @@ int CountWrongInt8Accumulators(const std::vector<int32_t>& d, const Int8Operand&
 }
 
 std::vector<int32_t> RunInt8Probe(testdata::WgmmaProbe probe, bool a_unsigned, cudaError_t* error) {
-  TestDeviceBuffer<uint8_t> a(std::max(probe.a_bytes, 1)), b(probe.b_bytes);
-  TestDeviceBuffer<uint32_t> a_regs(128 * 4);
+  DeviceProbe on_device(probe);
   TestDeviceBuffer<int32_t> d(128 * 32);
-  if (probe.a_bytes > 0) {
-    EXPECT_EQ(cudaMemcpy(a.get(), probe.a_image, probe.a_bytes, cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  EXPECT_EQ(cudaMemcpy(b.get(), probe.b_image, probe.b_bytes, cudaMemcpyHostToDevice), cudaSuccess);
-  if (probe.a_in_registers) {
-    EXPECT_EQ(cudaMemcpy(a_regs.get(), probe.a_registers, 128 * 4 * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    probe.a_registers = a_regs.get();
-  }
-  probe.a_image = a.get();
-  probe.b_image = b.get();
-  *error = testdata::LaunchWgmmaInt8Probe(probe, a_unsigned, d.get(), nullptr);
+  *error = testdata::LaunchWgmmaInt8Probe(on_device.probe, a_unsigned, d.get(), nullptr);
   return d.Download();
 }
 
