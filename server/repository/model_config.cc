@@ -263,7 +263,7 @@ absl::StatusOr<std::vector<InstanceGroupConfig>> ParseInstanceGroups(const YamlM
 absl::StatusOr<OptimizationConfig> ParseOptimization(const YamlMap& m) {
   CONVOY_RETURN_IF_ERROR(
       m.CheckFields({"precision", "cuda_graphs", "algorithm_selection", "tune_batch_sizes", "verify_algorithms",
-                     "calibration_table"}));
+                     "calibration_table", "int8_residual_add"}));
   OptimizationConfig o;
   CONVOY_ASSIGN_OR_RETURN(o.precision, EnumField(m, "precision",
                                                  EnumNames<Precision>{{"fp32", Precision::kFp32},
@@ -287,6 +287,11 @@ absl::StatusOr<OptimizationConfig> ParseOptimization(const YamlMap& m) {
     return m.Error("calibration_table", "is read by precision: int8 only");
   }
   if (o.calibration_table.empty()) return m.Error("calibration_table", "must name a file");
+  CONVOY_ASSIGN_OR_RETURN(o.int8_residual_add,
+                          EnumField(m, "int8_residual_add",
+                                    EnumNames<Int8ResidualAdd>{{"exact", Int8ResidualAdd::kExact},
+                                                               {"single_rounding", Int8ResidualAdd::kSingleRounding}},
+                                    Int8ResidualAdd::kExact));
   return o;
 }
 

@@ -28,6 +28,9 @@ enum class InstanceKind { kAuto, kGpu, kCpu };
 // auto: bf16 on CPUs with AMX/AVX512-BF16, else fp32. int8: the model's QDQ scales or its calibration table.
 enum class Precision { kFp32, kTf32, kFp16, kBf16, kAuto, kInt8 };
 enum class AlgorithmSelection { kHeuristic, kTune };
+// How an INT8 residual add fused into the convolution before it rounds: exactly as the QDQ graph (the conv's output
+// rounded to 8 bits, then the add), or once at the end (faster; may differ by one quantization step).
+enum class Int8ResidualAdd { kExact, kSingleRounding };
 enum class VersionPolicyKind { kLatest, kAll, kSpecific };
 
 const char* TensorDataTypeName(TensorDataType type);
@@ -97,6 +100,9 @@ struct OptimizationConfig {
   bool verify_algorithms = true;  // check each chosen conv/GEMM algorithm's output on the GPU before READY
   // precision int8 on an FP32 model: the calibration table (`convoy calibrate`), relative to the version folder.
   std::string calibration_table = "calibration.yaml";
+  // QDQ and int8 plans: how a residual add fused into an INT8 convolution rounds (PlannerOptions::
+  // int8_single_rounding_adds).
+  Int8ResidualAdd int8_residual_add = Int8ResidualAdd::kExact;
 };
 
 struct WarmupConfig {

@@ -120,6 +120,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad enum", "precision: fp16", "precision: fp8", "expected one of fp32, tf32, fp16, bf16, auto, int8, got 'fp8'"},
         BadCase{"calibration table without int8", "precision: fp16", "precision: fp16, calibration_table: t.yaml",
                 "optimization.calibration_table: is read by precision: int8 only"},
+        BadCase{"unknown residual add rounding", "precision: fp16", "precision: fp16, int8_residual_add: fast",
+                "optimization.int8_residual_add: expected one of exact, single_rounding, got 'fast'"},
         BadCase{"negative dim", "dims: [1000]", "dims: [-1]", "entry 0 must be >= 1, got -1"},
         BadCase{"preprocessing on float input", "datatype: UINT8", "datatype: FP32", "needs datatype UINT8"},
         BadCase{"encoded images on a float input", "    datatype: UINT8\n    dims: [224, 224, 3]\n    layout: NHWC\n    preprocessing: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}\n",
@@ -167,6 +169,11 @@ TEST(ModelConfigTest, PrecisionInt8AndItsCalibrationTable) {
       ModelConfig named,
       ParseModelConfigText(text + "optimization: {precision: INT8, calibration_table: tables/photos.yaml}\n", "c"));
   EXPECT_EQ(named.optimization.calibration_table, "tables/photos.yaml");
+  EXPECT_EQ(named.optimization.int8_residual_add, Int8ResidualAdd::kExact);
+  CONVOY_ASSERT_OK_AND_ASSIGN(
+      ModelConfig single,
+      ParseModelConfigText(text + "optimization: {precision: int8, int8_residual_add: single_rounding}\n", "c"));
+  EXPECT_EQ(single.optimization.int8_residual_add, Int8ResidualAdd::kSingleRounding);
 }
 
 TEST(ModelConfigTest, ParsesTheAdaptivePolicy) {

@@ -284,6 +284,8 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
       cpu ? DefaultCpuLayout(cpu::onednn::HasAvx512Kernels(), HasGroupedNonDepthwiseConv(graph_)) : Layout::kNHWC);
   planner.max_batch_size = std::max(1, max_batch_size_);
   planner.int8_convolutions = options.int8_convolutions.value_or(true);
+  planner.int8_single_rounding_adds = options.int8_single_rounding_adds.value_or(
+      optimization.int8_residual_add == repository::Int8ResidualAdd::kSingleRounding);
   planner.fuse_squeeze_excitation = options.fuse_squeeze_excitation.value_or(true);
   planner.selection = options.selection.value_or(optimization.algorithm_selection == repository::AlgorithmSelection::kTune
                                                      ? AlgorithmSelection::kTune

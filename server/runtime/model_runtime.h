@@ -73,6 +73,8 @@ struct ModelRuntimeOptions {
   // QDQ models and precision int8: run the convolutions between quantize-dequantize nodes in INT8
   // (PlannerOptions::int8_convolutions; default true). False simulates every quantization in FP32.
   std::optional<bool> int8_convolutions;
+  // Override of the config's `int8_residual_add` (PlannerOptions::int8_single_rounding_adds; default exact).
+  std::optional<bool> int8_single_rounding_adds;
   // Run each squeeze-and-excitation branch as one step where the device can (PlannerOptions::fuse_squeeze_excitation;
   // default true). False plans its nodes one by one (for comparisons).
   std::optional<bool> fuse_squeeze_excitation;

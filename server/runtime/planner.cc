@@ -417,16 +417,27 @@ absl::Status PlanBuilder::ChooseQuantizedConvs() {
   }
   // The proposed conv + add fusions where both folds run INT8 and an algorithm implements the fused problem at every
   // batch size (oneDNN declines an order of FMAs it cannot reproduce); the others keep the add's own step.
+  // With int8_single_rounding_adds, the one-rounding form first where it applies, else (or where no algorithm
+  // implements it) the exact one.
   for (auto& [name, fold] : quantized_.folds) {
     if (fold.fused_add == QuantizedFusedAdd::kNone) continue;
     const QuantizedAddFold* add = quantized_.FindAdd(fold.add);
-    bool fused = add != nullptr;
     CONVOY_ASSIGN_OR_RETURN(const Shape input_shape, graph_.ShapeOf(fold.input));
-    for (int b = 1; fused && b <= max_batch_size(); ++b) {
-      const Shape d = ConcreteShape(input_shape, b);
-      const QuantizedConv2dProblem problem =
-          MakeQuantizedConvProblem(fold, int(d[0]), int(d[1]), Dim(d, 2), Dim(d, 3), add);
-      fused = OpRegistry<QuantizedConv2dOp>::Global().Heuristic(problem, backend).ok();
+    auto implemented = [&]() {
+      for (int b = 1; b <= max_batch_size(); ++b) {
+        const Shape d = ConcreteShape(input_shape, b);
+        const QuantizedConv2dProblem problem =
+            MakeQuantizedConvProblem(fold, int(d[0]), int(d[1]), Dim(d, 2), Dim(d, 3), add);
+        if (!OpRegistry<QuantizedConv2dOp>::Global().Heuristic(problem, backend).ok()) return false;
+      }
+      return true;
+    };
+    fold.add_single_rounding =
+        add != nullptr && options_.int8_single_rounding_adds && SingleRoundingAddApplies(fold, *add);
+    bool fused = add != nullptr && implemented();
+    if (!fused && fold.add_single_rounding) {
+      fold.add_single_rounding = false;
+      fused = implemented();
     }
     if (!fused) quantized_.Unfuse(name);
   }

@@ -61,6 +61,11 @@ struct PlannerOptions {
   // QDQ models: run the convolutions that fold (quantized_conv_folding.h) as INT8 steps. Off: every quantization
   // is simulated in FP32 (the QDQ nodes as activation steps), as onnxruntime computes with its optimizations off.
   bool int8_convolutions = true;
+  // QDQ models: a residual add fused into the INT8 convolution before it is computed with one rounding (the conv's
+  // output is not first rounded to 8 bits; MakeQuantizedConvProblem) where SingleRoundingAddApplies and an algorithm
+  // implements it. Faster (one post-op instead of four on oneDNN's convolutions) but no longer bit for bit what the
+  // QDQ graph (and onnxruntime) computes: the sum may differ by one quantization step. Off: the exact chain.
+  bool int8_single_rounding_adds = false;
   // Runs each squeeze-and-excitation branch (global average pool, two 1x1 convolutions, the gate's multiply;
   // squeeze_excitation_fusion.h) as one step where an algorithm of the device implements it in the plan's precision
   // (the CPU, FP32): at batch 1 the five small steps' fixed costs are most of the branch's time. Off: node by node.

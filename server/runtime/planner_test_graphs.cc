@@ -189,7 +189,7 @@ std::vector<float> RandomScales(int64_t count, float lo, float hi, std::mt19937&
 
 }  // namespace
 
-absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a, bool expose_b) {
+absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a, bool expose_b, bool expose_sum) {
   std::mt19937 rng(seed);
   Graph g;
   CONVOY_RETURN_IF_ERROR(g.AddInput("x", {kBatch, 16, 8, 8}));
@@ -229,6 +229,12 @@ absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a, b
   if (expose_b) {
     CONVOY_RETURN_IF_ERROR(add("rename_yb", IdentityAttrs{}, {"b_q"}, {"yb"}));
     CONVOY_RETURN_IF_ERROR(g.AddOutput("yb"));
+  }
+  if (expose_sum) {
+    CONVOY_RETURN_IF_ERROR(add("rename_ya", IdentityAttrs{}, {"a_q"}, {"ya"}));
+    CONVOY_RETURN_IF_ERROR(add("rename_ys", IdentityAttrs{}, {"s_q"}, {"ys"}));
+    CONVOY_RETURN_IF_ERROR(g.AddOutput("ya"));
+    CONVOY_RETURN_IF_ERROR(g.AddOutput("ys"));
   }
   CONVOY_RETURN_IF_ERROR(g.Finalize());
   return g;

@@ -50,8 +50,10 @@ absl::StatusOr<Graph> ProjectionGraph(uint32_t seed);
 // conv_a, b, c and e fold into INT8 steps; conv_d (a sigmoid) does not. Without `annotate_conv_a`, conv_a's weights
 // carry no quantization record (an FP32 convolution between QDQ nodes), so conv_a stays FP32 too. With `expose_b`,
 // qdq_b's output is also the graph output "yb": conv_b's output then has a reader besides the add, so the add cannot
-// fuse into conv_b and keeps a step of its own.
-absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = true, bool expose_b = false);
+// fuse into conv_b and keeps a step of its own. With `expose_sum`, qdq_a's and qdq_s's outputs are also the graph
+// outputs "ya" and "ys" (the add's residual operand and its sum; the fusion is unaffected).
+absl::StatusOr<Graph> QuantizedBlockGraph(uint32_t seed, bool annotate_conv_a = true, bool expose_b = false,
+                                          bool expose_sum = false);
 
 // A QDQ classifier's tail as the ONNX importer makes it (onnxruntime's quantizer writes the same around torchvision's
 // avgpool -> flatten -> fc):

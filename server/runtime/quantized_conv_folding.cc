@@ -183,6 +183,7 @@ absl::Status FoldRequantization(const Graph& graph, const std::string& bias_name
   } else {
     fold.dst_type = DataType::kFloat32, fold.dst_scale = 1.0f, fold.dst_zero_point = 0;
   }
+  fold.weight_scales = weight_scales;
   fold.multipliers.resize(k);
   for (int64_t i = 0; i < k; ++i) {
     fold.multipliers[i] = out != nullptr ? in.scale * weight_scales[i] / out->scale : in.scale * weight_scales[i];
@@ -304,6 +305,7 @@ void QuantizedConvAnalysis::Unfuse(const std::string& conv) {
   if (it == folds.end() || it->second.fused_add == QuantizedFusedAdd::kNone) return;
   if (auto add = adds.find(it->second.add); add != adds.end()) add->second.fused_into.clear();
   it->second.fused_add = QuantizedFusedAdd::kNone;
+  it->second.add_single_rounding = false;
   it->second.add.clear();
   it->second.residual.clear();
 }
@@ -506,13 +508,34 @@ QuantizedConv2dProblem MakeQuantizedConvProblem(const QuantizedConvFold& fold, i
   p.epilogue.has_bias = !fold.bias.empty();
   p.epilogue.relu = fold.relu;
   p.epilogue.scales = fold.multipliers;  // fixed at plan time: oneDNN builds them into the primitive
-  if (add != nullptr && fold.fused_add != QuantizedFusedAdd::kNone) {
+  if (add != nullptr && fold.fused_add != QuantizedFusedAdd::kNone && fold.add_single_rounding) {
+    const QuantizedAddProblem& q = add->quantization;
+    const bool conv_is_a = fold.fused_add == QuantizedFusedAdd::kConvIsA;
+    p.dst_type = q.y_type;
+    p.epilogue.dst_zero_point = q.y_zero_point;
+    p.epilogue.residual = ResidualMode::kBeforeActivation;
+    p.epilogue.residual_scale = (conv_is_a ? q.b_scale : q.a_scale) / q.y_scale;
+    p.epilogue.residual_zero_point = conv_is_a ? q.b_zero_point : q.a_zero_point;
+    for (size_t k = 0; k < p.epilogue.scales.size(); ++k) {
+      p.epilogue.scales[k] = fold.src_scale * fold.weight_scales[k] / q.y_scale;
+    }
+  } else if (add != nullptr && fold.fused_add != QuantizedFusedAdd::kNone) {
     p.fused_add = fold.fused_add;
     p.add = add->quantization;
     p.add.count = 1;  // not used by the convolution
     p.dst_type = p.add.y_type;
   }
   return p;
+}
+
+bool SingleRoundingAddApplies(const QuantizedConvFold& fold, const QuantizedAddFold& add) {
+  if (fold.fused_add == QuantizedFusedAdd::kNone || fold.relu || fold.dst_type == DataType::kFloat32 ||
+      fold.weight_scales.size() != fold.multipliers.size()) {
+    return false;
+  }
+  const QuantizedAddProblem& q = add.quantization;
+  const DataType residual_type = fold.fused_add == QuantizedFusedAdd::kConvIsA ? q.b_type : q.a_type;
+  return residual_type == q.y_type;
 }
 
 }  // namespace convoy::runtime

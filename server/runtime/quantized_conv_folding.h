@@ -88,10 +88,15 @@ struct QuantizedConvFold {
   std::vector<int8_t> weights;       // in weight_shape's row-major order
   std::vector<int32_t> bias;         // [K], empty without a bias
   std::vector<float> multipliers;    // [K]: x_scale * w_scale[k] / y_scale, in FP32 as onnxruntime forms it
+  std::vector<float> weight_scales;  // [K]: w_scale[k]
   // The residual add fused after it (QuantizedConvAnalysis::adds holds its fold), or kNone.
   QuantizedFusedAdd fused_add = QuantizedFusedAdd::kNone;
   std::string add;       // that Add node
   std::string residual;  // the add's other operand, a QDQ node's output read 8-bit
+  // The fused add computed with one rounding (PlannerOptions::int8_single_rounding_adds, set by the planner where
+  // SingleRoundingAddApplies): the conv's own output is not rounded to 8 bits before the add (see
+  // MakeQuantizedConvProblem).
+  bool add_single_rounding = false;
 };
 
 // One residual Add that runs in INT8: the kernel problem's quantization, and the graph tensors it reads and writes.
@@ -162,9 +167,22 @@ struct QuantizedConvAnalysis {
 QuantizedConvAnalysis AnalyzeQuantizedConvs(const Graph& graph);
 
 // The kernel problem of a fold at one input size (n, c, h, w of the input, NHWC; an [N, C] input is [N, C, 1, 1]),
-// the multipliers fixed in it, and its fused add (`add`, the fold's, when fold.fused_add is set).
+// the multipliers fixed in it, and its fused add (`add`, the fold's, when fold.fused_add is set): exact
+// (QuantizedConv2dProblem::fused_add, the two steps' result bit for bit) or, with fold.add_single_rounding, as the
+// residual epilogue with one rounding at the end,
+//
+//   y_q = saturate(round_half_even(float(acc + bias_q) * (x_scale * w_scale[k] / y_scale)
+//                                  + (r_scale / y_scale) * float(r_q - r_zero_point)) + y_zero_point)
+//
+// (QuantizedEpilogue's residual kBeforeActivation), which skips the conv's own rounding and saturation to 8 bits: the
+// dequantized sum differs from the exact chain's by at most half a step of the conv's output scale before the final
+// rounding (more where the conv's own output saturated), so y_q differs by at most one step in most elements.
 QuantizedConv2dProblem MakeQuantizedConvProblem(const QuantizedConvFold& fold, int n, int c, int h, int w,
                                                 const QuantizedAddFold* add = nullptr);
+
+// Whether `fold`'s fused add (`add`) can run with one rounding: a convolution without a ReLU of its own (the
+// epilogue's ReLU comes after the residual) whose residual operand has the sum's 8-bit type.
+bool SingleRoundingAddApplies(const QuantizedConvFold& fold, const QuantizedAddFold& add);
 
 }  // namespace convoy::runtime
 

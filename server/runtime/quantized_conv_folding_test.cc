@@ -276,6 +276,106 @@ TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdentic
   }
 }
 
+// int8_single_rounding_adds: the add fused into conv_b as the residual epilogue, rounded once. Its sum, checked
+// against that formula computed here in double from the integers (the residual a_q as the plan output it, conv_b's
+// INT8 weights and INT32 bias from the graph): every element within one step of qdq_s, and at least 99 % identical
+// (the plan forms its two multipliers in FP32, so values within rounding error of a tie may land on the neighbour).
+TEST(QuantizedConvFoldingTest, SingleRoundingAddsRunAsTheResidualEpilogueAndRoundOnce) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed, true, false, /*expose_sum=*/true));
+  const float sa = 4.0f / 255, ss = 0.06f;  // qdq_a (zero point 0), qdq_s (zero point 100): the graph's
+  const int zs = 100;
+  const Tensor* wb = graph.FindConstant("wb");
+  const Tensor* bias = graph.FindConstant("wb_b");
+  const ConstantQuantization* wq = graph.FindConstantQuantization("wb");
+  ASSERT_TRUE(wb != nullptr && bias != nullptr && wq != nullptr);
+  const double sw = wq->scales[0];
+  for (Layout layout : {Layout::kNHWC, Layout::kNCHW8c}) {
+    SCOPED_TRACE(LayoutName(layout));
+    PlannerOptions options = CpuOptions(layout, 2);
+    options.int8_single_rounding_adds = true;
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, options));
+    EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedAdd), 0) << plan->ToString(1);
+    int residual_epilogues = 0, exact_adds = 0;
+    for (const auto& step : plan->steps()) {
+      residual_epilogues += step->ProblemString(1).find("+residual(") != std::string::npos;
+      exact_adds += step->ProblemString(1).find(" +add(") != std::string::npos;
+    }
+    EXPECT_EQ(residual_epilogues, 1) << plan->ToString(1);
+    EXPECT_EQ(exact_adds, 0) << plan->ToString(1);
+    for (int batch = 1; batch <= 2; ++batch) {
+      const Tensor x = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, batch), FreshSeed());
+      const std::vector<std::vector<float>> got = RunPlan(plan, batch, x);
+      std::map<std::string, const std::vector<float>*> out;
+      for (size_t i = 0; i < got.size(); ++i) out[plan->outputs()[i].name] = &got[i];
+      ASSERT_TRUE(out.count("ya") && out.count("ys"));
+      const std::vector<float>& ya = *out["ya"];
+      const std::vector<float>& ys = *out["ys"];
+      constexpr int kC = 32, kPixels = 64;  // conv_b: 32 -> 32 channels, 1x1, on 8x8 images (NCHW outputs)
+      ASSERT_EQ(ys.size(), size_t(batch) * kC * kPixels);
+      size_t identical = 0;
+      for (int n = 0; n < batch; ++n) {
+        for (int k = 0; k < kC; ++k) {
+          for (int p = 0; p < kPixels; ++p) {
+            int64_t acc = std::llround(bias->data[k] / (double(sa) * sw));
+            for (int c = 0; c < kC; ++c) {
+              const int64_t a_q = std::llround(ya[(n * kC + c) * kPixels + p] / sa);
+              acc += a_q * std::llround(wb->data[k * kC + c] / sw);
+            }
+            const double residual = std::nearbyint(ya[(n * kC + k) * kPixels + p] / sa) * sa;
+            const double v = double(acc) * double(sa) * sw / ss + residual / ss;
+            const double q = std::clamp(std::nearbyint(v) + zs, 0.0, 255.0);
+            const float want = static_cast<float>((q - zs) * ss);
+            const float have = ys[(n * kC + k) * kPixels + p];
+            ASSERT_LE(std::fabs(have - want), ss * 1.001f)
+                << "batch " << batch << " n " << n << " k " << k << " pixel " << p << ": " << have << " vs " << want;
+            identical += std::fabs(have - want) < ss * 0.001f;
+          }
+        }
+      }
+      EXPECT_GE(identical, ys.size() * 99 / 100) << identical << " of " << ys.size() << " identical";
+    }
+  }
+}
+
+// Without the option, or where the conv has a ReLU of its own (applied before the add, which the residual epilogue
+// cannot express), the fused add stays exact.
+TEST(QuantizedConvFoldingTest, SingleRoundingAddsApplyOnlyWithoutTheConvsOwnRelu) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(FreshSeed()));
+  QuantizedConvAnalysis analysis = AnalyzeQuantizedConvs(graph);
+  const QuantizedConvFold* conv_b = analysis.Find("conv_b");
+  ASSERT_NE(conv_b, nullptr);
+  ASSERT_NE(conv_b->fused_add, QuantizedFusedAdd::kNone);
+  const QuantizedAddFold* add = analysis.FindAdd(conv_b->add);
+  ASSERT_NE(add, nullptr);
+  EXPECT_TRUE(SingleRoundingAddApplies(*conv_b, *add));
+  QuantizedConvFold with_relu = *conv_b;
+  with_relu.relu = true;
+  EXPECT_FALSE(SingleRoundingAddApplies(with_relu, *add));
+  QuantizedAddFold int8_residual = *add;  // the residual operand (a) in another type than the sum
+  int8_residual.quantization.b_type = DataType::kInt8;
+  int8_residual.quantization.a_type = DataType::kInt8;
+  EXPECT_FALSE(SingleRoundingAddApplies(*conv_b, int8_residual));
+  // The exact form: the conv's own rounding, then the add (no residual epilogue).
+  const QuantizedConv2dProblem exact = MakeQuantizedConvProblem(*conv_b, 1, 32, 8, 8, add);
+  EXPECT_EQ(exact.epilogue.residual, ResidualMode::kNone);
+  EXPECT_EQ(exact.fused_add, conv_b->fused_add);
+  QuantizedConvFold single = *conv_b;
+  single.add_single_rounding = true;
+  const QuantizedConv2dProblem once = MakeQuantizedConvProblem(single, 1, 32, 8, 8, add);
+  EXPECT_EQ(once.fused_add, QuantizedFusedAdd::kNone);
+  EXPECT_EQ(once.epilogue.residual, ResidualMode::kBeforeActivation);
+  EXPECT_EQ(once.epilogue.dst_zero_point, add->quantization.y_zero_point);
+  EXPECT_FLOAT_EQ(once.epilogue.residual_scale, (4.0f / 255) / 0.06f);
+  ASSERT_EQ(once.epilogue.scales.size(), exact.epilogue.scales.size());
+  for (size_t k = 0; k < once.epilogue.scales.size(); ++k) {
+    // x_scale * w_scale / y_scale against the conv's own x_scale * w_scale / b_scale: the ratio of the two outputs'
+    // scales.
+    EXPECT_NEAR(once.epilogue.scales[k] / exact.epilogue.scales[k], (8.0f / 255) / 0.06f, 1e-5);
+  }
+}
+
 TEST(QuantizedConvFoldingTest, TurnedOffEveryQuantizationIsSimulated) {
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(FreshSeed()));
   PlannerOptions options = CpuOptions(Layout::kNCHW, 2);

@@ -78,6 +78,8 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|int8|auto  --la
          --threads=N (CPU threads)  --quiet (no load log)
          --cuda_graphs[=true|false] (on a GPU: record a CUDA graph per batch size; default: the config's)
          --int8=true|false (QDQ models: convolutions between quantize-dequantize steps run INT8; default true)
+         --int8_residual_add=exact|single_rounding (a residual add fused into an INT8 convolution: rounded as the
+             QDQ graph does, or once at the end, faster and within one quantization step; default: the config's)
          --fuse_squeeze_excitation=true|false (each squeeze-and-excitation branch as one step where the device has
              an algorithm for it, the CPU in FP32; default true)
          --calibration_table=FILE (--precision=int8 on an FP32 model; default: the config's, or calibration.yaml
@@ -201,6 +203,14 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
       return absl::InvalidArgumentError(absl::StrCat("--int8 must be true or false, got '", value, "'"));
     }
     options.int8_convolutions = value == "true";
+  }
+  if (flags.Has("int8_residual_add")) {
+    const std::string value = flags.Get("int8_residual_add");
+    if (value != "exact" && value != "single_rounding") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--int8_residual_add must be exact or single_rounding, got '", value, "'"));
+    }
+    options.int8_single_rounding_adds = value == "single_rounding";
   }
   if (flags.Has("fuse_squeeze_excitation")) {
     const std::string value = flags.Get("fuse_squeeze_excitation");
@@ -630,7 +640,7 @@ absl::Status Main(int argc, char** argv) {
   if (command == "jobs") return JobsCommand(argv[0]);
   const std::vector<std::string> common = {"model",  "device",     "precision", "layout", "max_batch_size",
                                            "cache",  "threads",    "quiet",     "cuda_graphs", "int8",
-                                           "calibration_table", "fuse_squeeze_excitation"};
+                                           "calibration_table", "fuse_squeeze_excitation", "int8_residual_add"};
   auto with = [&common](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;
