@@ -171,9 +171,12 @@ def agreement(reference, other):
     return float(same.mean()), float(same[confident].mean()), float(overlap), int(confident.sum())
 
 
-def measure(convoy, calibration_count, evaluation_count, methods, keep_fp32="", seed=1, log=print):
+def measure(convoy, calibration_count, evaluation_count, methods, keep_fp32="", seed=1, log=print,
+            single_rounding_adds=False):
     """Every row of the module docstring: a list of (label, calibration, top-1 all, top-1 confident, top-5 overlap)
-    plus the number of confident crops."""
+    plus the number of confident crops. With single_rounding_adds, Convoy's INT8 rows again with
+    --int8_residual_add=single_rounding."""
+    single = "--int8_residual_add=single_rounding"
     calibration = normalise(photo_crops(CALIBRATION_PHOTOS, calibration_count, seed))
     evaluation = normalise(photo_crops(EVALUATION_PHOTOS, evaluation_count, seed + 1))
     rows = []
@@ -190,6 +193,11 @@ def measure(convoy, calibration_count, evaluation_count, methods, keep_fp32="", 
             log(f"convoy calibrate --method={method}: {seconds:.1f} s; {summary[0] if summary else ''}")
             rows.append((f"Convoy INT8, `convoy calibrate --method={method}`", f"{calibration_count} crops",
                          *agreement(fp32, logits)[:3]))
+            if single_rounding_adds:
+                logits, _ = convoy_logits(convoy, MODEL, evaluation, tmp, "--precision=int8",
+                                          f"--calibration_table={table}", single)
+                rows.append((f"Convoy INT8, `convoy calibrate --method={method}`, `{single}`",
+                             f"{calibration_count} crops", *agreement(fp32, logits)[:3]))
             if keep_fp32:
                 names = first_and_last_convs(table) if keep_fp32 == "auto" else keep_fp32.split(",")
                 kept, _ = convoy_calibrate(convoy, MODEL, calibration, tmp, method, ",".join(names))
@@ -205,6 +213,10 @@ def measure(convoy, calibration_count, evaluation_count, methods, keep_fp32="", 
         convoy_qdq, _ = convoy_logits(convoy, qdq, evaluation, tmp)
         rows.append(("Convoy running onnxruntime's QDQ file", f"{calibration_count} crops",
                      *agreement(fp32, convoy_qdq)[:3]))
+        if single_rounding_adds:
+            convoy_qdq, _ = convoy_logits(convoy, qdq, evaluation, tmp, single)
+            rows.append((f"Convoy running onnxruntime's QDQ file, `{single}`", f"{calibration_count} crops",
+                         *agreement(fp32, convoy_qdq)[:3]))
     return rows, confident
 
 
@@ -216,10 +228,13 @@ def main():
     p.add_argument("--methods", default="entropy,percentile,minmax")
     p.add_argument("--keep_fp32", default="", help="'auto' (first and last conv) or layer names, comma-separated")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--single_rounding_adds", action="store_true",
+                   help="Convoy's INT8 rows again with --int8_residual_add=single_rounding")
     args = p.parse_args()
     import onnxruntime
     rows, confident = measure(args.convoy, args.calibration, args.evaluation, args.methods.split(","), args.keep_fp32,
-                              args.seed, log=lambda line: print(line, file=sys.stderr, flush=True))
+                              args.seed, log=lambda line: print(line, file=sys.stderr, flush=True),
+                              single_rounding_adds=args.single_rounding_adds)
     print(f"EfficientNet-Lite0 (pretrained), {args.evaluation} evaluation crops of {', '.join(EVALUATION_PHOTOS)} "
           f"({confident} with FP32 top-1 probability >= {CONFIDENT}); calibration on {args.calibration} crops of "
           f"{', '.join(CALIBRATION_PHOTOS)}; onnxruntime {onnxruntime.__version__}; seed {args.seed}")

@@ -9,6 +9,8 @@ models"); OpenVINO's post-op chains round in their own order, so a speed compari
 not compute the same numbers.
 
   .venv/bin/python bench/int8_peer_agreement.py --convoy=bazel-bin/server/tools/convoy resnet50_qdq.onnx mobilenetv2_qdq.onnx
+  # and Convoy with a residual add rounded once (a further row):
+  .venv/bin/python bench/int8_peer_agreement.py --convoy_options=int8_residual_add=single_rounding resnet50_qdq.onnx
 """
 import argparse
 import os
@@ -24,12 +26,12 @@ except ImportError:
     ov = None
 
 
-def convoy_run(convoy, model, x, threads):
+def convoy_run(convoy, model, x, threads, options=()):
     with tempfile.TemporaryDirectory() as tmp:
         np.save(os.path.join(tmp, "x.npy"), x)
         subprocess.run([convoy, "run", f"--model={model}", f"--input={os.path.join(tmp, 'x.npy')}",
-                        f"--output_dir={tmp}", f"--max_batch_size={len(x)}", f"--threads={threads}", "--quiet"],
-                       check=True, capture_output=True)
+                        f"--output_dir={tmp}", f"--max_batch_size={len(x)}", f"--threads={threads}", "--quiet",
+                        *options], check=True, capture_output=True)
         return np.load(os.path.join(tmp, "0.npy"))  # --output_dir writes output i to i.npy
 
 
@@ -49,6 +51,9 @@ def main():
     ap.add_argument("--images", type=int, default=8)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--convoy_options", default="",
+                    help="OPTION=VALUE,...: Convoy again with each of these CLI options, a row each "
+                         "(e.g. int8_residual_add=single_rounding)")
     args = ap.parse_args()
     print(f"onnxruntime {ort.__version__}; openvino {ov.__version__ if ov is not None else '(not installed)'}")
     for model in args.models:
@@ -57,6 +62,8 @@ def main():
         output = session.get_outputs()[0].name
         want = session.run([output], {session.get_inputs()[0].name: x})[0]
         engines = {"convoy": convoy_run(args.convoy, model, x, args.threads)}
+        for option in filter(None, args.convoy_options.split(",")):
+            engines[f"convoy[{option}]"] = convoy_run(args.convoy, model, x, args.threads, [f"--{option}"])
         if ov is not None:
             engines["openvino"] = openvino_run(model, x, args.threads)
         for engine, got in engines.items():

@@ -154,8 +154,10 @@ def export_whole_model(name, directory):
 
 
 def layout_flags(layout):
-    """`convoy run` / `convoy tune` flags for an activation layout ("default": Convoy's own choice)."""
-    return [] if layout == "default" else [f"--layout={layout}"]
+    """`convoy run` / `convoy tune` flags for a --convoy_layouts entry: an activation layout ("default": Convoy's own
+    choice), then any CLI options joined with "+" ("default+int8_residual_add=single_rounding")."""
+    layout, *options = layout.split("+")
+    return ([] if layout == "default" else [f"--layout={layout}"]) + [f"--{o}" for o in options]
 
 
 def time_convoy_model(convoy, model_path, cache, batch, reps, directory, precision="fp32", layout="default"):
@@ -390,7 +392,8 @@ def main():
     parser.add_argument("--convoy", default="bazel-bin/server/tools/convoy",
                         help="the convoy CLI, or LABEL=PATH,... to time several builds side by side")
     parser.add_argument("--convoy_layouts", default="default",
-                        help="Convoy activation layouts for the whole models: default (Convoy's), nchw, nhwc, nchw8c")
+                        help="Convoy activation layouts for the whole models: default (Convoy's), nchw, nhwc, nchw8c; "
+                             "each may add convoy CLI options after a +, as in default+int8_residual_add=single_rounding")
     parser.add_argument("--model_rounds", type=int, default=3)
     parser.add_argument("--whole_models", default="resnet50,mobilenetv2,efficientnet_b0",
                         help="torchvision models timed end to end (resnet50, resnet18, mobilenetv2, efficientnet_b0)")

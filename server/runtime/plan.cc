@@ -51,7 +51,7 @@ TensorDesc PlanTensor::Desc(int batch_size) const { return TensorDesc(dtype, Dim
 
 std::string ExecutionPlan::QuantizationSummary() const {
   if (quantized_layers_.empty()) return "";
-  int convs = 0, convs_int8 = 0, adds = 0, adds_int8 = 0, tails = 0, tails_int8 = 0, fp32 = 0;
+  int convs = 0, convs_int8 = 0, adds = 0, adds_int8 = 0, adds_rounded_once = 0, tails = 0, tails_int8 = 0, fp32 = 0;
   const QuantizedLayerChoice* first_fp32 = nullptr;
   for (const QuantizedLayerChoice& layer : quantized_layers_) {
     if (layer.pool_or_gemm) {
@@ -60,6 +60,7 @@ std::string ExecutionPlan::QuantizationSummary() const {
     } else if (layer.add) {
       ++adds;
       adds_int8 += layer.int8;
+      adds_rounded_once += layer.rounded_once;
     } else {
       ++convs;
       convs_int8 += layer.int8;
@@ -72,6 +73,10 @@ std::string ExecutionPlan::QuantizationSummary() const {
   std::string out = absl::StrCat(convs_int8, " of ", convs, " quantized convolutions");
   if (adds > 0) absl::StrAppend(&out, " and ", adds_int8, " of ", adds, " quantized adds");
   absl::StrAppend(&out, " run INT8");
+  if (adds_rounded_once > 0) {
+    absl::StrAppend(&out, " (", adds_rounded_once, " of the adds fused and rounded once: int8_residual_add ",
+                    "single_rounding)");
+  }
   if (tails > 0) absl::StrAppend(&out, ", and ", tails_int8, " of ", tails, " quantized pooling and Gemm layers");
   if (first_fp32 != nullptr) {
     absl::StrAppend(&out, "; ", fp32, " stay FP32 with simulated quantization (first: '", first_fp32->node, "': ",
@@ -106,7 +111,9 @@ std::string ExecutionPlan::ToString(int batch_size) const {
   if (!quantized_layers_.empty()) {
     absl::StrAppend(&out, "quantization: ", QuantizationSummary(), "\n");
     for (const QuantizedLayerChoice& layer : quantized_layers_) {
-      absl::StrAppend(&out, "  ", layer.node, ": ", layer.int8 ? "INT8" : absl::StrCat("FP32 (", layer.reason, ")"),
+      absl::StrAppend(&out, "  ", layer.node, ": ",
+                      layer.int8 ? (layer.rounded_once ? "INT8, rounded once" : "INT8")
+                                 : absl::StrCat("FP32 (", layer.reason, ")"),
                       "\n");
     }
   }

@@ -113,6 +113,7 @@ struct QuantizedLayerChoice {
   bool int8 = false;
   std::string reason;  // why it stays FP32; empty for INT8
   bool pool_or_gemm = false;  // a global average pool or a Gemm (a classifier's tail)
+  bool rounded_once = false;  // an add fused into its convolution with one rounding (int8_single_rounding_adds)
 };
 
 class ExecutionPlan {

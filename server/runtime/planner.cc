@@ -474,7 +474,10 @@ absl::Status PlanBuilder::ChooseQuantizedConvs() {
     const bool add = node.op() == OpKind::kBinary;
     const bool pool_or_gemm = node.op() == OpKind::kPool2d || node.op() == OpKind::kGemm;
     if (quantized_.Find(node.name) != nullptr || quantized_.FindAdd(node.name) != nullptr) {
-      plan_->quantized_layers_.push_back({node.name, add, true, "", pool_or_gemm});
+      const QuantizedAddFold* add_fold = quantized_.FindAdd(node.name);
+      const QuantizedConvFold* fused_into = add_fold != nullptr ? quantized_.Find(add_fold->fused_into) : nullptr;
+      const bool rounded_once = fused_into != nullptr && fused_into->add_single_rounding;
+      plan_->quantized_layers_.push_back({node.name, add, true, "", pool_or_gemm, rounded_once});
     } else if (auto it = quantized_.fp32_reasons.find(node.name); it != quantized_.fp32_reasons.end()) {
       plan_->quantized_layers_.push_back({node.name, add, false, it->second, pool_or_gemm});
     }

@@ -304,6 +304,9 @@ TEST(QuantizedConvFoldingTest, SingleRoundingAddsRunAsTheResidualEpilogueAndRoun
     }
     EXPECT_EQ(residual_epilogues, 1) << plan->ToString(1);
     EXPECT_EQ(exact_adds, 0) << plan->ToString(1);
+    EXPECT_THAT(plan->QuantizationSummary(),
+                HasSubstr("1 of 1 quantized adds run INT8 (1 of the adds fused and rounded once"));
+    EXPECT_THAT(plan->ToString(1), HasSubstr("add: INT8, rounded once"));
     for (int batch = 1; batch <= 2; ++batch) {
       const Tensor x = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, batch), FreshSeed());
       const std::vector<std::vector<float>> got = RunPlan(plan, batch, x);

@@ -53,3 +53,11 @@ def test_table_prints_the_round_by_round_line(compare, capsys):
     assert "convoy/onnxruntime 0.44 (faster in 3 of 3)" in out
     assert "convoy fastest 30.00" in out
     compare.round_times.clear()
+
+
+def test_layout_entries_carry_cli_options(compare):
+    assert compare.layout_flags("default") == []
+    assert compare.layout_flags("nhwc") == ["--layout=nhwc"]
+    assert compare.layout_flags("default+int8_residual_add=single_rounding") == [
+        "--int8_residual_add=single_rounding"]
+    assert compare.layout_flags("nchw8c+int8=false+threads=1") == ["--layout=nchw8c", "--int8=false", "--threads=1"]
