@@ -178,6 +178,36 @@ TEST_P(QuantizedBlockCudaTest, RunsInt8OnCudaAndMatchesTheCpuPlan) {
 
 INSTANTIATE_TEST_SUITE_P(AddFusedOrNot, QuantizedBlockCudaTest, ::testing::Bool());
 
+// int8_single_rounding_adds on CUDA: the add fused into conv_b as the residual epilogue (one rounding), as on the CPU.
+// The sum against the CPU plan's (oneDNN's sum post-op, whose FMA may round a tie the other way): within one step of
+// qdq_s, at least 99 % identical; the residual operand (conv_a's output, exact on both) bit for bit.
+TEST(QuantizedPlansCudaEmulatedTest, SingleRoundingAddsRunAsTheResidualEpilogueAndMatchTheCpuPlan) {
+  const uint32_t seed = FreshSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed, true, false, /*expose_sum=*/true));
+  PlannerOptions cpu_options = Options(CpuDevice::Default(), Layout::kNHWC, 2);
+  cpu_options.int8_single_rounding_adds = true;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto cpu_plan, BuildExecutionPlan(graph, cpu_options));
+  PlannerOptions options = Options(cuda::SharedTestDevice(), Layout::kNHWC, 2);
+  options.int8_single_rounding_adds = true;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, options));
+  EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedAdd), 0) << plan->ToString(1);
+  EXPECT_EQ(CountFusedAdds(*plan), 0) << plan->ToString(1);
+  EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("(1 of the adds fused and rounded once"));
+  int residual_epilogues = 0;
+  for (const auto& step : plan->steps()) residual_epilogues += step->ProblemString(1).find("+residual(") != std::string::npos;
+  EXPECT_EQ(residual_epilogues, 1) << plan->ToString(1);
+  for (int batch = 1; batch <= 2; ++batch) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch);
+    ExpectCudaInt8Steps(*plan, batch);
+    const Tensor x = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, batch), seed + batch);
+    auto gpu = RunPlan(plan, batch, x, false);
+    auto cpu = RunPlan(cpu_plan, batch, x, false);
+    ExpectIdentical(gpu["ya"], cpu["ya"], "ya (the residual operand)");
+    ExpectWithinOneStep(gpu["ys"], cpu["ys"], 0.06f, "ys (the sum, rounded once)");
+  }
+}
+
 TEST(QuantizedPlansCudaEmulatedTest, ClassifierTailRunsInt8OnCudaAndMatchesTheCpuPlanBitForBit) {
   for (const bool quantized_logits : {true, false}) {
     for (const bool transpose_b : {true, false}) {
