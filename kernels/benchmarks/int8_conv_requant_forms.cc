@@ -28,7 +28,11 @@ struct L { int n, c, h, k, r, s; int dst_zp; int src_zp; };
 using convoy::benchmarks::ConvPrimitive;
 
 // Forms: 0 binary_mul + round + dst zero point (Convoy before), 1 output scales + round + dst zero point (Convoy now),
-// 2 binary_mul without the round, 3 binary_mul without the zero point, 4 output scales alone.
+// 2 binary_mul without the round, 3 binary_mul without the zero point, 4 output scales alone, 5 output scales + round
+// + the zero point as an eltwise_linear post-op (no destination zero point attribute), 6 form 5 with the source zero
+// point folded into the bias instead of the attribute (exact for unpadded convolutions: the compensation
+// src_zp * sum(w[k]) is a per-channel constant).
+constexpr int kForms = 7;
 ConvPrimitive Make(const L& l, int variant) {
   engine& eng = convoy::benchmarks::CpuEngine();
   int pad = l.r / 2, oh = (l.h + 2 * pad - l.r) / l.s + 1;
@@ -40,10 +44,11 @@ ConvPrimitive Make(const L& l, int variant) {
   bool binary = variant == 0 || variant == 2 || variant == 3;
   if (binary) ops.append_binary(algorithm::binary_mul, scales); else attr.set_output_scales(2, sc);
   if (variant != 2 && variant != 4) ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);
+  if (variant >= 5 && l.dst_zp) ops.append_eltwise(1.f, algorithm::eltwise_linear, 1.f, float(l.dst_zp));
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(scratchpad_mode::user);
-  if (l.src_zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {l.src_zp});
-  if (l.dst_zp && variant != 3 && variant != 4) attr.set_zero_points(DNNL_ARG_DST, 0, {l.dst_zp});
+  if (l.src_zp && variant != 6) attr.set_zero_points(DNNL_ARG_SRC, 0, {l.src_zp});
+  if (l.dst_zp && variant != 3 && variant < 4) attr.set_zero_points(DNNL_ARG_DST, 0, {l.dst_zp});
   convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src, wany, bias, dst,
                               {l.s, l.s}, {pad, pad}, {pad, pad});
   ConvPrimitive P; P.pd = convolution_forward::primitive_desc(d, attr, eng); P.p = convolution_forward(P.pd);
@@ -62,18 +67,22 @@ int main(int argc, char** argv) {
   omp_set_num_threads(2);
   int N = argc > 1 ? atoi(argv[1]) : 1;
   std::vector<L> layers = {{N,64,56,256,1,1,140,0},{N,64,56,64,1,1,0,0},{N,128,28,512,1,1,140,0},{N,256,14,1024,1,1,138,0},
+                           {N,256,56,512,1,2,140,0},{N,512,28,1024,1,2,138,0},{N,1024,14,2048,1,2,131,0},
                            {N,256,56,64,1,1,0,0},{N,256,56,128,1,1,0,0},{N,64,56,64,3,1,0,0},{N,512,7,512,3,1,0,0},
-                           {N,96,56,24,1,1,3,0},{N,24,56,144,1,1,0,120},{N,3,224,64,7,2,0,128}};
-  const char* names[] = {"binary_mul+round+zp (now)", "output_scales+round+zp", "binary_mul+zp (no round)", "binary_mul+round (no zp)", "output_scales only"};
+                           {N,96,56,24,1,1,3,0},{N,24,56,144,1,1,0,120},{N,32,112,16,1,1,5,0},{N,16,112,96,1,1,0,121},
+                           {N,3,224,64,7,2,0,128}};
+  const char* names[] = {"binary_mul+round+zp", "output_scales+round+zp", "binary_mul+zp (no round)",
+                         "binary_mul+round (no zp)", "output_scales only", "scales+round+linear(zp)",
+                         "that, src zp in the bias"};
   stream s(convoy::benchmarks::CpuEngine());
   for (auto& l : layers) {
     std::printf("n%d c%d h%d k%d r%d s%d dst_zp%d src_zp%d\n", l.n, l.c, l.h, l.k, l.r, l.s, l.dst_zp, l.src_zp);
-    std::vector<ConvPrimitive> ps; for (int v = 0; v < 5; ++v) ps.push_back(Make(l, v));
-    const std::vector<std::vector<double>> t = convoy::benchmarks::TimeInterleaved(5, 300, [&](int v) {
+    std::vector<ConvPrimitive> ps; for (int v = 0; v < kForms; ++v) ps.push_back(Make(l, v));
+    const std::vector<std::vector<double>> t = convoy::benchmarks::TimeInterleaved(kForms, 300, [&](int v) {
       ps[v].p.execute(s, ps[v].args);
       s.wait();
     });
-    for (int v = 0; v < 5; ++v) { const auto& x = t[v];
-      std::printf("   %-28s %-32s med %.4f min %.4f\n", names[v], ps[v].pd.impl_info_str(), x[x.size()/2], x[0]); }
+    for (int v = 0; v < kForms; ++v) { const auto& x = t[v];
+      std::printf("   %-30s %-32s med %.4f min %.4f\n", names[v], ps[v].pd.impl_info_str(), x[x.size()/2], x[0]); }
   }
 }

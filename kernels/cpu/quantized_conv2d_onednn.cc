@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/common/align.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/registry/registry.h"
 
@@ -35,6 +37,22 @@ memory::data_type Int8TypeOf(DataType dtype) {
     default: return memory::data_type::f32;  // the FP32 output (Validate admits nothing else)
   }
 }
+
+// Whether the source zero point is folded into the bias instead of the attribute: an unpadded convolution (every tap
+// inside the image, so sum (x - zp) w = sum x w - zp sum_w[k] exactly) whose sum x w and compensation zp sum_w[k]
+// stay below 2^23 in magnitude (255 * 128 per tap), so that FP32 holds them, and the bias plus the compensation,
+// exactly: oneDNN's float(acc) + float(bias) is then what it is with the attribute, for any bias below 2^23.
+bool FoldsSourceZeroPoint(const QuantizedConv2dProblem& p) {
+  if (p.epilogue.src_zero_point == 0) return false;
+  if (p.pad_top != 0 || p.pad_bottom != 0 || p.pad_left != 0 || p.pad_right != 0) return false;
+  const int64_t taps = int64_t{p.c_per_group()} * p.r * p.s;
+  return 255 * 128 * taps < (int64_t{1} << 23);
+}
+
+// Where the per-channel compensation -zp * sum_w[k] (INT32) lies in the packed filter, and the adjusted bias in the
+// workspace: after oneDNN's packed weights and its scratchpad.
+size_t CompensationOffset(const OnednnQuantizedConvDescriptor& d) { return AlignUp(d.pd.weights_desc().get_size()); }
+size_t AdjustedBiasOffset(const OnednnQuantizedConvDescriptor& d) { return AlignUp(d.pd.scratchpad_desc().get_size()); }
 
 memory::desc ImageDesc(DataType dtype, int64_t n, int64_t c, int64_t h, int64_t w, Layout layout) {
   return memory::desc({n, c, h, w}, Int8TypeOf(dtype), onednn::ActivationTag(StoredLayout(layout, c)));
@@ -186,10 +204,12 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, float fo
   if (p.fused_add != QuantizedFusedAdd::kNone) {
     d.conv_zero_point_post_op = AppendFusedAdd(p, folded, d.scalar, ops);
   } else if (p.dst_type != DataType::kFloat32 && e.dst_zero_point != 0) {
-    // Rounded before oneDNN adds the zero point (it adds it in FP32, then converts). Without a zero point the
-    // conversion to 8 bits rounds half to even itself (vcvtps2dq in the MXCSR's default mode), after the saturation
-    // the same clamp: the post-op would round twice.
+    // Rounded, then the zero point added to the integer (exact in FP32), then the conversion saturates. Without a
+    // zero point the conversion to 8 bits rounds half to even itself (vcvtps2dq in the MXCSR's default mode), after
+    // the saturation the same clamp: the post-op would round twice. Not the destination zero-point attribute, which
+    // keeps oneDNN 2.6 off its brgconv kernels (the header).
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, static_cast<float>(e.dst_zero_point));
   }
   dnnl::primitive_attr attr = onednn::MakeAttr(ops);
   if (!e.scales.empty()) {
@@ -197,10 +217,7 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, float fo
     // Mask bit 1: one scale per output channel (dimension 1 of the destination); 0: one for all.
     attr.set_output_scales(common ? 0 : 1 << 1, common ? std::vector<float>{e.scales[0]} : e.scales);
   }
-  if (e.src_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {e.src_zero_point});
-  if (e.dst_zero_point != 0 && p.fused_add == QuantizedFusedAdd::kNone) {
-    attr.set_zero_points(DNNL_ARG_DST, 0, {e.dst_zero_point});
-  }
+  if (e.src_zero_point != 0 && !FoldsSourceZeroPoint(p)) attr.set_zero_points(DNNL_ARG_SRC, 0, {e.src_zero_point});
   return attr;
 }
 
@@ -215,7 +232,9 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescrip
   d->user_weights = UserWeightsDesc(p);
   d->scales = memory::desc({1, p.k, 1, 1}, memory::data_type::f32, memory::format_tag::abcd);
   d->scalar = memory::desc({1, 1, 1, 1}, memory::data_type::f32, memory::format_tag::abcd);
-  if (p.epilogue.has_bias) d->bias = memory::desc({p.k}, memory::data_type::s32, memory::format_tag::a);
+  if (p.epilogue.has_bias || FoldsSourceZeroPoint(p)) {
+    d->bias = memory::desc({p.k}, memory::data_type::s32, memory::format_tag::a);
+  }
   try {
     const memory::desc weights_any(d->user_weights.dims(), memory::data_type::s8, memory::format_tag::any);
     dnnl::convolution_forward::desc desc(
@@ -296,6 +315,7 @@ QuantizedConv2dOnednnNhwc::FusedAddForm QuantizedConv2dOnednnNhwc::FusedAddFormC
 
 std::string QuantizedConv2dOnednnNhwc::LaunchSummary(const QuantizedConv2dProblem& problem) const {
   std::string summary = onednn::ImplementationSummary(Describe(problem));
+  if (FoldsSourceZeroPoint(problem)) absl::StrAppend(&summary, ", source zero point in the bias");
   if (problem.fused_add == QuantizedFusedAdd::kNone) return summary;
   return absl::StrCat(summary, FoldsConvZeroPoint(problem) ? ", add with the conv's zero point folded"
                                                            : ", add with the conv's zero point as a binary post-op");
@@ -308,12 +328,16 @@ absl::StatusOr<std::string> QuantizedConv2dOnednnNhwc::Implementation(const Quan
 
 size_t QuantizedConv2dOnednnNhwc::WorkspaceBytes(const QuantizedConv2dProblem& problem) const {
   auto descriptor = Describe(problem);
-  return descriptor.ok() ? (*descriptor)->pd.scratchpad_desc().get_size() : 0;
+  if (!descriptor.ok()) return 0;
+  if (!FoldsSourceZeroPoint(problem)) return (*descriptor)->pd.scratchpad_desc().get_size();
+  return AdjustedBiasOffset(**descriptor) + sizeof(int32_t) * problem.k;
 }
 
 size_t QuantizedConv2dOnednnNhwc::PackedFilterBytes(const QuantizedConv2dProblem& problem) const {
   auto descriptor = Describe(problem);
-  return descriptor.ok() ? (*descriptor)->pd.weights_desc().get_size() : 0;
+  if (!descriptor.ok()) return 0;
+  if (!FoldsSourceZeroPoint(problem)) return (*descriptor)->pd.weights_desc().get_size();
+  return CompensationOffset(**descriptor) + sizeof(int32_t) * problem.k;
 }
 
 std::string QuantizedConv2dOnednnNhwc::PackedFilterLayout(const QuantizedConv2dProblem& problem) const {
@@ -324,7 +348,18 @@ std::string QuantizedConv2dOnednnNhwc::PackedFilterLayout(const QuantizedConv2dP
 absl::Status QuantizedConv2dOnednnNhwc::PackFilter(const QuantizedConv2dProblem& problem, const void* filter,
                                                         void* packed, const ExecutionContext& context) const {
   CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
-  return onednn::Reorder(d->user_weights, filter, d->pd.weights_desc(), packed, context);
+  CONVOY_RETURN_IF_ERROR(onednn::Reorder(d->user_weights, filter, d->pd.weights_desc(), packed, context));
+  if (!FoldsSourceZeroPoint(problem)) return absl::OkStatus();
+  // -zp * sum_w[k]: output channel k's weights are contiguous in the problem's filter (K-major, whatever the groups).
+  const int64_t taps = int64_t{problem.c_per_group()} * problem.r * problem.s;
+  const int8_t* w = static_cast<const int8_t*>(filter);
+  int32_t* compensation = reinterpret_cast<int32_t*>(static_cast<char*>(packed) + CompensationOffset(*d));
+  for (int k = 0; k < problem.k; ++k) {
+    int32_t sum = 0;
+    for (int64_t i = 0; i < taps; ++i) sum += w[k * taps + i];
+    compensation[k] = -problem.epilogue.src_zero_point * sum;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<AlgorithmState>> QuantizedConv2dOnednnNhwc::Prepare(
@@ -351,7 +386,19 @@ absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& proble
     if (problem.epilogue.scales.empty()) {
       run_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, onednn::Wrap(d->scales, args.scale));
     }
-    if (problem.epilogue.has_bias) run_args.emplace(DNNL_ARG_BIAS, onednn::Wrap(d->bias, args.bias));
+    if (FoldsSourceZeroPoint(problem)) {
+      // The bias plus the compensation (both below 2^23 in the models this is for; the sum saturates to INT32).
+      const int32_t* compensation =
+          reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(args.w) + CompensationOffset(*d));
+      int32_t* bias = reinterpret_cast<int32_t*>(static_cast<char*>(workspace.data) + AdjustedBiasOffset(*d));
+      for (int k = 0; k < problem.k; ++k) {
+        const int64_t sum = int64_t{problem.epilogue.has_bias ? args.bias[k] : 0} + compensation[k];
+        bias[k] = static_cast<int32_t>(std::clamp<int64_t>(sum, INT32_MIN, INT32_MAX));
+      }
+      run_args.emplace(DNNL_ARG_BIAS, onednn::Wrap(d->bias, bias));
+    } else if (problem.epilogue.has_bias) {
+      run_args.emplace(DNNL_ARG_BIAS, onednn::Wrap(d->bias, args.bias));
+    }
     const float conv_zero_point = static_cast<float>(problem.epilogue.dst_zero_point);  // lives through the run
     if (d->conv_zero_point_post_op >= 0) {
       run_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(d->conv_zero_point_post_op) | DNNL_ARG_SRC_1,

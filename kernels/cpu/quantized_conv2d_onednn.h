@@ -5,7 +5,12 @@
 // requantization multipliers as the primitive's output scales when the problem fixes them (epilogue.scales, what
 // plans do), else as a per-channel binary multiply post-op (2.6 has no convolution with run-time output scales; the
 // post-op is the slower of the two), the residual as a sum post-op with its own scale and zero point, ReLU as an
-// eltwise post-op, the source and destination zero points as primitive attributes.
+// eltwise post-op. The destination zero point is a post-op too (a round, then an eltwise_linear adding it: exact on
+// the rounded integer), and the source zero point, on an unpadded convolution, is folded into the bias
+// (sum (x - zp) w = sum x w - zp sum w, the second term per output channel, computed at PackFilter and added to the
+// bias at Run), both instead of oneDNN's zero-point attributes: with either attribute oneDNN 2.6 does not take its
+// brgconv kernels, and the convolutions that carry them ran 1.3-2.2x slower (docs/kernels.md, "INT8"). A padded
+// convolution keeps the source zero point as an attribute (padding must read as the zero point).
 // The output is UINT8, INT8 or FP32.
 //
 // As conv2d_onednn: the filter is reordered at plan time into the layout the primitive chose (PackFilter; for a
