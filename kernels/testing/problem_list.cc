@@ -156,6 +156,8 @@ std::vector<Pool2dProblem> Pool2dProblems() {
     return p;
   };
   AddEveryLayout(out, pool(PoolMode::kMax, 2, 4, 9, 9, 3, 2, 1), true);  // ResNet max pool
+  // Wide enough for whole vectors of 4, 8 and 16 channels and a tail (the NHWC row kernels).
+  AddEveryLayout(out, pool(PoolMode::kMax, 2, 37, 7, 8, 3, 2, 1), true);
   Pool2dProblem p = pool(PoolMode::kMax, 1, 3, 7, 7, 2, 2, 0);            // ceil mode, odd input
   p.ceil_mode = true;
   AddEveryLayout(out, p, false);
