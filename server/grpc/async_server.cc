@@ -46,7 +46,7 @@ class AsyncServer::Call : public std::enable_shared_from_this<Call> {
 
   // On the poller thread, for each tag.
   void OnTag(Kind kind, bool ok) {
-    hand_off_.Acquire();
+    hand_offs_[static_cast<int>(kind)].Acquire();
     switch (kind) {
       case Kind::kRequest:
         if (!ok) {  // the server shuts down: no call came (and no kDone will)
@@ -83,7 +83,8 @@ class AsyncServer::Call : public std::enable_shared_from_this<Call> {
   static void Own(const std::shared_ptr<Call>& call) {
     call->self_ = call;
     call->context_.AsyncNotifyWhenDone(&call->done_tag_);
-    call->hand_off_.Release();  // the call as built here, before it is asked for
+    call->Started(Kind::kRequest);  // the call as built here, before it is asked for
+    call->Started(Kind::kDone);
   }
   // The call arrived (asks for the next call of its method first).
   virtual void OnArrived() = 0;
@@ -95,9 +96,9 @@ class AsyncServer::Call : public std::enable_shared_from_this<Call> {
 
   AsyncServer* const server_;
   grpc::ServerContext context_;
-  // Release before each operation is started on the call, from whichever thread starts it; OnTag acquires: the
-  // completion queue orders the two inside gRPC, where ThreadSanitizer cannot see it.
-  HandOff hand_off_;
+  // Right before an operation whose tag is `kind` starts, on whichever thread starts it; OnTag acquires that kind's
+  // hand-off: the completion queue orders the two inside gRPC, where ThreadSanitizer cannot see it.
+  void Started(Kind kind) { hand_offs_[static_cast<int>(kind)].Release(); }
   std::atomic<bool> cancelled_{false};
   Tag request_tag_{this, Kind::kRequest};
   Tag read_tag_{this, Kind::kRead};
@@ -112,6 +113,7 @@ class AsyncServer::Call : public std::enable_shared_from_this<Call> {
     self_.reset();  // `this` may be gone
   }
 
+  HandOff hand_offs_[5];       // one per Kind: a read's reaction is not ordered after a write's start
   int expected_ = 0;            // tags still to come; only the poller thread touches it
   std::shared_ptr<Call> self_;  // the poller's reference, until the last tag
 };
@@ -151,7 +153,7 @@ class AsyncServer::UnaryCall final : public Call {
   // On any thread, once; closes the call (the queue may shut down once this returns).
   void FinishWith(const grpc::Status& status, std::function<void(absl::Duration)> on_sent) {
     send_timer_.Start(status.ok() ? std::move(on_sent) : nullptr);
-    hand_off_.Release();
+    Started(Kind::kFinish);
     if (status.ok()) {
       responder_.Finish(response_, status, &finish_tag_);
     } else {
@@ -195,15 +197,15 @@ class AsyncServer::StreamCall final : public StreamInferCall, public Call {
   void OnWrite(bool ok) override { OnWriteDone(ok); }
 
   void StartRead(grpc::ByteBuffer* bytes) override {
-    hand_off_.Release();
+    Started(Kind::kRead);
     stream_.Read(bytes, &read_tag_);
   }
   void StartWrite(const grpc::ByteBuffer* bytes) override {
-    hand_off_.Release();
+    Started(Kind::kWrite);
     stream_.Write(*bytes, &write_tag_);
   }
   void Finish(const grpc::Status& status) override {
-    hand_off_.Release();
+    Started(Kind::kFinish);
     stream_.Finish(status, &finish_tag_);
     server_->Close();
   }
@@ -248,11 +250,11 @@ class AsyncServer::WatchCall final : public HealthWatch, public Call {
   void StartWrite(const grpc::health::v1::HealthCheckResponse* response) override {
     absl::Status serialized = SerializeMessage(*response, &response_bytes_);
     (void)serialized;  // a one-field message always serializes
-    hand_off_.Release();
+    Started(Kind::kWrite);
     writer_.Write(response_bytes_, &write_tag_);
   }
   void Finish(const grpc::Status& status) override {
-    hand_off_.Release();
+    Started(Kind::kFinish);
     writer_.Finish(status, &finish_tag_);
     server_->Close();
   }

@@ -118,36 +118,42 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
   }
 
   void OnReadDone(bool ok) override {
-    hand_off_.Acquire();
+    read_hand_off_.Acquire();
     StreamInferCall::OnReadDone(ok);
   }
   void OnWriteDone(bool ok) override {
-    hand_off_.Acquire();
+    write_hand_off_.Acquire();
     StreamInferCall::OnWriteDone(ok);
   }
-  void OnDone() override {
-    hand_off_.Acquire();
+  void OnDone() override {  // after every operation's reaction
+    read_hand_off_.Acquire();
+    write_hand_off_.Acquire();
+    finish_hand_off_.Acquire();
     delete this;
   }
 
  private:
   void StartRead(grpc::ByteBuffer* bytes) override {
-    hand_off_.Release();
+    read_hand_off_.Release();
     ServerBidiReactor::StartRead(bytes);
   }
   void StartWrite(const grpc::ByteBuffer* bytes) override {
-    hand_off_.Release();
+    write_hand_off_.Release();
     ServerBidiReactor::StartWrite(bytes);
   }
   void Finish(const grpc::Status& status) override {
-    hand_off_.Release();
+    finish_hand_off_.Release();
     ServerBidiReactor::Finish(status);
   }
   absl::Time deadline() const override { return DeadlineOf(*context_); }
   bool cancelled() const override { return context_->IsCancelled(); }
 
   grpc::CallbackServerContext* const context_;
-  HandOff hand_off_;  // each operation started here happens before the reaction to it, on gRPC's threads
+  // Each operation started here happens before the reaction to it, on gRPC's threads; reads and writes apart (one of
+  // each may be in flight at once, and gRPC does not order one's start before the other's reaction).
+  HandOff read_hand_off_;
+  HandOff write_hand_off_;
+  HandOff finish_hand_off_;
 };
 
 // The response's wire bytes written straight from the output buffers into one slice (infer_codec.h).
