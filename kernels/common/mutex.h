@@ -35,10 +35,11 @@ class ABSL_LOCKABLE Mutex {
   Mutex& operator=(const Mutex&) = delete;
 
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  // Wakes the waiters before it lets go: a waiter whose condition now holds may destroy the mutex (and the object
+  // it guards) as soon as it runs, so nothing of this Mutex is touched after mu_ is released.
   void Unlock() ABSL_UNLOCK_FUNCTION() {
-    const bool wake = waiters_ > 0;
+    if (waiters_ > 0) released_.notify_all();
     mu_.unlock();
-    if (wake) released_.notify_all();
   }
   bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) { return mu_.try_lock(); }
   void AssertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK() {}

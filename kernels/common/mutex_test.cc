@@ -33,6 +33,31 @@ TEST(MutexTest, ExcludesAndAwaitsConditions) {
   for (auto& t : threads) t.join();
 }
 
+// The waiter deletes the mutex as soon as its condition holds, while the threads that made it hold may still be in
+// Unlock: Unlock must not touch the mutex once it let go (under ThreadSanitizer and AddressSanitizer, a notify after
+// the release is a race with the destructor, or a use after free).
+TEST(MutexTest, WaiterMayDestroyTheMutexOnceItsConditionHolds) {
+  for (int round = 0; round < 200; ++round) {
+    auto* c = new Counter;
+    {
+      MutexLock lock(&c->mu);
+      c->value = 2;
+    }
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([c] {
+        MutexLock lock(&c->mu);
+        --c->value;
+      });
+    }
+    c->mu.Lock();
+    c->mu.Await(absl::Condition(+[](Counter* x) ABSL_NO_THREAD_SAFETY_ANALYSIS { return x->value == 0; }, c));
+    c->mu.Unlock();
+    delete c;
+    for (auto& t : threads) t.join();
+  }
+}
+
 TEST(MutexTest, AwaitWithTimeoutReturnsFalseWhenConditionStaysFalse) {
   Counter c;
   MutexLock lock(&c.mu);

@@ -11,16 +11,6 @@
 #include "absl/strings/str_split.h"
 #include "dnnl_debug.h"
 
-#if defined(__SANITIZE_THREAD__)
-// ThreadSanitizer (the tests tagged tsan; docs/building.md, "Sanitizers and locks"): Debian's libdnnl runs its
-// parallel regions on libgomp, which is not instrumented, so TSan sees neither its barriers nor the plain loads and
-// stores of the team, only the memset/memcpy that libdnnl calls through TSan's interceptors. Two such calls by a
-// master thread and a worker of its own OpenMP team, ordered by a libgomp barrier, read as a race. This ignores the
-// interceptors called from libdnnl, which makes them as invisible as the rest of its accesses; every access by
-// project code, and every lock it takes (ThreadPool::RunReserved included), is still checked.
-extern "C" const char* __tsan_default_suppressions() { return "called_from_lib:libdnnl.so\n"; }
-#endif
-
 namespace convoy::cpu::onednn {
 
 using dnnl::algorithm;

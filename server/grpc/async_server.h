@@ -39,6 +39,7 @@
 #include "grpcpp/support/async_stream.h"
 #include "grpcpp/support/async_unary_call.h"
 #include "kernels/common/mutex.h"
+#include "server/grpc/hand_off.h"
 #include "server/grpc/health_service.h"
 #include "server/grpc/inference_service.h"
 

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "server/grpc/grpc_status_util.h"
+#include "server/grpc/hand_off.h"
 
 namespace convoy::grpc_server {
 
@@ -57,18 +58,32 @@ class HealthService::Watcher final : public grpc::ServerWriteReactor<HealthCheck
  public:
   Watcher(HealthService* service, std::string name) : HealthWatch(std::move(name)), service_(service) {}
 
-  void OnWriteDone(bool ok) override { HealthWatch::OnWriteDone(ok); }
-  void OnCancel() override { End(); }
+  void OnWriteDone(bool ok) override {
+    hand_off_.Acquire();
+    HealthWatch::OnWriteDone(ok);
+  }
+  void OnCancel() override {
+    hand_off_.Acquire();
+    End();
+  }
   void OnDone() override {
+    hand_off_.Acquire();
     service_->RemoveWatch(this);
     delete this;
   }
 
  private:
-  void StartWrite(const HealthCheckResponse* response) override { ServerWriteReactor::StartWrite(response); }
-  void Finish(const grpc::Status& status) override { ServerWriteReactor::Finish(status); }
+  void StartWrite(const HealthCheckResponse* response) override {
+    hand_off_.Release();
+    ServerWriteReactor::StartWrite(response);
+  }
+  void Finish(const grpc::Status& status) override {
+    hand_off_.Release();
+    ServerWriteReactor::Finish(status);
+  }
 
   HealthService* const service_;
+  HandOff hand_off_;  // each write and the finish happen before the reaction to them, on gRPC's threads
 };
 
 absl::StatusOr<ServingStatus> HealthService::StatusOf(const std::string& service) const {

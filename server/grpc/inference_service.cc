@@ -96,18 +96,16 @@ class SendTimedReactor final : public grpc::ServerUnaryReactor {
  public:
   // `on_sent` (may be empty) runs on a gRPC thread after the call completed.
   void FinishTimed(const grpc::Status& status, std::function<void(absl::Duration)> on_sent) {
-    on_sent_ = std::move(on_sent);
-    finished_at_ = absl::Now();
+    send_timer_.Start(std::move(on_sent));
     Finish(status);  // `this` may be gone once this returns
   }
   void OnDone() override {
-    if (on_sent_) on_sent_(absl::Now() - finished_at_);
+    send_timer_.Sent();
     delete this;
   }
 
  private:
-  std::function<void(absl::Duration)> on_sent_;
-  absl::Time finished_at_;
+  SendTimer send_timer_;
 };
 
 // ModelStreamInfer on the callback API.
@@ -119,18 +117,43 @@ class StreamInferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
     StartRead(read_buffer());
   }
 
-  void OnReadDone(bool ok) override { StreamInferCall::OnReadDone(ok); }
-  void OnWriteDone(bool ok) override { StreamInferCall::OnWriteDone(ok); }
-  void OnDone() override { delete this; }
+  void OnReadDone(bool ok) override {
+    read_hand_off_.Acquire();
+    StreamInferCall::OnReadDone(ok);
+  }
+  void OnWriteDone(bool ok) override {
+    write_hand_off_.Acquire();
+    StreamInferCall::OnWriteDone(ok);
+  }
+  void OnDone() override {  // after every operation's reaction
+    read_hand_off_.Acquire();
+    write_hand_off_.Acquire();
+    finish_hand_off_.Acquire();
+    delete this;
+  }
 
  private:
-  void StartRead(grpc::ByteBuffer* bytes) override { ServerBidiReactor::StartRead(bytes); }
-  void StartWrite(const grpc::ByteBuffer* bytes) override { ServerBidiReactor::StartWrite(bytes); }
-  void Finish(const grpc::Status& status) override { ServerBidiReactor::Finish(status); }
+  void StartRead(grpc::ByteBuffer* bytes) override {
+    read_hand_off_.Release();
+    ServerBidiReactor::StartRead(bytes);
+  }
+  void StartWrite(const grpc::ByteBuffer* bytes) override {
+    write_hand_off_.Release();
+    ServerBidiReactor::StartWrite(bytes);
+  }
+  void Finish(const grpc::Status& status) override {
+    finish_hand_off_.Release();
+    ServerBidiReactor::Finish(status);
+  }
   absl::Time deadline() const override { return DeadlineOf(*context_); }
   bool cancelled() const override { return context_->IsCancelled(); }
 
   grpc::CallbackServerContext* const context_;
+  // Each operation started here happens before the reaction to it, on gRPC's threads; reads and writes apart (one of
+  // each may be in flight at once, and gRPC does not order one's start before the other's reaction).
+  HandOff read_hand_off_;
+  HandOff write_hand_off_;
+  HandOff finish_hand_off_;
 };
 
 // The response's wire bytes written straight from the output buffers into one slice (infer_codec.h).

@@ -31,6 +31,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "kernels/common/mutex.h"
 #include "proto/grpc_service.grpc.pb.h"
+#include "server/grpc/hand_off.h"
 #include "server/grpc/infer_request_wire.h"
 #include "server/inference/request_view.h"
 #include "server/repository/model_manager.h"
@@ -158,6 +159,28 @@ class InferenceService final : public raw_methods::RawService {
   std::deque<std::function<void()>> admin_tasks_ ABSL_GUARDED_BY(admin_mu_);
   bool admin_stop_ ABSL_GUARDED_BY(admin_mu_) = false;
   std::thread admin_thread_;
+};
+
+// Times a unary response's send, from the call's finish to gRPC's report that it completed, whichever threads
+// those run on: Start (any thread) before the call is finished, Sent once the send completed.
+class SendTimer {
+ public:
+  // `on_sent` (may be empty) gets the send's duration.
+  void Start(std::function<void(absl::Duration)> on_sent) {
+    on_sent_ = std::move(on_sent);
+    started_at_ = absl::Now();
+    hand_off_.Release();
+  }
+  // Calls `on_sent` with the time since Start (nothing when Start got none or was not called).
+  void Sent() {
+    hand_off_.Acquire();
+    if (on_sent_) on_sent_(absl::Now() - started_at_);
+  }
+
+ private:
+  HandOff hand_off_;  // gRPC orders Start before Sent; this shows ThreadSanitizer that it does
+  std::function<void(absl::Duration)> on_sent_;
+  absl::Time started_at_;
 };
 
 // ModelStreamInfer, whichever API serves it: reads requests one after another and writes each response when its
