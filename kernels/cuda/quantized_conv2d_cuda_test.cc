@@ -1,15 +1,16 @@
-// Every CUDA INT8 convolution algorithm (cuda.quantized_conv2d.implicit_gemm_*, and the wgmma
-// cuda.quantized_conv2d.hopper_* where the device has compute capability 9.0, as the emulated one does)
+// Every CUDA INT8 convolution algorithm (cuda.quantized_conv2d.implicit_gemm_*, the direct cuda.quantized_conv2d.simt,
+// and the wgmma cuda.quantized_conv2d.hopper_* where the device has compute capability 9.0, as the emulated one does)
 // against the exact integer reference on the shared INT8 problem list (kernels/testing/quantized_conv2d_cases.h:
 // every layer shape and every epilogue the CPU INT8 test runs) plus shapes that reach the kernels' corners (several
 // k-tiles with a partial last one, several block tiles in M and N with ragged edges, dilation, padded channel
 // pitches, K not a multiple of the 4-channel epilogue vector; for the Hopper kernels a partial last 128-channel
 // stage, more stages than the ring holds, and padding with zero points: the im2col border correction). Fresh random data each run, outputs poisoned first.
 //
-// Tolerance: none. The accumulation is exact (int32, the zero point folded into a per-channel compensation), and the
-// epilogue performs the reference's FP32 operations in the reference's order with explicitly rounded operations
-// (__fmul_rn, __fadd_rn, __fsub_rn: no FMA contraction on the GPU; the host build has no FMA at -march=x86-64-v2), so
-// every UINT8 / INT8 output and every FP32 output must equal the reference's bit for bit.
+// Tolerance: none. The accumulation is exact (int32; the zero point folded into a per-channel compensation, or
+// subtracted from each input in the direct kernel), and the epilogue performs the reference's FP32 operations in
+// the reference's order with explicitly rounded operations (__fmul_rn, __fadd_rn, __fsub_rn: no FMA contraction on
+// the GPU; the host build has no FMA at -march=x86-64-v2), so every UINT8 / INT8 output and every FP32 output must
+// equal the reference's bit for bit.
 //
 // Two builds of this one source:
 //   :quantized_conv2d_emulated_test   the kernels compiled against the CUDA emulation, on the emulated CudaDevice;
@@ -113,7 +114,27 @@ class CudaQuantizedConv2dAlgorithmTest : public ::testing::TestWithParam<std::st
   }
 };
 
-TEST(CudaQuantizedConv2dTest, TwelveAlgorithmsAreRegistered) { EXPECT_EQ(CudaAlgorithms().size(), 12u); }
+TEST(CudaQuantizedConv2dTest, ThirteenAlgorithmsAreRegistered) { EXPECT_EQ(CudaAlgorithms().size(), 13u); }
+
+// The direct kernel is the trusted one (what verification compares the others with), and never the heuristic's
+// pick where a tensor-core kernel implements the problem.
+TEST(CudaQuantizedConv2dTest, TheDirectKernelIsTrustedAndNeverTheHeuristicsPick) {
+  int trusted = 0;
+  for (const QuantizedConv2dAlgorithm* algorithm : CudaAlgorithms()) {
+    if (algorithm->TrustedForVerification()) {
+      ++trusted;
+      EXPECT_EQ(algorithm->name(), "cuda.quantized_conv2d.simt");
+    }
+  }
+  EXPECT_EQ(trusted, 1);
+  std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);
+  for (const QuantizedConv2dProblem& p : QuantizedConv2dFusedAddTestProblems(Layout::kNHWC)) problems.push_back(p);
+  for (const QuantizedConv2dProblem& p : problems) {
+    const auto chosen = OpRegistry<QuantizedConv2dOp>::Global().Heuristic(p, Backend::kCuda);
+    ASSERT_THAT(chosen.status(), IsOk()) << p.ToString();
+    EXPECT_NE((*chosen)->name(), "cuda.quantized_conv2d.simt") << p.ToString();
+  }
+}
 
 TEST(CudaQuantizedConv2dTest, EveryProblemHasAnAlgorithm) {
   std::vector<QuantizedConv2dProblem> problems = QuantizedConv2dTestProblems(Layout::kNHWC);
@@ -229,7 +250,11 @@ TEST(CudaQuantizedConv2dTest, NeedsScalesFromTheArgumentsOrTheProblem) {
     EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("args.scale is null"));
     QuantizedConv2dProblem fixed = p;
     fixed.epilogue.scales.assign(p.k, 0.01f);
-    EXPECT_EQ(algorithm->PackedFilterBytes(fixed), algorithm->PackedFilterBytes(p) + 4 * p.k) << algorithm->name();
+    // 4 bytes per multiplier after the packed filter (the direct kernel packs nothing without them: with them, the
+    // filter as it is, padded to 16 bytes, then the multipliers).
+    const size_t unfixed = algorithm->PackedFilterBytes(p);
+    const size_t filter = unfixed > 0 ? unfixed : static_cast<size_t>(p.filter_elements() + 15) / 16 * 16;
+    EXPECT_EQ(algorithm->PackedFilterBytes(fixed), filter + 4 * p.k) << algorithm->name();
     EXPECT_NE(algorithm->PackedFilterLayout(fixed), algorithm->PackedFilterLayout(p)) << algorithm->name();
   }
 }

@@ -59,7 +59,7 @@ class CudaQuantizedConv2dHopper final : public CudaQuantizedConv2dPackedAlgorith
                                                         Tile::kM, "x", Tile::kN)) {}
 
   absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override {
-    CONVOY_RETURN_IF_ERROR(CheckQuantizedLimits(problem));
+    CONVOY_RETURN_IF_ERROR(CheckQuantizedConv2dLimits(problem));
     if (problem.groups != 1) return absl::UnimplementedError("needs groups == 1");
     if (problem.c % 16 != 0) {
       return absl::UnimplementedError(
@@ -103,7 +103,8 @@ class CudaQuantizedConv2dHopper final : public CudaQuantizedConv2dPackedAlgorith
   absl::Status Run(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override {
     CONVOY_RETURN_IF_ERROR(CanImplement(problem));
-    CONVOY_RETURN_IF_ERROR(CheckRunArguments(problem, args, /*x_aligned_16=*/true));
+    CONVOY_RETURN_IF_ERROR(CheckQuantizedConv2dArguments(name_, problem, args, /*w_aligned_16=*/true,
+                                                         /*x_aligned_16=*/true));
     // Thread-local rather than on the stack: the tensor maps need 64-byte alignment, which ASan's fake stack frames
     // (detect_stack_use_after_return) do not keep. Every field is set below; the launch copies the parameters.
     static thread_local HopperQuantizedGemmParams params;

@@ -17,6 +17,9 @@
 // the FP32 multipliers[K] (epilogue.scales, copied from the host on the same stream), which the epilogue then reads
 // instead of args.scale. PackedFilterLayout names the zero point folded in and whether the multipliers are. Run takes
 // that packed filter in args.w (16-byte aligned) and needs no workspace.
+//
+// CheckQuantizedConv2dLimits and CheckQuantizedConv2dArguments are CanImplement's limits and Run's operand checks,
+// shared with the wgmma kernels and the direct kernel (quantized_conv2d_simt.cu).
 #ifndef CONVOY_KERNELS_CUDA_QUANTIZED_CONV2D_IMPLICIT_GEMM_ALGORITHM_CUH_
 #define CONVOY_KERNELS_CUDA_QUANTIZED_CONV2D_IMPLICIT_GEMM_ALGORITHM_CUH_
 
@@ -118,8 +121,58 @@ inline GemmShape QuantizedGemmShapeOf(const QuantizedConv2dProblem& problem) {
   return shape;
 }
 
+// CanImplement's part every CUDA INT8 convolution shares: a valid NHWC problem, N*P*Q, N*H*W*C and K*R*S*Cp below
+// 2^31 and R*S*C/groups at most kMaxQuantizedReduction.
+inline absl::Status CheckQuantizedConv2dLimits(const QuantizedConv2dProblem& problem) {
+  if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
+  if (problem.layout != Layout::kNHWC) return absl::UnimplementedError("needs NHWC");
+  const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
+  if (int64_t{problem.n} * problem.p() * problem.q() >= (int64_t{1} << 31) ||
+      int64_t{problem.n} * problem.h * problem.w * problem.c >= (int64_t{1} << 31) ||
+      packed.filter_bytes >= (int64_t{1} << 31)) {
+    return absl::UnimplementedError("N*P*Q, N*H*W*C or K*R*S*Cp does not fit in 32 bits");
+  }
+  const int64_t reduction = int64_t{problem.r} * problem.s * problem.c_per_group();
+  if (reduction > kMaxQuantizedReduction) {
+    return absl::UnimplementedError(absl::StrCat("R*S*C/groups = ", reduction, " exceeds ", kMaxQuantizedReduction,
+                                                 " (the int32 sum could overflow)"));
+  }
+  return absl::OkStatus();
+}
+
+// Run's checks of the operands (after CanImplement), in `algorithm`'s words: x, w and y set, the multipliers from
+// somewhere, the bias, residual and fused-add operand when the problem uses them; w 16-byte aligned when
+// w_aligned_16 (a packed filter), x too when x_aligned_16.
+inline absl::Status CheckQuantizedConv2dArguments(absl::string_view algorithm, const QuantizedConv2dProblem& problem,
+                                                  const QuantizedConv2dArgs& args, bool w_aligned_16,
+                                                  bool x_aligned_16) {
+  if (args.x == nullptr || args.w == nullptr || args.y == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(algorithm, ": x, w and y must be set"));
+  }
+  if (problem.epilogue.scales.empty() && args.scale == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(algorithm, ": args.scale is null and the problem fixes no multipliers (epilogue.scales)"));
+  }
+  if (problem.epilogue.has_bias && args.bias == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(algorithm, ": has_bias but args.bias is null"));
+  }
+  if (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(algorithm, ": the epilogue has a residual but args.residual is null"));
+  }
+  if (problem.fused_add != QuantizedFusedAdd::kNone && args.residual == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(algorithm, ": an add is fused but args.residual (its other operand) is null"));
+  }
+  if ((w_aligned_16 && !IsAligned(args.w, 16)) || (x_aligned_16 && !IsAligned(args.x, 16))) {
+    return absl::InvalidArgumentError(absl::StrCat(algorithm, x_aligned_16 ? ": x and the packed w" : ": the packed w",
+                                                   " must be 16-byte aligned"));
+  }
+  return absl::OkStatus();
+}
+
 // What every CUDA INT8 convolution over the packed filter above shares (the mma.sync kernels here, the wgmma ones of
-// quantized_conv2d_hopper.cu): the name, the filter packing, the limits every kernel has and Run's operand checks.
+// quantized_conv2d_hopper.cu): the name and the filter packing.
 class CudaQuantizedConv2dPackedAlgorithm : public QuantizedConv2dAlgorithm {
  public:
   explicit CudaQuantizedConv2dPackedAlgorithm(std::string name) : name_(std::move(name)) {}
@@ -147,53 +200,6 @@ class CudaQuantizedConv2dPackedAlgorithm : public QuantizedConv2dAlgorithm {
   }
 
  protected:
-  // CanImplement's common part: a valid NHWC problem, N*P*Q, N*H*W*C and K*R*S*Cp below 2^31 and R*S*C/groups at
-  // most kMaxQuantizedReduction.
-  static absl::Status CheckQuantizedLimits(const QuantizedConv2dProblem& problem) {
-    if (absl::Status valid = problem.Validate(); !valid.ok()) return valid;
-    if (problem.layout != Layout::kNHWC) return absl::UnimplementedError("needs NHWC");
-    const QuantizedPackedFilterLayout packed = QuantizedPackedFilterLayout::Of(problem);
-    if (int64_t{problem.n} * problem.p() * problem.q() >= (int64_t{1} << 31) ||
-        int64_t{problem.n} * problem.h * problem.w * problem.c >= (int64_t{1} << 31) ||
-        packed.filter_bytes >= (int64_t{1} << 31)) {
-      return absl::UnimplementedError("N*P*Q, N*H*W*C or K*R*S*Cp does not fit in 32 bits");
-    }
-    const int64_t reduction = int64_t{problem.r} * problem.s * problem.c_per_group();
-    if (reduction > kMaxQuantizedReduction) {
-      return absl::UnimplementedError(absl::StrCat("R*S*C/groups = ", reduction, " exceeds ", kMaxQuantizedReduction,
-                                                   " (the int32 sum could overflow)"));
-    }
-    return absl::OkStatus();
-  }
-
-  // Run's checks of the operands (after CanImplement): x, the packed w and y set, the multipliers from somewhere, the
-  // bias, residual and fused-add operand when the problem uses them, and w 16-byte aligned (x too when x_aligned_16).
-  absl::Status CheckRunArguments(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args,
-                                 bool x_aligned_16) const {
-    if (args.x == nullptr || args.w == nullptr || args.y == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": x, the packed w and y must be set"));
-    }
-    if (problem.epilogue.scales.empty() && args.scale == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name_, ": args.scale is null and the problem fixes no multipliers (epilogue.scales)"));
-    }
-    if (problem.epilogue.has_bias && args.bias == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": has_bias but args.bias is null"));
-    }
-    if (problem.epilogue.residual != ResidualMode::kNone && args.residual == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": the epilogue has a residual but args.residual is null"));
-    }
-    if (problem.fused_add != QuantizedFusedAdd::kNone && args.residual == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name_, ": an add is fused but args.residual (its other operand) is null"));
-    }
-    if (!IsAligned(args.w, 16) || (x_aligned_16 && !IsAligned(args.x, 16))) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, x_aligned_16 ? ": x and the packed w" : ": the packed w",
-                                                     " must be 16-byte aligned"));
-    }
-    return absl::OkStatus();
-  }
-
   std::string name_;
 };
 
@@ -205,7 +211,7 @@ class CudaQuantizedConv2dImplicitGemm final : public CudaQuantizedConv2dPackedAl
                                                         kVectorGather ? "" : "bytewise_", Tile::kM, "x", Tile::kN)) {}
 
   absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override {
-    CONVOY_RETURN_IF_ERROR(CheckQuantizedLimits(problem));
+    CONVOY_RETURN_IF_ERROR(CheckQuantizedConv2dLimits(problem));
     const bool vector_channels = problem.c % 16 == 0 && problem.c_per_group() % 16 == 0;
     if (kVectorGather && !vector_channels) {
       return absl::UnimplementedError(absl::StrCat("the 16-byte gather needs C and C/groups multiples of 16, got C = ",
@@ -220,7 +226,7 @@ class CudaQuantizedConv2dImplicitGemm final : public CudaQuantizedConv2dPackedAl
   absl::Status Run(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override {
     CONVOY_RETURN_IF_ERROR(CanImplement(problem));
-    CONVOY_RETURN_IF_ERROR(CheckRunArguments(problem, args, kVectorGather));
+    CONVOY_RETURN_IF_ERROR(CheckQuantizedConv2dArguments(name_, problem, args, /*w_aligned_16=*/true, kVectorGather));
     const QuantizedImplicitGemmParams params = MakeQuantizedImplicitGemmParams(problem, args);
     const auto stream = static_cast<cudaStream_t>(context.cuda_stream);
     const cudaError_t error =

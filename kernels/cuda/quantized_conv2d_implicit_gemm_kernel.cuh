@@ -98,10 +98,12 @@ __device__ __forceinline__ uint4 ReplicatedBytes(int value) {
   return make_uint4(word, word, word, word);
 }
 
-// The epilogue of one output element (see the file comment); y_offset indexes y and the residual.
-__device__ __forceinline__ void StoreQuantizedOutput(const QuantizedImplicitGemmParams& params, int64_t y_offset,
-                                                     int channel, uint32_t acc) {
-  uint32_t total = acc + static_cast<uint32_t>(params.compensation[channel]);
+// The epilogue of one output element (see the file comment) from its exact sum of (x - src_zero_point) * w (mod
+// 2^32); y_offset indexes y and the residual. The mma.sync and wgmma kernels reach it through StoreQuantizedOutput,
+// the direct kernel (quantized_conv2d_simt.cu), which subtracts the zero point as it sums, directly.
+__device__ __forceinline__ void StoreQuantizedSum(const QuantizedImplicitGemmParams& params, int64_t y_offset,
+                                                  int channel, uint32_t sum) {
+  uint32_t total = sum;
   if (params.bias != nullptr) total += static_cast<uint32_t>(params.bias[channel]);
   float v = __fmul_rn(__int2float_rn(static_cast<int32_t>(total)), params.scale[channel]);
   if (params.residual != nullptr) {
@@ -138,6 +140,12 @@ __device__ __forceinline__ void StoreQuantizedOutput(const QuantizedImplicitGemm
   } else {
     static_cast<int8_t*>(params.y)[y_offset] = static_cast<int8_t>(static_cast<int>(quantized));
   }
+}
+
+// The same from a sum of x * w over the packed filter: the zero point comes in through the compensation.
+__device__ __forceinline__ void StoreQuantizedOutput(const QuantizedImplicitGemmParams& params, int64_t y_offset,
+                                                     int channel, uint32_t acc) {
+  StoreQuantizedSum(params, y_offset, channel, acc + static_cast<uint32_t>(params.compensation[channel]));
 }
 
 template <typename Tile, bool kUnsignedSrc, bool kVectorGather>

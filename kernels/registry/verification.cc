@@ -17,12 +17,21 @@
 namespace convoy {
 namespace {
 
-// One operand of a verified op: its element type, count and value range; the output is the last one.
+// One operand of a verified op: its element type, count and value range (integers over [lo, hi] when `integer`,
+// otherwise uniform in [lo, hi)); the output is the last one.
 struct OperandSpec {
   DataType dtype = DataType::kFloat32;
   int64_t count = 0;
   float lo = -1.0f, hi = 1.0f;
+  bool integer = false;
 };
+
+// Every value of an 8-bit type (integers), or [-64, 64) for FP32 (an INT8 convolution's FP32 residual).
+OperandSpec WholeRangeOf(DataType dtype, int64_t count) {
+  if (dtype == DataType::kUInt8) return {dtype, count, 0, 255, true};
+  if (dtype == DataType::kInt8) return {dtype, count, -128, 127, true};
+  return {dtype, count, -64, 64};
+}
 
 // What verification needs to know about an op: its operands, its arguments from operand pointers, its filter operand
 // (packed for algorithms that want it), the length of its reductions (for the tolerance) and its FLOPs.
@@ -73,16 +82,88 @@ struct VerifiedOp<GemmOp> {
   static int64_t Flops(const GemmProblem& p) { return p.flops(); }
 };
 
+// INT8 convolutions: activations over their type's whole range, weights over [-127, 127], INT32 biases within
+// +-2^16, the multipliers (when the problem does not fix them) such that the outputs spread over the 8-bit range
+// (some saturating), the residual over its type's range. Outputs of 8-bit types must equal the trusted result
+// exactly (every CUDA INT8 kernel is bit-exact to the reference: the absolute tolerance of half a step fails any
+// difference); FP32 outputs within a relative 1e-5.
+template <>
+struct VerifiedOp<QuantizedConv2dOp> {
+  static std::vector<OperandSpec> Operands(const QuantizedConv2dProblem& p) {
+    const QuantizedEpilogue& e = p.epilogue;
+    const int64_t out = p.output_desc().num_elements();
+    const bool has_residual = e.residual != ResidualMode::kNone || p.fused_add != QuantizedFusedAdd::kNone;
+    const DataType residual_type = p.fused_add == QuantizedFusedAdd::kNone      ? p.dst_type
+                                   : p.fused_add == QuantizedFusedAdd::kConvIsA ? p.add.b_type
+                                                                                : p.add.a_type;
+    const double spread = AccumulatorSpread(p);  // v = (acc + bias) * multiplier: about 64 steps either side
+    return {WholeRangeOf(p.src_type, p.input_desc().num_elements()),
+            {DataType::kInt8, p.filter_elements(), -127, 127, true},
+            {DataType::kInt32, e.has_bias ? p.k : 0, -kBiasMagnitude, kBiasMagnitude, true},
+            {DataType::kFloat32, e.scales.empty() ? p.k : 0, static_cast<float>(32 / spread),
+             static_cast<float>(96 / spread)},
+            WholeRangeOf(residual_type, has_residual ? out : 0),
+            {p.dst_type, out}};
+  }
+  static QuantizedConv2dArgs MakeArgs(const std::vector<void*>& b) {
+    return QuantizedConv2dArgs{b[0], static_cast<const int8_t*>(b[1]), static_cast<const int32_t*>(b[2]),
+                               static_cast<const float*>(b[3]), b[4], b[5]};
+  }
+  static void SetFilter(QuantizedConv2dArgs& args, const void* filter) {
+    args.w = static_cast<const int8_t*>(filter);
+  }
+  static constexpr int kFilter = 1;
+  static Tolerance ToleranceOf(const QuantizedConv2dProblem& p) {
+    if (p.dst_type == DataType::kFloat32) return Tolerance{1e-5, 1e-5};
+    return Tolerance{0.0, 0.5};
+  }
+  static int64_t Flops(const QuantizedConv2dProblem& p) { return p.flops(); }
+
+ private:
+  static constexpr float kBiasMagnitude = 65536;
+  // The standard deviation of acc + bias for the operands above: R*S*C/groups products (x - zero point) * w, each
+  // of mean square E[(x - zp)^2] * E[w^2], plus the bias's variance.
+  static double AccumulatorSpread(const QuantizedConv2dProblem& p) {
+    const double x_mean = p.src_type == DataType::kUInt8 ? 127.5 : -0.5;
+    const double x_offset = x_mean - p.epilogue.src_zero_point;
+    const double x_square = (256.0 * 256.0 - 1) / 12 + x_offset * x_offset;
+    const double w_square = 127.0 * 128.0 / 3;
+    const double bias_variance = p.epilogue.has_bias ? double{kBiasMagnitude} * kBiasMagnitude / 3 : 0.0;
+    const double reduction = double{1} * p.r * p.s * p.c_per_group();
+    return std::max(1.0, std::sqrt(reduction * x_square * w_square + bias_variance));
+  }
+};
+
 size_t Bytes(const OperandSpec& spec) { return static_cast<size_t>(spec.count) * DataTypeSize(spec.dtype); }
 
 void FillUniform(std::vector<uint8_t>& host, const OperandSpec& spec, uint32_t seed) {
   std::mt19937 rng(seed);
+  if (spec.integer) {  // exact in float: |values| <= 2^16
+    std::uniform_int_distribution<int32_t> dist(static_cast<int32_t>(spec.lo), static_cast<int32_t>(spec.hi));
+    for (int64_t i = 0; i < spec.count; ++i) {
+      StoreFromFloat(host.data(), spec.dtype, static_cast<size_t>(i), static_cast<float>(dist(rng)));
+    }
+    return;
+  }
   std::uniform_real_distribution<float> dist(spec.lo, spec.hi);
   for (int64_t i = 0; i < spec.count; ++i) StoreFromFloat(host.data(), spec.dtype, static_cast<size_t>(i), dist(rng));
 }
 
-void PoisonWithNaN(std::vector<uint8_t>& host, const OperandSpec& spec) {
-  for (int64_t i = 0; i < spec.count; ++i) StoreFromFloat(host.data(), spec.dtype, static_cast<size_t>(i), NAN);
+bool IsFloatType(DataType dtype) {
+  return dtype == DataType::kFloat32 || dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
+}
+
+// The output's poison before a run: NaN in floating-point types. Integers cannot hold NaN: before the trusted result
+// is known they hold 0xA5 bytes, after it its bitwise complement, which differs from the trusted result in every
+// element, so an element a candidate leaves unwritten is a mismatch.
+void PoisonOutput(std::vector<uint8_t>& host, const OperandSpec& spec, const std::vector<uint8_t>* trusted) {
+  if (IsFloatType(spec.dtype)) {
+    for (int64_t i = 0; i < spec.count; ++i) StoreFromFloat(host.data(), spec.dtype, static_cast<size_t>(i), NAN);
+  } else if (trusted == nullptr) {
+    std::fill(host.begin(), host.end(), uint8_t{0xA5});
+  } else {
+    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint8_t>(~(*trusted)[i]);
+  }
 }
 
 // The worst |actual - expected| / (absolute + relative * |expected|) over the output, and whether an element is
@@ -112,6 +193,10 @@ Comparison Compare(const std::vector<uint8_t>& actual, const std::vector<uint8_t
       c.max_error = error;
       worst = i;
       c.first_bad = absl::StrFormat("element %d: %g, trusted %g", i, a, e);
+      // The 8-bit poison (the complement of the trusted value): most likely never written.
+      if (DataTypeSize(out.dtype) == 1 && actual[i] == static_cast<uint8_t>(~expected[i])) {
+        absl::StrAppend(&c.first_bad, ", the poison: unwritten");
+      }
     }
   }
   return c;
@@ -151,7 +236,7 @@ struct VerificationSession<Op>::State {
         }
         host[i].resize(Bytes(specs[i]));
         if (i + 1 == specs.size()) {
-          PoisonWithNaN(host[i], specs[i]);
+          PoisonOutput(host[i], specs[i], nullptr);
         } else {
           FillUniform(host[i], specs[i], options.seed + static_cast<uint32_t>(i));
         }
@@ -189,9 +274,15 @@ struct VerificationSession<Op>::State {
   }
 
   // The trusted output: the CPU reference for small problems (or when no trusted algorithm implements the problem),
-  // otherwise the trusted algorithm on the device.
+  // otherwise the trusted algorithm on the device. Then the candidates' poison (PoisonOutput).
   absl::Status ComputeTrusted() {
     if (trusted_output.has_value()) return absl::OkStatus();
+    CONVOY_RETURN_IF_ERROR(ComputeTrustedOutput());
+    PoisonOutput(host.back(), specs.back(), &*trusted_output);
+    return absl::OkStatus();
+  }
+
+  absl::Status ComputeTrustedOutput() {
     if (Traits::Flops(problem) > options.cpu_reference_max_flops) {
       for (const auto* a : OpRegistry<Op>::Global().All(device->backend())) {
         if (a->TrustedForVerification() && a->CanImplement(problem).ok()) {
@@ -269,6 +360,7 @@ VerificationRecord VerificationSession<Op>::Verify(const typename Op::AlgorithmT
 
 template class VerificationSession<Conv2dOp>;
 template class VerificationSession<GemmOp>;
+template class VerificationSession<QuantizedConv2dOp>;
 
 AlgorithmRejections& AlgorithmRejections::Global() {
   static AlgorithmRejections* rejections = new AlgorithmRejections();

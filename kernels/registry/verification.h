@@ -14,8 +14,15 @@
 // anything else at that size. Inputs are uniform in [-1, 1) (scale in [0.5, 1.5)), seeded by options.seed, so every
 // process verifies a problem on the same data; outputs are poisoned with NaN first, so an unwritten element fails.
 //
-// Verified ops: conv2d and GEMM (the ops with competing algorithms and shape-dependent kernels). The other ops
-// have one kernel per shape class and are covered by the cross-backend suites only.
+// INT8 convolutions (QuantizedConv2dOp): integer operands over their types' ranges (activations UINT8 0..255 or INT8
+// -128..127, weights -127..127, INT32 biases within +-2^16, the residual over its type), multipliers (when the
+// problem does not fix them) that spread the outputs over the 8-bit range. 8-bit outputs must equal the trusted
+// result exactly (the CUDA INT8 kernels are bit-exact to the reference; the trusted kernel is
+// cuda.quantized_conv2d.simt) and are poisoned with the bitwise complement of the trusted result, so an unwritten
+// element is a mismatch; FP32 outputs (NaN-poisoned) within a relative 1e-5.
+//
+// Verified ops: conv2d, GEMM and the INT8 convolution (the ops with competing algorithms and shape-dependent
+// kernels). The other ops have one kernel per shape class and are covered by the cross-backend suites only.
 //
 // Cost at load (per distinct problem, i.e. per layer and batch size, once per device identity): one run of the
 // candidate plus, the first time, one run of the trusted algorithm (or the reference on the host), the uploads of
@@ -52,11 +59,11 @@ struct VerificationOptions {
 };
 
 // Why a candidate was rejected (the `reason` label of convoy_algorithm_rejected_total).
-inline constexpr char kRejectedMismatch[] = "mismatch";      // outside the tolerance
+inline constexpr char kRejectedMismatch[] = "mismatch";      // outside the tolerance (8-bit: also unwritten)
 inline constexpr char kRejectedNonFinite[] = "non_finite";   // NaN/Inf (or unwritten) where the trusted result is finite
 inline constexpr char kRejectedRunFailed[] = "run_failed";   // Run or the device returned an error
 
-// Whether `Op` is verified at all (conv2d and GEMM).
+// Whether `Op` is verified at all (conv2d, GEMM, INT8 conv2d).
 template <typename Op>
 struct VerificationSupported {
   static constexpr bool value = false;
@@ -67,6 +74,10 @@ struct VerificationSupported<Conv2dOp> {
 };
 template <>
 struct VerificationSupported<GemmOp> {
+  static constexpr bool value = true;
+};
+template <>
+struct VerificationSupported<QuantizedConv2dOp> {
   static constexpr bool value = true;
 };
 
@@ -101,6 +112,7 @@ class VerificationSession {
 
 extern template class VerificationSession<Conv2dOp>;
 extern template class VerificationSession<GemmOp>;
+extern template class VerificationSession<QuantizedConv2dOp>;
 
 // Process-wide counts of rejected (algorithm, reason) pairs, for the metric. Thread-safe.
 class AlgorithmRejections {

@@ -111,7 +111,7 @@ void ExpectWithinOneStep(const std::vector<float>& actual, const std::vector<flo
                                                 << " identical";
 }
 
-// Every step of the plan runs a CUDA algorithm; the INT8 ones are the INT8 kernels.
+// Every step of the plan runs a CUDA algorithm; the INT8 ones are the INT8 kernels, verified on the device.
 void ExpectCudaInt8Steps(const ExecutionPlan& plan, int batch) {
   for (const auto& step : plan.steps()) {
     const std::string algorithm(step->AlgorithmName(batch));
@@ -122,6 +122,7 @@ void ExpectCudaInt8Steps(const ExecutionPlan& plan, int batch) {
       EXPECT_THAT(algorithm, AnyOf(StartsWith("cuda.quantized_conv2d.implicit_gemm_"),
                                    StartsWith("cuda.quantized_conv2d.hopper_")));
       EXPECT_THAT(step->ProblemString(batch), HasSubstr("const_scales"));
+      EXPECT_TRUE(step->Verified(batch)) << step->name() << ": not verified on the device";
     }
     if (step->op() == convoy::OpKind::kQuantizedAdd) {
       EXPECT_EQ(algorithm, "cuda.quantized_add.elementwise");

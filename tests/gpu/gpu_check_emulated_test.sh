@@ -33,6 +33,10 @@ grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_128x64 " "$out"
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_bytewise_64x64 " "$out"
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_64x64 fixed multipliers " "$out"
 grep -q "^PASS cuda.quantized_conv2d.implicit_gemm_bytewise_64x64 fused add " "$out"
+# The direct INT8 kernel (verification's trusted one), with fixed multipliers and a fused add too.
+grep -q "^PASS cuda.quantized_conv2d.simt " "$out"
+grep -q "^PASS cuda.quantized_conv2d.simt fixed multipliers " "$out"
+grep -q "^PASS cuda.quantized_conv2d.simt fused add " "$out"
 # The Hopper INT8 kernels (wgmma s8), repeated on small tensors (x2 under --quick), fixed multipliers, fused add.
 grep -q "^PASS cuda.quantized_conv2d.hopper_gemm_1x1_128x64 x2 " "$out"
 grep -q "^PASS cuda.quantized_conv2d.hopper_implicit_gemm_64x64 x2 " "$out"
