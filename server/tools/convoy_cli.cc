@@ -78,6 +78,8 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|int8|auto  --la
          --threads=N (CPU threads)  --quiet (no load log)
          --cuda_graphs[=true|false] (on a GPU: record a CUDA graph per batch size; default: the config's)
          --int8=true|false (QDQ models: convolutions between quantize-dequantize steps run INT8; default true)
+         --verify_algorithms=true|false (on a GPU: check each chosen conv/GEMM algorithm's output once before use;
+             default true, or the config's false)
          --int8_residual_add=exact|single_rounding (a residual add fused into an INT8 convolution: rounded as the
              QDQ graph does, or once at the end, faster and within one quantization step; default: the config's)
          --fuse_squeeze_excitation=true|false (each squeeze-and-excitation branch as one step where the device has
@@ -203,6 +205,14 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
       return absl::InvalidArgumentError(absl::StrCat("--int8 must be true or false, got '", value, "'"));
     }
     options.int8_convolutions = value == "true";
+  }
+  if (flags.Has("verify_algorithms")) {
+    const std::string value = flags.Get("verify_algorithms");
+    if (value != "true" && value != "false") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--verify_algorithms must be true or false, got '", value, "'"));
+    }
+    options.tuning.verification.enabled = value == "true";
   }
   if (flags.Has("int8_residual_add")) {
     const std::string value = flags.Get("int8_residual_add");
@@ -640,7 +650,8 @@ absl::Status Main(int argc, char** argv) {
   if (command == "jobs") return JobsCommand(argv[0]);
   const std::vector<std::string> common = {"model",  "device",     "precision", "layout", "max_batch_size",
                                            "cache",  "threads",    "quiet",     "cuda_graphs", "int8",
-                                           "calibration_table", "fuse_squeeze_excitation", "int8_residual_add"};
+                                           "calibration_table", "fuse_squeeze_excitation", "int8_residual_add",
+                                           "verify_algorithms"};
   auto with = [&common](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;
