@@ -123,5 +123,10 @@ def test_both_paths_stream_the_same_answers(servers):
             client.stop_stream()
         assert all(error is None for _, error in got), got
         assert sorted(result.get_response().id for result, _ in got) == ["s0", "s1", "s2"]
-        answers[path] = got[0][0].as_numpy("probabilities")
-    np.testing.assert_array_equal(answers["async"], answers["callback"])
+        answers[path] = [result.as_numpy("probabilities") for result, _ in got]
+    # The three requests of a stream may be batched together in one server and not in the other (the batcher's 500 us
+    # window), and another batch size may run another kernel, summing in another order: so each answer within FP32
+    # rounding (relative 1e-5) of each other path's, where one request alone (the test above) is bit for bit.
+    for answer in answers["async"]:
+        for other in answers["callback"]:
+            np.testing.assert_allclose(answer, other, rtol=1e-5, atol=1e-7)
