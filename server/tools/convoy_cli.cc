@@ -25,6 +25,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,17 @@ absl::Status ResolveModel(const Flags& flags, ModelRuntimeOptions& options) {
   return absl::OkStatus();
 }
 
+// A two-way flag: absent (nullopt), `on` (true) or `off` (false); anything else is INVALID_ARGUMENT naming both.
+absl::StatusOr<std::optional<bool>> ParseChoice(const Flags& flags, const std::string& name, const std::string& on,
+                                                const std::string& off) {
+  if (!flags.Has(name)) return std::optional<bool>();
+  const std::string value = flags.Get(name);
+  if (value != on && value != off) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be ", on, " or ", off, ", got '", value, "'"));
+  }
+  return std::optional<bool>(value == on);
+}
+
 // Fills the runtime options every subcommand shares from --model, --precision, --layout, --max_batch_size, --cache.
 absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
   ModelRuntimeOptions options;
@@ -192,44 +204,15 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
     const std::string layout = absl::AsciiStrToUpper(flags.Get("layout"));
     CONVOY_ASSIGN_OR_RETURN(options.layout, ParseLayout(layout));
   }
-  if (flags.Has("cuda_graphs")) {
-    const std::string value = flags.Get("cuda_graphs");
-    if (value != "true" && value != "false") {
-      return absl::InvalidArgumentError(absl::StrCat("--cuda_graphs must be true or false, got '", value, "'"));
-    }
-    options.cuda_graphs = value == "true";
-  }
-  if (flags.Has("int8")) {
-    const std::string value = flags.Get("int8");
-    if (value != "true" && value != "false") {
-      return absl::InvalidArgumentError(absl::StrCat("--int8 must be true or false, got '", value, "'"));
-    }
-    options.int8_convolutions = value == "true";
-  }
-  if (flags.Has("verify_algorithms")) {
-    const std::string value = flags.Get("verify_algorithms");
-    if (value != "true" && value != "false") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--verify_algorithms must be true or false, got '", value, "'"));
-    }
-    options.tuning.verification.enabled = value == "true";
-  }
-  if (flags.Has("int8_residual_add")) {
-    const std::string value = flags.Get("int8_residual_add");
-    if (value != "exact" && value != "single_rounding") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--int8_residual_add must be exact or single_rounding, got '", value, "'"));
-    }
-    options.int8_single_rounding_adds = value == "single_rounding";
-  }
-  if (flags.Has("fuse_squeeze_excitation")) {
-    const std::string value = flags.Get("fuse_squeeze_excitation");
-    if (value != "true" && value != "false") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--fuse_squeeze_excitation must be true or false, got '", value, "'"));
-    }
-    options.fuse_squeeze_excitation = value == "true";
-  }
+  CONVOY_ASSIGN_OR_RETURN(options.cuda_graphs, ParseChoice(flags, "cuda_graphs", "true", "false"));
+  CONVOY_ASSIGN_OR_RETURN(options.int8_convolutions, ParseChoice(flags, "int8", "true", "false"));
+  CONVOY_ASSIGN_OR_RETURN(const std::optional<bool> verify, ParseChoice(flags, "verify_algorithms", "true", "false"));
+  if (verify.has_value()) options.tuning.verification.enabled = *verify;
+  CONVOY_ASSIGN_OR_RETURN(const std::optional<bool> exact_adds,
+                          ParseChoice(flags, "int8_residual_add", "exact", "single_rounding"));
+  if (exact_adds.has_value()) options.int8_single_rounding_adds = !*exact_adds;
+  CONVOY_ASSIGN_OR_RETURN(options.fuse_squeeze_excitation,
+                          ParseChoice(flags, "fuse_squeeze_excitation", "true", "false"));
   if (flags.Has("max_batch_size")) {
     CONVOY_ASSIGN_OR_RETURN(options.default_max_batch_size, ParsePositive("max_batch_size", flags.Get("max_batch_size")));
   }
