@@ -7,7 +7,10 @@
 // Tolerance. The INT8 steps accumulate exactly and requantize with one FP32 product; the reference accumulates in
 // double and quantizes the FP32 result. The two land on the same step except where a value lies within rounding
 // error of a tie, where they may pick neighbouring steps, and a step that differs travels on to later layers.
-// Asserted: every output within one quantization step of the reference, and at least 99 % of them identical.
+// Asserted: every output within one quantization step of the reference, and at least 99 % of them identical over all
+// the runs of a test. The share is counted over the whole test, not per run: one flipped step in conv_a's output
+// reaches up to 25 of a batch's 1024 outputs through the 3x3 convolutions after it (measured over 60 runs: 48 runs
+// with no difference, the worst 25 of 1024), which a per-run 99 % failed about once in 60 runs.
 #include "server/runtime/quantized_conv_folding.h"
 
 #include <algorithm>
@@ -56,10 +59,30 @@ int CountQuantizeSteps(const ExecutionPlan& plan) {
   return count;
 }
 
+// How many outputs equal the reference's, over all the runs of one test; checked when the test ends.
+class IdenticalShare {
+ public:
+  IdenticalShare() = default;
+  IdenticalShare(const IdenticalShare&) = delete;
+  IdenticalShare& operator=(const IdenticalShare&) = delete;
+  ~IdenticalShare() {
+    EXPECT_GT(total_, 0u);
+    EXPECT_GE(identical_, total_ * 99 / 100) << identical_ << " of " << total_ << " outputs identical";
+  }
+  void Add(size_t identical, size_t total) {
+    identical_ += identical;
+    total_ += total;
+  }
+
+ private:
+  size_t identical_ = 0;
+  size_t total_ = 0;
+};
+
 // Runs `plan` at `batch` on uniform [-1, 1) inputs and compares each output with the reference, in units of the
-// output's quantization step (`steps`, by output name).
+// output's quantization step (`steps`, by output name); adds the identical outputs to `share`.
 void ExpectWithinOneStep(const Graph& graph, std::shared_ptr<const ExecutionPlan> plan, int batch,
-                         const std::map<std::string, float>& steps) {
+                         const std::map<std::string, float>& steps, IdenticalShare& share) {
   const uint32_t seed = FreshSeed();
   SCOPED_TRACE(::testing::Message() << "batch " << batch << " seed " << seed);
   CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan}));
@@ -87,8 +110,7 @@ void ExpectWithinOneStep(const Graph& graph, std::shared_ptr<const ExecutionPlan
                                      << " vs reference " << want[j] << "\n" << plan->ToString(batch);
       identical += diff < step * 0.001f;
     }
-    EXPECT_GE(identical, want.size() * 99 / 100) << "output '" << name << "': " << identical << " of " << want.size()
-                                                << " identical";
+    share.Add(identical, want.size());
   }
 }
 
@@ -159,6 +181,7 @@ TEST(QuantizedConvFoldingTest, ClipInsideTheOutputRangeIsNotFolded) {
 }
 
 TEST(QuantizedConvFoldingTest, PlansRunFoldedConvsInInt8AndMatchTheSimulationWithinOneStep) {
+  IdenticalShare share;
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(FreshSeed()));
   const std::map<std::string, float> steps = {{"y", 4.0f / 255}, {"y2", 12.0f / 255}};
   for (Layout layout : {Layout::kNCHW, Layout::kNCHW8c, Layout::kNHWC}) {
@@ -190,7 +213,7 @@ TEST(QuantizedConvFoldingTest, PlansRunFoldedConvsInInt8AndMatchTheSimulationWit
     EXPECT_THAT(plan->QuantizationSummary(),
                 HasSubstr("4 of 5 quantized convolutions and 1 of 1 quantized adds run INT8; 1 stay FP32"));
     EXPECT_THAT(plan->ToString(1), HasSubstr("conv_d: FP32 (activation sigmoid is fused into it"));
-    for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, steps);
+    for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, steps, share);
   }
 }
 
@@ -380,6 +403,7 @@ TEST(QuantizedConvFoldingTest, SingleRoundingAddsApplyOnlyWithoutTheConvsOwnRelu
 }
 
 TEST(QuantizedConvFoldingTest, TurnedOffEveryQuantizationIsSimulated) {
+  IdenticalShare share;
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(FreshSeed()));
   PlannerOptions options = CpuOptions(Layout::kNCHW, 2);
   options.int8_convolutions = false;
@@ -389,7 +413,7 @@ TEST(QuantizedConvFoldingTest, TurnedOffEveryQuantizationIsSimulated) {
   EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedAdd), 0);
   EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("0 of 5 quantized convolutions and 0 of 1 quantized adds"));
   EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("INT8 steps are turned off"));
-  ExpectWithinOneStep(graph, plan, 2, {{"y", 4.0f / 255}, {"y2", 12.0f / 255}});
+  ExpectWithinOneStep(graph, plan, 2, {{"y", 4.0f / 255}, {"y2", 12.0f / 255}}, share);
 }
 
 TEST(QuantizedConvFoldingTest, FoldsTheClassifierTailPoolFlattenGemm) {
@@ -460,6 +484,7 @@ TEST(QuantizedConvFoldingTest, PoolAndGemmWithAQdqNodeOnOneSideAreNoQuantizedLay
 }
 
 TEST(QuantizedConvFoldingTest, PlansTheClassifierTailInInt8AndMatchTheSimulationWithinOneStep) {
+  IdenticalShare share;
   for (const bool transpose_b : {true, false}) {
     CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(FreshSeed(), transpose_b));
     for (Layout layout : {Layout::kNCHW, Layout::kNCHW8c, Layout::kNHWC}) {
@@ -473,7 +498,7 @@ TEST(QuantizedConvFoldingTest, PlansTheClassifierTailInInt8AndMatchTheSimulation
       EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kConvert), 2) << plan->ToString(1);
       EXPECT_THAT(plan->QuantizationSummary(),
                   HasSubstr("1 of 1 quantized convolutions run INT8, and 2 of 2 quantized pooling and Gemm layers"));
-      for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, {{"y", 4.0f / 255}});
+      for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, {{"y", 4.0f / 255}}, share);
     }
   }
 }
@@ -494,6 +519,7 @@ TEST(QuantizedConvFoldingTest, MaxPoolBetweenQdqNodesOfOneQuantizationRunsOnTheB
 // The stem conv -> max pool -> conv stays 8-bit from the first conv to the last: one quantize (x), one dequantize (y),
 // the pool a UINT8 NHWC step, and the outputs those of the simulation (the pool adds no rounding).
 TEST(QuantizedConvFoldingTest, PlansTheMaxPoolOnEightBitValuesAndMatchTheSimulationWithinOneStep) {
+  IdenticalShare share;
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed()));
   for (Layout layout : {Layout::kNCHW, Layout::kNCHW8c, Layout::kNHWC}) {
     SCOPED_TRACE(LayoutName(layout));
@@ -506,7 +532,7 @@ TEST(QuantizedConvFoldingTest, PlansTheMaxPoolOnEightBitValuesAndMatchTheSimulat
       EXPECT_THAT(step->ProblemString(1), HasSubstr("UINT8 NHWC"));
       EXPECT_EQ(step->AlgorithmName(1), "cpu.pool2d.onednn_nhwc");
     }
-    for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, {{"y", 4.0f / 255}});
+    for (int batch = 1; batch <= 3; ++batch) ExpectWithinOneStep(graph, plan, batch, {{"y", 4.0f / 255}}, share);
   }
   // With INT8 steps turned off the pool is FP32 between simulated quantizations, and the outputs the same.
   PlannerOptions off = CpuOptions(Layout::kNCHW, 2);
@@ -517,11 +543,12 @@ TEST(QuantizedConvFoldingTest, PlansTheMaxPoolOnEightBitValuesAndMatchTheSimulat
       EXPECT_THAT(step->ProblemString(1), HasSubstr("FP32"));
     }
   }
-  ExpectWithinOneStep(graph, fp32, 2, {{"y", 4.0f / 255}});
+  ExpectWithinOneStep(graph, fp32, 2, {{"y", 4.0f / 255}}, share);
 }
 
 // The pool's output QDQ node with another scale: FP32 pool, a dequantize before it and a quantize after.
 TEST(QuantizedConvFoldingTest, MaxPoolBetweenDifferentQuantizationsStaysFp32) {
+  IdenticalShare share;
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed(), 5.0f / 255));
   CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Layout::kNHWC, 2)));
   EXPECT_EQ(CountSteps(*plan, convoy::OpKind::kQuantizedConv2d), 2) << plan->ToString(1);
@@ -531,7 +558,7 @@ TEST(QuantizedConvFoldingTest, MaxPoolBetweenDifferentQuantizationsStaysFp32) {
     }
   }
   EXPECT_EQ(CountQuantizeSteps(*plan), 4) << plan->ToString(1);
-  ExpectWithinOneStep(graph, plan, 2, {{"y", 4.0f / 255}});
+  ExpectWithinOneStep(graph, plan, 2, {{"y", 4.0f / 255}}, share);
 }
 
 // onnxruntime's arithmetic on UINT8 values (its MLAS kernels): ONNX QuantizeLinear; the requantization of an INT32
