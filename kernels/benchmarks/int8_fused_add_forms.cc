@@ -1,9 +1,11 @@
 // What the INT8 convolution's fused residual add costs, and what cheaper post-op chains would buy: one run times
 // oneDNN 2.6's INT8 1x1 convolutions of ResNet-50's block ends (NHWC, UINT8 in and out, batch from the command line,
-// 2 OpenMP threads) in four forms, interleaved run by run: the chain cpu.quantized_conv2d.onednn_nhwc built before
+// 2 OpenMP threads) in five forms, interleaved run by run: the chain cpu.quantized_conv2d.onednn_nhwc built before
 // (round, the conv's zero point as a scalar binary_add, clip, eltwise_linear, sum, round), the same arithmetic with
 // the zero point folded into the clip bounds and the linear's constant (no binary post-op), a sum alone (no rounding of
-// the conv's own output: what a peer that drops the intermediate quantization runs), and no add. The folded form here
+// the conv's own output: what a peer that drops the intermediate quantization runs), no add, and the folded chain
+// without its last round (the 8-bit store rounds half to even itself; the run checks that the outputs are the same
+// bytes as the folded chain's, the residual put in the destination first). The folded form here
 // takes the nearest FP32 constant, which is what its timing needs; which constant reproduces an add exactly is the
 // kernel's own search (kernels/cpu:quantized_conv2d_onednn_test). A second table times ResNet-50's stride-2 1x1 downsamples run directly
 // against a strided copy of the input followed by the stride-1 1x1 convolution.
@@ -67,6 +69,11 @@ ConvPrimitive Make(int n, int c, int h, int k, int stride, int form, float fixed
     ops.append_eltwise(1.f, algorithm::eltwise_linear, kRc, fixed2);
     ops.append_sum(kRr, 0, dt::u8);
     ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);
+  } else if (form == 4) {
+    ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);
+    ops.append_eltwise(1.f, algorithm::eltwise_clip, -kConvZp, 255.f - kConvZp);
+    ops.append_eltwise(1.f, algorithm::eltwise_linear, kRc, fixed2);
+    ops.append_sum(kRr, 0, dt::u8);
   } else if (form == 2) {
     ops.append_sum(kRr, 0, dt::u8);
     ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);
@@ -103,20 +110,37 @@ int main(int argc, char** argv) {
   std::printf("batch %d, %d runs per form; folded constant %.9g (from %.9g)\n", n, runs, fixed2, kFixed);
   stream s(eng);
   const char* names[] = {"round+zp binary+clip+linear+sum", "round+shifted clip+linear+sum", "sum only (inexact)",
-                         "no add"};
+                         "no add", "as 1, the store rounding"};
   struct Shape { int c, h, k; };
   for (const Shape& l : {Shape{64, 56, 256}, Shape{128, 28, 512}, Shape{256, 14, 1024}, Shape{512, 7, 2048}}) {
     std::printf("n%d c%d h%d k%d 1x1 + residual\n", n, l.c, l.h, l.k);
     std::vector<ConvPrimitive> ps;
-    for (int form = 0; form < 4; ++form) {
+    for (int form = 0; form < 5; ++form) {
       std::mt19937 rng(11);  // the same data for every form
       ps.push_back(Make(n, l.c, l.h, l.k, 1, form, fixed2, rng));
     }
-    const auto t = convoy::benchmarks::TimeInterleaved(4, runs, [&](int form) {
+    const auto t = convoy::benchmarks::TimeInterleaved(5, runs, [&](int form) {
       ps[form].p.execute(s, ps[form].args);
       s.wait();
     });
-    for (int form = 0; form < 4; ++form) {
+    {
+      // The residual is read from the destination: put the same bytes there before comparing forms 1 and 4.
+      std::mt19937 rng(5);
+      const size_t bytes = ps[1].pd.dst_desc().get_size();
+      std::vector<uint8_t> residual(bytes);
+      for (auto& v : residual) v = static_cast<uint8_t>(rng());
+      std::memcpy(ps[1].args[DNNL_ARG_DST].get_data_handle(), residual.data(), bytes);
+      std::memcpy(ps[4].args[DNNL_ARG_DST].get_data_handle(), residual.data(), bytes);
+      ps[1].p.execute(s, ps[1].args);
+      ps[4].p.execute(s, ps[4].args);
+      s.wait();
+      size_t differ = 0;
+      const uint8_t* a = static_cast<const uint8_t*>(ps[1].args[DNNL_ARG_DST].get_data_handle());
+      const uint8_t* b = static_cast<const uint8_t*>(ps[4].args[DNNL_ARG_DST].get_data_handle());
+      for (size_t i = 0; i < bytes; ++i) differ += a[i] != b[i];
+      std::printf("   forms 1 and 4 differ on %zu of %zu outputs\n", differ, bytes);
+    }
+    for (int form = 0; form < 5; ++form) {
       const auto& x = t[form];
       std::printf("   %-34s %-36s med %.4f min %.4f\n", names[form], ps[form].pd.impl_info_str(), x[x.size() / 2],
                   x[0]);
