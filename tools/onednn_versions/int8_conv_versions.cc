@@ -1,10 +1,12 @@
 // ResNet-50's INT8 convolution layers timed through oneDNN's own API, built once against Debian's oneDNN 2.6 and once
-// against PyPI's oneDNN 3.2 (run.sh builds and runs both): NHWC UINT8 source with zero point 128, INT8 weights in the
+// against PyPI's oneDNN 3.2 (run.sh builds and runs both): NHWC UINT8 source with zero point ZP (environment, default
+// 128; 0 leaves the attribute out, as for the ReLU outputs that feed every layer but the stem), INT8 weights in the
 // layout the primitive picks (`any`, reordered once), FP32 bias, per-channel requantization, ReLU, UINT8 output.
-// Modes (2.6 only): `convoy` describes the requantization as cpu.quantized_conv2d.onednn_nhwc does (a per-channel
-// binary_mul post-op with a run-time operand, ReLU, round); `ideal` as constant per-channel output scales. 3.2 takes
-// run-time per-channel weight scales (its only form). Prints the sum over the layers of each layer's median of 15
-// runs (after 3 warm-ups) times its use count; PER_LAYER=1 prints each layer and the implementation oneDNN chose.
+// Modes (2.6 only): `convoy` gives the requantization as a per-channel binary_mul post-op with a run-time operand
+// (cpu.quantized_conv2d.onednn_nhwc's form for multipliers known only at run time), ReLU, round; `ideal` as constant
+// per-channel output scales (its form for the multipliers a plan fixes). 3.2 takes run-time per-channel weight scales
+// (its only form). Prints the sum over the layers of each layer's fastest of 31 runs (after 3 warm-ups) times its use
+// count; PER_LAYER=1 prints each layer and the implementation oneDNN chose; ONLY_1X1=1 times the 1x1 layers alone.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -31,13 +33,16 @@ static const std::vector<L> kResNet50 = {
 };
 static double NowMs() { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 int main(int argc, char** argv) {
+  const int zp = getenv("ZP") ? atoi(getenv("ZP")) : 128;
+  const bool only_1x1 = getenv("ONLY_1X1") != nullptr;
   const int n = argc > 1 ? atoi(argv[1]) : 1;
   const std::string mode = argc > 2 ? argv[2] : "ideal";
-  const int reps = 15;
+  const int reps = 31;
   engine eng(engine::kind::cpu, 0);
   stream st(eng);
   double total = 0;
   for (const L& l : kResNet50) {
+    if (only_1x1 && l.r != 1) continue;
     const int oh = (l.h + 2 * l.pad - l.r) / l.stride + 1;
     memory::desc src({n, l.c, l.h, l.h}, dt::u8, tag::nhwc);
     memory::desc dst({n, l.k, oh, oh}, dt::u8, tag::nhwc);
@@ -51,7 +56,7 @@ int main(int argc, char** argv) {
     memory::desc scales_md({1, l.k, 1, 1}, dt::f32, tag::abcd);
 #if DNNL_VERSION_MAJOR >= 3
     attr.set_scales_mask(DNNL_ARG_WEIGHTS, 1);
-    attr.set_zero_points_mask(DNNL_ARG_SRC, 0);
+    if (zp) attr.set_zero_points_mask(DNNL_ARG_SRC, 0);
     ops.append_eltwise(algorithm::eltwise_relu, 0.f, 0.f);
     attr.set_post_ops(ops);
     convolution_forward::primitive_desc pd(eng, prop_kind::forward_inference, algorithm::convolution_direct, src, wany,
@@ -66,7 +71,7 @@ int main(int argc, char** argv) {
       ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
     }
     attr.set_post_ops(ops);
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {128});
+    if (zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {zp});
     convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src, wany, bias, dst,
                                 {l.stride, l.stride}, {0, 0}, {l.pad, l.pad}, {l.pad, l.pad});
     convolution_forward::primitive_desc pd(d, attr, eng);
@@ -83,10 +88,10 @@ int main(int argc, char** argv) {
     memory mscale4(scales_md, eng);
     memcpy(mscale4.get_data_handle(), scales.data(), 4 * l.k);
     memory mzp(memory::desc({1}, dt::s32, tag::a), eng);
-    *static_cast<int32_t*>(mzp.get_data_handle()) = 128;
+    *static_cast<int32_t*>(mzp.get_data_handle()) = zp;
 #if DNNL_VERSION_MAJOR >= 3
     args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS] = mscale;
-    args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = mzp;
+    if (zp) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = mzp;
 #else
     if (mode == "convoy") args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = mscale4;
 #endif
@@ -100,8 +105,9 @@ int main(int argc, char** argv) {
       t.push_back(NowMs() - t0);
     }
     std::sort(t.begin(), t.end());
-    total += t[reps / 2] * l.count;
-    if (getenv("PER_LAYER")) printf("  c%d k%d r%d h%d s%d x%d: %.3f ms  %s\n", l.c, l.k, l.r, l.h, l.stride, l.count, t[reps / 2], pd.impl_info_str());
+    total += t[0] * l.count;
+    if (getenv("PER_LAYER")) printf("  c%d k%d r%d h%d s%d x%d: %.3f ms  %s\n", l.c, l.k, l.r, l.h, l.stride, l.count, t[0], pd.impl_info_str());
   }
-  printf("oneDNN %d.%d mode %s batch %d: ResNet-50 INT8 conv sum %.3f ms\n", DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR, mode.c_str(), n, total);
+  printf("oneDNN %d.%d mode %s batch %d src zero point %d: ResNet-50 INT8 %s sum %.3f ms\n", DNNL_VERSION_MAJOR,
+         DNNL_VERSION_MINOR, mode.c_str(), n, zp, only_1x1 ? "1x1 conv" : "conv", total);
 }
