@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "dnnl_debug.h"
 
 namespace convoy::cpu::onednn {
@@ -36,6 +37,17 @@ bool HasAvx512Kernels() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
   return (isa & avx512) == avx512;
+}
+
+absl::Status CheckExactInt8Products() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  for (dnnl::cpu_isa vnni : {dnnl::cpu_isa::avx512_core_vnni, dnnl::cpu_isa::avx2_vnni}) {
+    if ((isa & static_cast<unsigned>(vnni)) == static_cast<unsigned>(vnni)) return absl::OkStatus();
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "oneDNN's INT8 kernels need VNNI (AVX512_VNNI or AVX_VNNI) to sum u8 x s8 products exactly; on this CPU (oneDNN ",
+      Version(), ", ISA ", absl::StripPrefix(dnnl_cpu_isa2str(static_cast<dnnl_cpu_isa_t>(isa)), "cpu_isa_"),
+      ") they add pairs of products into saturating 16-bit sums (vpmaddubsw), which ordinary weights overflow"));
 }
 
 absl::StatusOr<memory::data_type> DataTypeOf(DataType dtype) {

@@ -44,6 +44,13 @@ bool HasBf16Compute();
 // AVX2-only CPUs.
 bool HasAvx512Kernels();
 
+// Whether oneDNN's INT8 kernels on this CPU sum u8 x s8 products exactly: with VNNI (AVX512_VNNI or AVX_VNNI, as
+// oneDNN's effective ISA, which ONEDNN_MAX_CPU_ISA may lower), vpdpbusd adds each group of four products into 32 bits.
+// Without it oneDNN 2.6 uses vpmaddubsw, which adds pairs of products into 16 bits with saturation: 255 * 127 * 2 does
+// not fit, so the INT8 convolutions' results are wrong for ordinary weights (ONNX's arithmetic is exact). Returns OK
+// or why not, naming the ISA.
+absl::Status CheckExactInt8Products();
+
 // f32 / bf16; UNIMPLEMENTED for other dtypes.
 absl::StatusOr<dnnl::memory::data_type> DataTypeOf(DataType dtype);
 

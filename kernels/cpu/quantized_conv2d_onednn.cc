@@ -290,6 +290,7 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> QuantizedCo
 
 absl::Status QuantizedConv2dOnednnNhwc::CanImplement(const QuantizedConv2dProblem& problem) const {
   CONVOY_RETURN_IF_ERROR(problem.Validate());
+  CONVOY_RETURN_IF_ERROR(onednn::CheckExactInt8Products());
   if (problem.layout != Layout::kNHWC) return absl::UnimplementedError(absl::StrCat(name(), " takes NHWC only"));
   if (problem.fused_add != QuantizedFusedAdd::kNone) {
     const FusedAddForm form = FusedAddFormCached(problem);

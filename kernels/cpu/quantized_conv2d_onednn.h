@@ -1,7 +1,9 @@
 // CPU INT8 conv2d on oneDNN 2.6's convolution primitive ("cpu.quantized_conv2d.onednn_nhwc"), NHWC only: oneDNN 2.6
 // has only its reference kernel for INT8 convolutions in NCHW and nChw8c (checked on an AVX-512 VNNI Xeon).
-// UINT8 or INT8 activations times symmetric INT8 weights with exact INT32 accumulation (VNNI on AVX-512 / AVX-VNNI
-// CPUs, vpmaddubsw on AVX2), and QuantizedEpilogue (problems.h) fused: the INT32 bias, the per-output-channel
+// UINT8 or INT8 activations times symmetric INT8 weights with exact INT32 accumulation, on CPUs with VNNI (AVX512_VNNI
+// or AVX_VNNI) only: without it oneDNN 2.6 sums pairs of products in saturating 16-bit arithmetic (vpmaddubsw), and
+// CanImplement declines (onednn::CheckExactInt8Products), which leaves a QDQ plan's layers in FP32 with the
+// quantization simulated. QuantizedEpilogue (problems.h) fused: the INT32 bias, the per-output-channel
 // requantization multipliers as the primitive's output scales when the problem fixes them (epilogue.scales, what
 // plans do), else as a per-channel binary multiply post-op (2.6 has no convolution with run-time output scales; the
 // post-op is the slower of the two), the residual as a sum post-op with its own scale and zero point, ReLU as an

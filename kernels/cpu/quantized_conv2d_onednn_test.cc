@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/cpu/exact_int8_test_support.h"
 #include "kernels/registry/autotuner.h"
 #include "kernels/testing/quantized_conv2d_cases.h"
 
@@ -67,6 +68,7 @@ OnednnInt8TestSetup MakeOnednnInt8TestSetup() {
 }
 
 TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
+  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   const QuantizedConv2dOnednnNhwc algorithm;
   OnednnInt8TestSetup setup = MakeOnednnInt8TestSetup();
   ASSERT_NE(setup.device, nullptr);
@@ -87,6 +89,7 @@ TEST(QuantizedConv2dOnednnTest, RunsEveryProblemAndMatchesTheIntegerReference) {
 // reference, the same fused adds bit for bit. It declines the problems whose first choice is a jit_int8 kernel already
 // and those no jit_int8 kernel takes (29 of the 60 ran when written, the fused adds among them), with its own kernel.
 TEST(QuantizedConv2dOnednnTest, JitVariantRunsEveryProblemItTakesAndMatchesTheIntegerReference) {
+  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   const QuantizedConv2dOnednnNhwcJit algorithm;
   OnednnInt8TestSetup setup = MakeOnednnInt8TestSetup();
   ASSERT_NE(setup.device, nullptr);
@@ -120,6 +123,7 @@ TEST(QuantizedConv2dOnednnTest, JitVariantRunsEveryProblemItTakesAndMatchesTheIn
 // variant takes, the cache entry records a time for each, the winner is the faster of the two, and the winner matches
 // the integer reference on fresh data.
 TEST(QuantizedConv2dOnednnTest, TuningTimesBothAlgorithmsAndPicksTheFaster) {
+  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   const QuantizedConv2dOnednnNhwc first_choice;
   const QuantizedConv2dOnednnNhwcJit jit;
   OnednnInt8TestSetup setup = MakeOnednnInt8TestSetup();
@@ -168,6 +172,7 @@ TEST(QuantizedConv2dOnednnTest, TuningTimesBothAlgorithmsAndPicksTheFaster) {
 // scales and zero points found: one no constant folds (conv as the second operand, so the unfolded chain is the add's
 // own order), and one that neither form reproduces, which is declined naming the count.
 TEST(QuantizedConv2dOnednnTest, FoldsTheConvZeroPointWhereAConstantReproducesTheAdd) {
+  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   OnednnInt8TestSetup setup = MakeOnednnInt8TestSetup();
   ASSERT_NE(setup.device, nullptr);
   const QuantizedConv2dProblem shape = QuantizedConv2dTestShapes(Layout::kNHWC)[3];
@@ -193,6 +198,7 @@ TEST(QuantizedConv2dOnednnTest, FoldsTheConvZeroPointWhereAConstantReproducesThe
 }
 
 TEST(QuantizedConv2dOnednnTest, DeclinesAFusedAddItCannotReproduce) {
+  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   QuantizedConv2dProblem p = WithFusedAdd(QuantizedConv2dTestShapes(Layout::kNHWC)[3], QuantizedFusedAdd::kConvIsA,
                                           0.0141828395f, 195, 0.0175962131f, 0.00434874324f);
   p.add.b_zero_point = 137, p.add.y_zero_point = 3;

@@ -36,6 +36,7 @@ simulated path keeps the old, looser bounds: every logit within 8 steps, at leas
 equal where the lead is more than 16 steps. One more test serves the QDQ ResNet-18 over gRPC (INT8 steps) and checks
 the response with the INT8 bounds.
 """
+import os
 import pathlib
 import re
 import shutil
@@ -46,7 +47,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from conftest import ConvoyServer
+from conftest import ConvoyServer, requires_exact_cpu_int8, requires_vnni_cpu
 from test_cli import cli_path
 from torchvision_export import exported_models
 
@@ -122,12 +123,12 @@ def compare_simulated_with_onnxruntime(name, what, actual, expected):
     top1_agrees_where_confident(actual, expected, step, 16)
 
 
-def run_convoy(model, x, tmp_path, *flags):
+def run_convoy(model, x, tmp_path, *flags, env=None):
     """`convoy run` of the QDQ model on x; returns its output and its load log."""
     np.save(tmp_path / "x.npy", x)
     proc = subprocess.run([cli_path(), "run", f"--model={model}", f"--input={tmp_path / 'x.npy'}",
                            f"--output={tmp_path / 'y.npy'}", f"--max_batch_size={len(x)}", *flags],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr
     return np.load(tmp_path / "y.npy"), proc.stderr
 
@@ -151,6 +152,7 @@ def check_all_int8_within_one_step_of_onnxruntime(model, tmp_path, name, layout,
     compare_int8_with_onnxruntime(name, what, actual, onnxruntime_int8(model, x))
 
 
+@requires_exact_cpu_int8
 @pytest.mark.parametrize("layout", ["nchw8c", "nhwc"])
 @pytest.mark.parametrize("name", QDQ_MODELS)
 def test_qdq_model_runs_int8_within_one_step_of_onnxruntime(quantized, tmp_path, name, layout):
@@ -162,6 +164,7 @@ def test_qdq_model_runs_int8_within_one_step_of_onnxruntime(quantized, tmp_path,
 SINGLE_ROUNDING_BOUNDS = {"mobilenet_v2": (0.9, 3), "resnet18": (0.5, 6)}
 
 
+@requires_exact_cpu_int8
 @pytest.mark.parametrize("name", QDQ_MODELS)
 def test_qdq_model_with_residual_adds_rounded_once_stays_close_to_onnxruntime(quantized, tmp_path, name):
     """The residual adds fused into their convolutions with one rounding (no longer onnxruntime's arithmetic bit for
@@ -181,6 +184,7 @@ def test_qdq_model_with_residual_adds_rounded_once_stays_close_to_onnxruntime(qu
     top1_agrees_where_confident(actual, onnxruntime_int8(model, x), step, 2 * max_steps)
 
 
+@requires_vnni_cpu
 @pytest.mark.parametrize("name", QDQ_MODELS)
 def test_qdq_model_simulated_in_fp32_stays_close_to_onnxruntime(quantized, tmp_path, name):
     model = qdq_model(quantized, name)
@@ -188,6 +192,19 @@ def test_qdq_model_simulated_in_fp32_stays_close_to_onnxruntime(quantized, tmp_p
     actual, log = run_convoy(model, x, tmp_path, "--int8=false")
     assert re.search(r"\b0 of \d+ quantized convolutions and 0 of \d+ quantized adds run INT8", log), log[-3000:]
     compare_simulated_with_onnxruntime(name, "nchw8c", actual, onnxruntime_int8(model, x))
+
+
+@requires_vnni_cpu
+def test_qdq_model_on_a_cpu_without_vnni_stays_fp32_and_says_why(quantized, tmp_path):
+    """Where oneDNN's INT8 convolutions would not be exact (a CPU without VNNI, such as an AVX2-only EPYC; here
+    oneDNN's ISA lowered to AVX2 with ONEDNN_MAX_CPU_ISA), no convolution runs INT8, the load log says why, and the
+    logits keep the simulated path's bounds against onnxruntime."""
+    model = qdq_model(quantized, "resnet18")
+    x = np.random.default_rng().uniform(-1, 1, size=(8, 3, 64, 64)).astype(np.float32)
+    actual, log = run_convoy(model, x, tmp_path, env={**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert re.search(r"\b0 of \d+ quantized convolutions", log), log[-3000:]
+    assert "need VNNI" in log and "saturating 16-bit sums" in log, log[-3000:]
+    compare_simulated_with_onnxruntime("resnet18", "without VNNI", actual, onnxruntime_int8(model, x))
 
 
 CONFIG = """name: resnet18_qdq
@@ -206,6 +223,7 @@ dynamic_batching:
 """
 
 
+@requires_exact_cpu_int8
 def test_server_serves_a_qdq_model(quantized, tmp_path):
     """The QDQ ResNet-18 in a model repository, served over gRPC (KServe v2), batch 4."""
     import tritonclient.grpc as grpcclient

@@ -4,12 +4,14 @@ for each build and mode, the weighted sums, and 3.2 over 2.6 (ideal mode) per la
 
   PER_LAYER=1 ZP=0 ROUNDS=5 tools/onednn_versions/run.sh 2 "1 8" > run.log; tools/onednn_versions/summarize.py < run.log
 """
+import argparse
 import collections
 import re
 import sys
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     best = collections.defaultdict(lambda: float("inf"))
     impl, count, pending = {}, {}, []
     for line in sys.stdin:
