@@ -4,13 +4,8 @@
 // random inputs (outputs poisoned with NaN) and compared with the reference interpreter, which simulates every
 // quantization in FP32 exactly as the QDQ graph defines it.
 //
-// Tolerance. The INT8 steps accumulate exactly and requantize with one FP32 product; the reference accumulates in
-// double and quantizes the FP32 result. The two land on the same step except where a value lies within rounding
-// error of a tie, where they may pick neighbouring steps, and a step that differs travels on to later layers.
-// Asserted: every output within one quantization step of the reference, and at least 99 % of them identical over all
-// the runs of a test. The share is counted over the whole test, not per run: one flipped step in conv_a's output
-// reaches up to 25 of a batch's 1024 outputs through the 3x3 convolutions after it (measured over 60 runs: 48 runs
-// with no difference, the worst 25 of 1024), which a per-run 99 % failed about once in 60 runs.
+// Tolerance: server/runtime/quantized_plan_checks.h (every output within one quantization step of the reference, at
+// least 99 % of them identical over all the runs of a test; a per-run 99 % failed about once in 60 runs).
 #include "server/runtime/quantized_conv_folding.h"
 
 #include <algorithm>
@@ -29,12 +24,15 @@
 #include "server/runtime/executor.h"
 #include "server/runtime/planner.h"
 #include "server/runtime/planner_test_graphs.h"
+#include "server/runtime/quantized_plan_checks.h"
 #include "server/runtime/reference_interpreter.h"
 
 namespace convoy::runtime {
 namespace {
 
 using ::convoy::runtime::testing::CountSteps;
+using ::convoy::runtime::testing::ExpectWithinOneStep;
+using ::convoy::runtime::testing::IdenticalShare;
 using ::convoy::testing::IsOk;
 using ::testing::HasSubstr;
 
@@ -58,61 +56,6 @@ int CountQuantizeSteps(const ExecutionPlan& plan) {
     count += problem.find("INT8 NHWC") != std::string::npos;  // UINT8 too, either side
   }
   return count;
-}
-
-// How many outputs equal the reference's, over all the runs of one test; checked when the test ends.
-class IdenticalShare {
- public:
-  IdenticalShare() = default;
-  IdenticalShare(const IdenticalShare&) = delete;
-  IdenticalShare& operator=(const IdenticalShare&) = delete;
-  ~IdenticalShare() {
-    EXPECT_GT(total_, 0u);
-    EXPECT_GE(identical_, total_ * 99 / 100) << identical_ << " of " << total_ << " outputs identical";
-  }
-  void Add(size_t identical, size_t total) {
-    identical_ += identical;
-    total_ += total;
-  }
-
- private:
-  size_t identical_ = 0;
-  size_t total_ = 0;
-};
-
-// Runs `plan` at `batch` on uniform [-1, 1) inputs and compares each output with the reference, in units of the
-// output's quantization step (`steps`, by output name); adds the identical outputs to `share`.
-void ExpectWithinOneStep(const Graph& graph, std::shared_ptr<const ExecutionPlan> plan, int batch,
-                         const std::map<std::string, float>& steps, IdenticalShare& share) {
-  const uint32_t seed = FreshSeed();
-  SCOPED_TRACE(::testing::Message() << "batch " << batch << " seed " << seed);
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan}));
-  std::map<std::string, Tensor> inputs;
-  inputs["x"] = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, batch), seed);
-  std::vector<TensorView> input_views = {{executor->ExpectedInputDesc(0, batch), inputs["x"].data.data()}};
-  std::vector<std::vector<float>> outputs(plan->outputs().size());
-  std::vector<TensorView> output_views;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const TensorDesc desc = executor->ExpectedOutputDesc(i, batch);
-    outputs[i].assign(desc.num_elements(), std::nanf(""));
-    output_views.push_back({desc, outputs[i].data()});
-  }
-  ASSERT_THAT(executor->Run(batch, input_views, output_views), IsOk());
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(graph, inputs));
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = plan->outputs()[i].name;
-    const std::vector<float>& want = expected.at(name).data;
-    ASSERT_EQ(outputs[i].size(), want.size());
-    const float step = steps.at(name);
-    size_t identical = 0;
-    for (size_t j = 0; j < want.size(); ++j) {
-      const float diff = std::fabs(outputs[i][j] - want[j]);
-      ASSERT_LE(diff, step * 1.001f) << "output '" << name << "' element " << j << ": " << outputs[i][j]
-                                     << " vs reference " << want[j] << "\n" << plan->ToString(batch);
-      identical += diff < step * 0.001f;
-    }
-    share.Add(identical, want.size());
-  }
 }
 
 TEST(QuantizedConvFoldingTest, FoldsConvsBetweenQdqNodesAndSaysWhyTheOthersStayFp32) {

@@ -3,8 +3,8 @@
 // pairs of u8 x s8 products into saturating 16-bit sums and are not exact. Checked: cpu.quantized_conv2d.* declines
 // every problem of the shared INT8 list, naming the ISA and why; a QDQ block's plan keeps every convolution in FP32
 // with that reason, and its outputs are the reference interpreter's simulation of the QDQ graph within one
-// quantization step (fresh random inputs, outputs poisoned with NaN), at least 99 % of them identical over the runs.
-#include <cmath>
+// quantization step (quantized_plan_checks.h: fresh random inputs, outputs poisoned with NaN, at least 99 % identical
+// over the runs).
 #include <map>
 #include <random>
 #include <string>
@@ -18,17 +18,14 @@
 #include "kernels/cpu/onednn_support.h"
 #include "kernels/cpu/quantized_conv2d_onednn.h"
 #include "kernels/testing/quantized_conv2d_cases.h"
-#include "kernels/testing/test_tensors.h"
-#include "server/runtime/executor.h"
 #include "server/runtime/planner.h"
 #include "server/runtime/planner_test_graphs.h"
-#include "server/runtime/reference_interpreter.h"
+#include "server/runtime/quantized_plan_checks.h"
 
 namespace convoy::runtime {
 namespace {
 
 using ::convoy::runtime::testing::CountSteps;
-using ::convoy::testing::IsOk;
 using ::testing::HasSubstr;
 
 // Runs during static initialization, before any test (or registration) can ask oneDNN for its ISA.
@@ -62,7 +59,7 @@ TEST(QuantizedPlansWithoutVnniTest, PlansKeepTheConvolutionsInFp32AndMatchTheSim
   SCOPED_TRACE(::testing::Message() << "graph seed " << graph_seed);
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(graph_seed));
   const std::map<std::string, float> steps = {{"y", 4.0f / 255}, {"y2", 12.0f / 255}};
-  size_t identical = 0, total = 0;
+  testing::IdenticalShare share;
   for (Layout layout : {Layout::kNHWC, Layout::kNCHW8c}) {
     SCOPED_TRACE(LayoutName(layout));
     PlannerOptions options;
@@ -75,38 +72,8 @@ TEST(QuantizedPlansWithoutVnniTest, PlansKeepTheConvolutionsInFp32AndMatchTheSim
     EXPECT_THAT(plan->QuantizationSummary(), HasSubstr("0 of 5 quantized convolutions")) << plan->QuantizationSummary();
     EXPECT_THAT(plan->ToString(1), HasSubstr("conv_a: FP32 (no INT8 algorithm of this device implements"));
     EXPECT_THAT(plan->ToString(1), HasSubstr("need VNNI"));
-    for (int batch = 1; batch <= 2; ++batch) {
-      const uint32_t seed = std::random_device{}();
-      SCOPED_TRACE(::testing::Message() << "batch " << batch << " seed " << seed);
-      CONVOY_ASSERT_OK_AND_ASSIGN(auto executor, Executor::Create({plan}));
-      std::map<std::string, Tensor> inputs;
-      inputs["x"] = testing::RandomTensor(ConcreteShape(graph.inputs()[0].shape, batch), seed);
-      std::vector<TensorView> input_views = {{executor->ExpectedInputDesc(0, batch), inputs["x"].data.data()}};
-      std::vector<std::vector<float>> outputs(plan->outputs().size());
-      std::vector<TensorView> output_views;
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        const TensorDesc desc = executor->ExpectedOutputDesc(i, batch);
-        outputs[i].assign(desc.num_elements(), std::nanf(""));
-        output_views.push_back({desc, outputs[i].data()});
-      }
-      ASSERT_THAT(executor->Run(batch, input_views, output_views), IsOk());
-      CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(graph, inputs));
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        const std::string& name = plan->outputs()[i].name;
-        const std::vector<float>& want = expected.at(name).data;
-        ASSERT_EQ(outputs[i].size(), want.size());
-        const float step = steps.at(name);
-        for (size_t j = 0; j < want.size(); ++j) {
-          const float diff = std::fabs(outputs[i][j] - want[j]);
-          ASSERT_LE(diff, step * 1.001f) << name << " element " << j << ": " << outputs[i][j] << " vs " << want[j];
-          identical += diff < step * 0.001f;
-        }
-        total += want.size();
-      }
-    }
+    for (int batch = 1; batch <= 2; ++batch) testing::ExpectWithinOneStep(graph, plan, batch, steps, share);
   }
-  EXPECT_GT(total, 0u);
-  EXPECT_GE(identical, total * 99 / 100) << identical << " of " << total << " outputs identical";
 }
 
 }  // namespace
