@@ -104,8 +104,8 @@ float AddOf(const QuantizedConv2dProblem& p, const AddFactors& f, float c, float
 
 // The fused add with the conv's zero point folded away (FoldConvZeroPoint): the conv's rounded value u = rint(v) is
 // clipped to [lowest - zp, highest - zp] (u + zp saturated, less zp), then one eltwise_linear, u * r_conv + folded,
-// then the sum post-op, r * r_residual + that, rounded by the store. Four eltwise/sum post-ops: no binary one, which oneDNN
-// 2.6's brgconv runs 5-12 % slower on ResNet-50's block ends on AMX (kernels/benchmarks:int8_fused_add_forms).
+// then the sum post-op, r * r_residual + that, rounded by the store. Four eltwise/sum post-ops: no binary one, which
+// oneDNN 2.6's brgconv runs 5-12 % slower on ResNet-50's block ends on AMX (kernels/benchmarks:int8_fused_add_forms).
 // `folded` replaces fixed + zp * r_conv, which FP32 cannot hold exactly in general: it is the constant among that
 // sum's FP32 neighbours for which every pair of 8-bit operands gives the add's own saturated result; NaN when none
 // does, and then AppendFusedAdd builds the unfolded chain.
@@ -139,14 +139,14 @@ float FoldConvZeroPoint(const QuantizedConv2dProblem& p) {
 
 // The fused add as post-ops on v (the requantized value after the ReLU), reproducing the separate steps. Folded
 // (`folded` not NaN): round, clip with the zero point's shifted bounds, eltwise_linear with the folded constant, sum;
-// the store rounds. Unfolded: round, add the conv's zero point (a scalar binary_add: a second eltwise_linear in one chain takes
-// the first one's constants in oneDNN 2.6's brgconv, checked on the AVX-512 VNNI Xeon) and saturate to its type (c,
-// an integer in FP32), then eltwise_linear, which oneDNN 2.6 evaluates as one FMA, c * r_conv + fixed, and the sum
-// post-op, one FMA with the residual read from the destination, r * r_residual + that. Either way no
-// destination zero point (y's is inside the constant), rounding and saturation on the store. Unfolded, with the conv as the add's
-// second operand that is the add's own order, fma(r, ra, fma(c, rb, fixed)); as its first operand the FMAs come in
-// the other order (ExactConvFirstOrder). Returns the index of the zero point's binary_add post-op, or -1 when there
-// is none.
+// the store rounds. Unfolded: round, add the conv's zero point (a scalar binary_add: a second eltwise_linear in one
+// chain takes the first one's constants in oneDNN 2.6's brgconv, checked on the AVX-512 VNNI Xeon) and saturate to its
+// type (c, an integer in FP32), then eltwise_linear, which oneDNN 2.6 evaluates as one FMA, c * r_conv + fixed, and
+// the sum post-op, one FMA with the residual read from the destination, r * r_residual + that. Either way no
+// destination zero point (y's is inside the constant), rounding and saturation on the store. Unfolded, with the conv
+// as the add's second operand that is the add's own order, fma(r, ra, fma(c, rb, fixed)); as its first operand the
+// FMAs come in the other order (ExactConvFirstOrder). Returns the index of the zero point's binary_add post-op, or -1
+// when there is none.
 int AppendFusedAdd(const QuantizedConv2dProblem& p, float folded, const memory::desc& scalar, dnnl::post_ops& ops) {
   const AddFactors f = AddFactorsOf(p.add);
   const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
@@ -168,7 +168,7 @@ int AppendFusedAdd(const QuantizedConv2dProblem& p, float folded, const memory::
   ops.append_sum(conv_is_a ? f.rb : f.ra, 0, Int8TypeOf(residual_type));
   // The add's own rounding is the store's: the conversion to 8 bits rounds half to even (vcvtps2dq in the MXCSR's
   // default mode) and saturates, as rint and the saturation do. An eltwise_round here would round twice, and costs
-  // 8-13 % of the layer in brgconv's AMX epilogue (kernels/benchmarks:int8_fused_add_forms, "the store rounding").
+  // 6-13 % of the layer in brgconv's AMX epilogue (kernels/benchmarks:int8_fused_add_forms, "the store rounding").
   if (p.dst_type == DataType::kFloat32) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
   return zero_point_index;
 }
