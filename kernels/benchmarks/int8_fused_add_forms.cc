@@ -43,7 +43,7 @@ constexpr float kRr = 0.83f;   // residual scale / add scale
 constexpr float kFixed = -3.0f - kRc * kConvZp - kRr * 128.f;  // add's zero point minus the operands' zero points
 
 // Forms: 0 round + zp binary_add + clip + linear + sum + round; 1 round + shifted clip + linear (folded) + sum +
-// round; 2 sum + round; 3 round + dst zero point (no add).
+// round; 2 sum + round; 3 round + dst zero point (no add); 4 as 1 without the last round.
 ConvPrimitive Make(int n, int c, int h, int k, int stride, int form, float fixed2, std::mt19937& rng) {
   const int oh = (h - 1) / stride + 1;
   memory::desc src({n, c, h, h}, dt::u8, tag::nhwc), dst({n, k, oh, oh}, dt::u8, tag::nhwc);
@@ -63,17 +63,12 @@ ConvPrimitive Make(int n, int c, int h, int k, int stride, int form, float fixed
     ops.append_eltwise(1.f, algorithm::eltwise_linear, kRc, kFixed);
     ops.append_sum(kRr, 0, dt::u8);
     ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);
-  } else if (form == 1) {
+  } else if (form == 1 || form == 4) {
     ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);
     ops.append_eltwise(1.f, algorithm::eltwise_clip, -kConvZp, 255.f - kConvZp);
     ops.append_eltwise(1.f, algorithm::eltwise_linear, kRc, fixed2);
     ops.append_sum(kRr, 0, dt::u8);
-    ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);
-  } else if (form == 4) {
-    ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);
-    ops.append_eltwise(1.f, algorithm::eltwise_clip, -kConvZp, 255.f - kConvZp);
-    ops.append_eltwise(1.f, algorithm::eltwise_linear, kRc, fixed2);
-    ops.append_sum(kRr, 0, dt::u8);
+    if (form == 1) ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);  // form 4: the store rounds
   } else if (form == 2) {
     ops.append_sum(kRr, 0, dt::u8);
     ops.append_eltwise(1.f, algorithm::eltwise_round, 0.f, 0.f);

@@ -40,14 +40,20 @@ bool HasAvx512Kernels() {
 }
 
 absl::Status CheckExactInt8Products() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  for (dnnl::cpu_isa vnni : {dnnl::cpu_isa::avx512_core_vnni, dnnl::cpu_isa::avx2_vnni}) {
-    if ((isa & static_cast<unsigned>(vnni)) == static_cast<unsigned>(vnni)) return absl::OkStatus();
-  }
-  return absl::UnimplementedError(absl::StrCat(
-      "oneDNN's INT8 kernels need VNNI (AVX512_VNNI or AVX_VNNI) to sum u8 x s8 products exactly; on this CPU (oneDNN ",
-      Version(), ", ISA ", absl::StripPrefix(dnnl_cpu_isa2str(static_cast<dnnl_cpu_isa_t>(isa)), "cpu_isa_"),
-      ") they add pairs of products into saturating 16-bit sums (vpmaddubsw), which ordinary weights overflow"));
+  // oneDNN fixes its ISA at the first query, so the answer is the process's: worked out once (CanImplement asks it for
+  // every INT8 problem).
+  static const absl::Status* status = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    for (dnnl::cpu_isa vnni : {dnnl::cpu_isa::avx512_core_vnni, dnnl::cpu_isa::avx2_vnni}) {
+      if ((isa & static_cast<unsigned>(vnni)) == static_cast<unsigned>(vnni)) return new absl::Status();
+    }
+    return new absl::Status(absl::UnimplementedError(absl::StrCat(
+        "oneDNN's INT8 kernels need VNNI (AVX512_VNNI or AVX_VNNI) to sum u8 x s8 products exactly; on this CPU "
+        "(oneDNN ", Version(), ", ISA ",
+        absl::StripPrefix(dnnl_cpu_isa2str(static_cast<dnnl_cpu_isa_t>(isa)), "cpu_isa_"),
+        ") they add pairs of products into saturating 16-bit sums (vpmaddubsw), which ordinary weights overflow")));
+  }();
+  return *status;
 }
 
 absl::StatusOr<memory::data_type> DataTypeOf(DataType dtype) {

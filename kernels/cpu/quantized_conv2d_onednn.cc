@@ -166,10 +166,10 @@ int AppendFusedAdd(const QuantizedConv2dProblem& p, float folded, const memory::
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, conv_is_a ? f.ra : f.rb, f.fixed);
   }
   ops.append_sum(conv_is_a ? f.rb : f.ra, 0, Int8TypeOf(residual_type));
-  // The add's own rounding is the store's: the conversion to 8 bits rounds half to even (vcvtps2dq in the MXCSR's
-  // default mode) and saturates, as rint and the saturation do. An eltwise_round here would round twice, and costs
-  // 6-13 % of the layer in brgconv's AMX epilogue (kernels/benchmarks:int8_fused_add_forms, "the store rounding").
-  if (p.dst_type == DataType::kFloat32) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
+  // The add's own rounding is the store's: its output is 8-bit (Validate: dst_type is the add's y_type), and the
+  // conversion to 8 bits rounds half to even (vcvtps2dq in the MXCSR's default mode) and saturates, as rint and the
+  // saturation do. An eltwise_round here would round twice, and costs 6-13 % of the layer in brgconv's AMX epilogue
+  // (kernels/benchmarks:int8_fused_add_forms, "the store rounding").
   return zero_point_index;
 }
 

@@ -24,8 +24,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <random>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
