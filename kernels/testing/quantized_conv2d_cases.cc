@@ -124,18 +124,23 @@ std::vector<QuantizedConv2dProblem> QuantizedConv2dFusedAddTestProblems(Layout l
 
 absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& problem,
                                   Device& device, uint32_t seed, const QuantizedTolerance& tolerance,
-                                  QuantizedScaleSource scales) {
+                                  QuantizedScaleSource scales, QuantizedOperands operands) {
   QuantizedConv2dProblem p = problem;
   CONVOY_RETURN_IF_ERROR(algorithm.CanImplement(p));
   std::mt19937 rng(seed);
   const bool u8_src = p.src_type == DataType::kUInt8;
   const int64_t x_count = p.input_desc().num_elements(), y_count = p.output_desc().num_elements();
-  const std::vector<uint8_t> x = RandomInts<uint8_t>(x_count, u8_src ? 0 : -128, u8_src ? 255 : 127, rng);
-  const std::vector<int8_t> w = RandomInts<int8_t>(p.filter_elements(), -127, 127, rng);
+  const bool extreme = operands == QuantizedOperands::kExtreme;
+  std::vector<uint8_t> x = RandomInts<uint8_t>(x_count, u8_src ? 0 : -128, u8_src ? 255 : 127, rng);
+  std::vector<int8_t> w = RandomInts<int8_t>(p.filter_elements(), -127, 127, rng);
+  if (extreme) {
+    std::fill(x.begin(), x.end(), static_cast<uint8_t>(u8_src ? 255 : 128));  // 255, or INT8 -128
+    for (int8_t& v : w) v = static_cast<int8_t>(v < 0 ? -128 : 127);
+  }
   const std::vector<int32_t> bias = RandomInts<int32_t>(p.k, -20000, 20000, rng);
   // Multipliers that spread the outputs over the whole quantized range (some saturating): the accumulator's spread is
   // about sqrt(C/g * R * S) * 74 * 73 for uniform operands.
-  const double spread = std::sqrt(double(p.c_per_group()) * p.r * p.s) * 74 * 73;
+  const double spread = std::sqrt(double(p.c_per_group()) * p.r * p.s) * (extreme ? 255.0 * 128 : 74.0 * 73);
   std::uniform_real_distribution<float> jitter(0.5f, 1.5f);
   std::vector<float> scale(p.k);
   for (float& s : scale) s = static_cast<float>(jitter(rng) * 80 / spread);

@@ -60,6 +60,12 @@ struct QuantizedTolerance {
   float fp32_relative = 0.0f;  // 0: bit-exact
 };
 
+// Which operands the check draws. kUniform: the whole ranges of the source and weight types. kExtreme: every input
+// at the source type's largest magnitude (255, or -128) and every weight -128 or 127 (random signs), where a kernel
+// summing pairs of products in 16 bits (pmaddubsw without VNNI) saturates; the multipliers spread the outputs as for
+// uniform operands.
+enum class QuantizedOperands { kUniform, kExtreme };
+
 // One problem on `device`: random inputs from `seed` (whole ranges of the source and weight types, INT32 bias, scales
 // that spread the outputs over the whole quantized range with some saturating), the filter packed when the algorithm
 // packs it, the output poisoned before the run with a value differing from the reference in every element (FP32: NaN;
@@ -67,7 +73,8 @@ struct QuantizedTolerance {
 // the separate steps bit for bit (no output off).
 absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& problem,
                                   Device& device, uint32_t seed, const QuantizedTolerance& tolerance,
-                                  QuantizedScaleSource scales = QuantizedScaleSource::kArgs);
+                                  QuantizedScaleSource scales = QuantizedScaleSource::kArgs,
+                                  QuantizedOperands operands = QuantizedOperands::kUniform);
 
 }  // namespace convoy::testing
 

@@ -1,0 +1,271 @@
+#include "kernels/cpu/quantized_conv2d_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/cpu/gemm_tile.h"
+#include "kernels/cpu/quantized_gemm_tiles.h"
+#include "kernels/registry/registry.h"
+
+namespace convoy::cpu {
+namespace {
+
+constexpr int kBlock = kQuantizedGemmBlockChannels;
+constexpr int64_t kChunkBytes = 192 * 1024;  // the widened receptive fields of one chunk of rows
+
+const QuantizedGemmTiles& TilesFor(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kAvx512: return kQuantizedGemmTilesAvx512;
+    case CpuIsa::kAvx2: return kQuantizedGemmTilesAvx2;
+    case CpuIsa::kBaseline: break;
+  }
+  return kQuantizedGemmTilesBaseline;
+}
+
+QuantizedTileType TileType(DataType t) {
+  switch (t) {
+    case DataType::kUInt8: return QuantizedTileType::kUInt8;
+    case DataType::kInt8: return QuantizedTileType::kInt8;
+    default: return QuantizedTileType::kFloat32;
+  }
+}
+
+float Lowest(DataType t) { return t == DataType::kUInt8 ? 0.0f : -128.0f; }
+float Highest(DataType t) { return t == DataType::kUInt8 ? 255.0f : 127.0f; }
+
+// How a problem is cut: the GEMM is [M = N*P*Q rows] x [reduction] x [K/groups channels] per group; work items are
+// (group, chunk of rows, range of channel blocks).
+struct Tiling {
+  int64_t rows = 0;        // M
+  int64_t reduction = 0;   // R*S*C/groups
+  int64_t padded = 0;      // the reduction rounded up to pairs: the widened row's stride
+  int64_t blocks = 0;      // 16-channel blocks per group
+  int64_t chunk_rows = 0;  // rows per chunk, a multiple of the register tile's
+  int64_t chunks = 0;
+  int64_t splits = 1;           // channel-block ranges per chunk
+  int64_t blocks_per_split = 0;  // a multiple of the register tile's blocks
+  int64_t items = 0;
+  size_t slot_floats = 0;  // one chunk's widened rows and one register tile's sums
+};
+
+Tiling PlanTiling(const QuantizedConv2dProblem& p, const QuantizedGemmTiles& tiles, int threads) {
+  Tiling t;
+  t.rows = int64_t{p.n} * p.p() * p.q();
+  t.reduction = int64_t{p.r} * p.s * p.c_per_group();
+  t.padded = (t.reduction + 1) / 2 * 2;
+  t.blocks = (p.k_per_group() + kBlock - 1) / kBlock;
+  const int64_t fit = std::max<int64_t>(1, kChunkBytes / (t.padded * 2) / tiles.max_rows) * tiles.max_rows;
+  t.chunk_rows = std::min(fit, (t.rows + tiles.max_rows - 1) / tiles.max_rows * tiles.max_rows);
+  t.chunks = (t.rows + t.chunk_rows - 1) / t.chunk_rows;
+  const int64_t units = (t.blocks + tiles.max_blocks - 1) / tiles.max_blocks;
+  const int64_t pieces = int64_t{p.groups} * t.chunks;
+  if (pieces < 2 * int64_t{threads}) t.splits = std::min(units, (2 * int64_t{threads} + pieces - 1) / pieces);
+  t.blocks_per_split = (units + t.splits - 1) / t.splits * tiles.max_blocks;
+  t.splits = (t.blocks + t.blocks_per_split - 1) / t.blocks_per_split;
+  t.items = pieces * t.splits;
+  const size_t bytes = static_cast<size_t>(t.chunk_rows * t.padded * 2) +
+                       static_cast<size_t>(tiles.max_rows) * kBlock * tiles.max_blocks * 4;
+  t.slot_floats = (bytes + 3) / 4;
+  return t;
+}
+
+int64_t BlockStride(const Tiling& t) { return t.padded / 2 * 2 * kBlock; }  // int16 per packed block
+
+// Widens rows [m0, m0 + rows) of group g's receptive fields into a ([rows][padded] int16), less the zero point.
+void WidenRows(const QuantizedConv2dProblem& p, const Tiling& t, const QuantizedGemmTiles& tiles, const void* x,
+               int g, int64_t m0, int64_t rows, int16_t* a) {
+  const int pq = p.p() * p.q();
+  const int cg = p.c_per_group();
+  const bool is_unsigned = p.src_type == DataType::kUInt8;
+  const uint8_t* bytes = static_cast<const uint8_t*>(x);
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t m = m0 + i;
+    const int n = static_cast<int>(m / pq);
+    const int rest = static_cast<int>(m - int64_t{n} * pq);
+    const int oh = rest / p.q(), ow = rest - (rest / p.q()) * p.q();
+    int16_t* row = a + i * t.padded;
+    for (int r = 0; r < p.r; ++r) {
+      const int ih = oh * p.stride_h - p.pad_top + r * p.dilation_h;
+      for (int s = 0; s < p.s; ++s) {
+        const int iw = ow * p.stride_w - p.pad_left + s * p.dilation_w;
+        int16_t* tap = row + (int64_t{r} * p.s + s) * cg;
+        if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) {
+          std::memset(tap, 0, sizeof(int16_t) * cg);  // padding reads as the zero point: (zp - zp) = 0
+          continue;
+        }
+        const int64_t offset = ((int64_t{n} * p.h + ih) * p.w + iw) * p.c + int64_t{g} * cg;
+        tiles.widen(bytes + offset, is_unsigned, p.epilogue.src_zero_point, tap, cg);
+      }
+    }
+    if (t.padded > t.reduction) row[t.reduction] = 0;
+  }
+}
+
+}  // namespace
+
+QuantizedConv2dGemmNhwc::QuantizedConv2dGemmNhwc(CpuIsa isa)
+    : isa_(isa),
+      name_(isa == CpuIsa::kBaseline ? "cpu.quantized_conv2d.gemm_nhwc"
+                                     : absl::StrCat("cpu.quantized_conv2d.gemm_nhwc_", CpuIsaName(isa))) {}
+
+absl::Status QuantizedConv2dGemmNhwc::CanImplement(const QuantizedConv2dProblem& problem) const {
+  CONVOY_RETURN_IF_ERROR(problem.Validate());
+  if (problem.layout != Layout::kNHWC) return absl::UnimplementedError(absl::StrCat(name_, ": NHWC only"));
+  const int64_t reduction = int64_t{problem.r} * problem.s * problem.c_per_group();
+  if (reduction > kMaxReduction) {
+    return absl::UnimplementedError(absl::StrCat(name_, ": R*S*C/groups = ", reduction, " exceeds ", kMaxReduction,
+                                                 " (the int32 sum could overflow)"));
+  }
+  return absl::OkStatus();
+}
+
+int QuantizedConv2dGemmNhwc::HeuristicScore(const QuantizedConv2dProblem&) const {
+  switch (isa_) {
+    case CpuIsa::kAvx512: return -2;
+    case CpuIsa::kAvx2: return -3;
+    case CpuIsa::kBaseline: break;
+  }
+  return -4;
+}
+
+size_t QuantizedConv2dGemmNhwc::WorkspaceBytes(const QuantizedConv2dProblem& problem) const {
+  return ScratchWorkspaceBytes(PlanTiling(problem, TilesFor(isa_), ScratchSlotCount()).slot_floats);
+}
+
+size_t QuantizedConv2dGemmNhwc::PackedFilterBytes(const QuantizedConv2dProblem& problem) const {
+  const Tiling t = PlanTiling(problem, TilesFor(isa_), 1);
+  return static_cast<size_t>(int64_t{problem.groups} * t.blocks * BlockStride(t) * 2);
+}
+
+std::string QuantizedConv2dGemmNhwc::PackedFilterLayout(const QuantizedConv2dProblem&) const {
+  return "G,K/16,RSC/2,16k,2rsc int16";
+}
+
+absl::Status QuantizedConv2dGemmNhwc::PackFilter(const QuantizedConv2dProblem& problem, const void* filter,
+                                                void* packed, const ExecutionContext&) const {
+  CONVOY_RETURN_IF_ERROR(CanImplement(problem));
+  const Tiling t = PlanTiling(problem, TilesFor(isa_), 1);
+  const int8_t* w = static_cast<const int8_t*>(filter);  // [K, R, S, C/groups]: a channel's row is the reduction
+  int16_t* out = static_cast<int16_t*>(packed);
+  const int kg = problem.k_per_group();
+  for (int g = 0; g < problem.groups; ++g) {
+    for (int64_t b = 0; b < t.blocks; ++b) {
+      int16_t* block = out + (int64_t{g} * t.blocks + b) * BlockStride(t);
+      for (int64_t pair = 0; pair < t.padded / 2; ++pair) {
+        for (int c = 0; c < kBlock; ++c) {
+          const int64_t channel = b * kBlock + c;  // within the group
+          for (int half = 0; half < 2; ++half) {
+            const int64_t red = 2 * pair + half;
+            block[(pair * kBlock + c) * 2 + half] =
+                channel < kg && red < t.reduction ? w[(int64_t{g} * kg + channel) * t.reduction + red] : 0;
+          }
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QuantizedConv2dGemmNhwc::Run(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& args,
+                                          Workspace workspace, const ExecutionContext& context) const {
+  if (context.thread_pool == nullptr) return absl::InvalidArgumentError(absl::StrCat(name_, ": needs a thread pool"));
+  const QuantizedEpilogue& ep = p.epilogue;
+  const bool has_residual = ep.residual != ResidualMode::kNone || p.fused_add != QuantizedFusedAdd::kNone;
+  if (args.x == nullptr || args.w == nullptr || args.y == nullptr || (ep.has_bias && args.bias == nullptr) ||
+      (ep.scales.empty() && args.scale == nullptr) || (has_residual && args.residual == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(name_, ": a required argument is null for ", p.ToString()));
+  }
+  const QuantizedGemmTiles& tiles = TilesFor(isa_);
+  const Tiling t = PlanTiling(p, tiles, context.thread_pool->num_threads());
+  CONVOY_RETURN_IF_ERROR(ScratchSlots::Check(workspace.bytes, t.slot_floats));
+  ScratchSlots slots(workspace.data, workspace.bytes, t.slot_floats);
+
+  QuantizedTileEpilogue e;
+  e.bias = ep.has_bias ? args.bias : nullptr;
+  e.scale = ep.scales.empty() ? args.scale : ep.scales.data();
+  if (ep.residual != ResidualMode::kNone) {
+    e.residual = args.residual;
+    e.residual_scale = ep.residual_scale;
+    e.residual_zero_point = static_cast<float>(ep.residual_zero_point);
+  }
+  e.relu = ep.relu;
+  e.conv_type = TileType(p.conv_type());
+  e.output_type = TileType(p.dst_type);
+  e.dst_zero_point = static_cast<float>(ep.dst_zero_point);
+  e.conv_lo = Lowest(p.conv_type());
+  e.conv_hi = Highest(p.conv_type());
+  if (p.fused_add != QuantizedFusedAdd::kNone) {
+    const QuantizedAddProblem& q = p.add;
+    const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
+    e.fused_add = conv_is_a ? 1 : 2;
+    e.add_operand = args.residual;
+    e.add_operand_type = TileType(conv_is_a ? q.b_type : q.a_type);
+    // The quantized add's constants, as the reference and QuantizedAddLoop form them.
+    e.ra = q.a_scale / q.y_scale;
+    e.rb = q.b_scale / q.y_scale;
+    e.add_fixed = static_cast<float>(q.y_zero_point) -
+                  std::fmaf(e.ra, static_cast<float>(q.a_zero_point), e.rb * static_cast<float>(q.b_zero_point));
+    e.add_lo = Lowest(q.y_type);
+    e.add_hi = Highest(q.y_type);
+  }
+
+  const int kg = p.k_per_group();
+  const int64_t block_stride = BlockStride(t);
+  const int16_t* filter = reinterpret_cast<const int16_t*>(args.w);
+  context.thread_pool->ParallelFor(t.items, [&](int64_t begin, int64_t end) {
+    ScratchSlots::Lease lease = slots.Acquire();
+    int16_t* a = reinterpret_cast<int16_t*>(lease.data());
+    int32_t* acc = reinterpret_cast<int32_t*>(a + t.chunk_rows * t.padded);
+    int64_t widened = -1;  // the (group, chunk) whose rows `a` holds
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t split = item % t.splits;
+      const int64_t piece = item / t.splits;
+      const int g = static_cast<int>(piece / t.chunks);
+      const int64_t m0 = (piece % t.chunks) * t.chunk_rows;
+      const int64_t rows = std::min(t.chunk_rows, t.rows - m0);
+      if (piece != widened) {
+        WidenRows(p, t, tiles, args.x, g, m0, rows, a);
+        widened = piece;
+      }
+      const int64_t block_end = std::min(t.blocks, (split + 1) * t.blocks_per_split);
+      for (int64_t b = split * t.blocks_per_split; b < block_end; b += tiles.max_blocks) {
+        const int blocks = static_cast<int>(std::min<int64_t>(tiles.max_blocks, block_end - b));
+        const int16_t* packed = filter + (int64_t{g} * t.blocks + b) * block_stride;
+        const int64_t channel0 = b * kBlock;  // within the group
+        const int64_t count = std::min<int64_t>(int64_t{blocks} * kBlock, kg - channel0);
+        for (int64_t r0 = 0; r0 < rows; r0 += tiles.max_rows) {
+          const int tile_rows = static_cast<int>(std::min<int64_t>(tiles.max_rows, rows - r0));
+          tiles.accumulate(a + r0 * t.padded, t.padded, tile_rows, packed, block_stride, blocks, t.padded / 2, acc);
+          for (int i = 0; i < tile_rows; ++i) {
+            const int64_t m = m0 + r0 + i;
+            tiles.epilogue(e, acc + int64_t{i} * blocks * kBlock, int64_t{g} * kg + channel0, count,
+                           m * p.k + int64_t{g} * kg + channel0, args.y);
+          }
+        }
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+std::string QuantizedConv2dGemmNhwc::LaunchSummary(const QuantizedConv2dProblem& problem) const {
+  const QuantizedGemmTiles& tiles = TilesFor(isa_);
+  const Tiling t = PlanTiling(problem, tiles, ScratchSlotCount());
+  return absl::StrCat(tiles.max_rows, "x", tiles.max_blocks * kBlock, " register tile, ", t.items, " items of ",
+                      t.chunk_rows, " rows x ", t.blocks_per_split * kBlock, " channels, reduction ", t.reduction);
+}
+
+// The baseline everywhere; the AVX2 and AVX-512 versions where the CPU runs them (checked once, at load).
+const bool kQuantizedConv2dGemmRegistered = [] {
+  auto& registry = OpRegistry<QuantizedConv2dOp>::Global();
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (CpuSupports(isa)) registry.Register(std::make_unique<QuantizedConv2dGemmNhwc>(isa));
+  }
+  return true;
+}();
+
+}  // namespace convoy::cpu
