@@ -6,6 +6,9 @@
 // __builtin_cpu_supports, which also checks that the OS saves the wider registers). The registry's heuristic then
 // prefers the widest, the profile names the version that ran, and the cross-backend suite checks every version
 // present on the machine.
+//
+// CONVOY_MAX_CPU_ISA=baseline|avx2 caps what CpuSupports admits (as ONEDNN_MAX_CPU_ISA caps oneDNN), so an AVX-512
+// machine can run and time the versions an AVX2-only CPU would run.
 #ifndef CONVOY_KERNELS_CPU_CPU_ISA_H_
 #define CONVOY_KERNELS_CPU_CPU_ISA_H_
 

@@ -1,9 +1,9 @@
-// For tests of the CPU's INT8 steps: skips a test on a CPU where oneDNN's INT8 convolutions are not exact (no VNNI,
-// or ONEDNN_MAX_CPU_ISA below it), where cpu.quantized_conv2d.* declines every problem and QDQ plans keep their
-// layers in FP32 with the quantization simulated. What happens there is tested on every machine by
-// //server/runtime:quantized_plans_without_vnni_test, which lowers oneDNN's ISA to AVX2 first.
+// For tests of oneDNN's INT8 convolutions (cpu.quantized_conv2d.onednn*): skips a test on a CPU where they are not
+// exact (no VNNI, or ONEDNN_MAX_CPU_ISA below it) and decline every problem. QDQ plans there run their convolutions
+// on the own exact kernels (cpu.quantized_conv2d.gemm_nhwc*), which every machine tests; what a plan does there is
+// tested on every machine by //server/runtime:quantized_plans_without_vnni_test, which lowers oneDNN's ISA to AVX2.
 //
-//   TEST(Int8Plans, RunInt8) {
+//   TEST(OnednnInt8, MatchesTheReference) {
 //     CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
 //     ...
 #ifndef CONVOY_KERNELS_CPU_EXACT_INT8_TEST_SUPPORT_H_

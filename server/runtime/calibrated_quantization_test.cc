@@ -13,7 +13,6 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/cpu/exact_int8_test_support.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
 #include "server/runtime/executor.h"
@@ -238,7 +237,6 @@ TEST(FindCalibrationTargetsTest, ListsTheTensorsAroundEveryConvAndAdd) {
 }
 
 TEST(QuantizeWithCalibrationTableTest, EveryLayerRunsInt8AndAgreesWithTheSimulationAndFp32) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   const uint32_t seed = FreshSeed();
   SCOPED_TRACE(seed);
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph fp32, BlockGraph(seed));
@@ -321,7 +319,6 @@ class CalibratedTailTest : public ::testing::TestWithParam<bool> {};
 // an FP32 output, the Flatten between them on the 8-bit bytes), and the logits agree with the FP32 simulation of the
 // same quantization and, to the quantization's error, with FP32.
 TEST_P(CalibratedTailTest, PoolAndGemmRunInt8) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   const bool transpose_b = GetParam();
   const uint32_t seed = FreshSeed();
   SCOPED_TRACE(seed);

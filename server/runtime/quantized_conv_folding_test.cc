@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/exact_int8_test_support.h"
+#include "kernels/cpu/onednn_support.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/testing/test_tensors.h"
@@ -125,7 +126,6 @@ TEST(QuantizedConvFoldingTest, ClipInsideTheOutputRangeIsNotFolded) {
 }
 
 TEST(QuantizedConvFoldingTest, PlansRunFoldedConvsInInt8AndMatchTheSimulationWithinOneStep) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   IdenticalShare share;
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(FreshSeed()));
   const std::map<std::string, float> steps = {{"y", 4.0f / 255}, {"y2", 12.0f / 255}};
@@ -149,9 +149,14 @@ TEST(QuantizedConvFoldingTest, PlansRunFoldedConvsInInt8AndMatchTheSimulationWit
     }
     EXPECT_EQ(quantize, 1) << plan->ToString(1);
     EXPECT_EQ(dequantize, 1) << plan->ToString(1);
+    // oneDNN's where its INT8 products are exact (VNNI), the own kernels elsewhere.
+    const bool onednn_exact = cpu::onednn::CheckExactInt8Products().ok();
     for (const auto& step : plan->steps()) {
-      if (step->op() == convoy::OpKind::kQuantizedConv2d) {
+      if (step->op() != convoy::OpKind::kQuantizedConv2d) continue;
+      if (onednn_exact) {
         EXPECT_EQ(step->AlgorithmName(1), "cpu.quantized_conv2d.onednn_nhwc");
+      } else {
+        EXPECT_THAT(std::string(step->AlgorithmName(1)), ::testing::StartsWith("cpu.quantized_conv2d.gemm_nhwc"));
       }
     }
     ASSERT_EQ(plan->quantized_layers().size(), 6u);
@@ -183,7 +188,7 @@ std::vector<std::vector<float>> RunPlan(std::shared_ptr<const ExecutionPlan> pla
 // convolutions; a plan whose cache names the jit variant wherever it ran (as a tuning that found it faster leaves
 // it) runs it in those steps and gives outputs identical, bit for bit, to the heuristic plan's.
 TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdenticalOutputs) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
+  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();  // the jit variant is oneDNN's
   const uint32_t seed = FreshSeed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed));
@@ -250,7 +255,6 @@ TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdentic
 // INT8 weights and INT32 bias from the graph): every element within one step of qdq_s, and at least 99 % identical
 // (the plan forms its two multipliers in FP32, so values within rounding error of a tie may land on the neighbour).
 TEST(QuantizedConvFoldingTest, SingleRoundingAddsRunAsTheResidualEpilogueAndRoundOnce) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   const uint32_t seed = FreshSeed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed, true, false, /*expose_sum=*/true));
@@ -431,7 +435,6 @@ TEST(QuantizedConvFoldingTest, PoolAndGemmWithAQdqNodeOnOneSideAreNoQuantizedLay
 }
 
 TEST(QuantizedConvFoldingTest, PlansTheClassifierTailInInt8AndMatchTheSimulationWithinOneStep) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   IdenticalShare share;
   for (const bool transpose_b : {true, false}) {
     CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedClassifierGraph(FreshSeed(), transpose_b));
@@ -467,7 +470,6 @@ TEST(QuantizedConvFoldingTest, MaxPoolBetweenQdqNodesOfOneQuantizationRunsOnTheB
 // The stem conv -> max pool -> conv stays 8-bit from the first conv to the last: one quantize (x), one dequantize (y),
 // the pool a UINT8 NHWC step, and the outputs those of the simulation (the pool adds no rounding).
 TEST(QuantizedConvFoldingTest, PlansTheMaxPoolOnEightBitValuesAndMatchTheSimulationWithinOneStep) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   IdenticalShare share;
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed()));
   for (Layout layout : {Layout::kNCHW, Layout::kNCHW8c, Layout::kNHWC}) {
@@ -497,7 +499,6 @@ TEST(QuantizedConvFoldingTest, PlansTheMaxPoolOnEightBitValuesAndMatchTheSimulat
 
 // The pool's output QDQ node with another scale: FP32 pool, a dequantize before it and a quantize after.
 TEST(QuantizedConvFoldingTest, MaxPoolBetweenDifferentQuantizationsStaysFp32) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   IdenticalShare share;
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedMaxPoolGraph(FreshSeed(), 5.0f / 255));
   CONVOY_ASSERT_OK_AND_ASSIGN(auto plan, BuildExecutionPlan(graph, CpuOptions(Layout::kNHWC, 2)));
@@ -525,7 +526,6 @@ int Requantize(int64_t acc, float multiplier, int zero_point) {
 class Int8TailTest : public ::testing::TestWithParam<bool> {};  // whether the logits are quantized
 
 TEST_P(Int8TailTest, Int8PoolAndGemmComputeOnnxruntimeArithmeticBitForBit) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   const bool quantized_logits = GetParam();
   const uint32_t seed = FreshSeed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed << (quantized_logits ? " UINT8 logits" : " FP32 logits"));

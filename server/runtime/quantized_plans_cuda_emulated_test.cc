@@ -25,7 +25,6 @@
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/cpu/exact_int8_test_support.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/cuda/shared_test_device.h"
@@ -143,7 +142,6 @@ int CountFusedAdds(const ExecutionPlan& plan) {
 class QuantizedBlockCudaTest : public ::testing::TestWithParam<bool> {};  // whether conv_b's output is also an output
 
 TEST_P(QuantizedBlockCudaTest, RunsInt8OnCudaAndMatchesTheCpuPlan) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   const bool expose_b = GetParam();
   const uint32_t seed = FreshSeed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed << (expose_b ? " (yb exposed: the add keeps its step)" : ""));
@@ -185,7 +183,6 @@ INSTANTIATE_TEST_SUITE_P(AddFusedOrNot, QuantizedBlockCudaTest, ::testing::Bool(
 // The sum against the CPU plan's (oneDNN's sum post-op, whose FMA may round a tie the other way): within one step of
 // qdq_s, at least 99 % identical; the residual operand (conv_a's output, exact on both) bit for bit.
 TEST(QuantizedPlansCudaEmulatedTest, SingleRoundingAddsRunAsTheResidualEpilogueAndMatchTheCpuPlan) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   const uint32_t seed = FreshSeed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed, true, false, /*expose_sum=*/true));
@@ -213,7 +210,6 @@ TEST(QuantizedPlansCudaEmulatedTest, SingleRoundingAddsRunAsTheResidualEpilogueA
 }
 
 TEST(QuantizedPlansCudaEmulatedTest, ClassifierTailRunsInt8OnCudaAndMatchesTheCpuPlanBitForBit) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
   for (const bool quantized_logits : {true, false}) {
     for (const bool transpose_b : {true, false}) {
       const uint32_t seed = FreshSeed();

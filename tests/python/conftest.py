@@ -63,10 +63,6 @@ TINY_CLASSES = 5
 TINY_LABELS = ["ant", "bee", "cat", "dog", "eel"]
 
 
-# oneDNN ISA names below VNNI, as ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) takes them.
-_ISAS_WITHOUT_VNNI = {"SSE41", "AVX", "AVX2", "AVX512_MIC", "AVX512_MIC_4OPS", "AVX512_CORE"}
-
-
 def cpu_has_vnni():
     """Whether this CPU has VNNI (AVX512_VNNI or AVX_VNNI), where oneDNN's and onnxruntime's INT8 kernels sum u8 x s8
     products exactly. Without it both add pairs of products into saturating 16-bit sums (vpmaddubsw): onnxruntime's
@@ -78,22 +74,9 @@ def cpu_has_vnni():
     return "avx_vnni" in flags or ("avx512_vnni" in flags and {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags)
 
 
-def cpu_has_exact_int8():
-    """Whether the CPU backend runs INT8 steps here: with VNNI, and ONEDNN_MAX_CPU_ISA not below it
-    (kernels/cpu/onednn_support.h, CheckExactInt8Products); elsewhere QDQ models run in FP32 with the quantization
-    simulated."""
-    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
-        if os.environ.get(name, "").upper() in _ISAS_WITHOUT_VNNI:
-            return False
-    return cpu_has_vnni()
-
-
-# For tests of the CPU's INT8 steps, or against onnxruntime's INT8 results: skipped, saying why, where those do not
-# run exactly (what happens there is tested by test_quantized_models.py's ..._without_vnni_... test and
-# //server/runtime:quantized_plans_without_vnni_test).
-requires_exact_cpu_int8 = pytest.mark.skipif(
-    not cpu_has_exact_int8(),
-    reason="no VNNI on this CPU (or ONEDNN_MAX_CPU_ISA below it): QDQ layers run FP32, onnxruntime's INT8 saturates")
+# For comparisons with onnxruntime's INT8 results: skipped, saying why, where those saturate. Convoy's own INT8 runs
+# exactly on every CPU (oneDNN's kernels with VNNI, its own elsewhere: test_quantized_models.py's ..._without_vnni_...
+# test and //server/runtime:quantized_plans_without_vnni_test).
 requires_vnni_cpu = pytest.mark.skipif(
     not cpu_has_vnni(), reason="no VNNI on this CPU: onnxruntime's INT8 results saturate, no exact reference")
 

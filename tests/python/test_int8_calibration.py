@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from conftest import ConvoyServer, make_repository, pretrained_model_dir, requires_exact_cpu_int8, sample_photo
+from conftest import ConvoyServer, make_repository, pretrained_model_dir, sample_photo
 from test_cli import cli_path, convoy
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -78,7 +78,6 @@ def entropy_table(tmp_path_factory):
     return out / "calibration.yaml"
 
 
-@requires_exact_cpu_int8
 def test_precision_int8_runs_int8_steps_and_inspect_lists_scales(entropy_table, tmp_path):
     model = pretrained_model_dir() / "1/model.onnx"
     proc = convoy("inspect", f"--model={model}", "--precision=int8", f"--calibration_table={entropy_table}",
@@ -207,7 +206,6 @@ def test_accuracy_against_fp32_and_onnxruntime():
     assert convoy_qdq[2] >= ort_int8[2] - 1 / 64, (convoy_qdq, ort_int8)
 
 
-@requires_exact_cpu_int8
 def test_symmetric_int8_activations(tmp_path):
     """--activations=int8: INT8 symmetric activations (zero point 0) run as INT8 steps too."""
     model = REPO_ROOT / "model_repo/simple_cnn"
@@ -227,7 +225,6 @@ def test_symmetric_int8_activations(tmp_path):
     assert np.abs(int8 - fp32).max() < 0.05  # probabilities
 
 
-@requires_exact_cpu_int8
 def test_resnet_relu_after_the_residual_runs_int8(tmp_path_factory, tmp_path):
     """torchvision's ResNet-18 (random weights, 64x64): relu(conv + x) runs as an INT8 convolution and an INT8 add
     whose UINT8 output saturates at 0 (the ReLU): every convolution and add INT8, logits near FP32's."""

@@ -9,7 +9,7 @@ at least 99 % identical, none more than one step off, top-1 equal where the lead
 import onnx
 import pytest
 
-from conftest import requires_exact_cpu_int8
+from conftest import requires_vnni_cpu
 from test_quantized_models import check_all_int8_within_one_step_of_onnxruntime, quantize_exported, quantized_file
 
 MODELS = ["resnet18", "mobilenet_v2"]
@@ -33,7 +33,7 @@ def test_qoperator_file_is_what_the_test_claims(qoperator, name):
     assert [op for _, op in ops].count("DequantizeLinear") == 1, ops
 
 
-@requires_exact_cpu_int8
+@requires_vnni_cpu
 @pytest.mark.parametrize("layout", ["nchw8c", "nhwc"])
 @pytest.mark.parametrize("name", MODELS)
 def test_qoperator_model_runs_int8_within_one_step_of_onnxruntime(qoperator, tmp_path, name, layout):

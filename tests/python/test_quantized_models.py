@@ -35,6 +35,10 @@ steps at most, 75 to 97.5 % within one step; MobileNetV2 0 to 2 steps at most, 9
 simulated path keeps the old, looser bounds: every logit within 8 steps, at least 60 % within one step, and top-1
 equal where the lead is more than 16 steps. One more test serves the QDQ ResNet-18 over gRPC (INT8 steps) and checks
 the response with the INT8 bounds.
+
+With oneDNN's ISA lowered to AVX2 (ONEDNN_MAX_CPU_ISA, as on a CPU without VNNI, where oneDNN's INT8 convolutions
+saturate and decline) both models run every convolution and add INT8 on Convoy's own exact kernels, with the same
+bounds. The comparisons with onnxruntime need a VNNI CPU: without one, onnxruntime's own INT8 sums saturate.
 """
 import os
 import pathlib
@@ -47,7 +51,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from conftest import ConvoyServer, requires_exact_cpu_int8, requires_vnni_cpu
+from conftest import ConvoyServer, requires_vnni_cpu
 from test_cli import cli_path
 from torchvision_export import exported_models
 
@@ -141,18 +145,18 @@ def onnxruntime_int8(model, x):
     return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]
 
 
-def check_all_int8_within_one_step_of_onnxruntime(model, tmp_path, name, layout, what):
+def check_all_int8_within_one_step_of_onnxruntime(model, tmp_path, name, layout, what, env=None):
     """`convoy run` of a quantized file on 32 fresh random images: every quantized convolution and add runs INT8 (the
     load log), and the logits keep the INT8 bounds against onnxruntime's run of the same file."""
     x = np.random.default_rng().uniform(-1, 1, size=(32, 3, 64, 64)).astype(np.float32)
-    actual, log = run_convoy(model, x, tmp_path, f"--layout={layout}")
+    actual, log = run_convoy(model, x, tmp_path, f"--layout={layout}", env=env)
     folded = re.search(r"(\d+) of (\d+) quantized convolutions and (\d+) of (\d+) quantized adds run INT8", log)
     assert folded and folded.group(1) == folded.group(2) and int(folded.group(1)) > 0, log[-3000:]
     assert folded.group(3) == folded.group(4), log[-3000:]
     compare_int8_with_onnxruntime(name, what, actual, onnxruntime_int8(model, x))
 
 
-@requires_exact_cpu_int8
+@requires_vnni_cpu
 @pytest.mark.parametrize("layout", ["nchw8c", "nhwc"])
 @pytest.mark.parametrize("name", QDQ_MODELS)
 def test_qdq_model_runs_int8_within_one_step_of_onnxruntime(quantized, tmp_path, name, layout):
@@ -164,7 +168,7 @@ def test_qdq_model_runs_int8_within_one_step_of_onnxruntime(quantized, tmp_path,
 SINGLE_ROUNDING_BOUNDS = {"mobilenet_v2": (0.9, 3), "resnet18": (0.5, 6)}
 
 
-@requires_exact_cpu_int8
+@requires_vnni_cpu
 @pytest.mark.parametrize("name", QDQ_MODELS)
 def test_qdq_model_with_residual_adds_rounded_once_stays_close_to_onnxruntime(quantized, tmp_path, name):
     """The residual adds fused into their convolutions with one rounding (no longer onnxruntime's arithmetic bit for
@@ -195,16 +199,20 @@ def test_qdq_model_simulated_in_fp32_stays_close_to_onnxruntime(quantized, tmp_p
 
 
 @requires_vnni_cpu
-def test_qdq_model_on_a_cpu_without_vnni_stays_fp32_and_says_why(quantized, tmp_path):
+@pytest.mark.parametrize("name", QDQ_MODELS)
+def test_qdq_model_on_a_cpu_without_vnni_runs_int8_on_the_own_kernels(quantized, tmp_path, name):
     """Where oneDNN's INT8 convolutions would not be exact (a CPU without VNNI, such as an AVX2-only EPYC; here
-    oneDNN's ISA lowered to AVX2 with ONEDNN_MAX_CPU_ISA), no convolution runs INT8, the load log says why, and the
-    logits keep the simulated path's bounds against onnxruntime."""
-    model = qdq_model(quantized, "resnet18")
-    x = np.random.default_rng().uniform(-1, 1, size=(8, 3, 64, 64)).astype(np.float32)
-    actual, log = run_convoy(model, x, tmp_path, env={**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"})
-    assert re.search(r"\b0 of \d+ quantized convolutions", log), log[-3000:]
-    assert "need VNNI" in log and "saturating 16-bit sums" in log, log[-3000:]
-    compare_simulated_with_onnxruntime("resnet18", "without VNNI", actual, onnxruntime_int8(model, x))
+    oneDNN's ISA lowered to AVX2 with ONEDNN_MAX_CPU_ISA), every quantized convolution and add still runs INT8, on
+    Convoy's own exact kernels (`convoy inspect` names them), and the logits keep the INT8 bounds against
+    onnxruntime's (exact on this VNNI CPU)."""
+    model = qdq_model(quantized, name)
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    check_all_int8_within_one_step_of_onnxruntime(model, tmp_path, name, "nhwc", "without VNNI", env=env)
+    proc = subprocess.run([cli_path(), "inspect", f"--model={model}", "--max_batch_size=1"], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    algorithms = set(re.findall(r"algorithm (cpu\.quantized_conv2d\.[\w.]+)", proc.stdout))
+    assert algorithms and all(a.startswith("cpu.quantized_conv2d.gemm_nhwc") for a in algorithms), algorithms
 
 
 CONFIG = """name: resnet18_qdq
@@ -223,7 +231,7 @@ dynamic_batching:
 """
 
 
-@requires_exact_cpu_int8
+@requires_vnni_cpu
 def test_server_serves_a_qdq_model(quantized, tmp_path):
     """The QDQ ResNet-18 in a model repository, served over gRPC (KServe v2), batch 4."""
     import tritonclient.grpc as grpcclient

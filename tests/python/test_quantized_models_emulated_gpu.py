@@ -25,7 +25,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import built_binary, requires_exact_cpu_int8
+from conftest import built_binary, requires_vnni_cpu
 from test_quantized_models import (compare_int8_with_onnxruntime, onnxruntime_int8, quantize_exported,
                                    quantized_file, run_convoy)
 
@@ -44,7 +44,7 @@ def emulated_gpu(*args):
 
 @pytest.mark.parametrize("name,layout,batch", [("resnet18", "nhwc", 8), ("resnet18", "nchw", 3),
                                                ("mobilenet_v2", "nhwc", 2)])
-@requires_exact_cpu_int8
+@requires_vnni_cpu
 def test_qdq_model_runs_int8_on_the_emulated_gpu_like_the_cpu_plan(quantized, tmp_path, name, layout, batch):
     model = quantized_file(quantized, name)
     x = np.random.default_rng().uniform(-1, 1, size=(batch, 3, 64, 64)).astype(np.float32)
