@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/common/thread_pool.h"
 #include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/quantized_gemm_tiles.h"
 #include "kernels/registry/registry.h"
@@ -75,6 +76,47 @@ Tiling PlanTiling(const QuantizedConv2dProblem& p, const QuantizedGemmTiles& til
 
 int64_t BlockStride(const Tiling& t) { return t.padded / 2 * 2 * kBlock; }  // int16 per packed block
 
+// Depthwise layers (one input and one output channel per group, windows of up to kMaxDepthwiseTaps taps; the QDQ
+// plans' global average pools among them) run per output pixel across the channels instead: the GEMM would fill one
+// of each 16-channel block. Their packed filter is int32 [R*S][K], the scratch one pixel's sums [K].
+constexpr int kMaxDepthwiseTaps = 64;
+
+bool IsDepthwise(const QuantizedConv2dProblem& p) {
+  return p.groups == p.c && p.k == p.c && p.r * p.s <= kMaxDepthwiseTaps;
+}
+
+size_t DepthwiseSlotFloats(const QuantizedConv2dProblem& p) { return static_cast<size_t>(p.k); }
+
+void RunDepthwise(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& args, const QuantizedTileEpilogue& e,
+                  const QuantizedGemmTiles& tiles, ScratchSlots& slots, ThreadPool& pool) {
+  const int64_t rows = int64_t{p.n} * p.p() * p.q();
+  const int pq = p.p() * p.q();
+  const int taps = p.r * p.s;
+  const size_t element = DataTypeSize(p.src_type);
+  const uint8_t* x = static_cast<const uint8_t*>(args.x);
+  const int32_t* w = reinterpret_cast<const int32_t*>(args.w);
+  pool.ParallelFor(rows, [&](int64_t begin, int64_t end) {
+    ScratchSlots::Lease lease = slots.Acquire();
+    int32_t* acc = reinterpret_cast<int32_t*>(lease.data());
+    const void* tap[kMaxDepthwiseTaps];
+    for (int64_t m = begin; m < end; ++m) {
+      const int n = static_cast<int>(m / pq);
+      const int rest = static_cast<int>(m - int64_t{n} * pq);
+      const int oh = rest / p.q(), ow = rest % p.q();
+      for (int r = 0; r < p.r; ++r) {
+        const int ih = oh * p.stride_h - p.pad_top + r * p.dilation_h;
+        for (int s = 0; s < p.s; ++s) {
+          const int iw = ow * p.stride_w - p.pad_left + s * p.dilation_w;
+          const bool inside = ih >= 0 && ih < p.h && iw >= 0 && iw < p.w;
+          tap[r * p.s + s] = inside ? x + ((int64_t{n} * p.h + ih) * p.w + iw) * p.c * element : nullptr;
+        }
+      }
+      tiles.depthwise(tap, taps, p.src_type == DataType::kUInt8, p.epilogue.src_zero_point, w, p.k, p.k, acc);
+      tiles.epilogue(e, acc, 0, p.k, m * p.k, args.y);
+    }
+  }, /*min_chunk=*/16);
+}
+
 // Widens rows [m0, m0 + rows) of group g's receptive fields into a ([rows][padded] int16), less the zero point.
 void WidenRows(const QuantizedConv2dProblem& p, const Tiling& t, const QuantizedGemmTiles& tiles, const void* x,
                int g, int64_t m0, int64_t rows, int16_t* a) {
@@ -133,23 +175,34 @@ int QuantizedConv2dGemmNhwc::HeuristicScore(const QuantizedConv2dProblem&) const
 }
 
 size_t QuantizedConv2dGemmNhwc::WorkspaceBytes(const QuantizedConv2dProblem& problem) const {
+  if (IsDepthwise(problem)) return ScratchWorkspaceBytes(DepthwiseSlotFloats(problem));
   return ScratchWorkspaceBytes(PlanTiling(problem, TilesFor(isa_), ScratchSlotCount()).slot_floats);
 }
 
 size_t QuantizedConv2dGemmNhwc::PackedFilterBytes(const QuantizedConv2dProblem& problem) const {
+  if (IsDepthwise(problem)) return static_cast<size_t>(int64_t{problem.r} * problem.s * problem.k * 4);
   const Tiling t = PlanTiling(problem, TilesFor(isa_), 1);
   return static_cast<size_t>(int64_t{problem.groups} * t.blocks * BlockStride(t) * 2);
 }
 
-std::string QuantizedConv2dGemmNhwc::PackedFilterLayout(const QuantizedConv2dProblem&) const {
+std::string QuantizedConv2dGemmNhwc::PackedFilterLayout(const QuantizedConv2dProblem& problem) const {
+  if (IsDepthwise(problem)) return "RS,K int32";
   return "G,K/16,RSC/2,16k,2rsc int16";
 }
 
 absl::Status QuantizedConv2dGemmNhwc::PackFilter(const QuantizedConv2dProblem& problem, const void* filter,
                                                 void* packed, const ExecutionContext&) const {
   CONVOY_RETURN_IF_ERROR(CanImplement(problem));
-  const Tiling t = PlanTiling(problem, TilesFor(isa_), 1);
   const int8_t* w = static_cast<const int8_t*>(filter);  // [K, R, S, C/groups]: a channel's row is the reduction
+  if (IsDepthwise(problem)) {
+    const int taps = problem.r * problem.s;
+    int32_t* out = static_cast<int32_t*>(packed);  // [R*S][K]
+    for (int k = 0; k < problem.k; ++k) {
+      for (int t = 0; t < taps; ++t) out[int64_t{t} * problem.k + k] = w[int64_t{k} * taps + t];
+    }
+    return absl::OkStatus();
+  }
+  const Tiling t = PlanTiling(problem, TilesFor(isa_), 1);
   int16_t* out = static_cast<int16_t*>(packed);
   const int kg = problem.k_per_group();
   for (int g = 0; g < problem.groups; ++g) {
@@ -180,9 +233,11 @@ absl::Status QuantizedConv2dGemmNhwc::Run(const QuantizedConv2dProblem& p, const
     return absl::InvalidArgumentError(absl::StrCat(name_, ": a required argument is null for ", p.ToString()));
   }
   const QuantizedGemmTiles& tiles = TilesFor(isa_);
+  const bool depthwise = IsDepthwise(p);
   const Tiling t = PlanTiling(p, tiles, context.thread_pool->num_threads());
-  CONVOY_RETURN_IF_ERROR(ScratchSlots::Check(workspace.bytes, t.slot_floats));
-  ScratchSlots slots(workspace.data, workspace.bytes, t.slot_floats);
+  const size_t slot_floats = depthwise ? DepthwiseSlotFloats(p) : t.slot_floats;
+  CONVOY_RETURN_IF_ERROR(ScratchSlots::Check(workspace.bytes, slot_floats));
+  ScratchSlots slots(workspace.data, workspace.bytes, slot_floats);
 
   QuantizedTileEpilogue e;
   e.bias = ep.has_bias ? args.bias : nullptr;
@@ -213,6 +268,10 @@ absl::Status QuantizedConv2dGemmNhwc::Run(const QuantizedConv2dProblem& p, const
     e.add_hi = Highest(q.y_type);
   }
 
+  if (depthwise) {
+    RunDepthwise(p, args, e, tiles, slots, *context.thread_pool);
+    return absl::OkStatus();
+  }
   const int kg = p.k_per_group();
   const int64_t block_stride = BlockStride(t);
   const int16_t* filter = reinterpret_cast<const int16_t*>(args.w);
@@ -254,6 +313,9 @@ absl::Status QuantizedConv2dGemmNhwc::Run(const QuantizedConv2dProblem& p, const
 
 std::string QuantizedConv2dGemmNhwc::LaunchSummary(const QuantizedConv2dProblem& problem) const {
   const QuantizedGemmTiles& tiles = TilesFor(isa_);
+  if (IsDepthwise(problem)) {
+    return absl::StrCat("depthwise: ", problem.r * problem.s, " taps x ", problem.k, " channels per output pixel");
+  }
   const Tiling t = PlanTiling(problem, tiles, ScratchSlotCount());
   return absl::StrCat(tiles.max_rows, "x", tiles.max_blocks * kBlock, " register tile, ", t.items, " items of ",
                       t.chunk_rows, " rows x ", t.blocks_per_split * kBlock, " channels, reduction ", t.reduction);

@@ -4,7 +4,9 @@
 // into 16 bits less the source zero point (im2col, padding as 0), the filter is packed at plan time into blocks of 16
 // output channels of 16-bit weight pairs, and pmaddwd sums each pair of products into 32 bits, which cannot saturate
 // (quantized_gemm_tiles.h). Every QuantizedEpilogue and the fused add run on the 32-bit sums in the reference's FP32
-// order, so its outputs equal reference::QuantizedConv2d bit for bit.
+// order, so its outputs equal reference::QuantizedConv2d bit for bit. Depthwise layers (a channel per group, windows
+// of up to 64 taps, which includes the global average pools of QDQ plans) run per output pixel across the channels
+// instead, with the filter packed as int32 [R*S][K] and 32-bit products.
 //
 // Any geometry, groups and dilation, UINT8 or INT8 sources, UINT8, INT8 or FP32 outputs, the multipliers fixed in the
 // problem or given at run time; reductions (R*S*C/groups) up to 65793. The rows are split across the context's

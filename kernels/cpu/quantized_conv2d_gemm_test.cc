@@ -3,7 +3,8 @@
 // must be identical (QuantizedTolerance{}), on the shared INT8 problem list with every epilogue and the fused adds,
 // with the multipliers at run time and fixed in the problem, on fresh random data (outputs poisoned before each run;
 // the seed is printed on failure). Extra shapes reach what the list does not: several row chunks, the channel-split
-// path of small layers, ragged channel blocks and row tiles, odd reductions, dilation, 1 and 3 threads.
+// path of small layers, ragged channel blocks and row tiles, odd reductions, dilation, the depthwise path (ragged
+// channels, dilation, a global pool's 7x7 window) and the depthwise layer it leaves to the GEMM, 1 and 3 threads.
 #include "kernels/cpu/quantized_conv2d_gemm.h"
 
 #include <memory>
@@ -55,6 +56,10 @@ std::vector<QuantizedConv2dProblem> TilingProblems() {
       Shape(1, 24, 13, 13, 20, 3, 1, 2, 1, 2),  // dilation 2
       Shape(2, 72, 6, 6, 72, 3, 1, 1, 3),     // 3 groups of 24 channels: a block and a half per group
       Shape(1, 5, 4, 4, 3, 5, 1, 2, 1),       // fewer channels than a vector, window larger than the image
+      Shape(2, 20, 9, 9, 20, 3, 1, 1, 20),    // depthwise: 20 channels, a vector and a ragged tail
+      Shape(1, 37, 5, 5, 37, 3, 2, 2, 37, 2),  // depthwise, stride 2, dilation 2, padding wider than the image edge
+      Shape(2, 64, 7, 7, 64, 7, 1, 0, 64),    // depthwise 7x7 over 7x7: a QDQ global average pool
+      Shape(1, 16, 10, 10, 16, 9, 1, 4, 16),  // depthwise with 81 taps: too many for the per-pixel path, the GEMM's
   };
   std::vector<QuantizedConv2dProblem> out;
   for (const QuantizedConv2dProblem& shape : shapes) {
