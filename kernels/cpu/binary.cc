@@ -10,6 +10,7 @@
 #include "kernels/cpu/activation_loops.h"
 #include "kernels/cpu/binary_rows.h"
 #include "kernels/cpu/convert_element.h"
+#include "kernels/cpu/per_isa_registration.h"
 #include "kernels/registry/registry.h"
 
 namespace convoy::cpu {
@@ -261,13 +262,6 @@ absl::Status CpuBinaryAlgorithm::Run(const BinaryProblem& p, const BinaryArgs& a
   return absl::OkStatus();
 }
 
-// The baseline everywhere; the AVX2 and AVX-512 versions where the CPU runs them (checked once, at load).
-const bool kBinaryAlgorithmsRegistered = [] {
-  auto& registry = OpRegistry<BinaryElementwiseOp>::Global();
-  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
-    if (CpuSupports(isa)) registry.Register(std::make_unique<CpuBinaryAlgorithm>(isa));
-  }
-  return true;
-}();
+CONVOY_REGISTER_PER_ISA_ALGORITHM(BinaryElementwiseOp, CpuBinaryAlgorithm);
 
 }  // namespace convoy::cpu

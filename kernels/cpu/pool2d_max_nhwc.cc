@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/common/pool_window.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/cpu/per_isa_registration.h"
 #include "kernels/cpu/pool2d_max_rows.h"
 #include "kernels/registry/registry.h"
 
@@ -93,13 +94,6 @@ absl::Status CpuMaxPoolNhwcAlgorithm::Run(const Pool2dProblem& p, const Pool2dAr
   return absl::OkStatus();
 }
 
-// The baseline everywhere; the AVX2 and AVX-512 versions where the CPU runs them (checked once, at load).
-const bool kMaxPoolNhwcAlgorithmsRegistered = [] {
-  auto& registry = OpRegistry<Pool2dOp>::Global();
-  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
-    if (CpuSupports(isa)) registry.Register(std::make_unique<CpuMaxPoolNhwcAlgorithm>(isa));
-  }
-  return true;
-}();
+CONVOY_REGISTER_PER_ISA_ALGORITHM(Pool2dOp, CpuMaxPoolNhwcAlgorithm);
 
 }  // namespace convoy::cpu

@@ -9,6 +9,7 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/common/thread_pool.h"
 #include "kernels/cpu/gemm_tile.h"
+#include "kernels/cpu/per_isa_registration.h"
 #include "kernels/cpu/quantized_gemm_tiles.h"
 #include "kernels/registry/registry.h"
 
@@ -321,13 +322,6 @@ std::string QuantizedConv2dGemmNhwc::LaunchSummary(const QuantizedConv2dProblem&
                       t.chunk_rows, " rows x ", t.blocks_per_split * kBlock, " channels, reduction ", t.reduction);
 }
 
-// The baseline everywhere; the AVX2 and AVX-512 versions where the CPU runs them (checked once, at load).
-const bool kQuantizedConv2dGemmRegistered = [] {
-  auto& registry = OpRegistry<QuantizedConv2dOp>::Global();
-  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
-    if (CpuSupports(isa)) registry.Register(std::make_unique<QuantizedConv2dGemmNhwc>(isa));
-  }
-  return true;
-}();
+CONVOY_REGISTER_PER_ISA_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dGemmNhwc);
 
 }  // namespace convoy::cpu

@@ -8,6 +8,7 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/cpu/activation_loops.h"
 #include "kernels/cpu/binary_rows.h"
+#include "kernels/cpu/per_isa_registration.h"
 #include "kernels/cpu/squeeze_excitation_rows.h"
 #include "kernels/registry/registry.h"
 
@@ -193,13 +194,6 @@ absl::Status CpuSqueezeExcitation::Run(const SqueezeExcitationProblem& p, const 
   return absl::OkStatus();
 }
 
-// The baseline everywhere; the AVX2 and AVX-512 versions where the CPU runs them (checked once, at load).
-const bool kSqueezeExcitationAlgorithmsRegistered = [] {
-  auto& registry = OpRegistry<SqueezeExcitationOp>::Global();
-  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
-    if (CpuSupports(isa)) registry.Register(std::make_unique<CpuSqueezeExcitation>(isa));
-  }
-  return true;
-}();
+CONVOY_REGISTER_PER_ISA_ALGORITHM(SqueezeExcitationOp, CpuSqueezeExcitation);
 
 }  // namespace convoy::cpu
