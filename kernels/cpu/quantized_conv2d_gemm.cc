@@ -79,27 +79,33 @@ int64_t BlockStride(const Tiling& t) { return t.padded / 2 * 2 * kBlock; }  // i
 
 // Depthwise layers (one input and one output channel per group, windows of up to kMaxDepthwiseTaps taps; the QDQ
 // plans' global average pools among them) run per output pixel across the channels instead: the GEMM would fill one
-// of each 16-channel block. Their packed filter is int32 [R*S][K], the scratch one pixel's sums [K].
+// of each 16-channel block. Their packed filter holds the weights in pairs of taps, int16 [taps / 2][K][2] (an odd
+// window padded with a zero tap); the scratch one pixel's sums [K] and a row of K bytes of the source zero point,
+// which padding taps read.
 constexpr int kMaxDepthwiseTaps = 64;
 
 bool IsDepthwise(const QuantizedConv2dProblem& p) {
   return p.groups == p.c && p.k == p.c && p.r * p.s <= kMaxDepthwiseTaps;
 }
 
-size_t DepthwiseSlotFloats(const QuantizedConv2dProblem& p) { return static_cast<size_t>(p.k); }
+int DepthwiseTaps(const QuantizedConv2dProblem& p) { return (p.r * p.s + 1) / 2 * 2; }  // even
+
+size_t DepthwiseSlotFloats(const QuantizedConv2dProblem& p) { return static_cast<size_t>(p.k) + (p.k + 3) / 4; }
 
 void RunDepthwise(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& args, const QuantizedTileEpilogue& e,
                   const QuantizedGemmTiles& tiles, ScratchSlots& slots, ThreadPool& pool) {
   const int64_t rows = int64_t{p.n} * p.p() * p.q();
   const int pq = p.p() * p.q();
-  const int taps = p.r * p.s;
-  const size_t element = DataTypeSize(p.src_type);
-  const uint8_t* x = static_cast<const uint8_t*>(args.x);
-  const int32_t* w = reinterpret_cast<const int32_t*>(args.w);
+  const int taps = DepthwiseTaps(p);
+  const uint8_t* x = static_cast<const uint8_t*>(args.x);  // one byte per element (UINT8 or INT8)
+  const int16_t* w = reinterpret_cast<const int16_t*>(args.w);
   pool.ParallelFor(rows, [&](int64_t begin, int64_t end) {
     ScratchSlots::Lease lease = slots.Acquire();
     int32_t* acc = reinterpret_cast<int32_t*>(lease.data());
+    uint8_t* zero_point_row = reinterpret_cast<uint8_t*>(acc + p.k);
+    std::memset(zero_point_row, static_cast<uint8_t>(p.epilogue.src_zero_point), p.k);
     const void* tap[kMaxDepthwiseTaps];
+    tap[taps - 1] = zero_point_row;  // the zero-weight tap of an odd window, if any (overwritten otherwise)
     for (int64_t m = begin; m < end; ++m) {
       const int n = static_cast<int>(m / pq);
       const int rest = static_cast<int>(m - int64_t{n} * pq);
@@ -109,10 +115,10 @@ void RunDepthwise(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& ar
         for (int s = 0; s < p.s; ++s) {
           const int iw = ow * p.stride_w - p.pad_left + s * p.dilation_w;
           const bool inside = ih >= 0 && ih < p.h && iw >= 0 && iw < p.w;
-          tap[r * p.s + s] = inside ? x + ((int64_t{n} * p.h + ih) * p.w + iw) * p.c * element : nullptr;
+          tap[r * p.s + s] = inside ? x + ((int64_t{n} * p.h + ih) * p.w + iw) * p.c : zero_point_row;
         }
       }
-      tiles.depthwise(tap, taps, p.src_type == DataType::kUInt8, p.epilogue.src_zero_point, w, p.k, p.k, acc);
+      tiles.depthwise(tap, taps, p.src_type == DataType::kUInt8, p.epilogue.src_zero_point, w, p.k, acc);
       tiles.epilogue(e, acc, 0, p.k, m * p.k, args.y);
     }
   }, /*min_chunk=*/16);
@@ -131,8 +137,18 @@ void WidenRows(const QuantizedConv2dProblem& p, const Tiling& t, const Quantized
     const int rest = static_cast<int>(m - int64_t{n} * pq);
     const int oh = rest / p.q(), ow = rest - (rest / p.q()) * p.q();
     int16_t* row = a + i * t.padded;
+    const int iw0 = ow * p.stride_w - p.pad_left;
+    // With one group and no dilation along W, a window row inside the image is S * C contiguous input bytes in
+    // the reduction's order: one widening instead of S (the 3-channel stems' 7 or 3 taps of 3 bytes).
+    const bool whole_rows = p.groups == 1 && p.dilation_w == 1 && iw0 >= 0 && iw0 + p.s <= p.w;
     for (int r = 0; r < p.r; ++r) {
       const int ih = oh * p.stride_h - p.pad_top + r * p.dilation_h;
+      if (whole_rows && ih >= 0 && ih < p.h) {
+        const int64_t offset = ((int64_t{n} * p.h + ih) * p.w + iw0) * p.c;
+        tiles.widen(bytes + offset, is_unsigned, p.epilogue.src_zero_point, row + int64_t{r} * p.s * cg,
+                    int64_t{p.s} * cg);
+        continue;
+      }
       for (int s = 0; s < p.s; ++s) {
         const int iw = ow * p.stride_w - p.pad_left + s * p.dilation_w;
         int16_t* tap = row + (int64_t{r} * p.s + s) * cg;
@@ -181,13 +197,13 @@ size_t QuantizedConv2dGemmNhwc::WorkspaceBytes(const QuantizedConv2dProblem& pro
 }
 
 size_t QuantizedConv2dGemmNhwc::PackedFilterBytes(const QuantizedConv2dProblem& problem) const {
-  if (IsDepthwise(problem)) return static_cast<size_t>(int64_t{problem.r} * problem.s * problem.k * 4);
+  if (IsDepthwise(problem)) return static_cast<size_t>(int64_t{DepthwiseTaps(problem)} * problem.k * 2);
   const Tiling t = PlanTiling(problem, TilesFor(isa_), 1);
   return static_cast<size_t>(int64_t{problem.groups} * t.blocks * BlockStride(t) * 2);
 }
 
 std::string QuantizedConv2dGemmNhwc::PackedFilterLayout(const QuantizedConv2dProblem& problem) const {
-  if (IsDepthwise(problem)) return "RS,K int32";
+  if (IsDepthwise(problem)) return "RS/2,K,2rs int16";
   return "G,K/16,RSC/2,16k,2rsc int16";
 }
 
@@ -197,9 +213,11 @@ absl::Status QuantizedConv2dGemmNhwc::PackFilter(const QuantizedConv2dProblem& p
   const int8_t* w = static_cast<const int8_t*>(filter);  // [K, R, S, C/groups]: a channel's row is the reduction
   if (IsDepthwise(problem)) {
     const int taps = problem.r * problem.s;
-    int32_t* out = static_cast<int32_t*>(packed);  // [R*S][K]
+    int16_t* out = static_cast<int16_t*>(packed);  // [taps / 2][K][2]
     for (int k = 0; k < problem.k; ++k) {
-      for (int t = 0; t < taps; ++t) out[int64_t{t} * problem.k + k] = w[int64_t{k} * taps + t];
+      for (int t = 0; t < DepthwiseTaps(problem); ++t) {
+        out[((int64_t{t} / 2) * problem.k + k) * 2 + t % 2] = t < taps ? w[int64_t{k} * taps + t] : 0;
+      }
     }
     return absl::OkStatus();
   }

@@ -6,7 +6,7 @@
 // (quantized_gemm_tiles.h). Every QuantizedEpilogue and the fused add run on the 32-bit sums in the reference's FP32
 // order, so its outputs equal reference::QuantizedConv2d bit for bit. Depthwise layers (a channel per group, windows
 // of up to 64 taps, which includes the global average pools of QDQ plans) run per output pixel across the channels
-// instead, with the filter packed as int32 [R*S][K] and 32-bit products.
+// instead, pmaddwd summing pairs of taps (the filter packed as int16 [R*S/2][K][2]).
 //
 // Any geometry, groups and dilation, UINT8 or INT8 sources, UINT8, INT8 or FP32 outputs, the multipliers fixed in the
 // problem or given at run time; reductions (R*S*C/groups) up to 65793. The rows are split across the context's

@@ -59,10 +59,12 @@ struct QuantizedGemmTiles {
   // max_rows, 1 <= blocks <= max_blocks.
   void (*accumulate)(const int16_t* a, int64_t a_stride, int rows, const int16_t* b, int64_t block_stride,
                      int blocks, int64_t pairs, int32_t* acc);
-  // Depthwise: acc[c] = sum over taps t < tap_count of (taps[t][c] - zero_point) * w[t * w_stride + c], c < channels,
-  // exact in int32; taps[t] null is a padding tap (adds nothing). The sources are UINT8 (is_unsigned) or INT8.
-  void (*depthwise)(const void* const* taps, int tap_count, bool is_unsigned, int zero_point, const int32_t* w,
-                    int64_t w_stride, int64_t channels, int32_t* acc);
+  // Depthwise: acc[c] = sum over taps t < tap_count of (taps[t][c] - zero_point) * weight(t, c), c < channels, exact
+  // in int32, with the weights in pairs of taps: w[((t / 2) * channels + c) * 2 + t % 2] (int16). tap_count is even
+  // (an odd window gets a last tap with zero weights); a padding tap points at `channels` bytes of the zero point.
+  // The sources are UINT8 (is_unsigned) or INT8.
+  void (*depthwise)(const void* const* taps, int tap_count, bool is_unsigned, int zero_point, const int16_t* w,
+                    int64_t channels, int32_t* acc);
   // The epilogue of `count` channels of one output row: acc[i] is channel channel0 + i's sum, whose output (and
   // residual, add operand) element is at y_offset + i.
   void (*epilogue)(const QuantizedTileEpilogue& e, const int32_t* acc, int64_t channel0, int64_t count,
