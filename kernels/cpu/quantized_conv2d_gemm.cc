@@ -119,7 +119,7 @@ void RunDepthwise(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& ar
         }
       }
       tiles.depthwise(tap, taps, p.src_type == DataType::kUInt8, p.epilogue.src_zero_point, w, p.k, acc);
-      tiles.epilogue(e, acc, 0, p.k, m * p.k, args.y);
+      tiles.epilogue(e, acc, p.k, 1, 0, p.k, m * p.k, p.k, args.y);
     }
   }, /*min_chunk=*/16);
 }
@@ -318,11 +318,8 @@ absl::Status QuantizedConv2dGemmNhwc::Run(const QuantizedConv2dProblem& p, const
         for (int64_t r0 = 0; r0 < rows; r0 += tiles.max_rows) {
           const int tile_rows = static_cast<int>(std::min<int64_t>(tiles.max_rows, rows - r0));
           tiles.accumulate(a + r0 * t.padded, t.padded, tile_rows, packed, block_stride, blocks, t.padded / 2, acc);
-          for (int i = 0; i < tile_rows; ++i) {
-            const int64_t m = m0 + r0 + i;
-            tiles.epilogue(e, acc + int64_t{i} * blocks * kBlock, int64_t{g} * kg + channel0, count,
-                           m * p.k + int64_t{g} * kg + channel0, args.y);
-          }
+          tiles.epilogue(e, acc, int64_t{blocks} * kBlock, tile_rows, int64_t{g} * kg + channel0, count,
+                         (m0 + r0) * p.k + int64_t{g} * kg + channel0, p.k, args.y);
         }
       }
     }

@@ -65,10 +65,11 @@ struct QuantizedGemmTiles {
   // The sources are UINT8 (is_unsigned) or INT8.
   void (*depthwise)(const void* const* taps, int tap_count, bool is_unsigned, int zero_point, const int16_t* w,
                     int64_t channels, int32_t* acc);
-  // The epilogue of `count` channels of one output row: acc[i] is channel channel0 + i's sum, whose output (and
-  // residual, add operand) element is at y_offset + i.
-  void (*epilogue)(const QuantizedTileEpilogue& e, const int32_t* acc, int64_t channel0, int64_t count,
-                   int64_t y_offset, void* y);
+  // The epilogue of `count` channels of `rows` output rows: row r's sums are acc[r * acc_stride + i] for channels
+  // channel0 + i, its output (and residual, add operand) elements at y_offset + r * y_stride + i. A fused add and a
+  // residual sum never come together (QuantizedConv2dProblem::Validate).
+  void (*epilogue)(const QuantizedTileEpilogue& e, const int32_t* acc, int64_t acc_stride, int rows,
+                   int64_t channel0, int64_t count, int64_t y_offset, int64_t y_stride, void* y);
 };
 
 extern const QuantizedGemmTiles kQuantizedGemmTilesBaseline;
