@@ -5,6 +5,13 @@
 # median per configuration and round. Prints every median and, per row, the median over the rounds of each ratio.
 #   bench/own_int8_avx2_rounds.sh MODEL_DIR [ROUNDS] [BATCHES]     (MODEL_DIR: resnet50.onnx, resnet50_qdq.onnx, ...)
 set -euo pipefail
+if [[ $# -lt 1 || $1 == -h || $1 == --help ]]; then
+  echo "usage: bench/own_int8_avx2_rounds.sh MODEL_DIR [ROUNDS=5] [BATCHES=\"1 8\"]"
+  echo "  MODEL_DIR holds resnet50.onnx, resnet50_qdq.onnx, mobilenetv2.onnx and mobilenetv2_qdq.onnx (224x224; the"
+  echo "  QDQ files from tools/models/quantize_qdq.py). CONVOY_CLI (default bazel-bin/server/tools/convoy) and PYTHON"
+  echo "  (default .venv/bin/python) choose the binaries."
+  [[ $# -lt 1 ]] && exit 2 || exit 0
+fi
 dir=$1; rounds=${2:-5}; batches=${3:-"1 8"}
 cli=${CONVOY_CLI:-bazel-bin/server/tools/convoy}
 py=${PYTHON:-.venv/bin/python}

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import REPO_ROOT, built_binary
 
-SCRIPT_GLOBS = ["tools/**/*.sh", "tools/**/*.py", "deploy/**/*.sh", "deploy/**/*.py", "bench/**/*.py",
+SCRIPT_GLOBS = ["tools/**/*.sh", "tools/**/*.py", "deploy/**/*.sh", "deploy/**/*.py", "bench/**/*.py", "bench/**/*.sh",
                 "tests/gpu/run_gpu_check.sh", "tests/gpu/prepare.sh"]
 
 def needs_debian_python(script):
