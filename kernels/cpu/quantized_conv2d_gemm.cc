@@ -1,7 +1,6 @@
 #include "kernels/cpu/quantized_conv2d_gemm.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <memory>
 
@@ -10,6 +9,7 @@
 #include "kernels/common/thread_pool.h"
 #include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/per_isa_registration.h"
+#include "kernels/cpu/quantized_arithmetic.h"
 #include "kernels/cpu/quantized_gemm_tiles.h"
 #include "kernels/registry/registry.h"
 
@@ -35,9 +35,6 @@ QuantizedTileType TileType(DataType t) {
     default: return QuantizedTileType::kFloat32;
   }
 }
-
-float Lowest(DataType t) { return t == DataType::kUInt8 ? 0.0f : -128.0f; }
-float Highest(DataType t) { return t == DataType::kUInt8 ? 255.0f : 127.0f; }
 
 // How a problem is cut: the GEMM is [M = N*P*Q rows] x [reduction] x [K/groups channels] per group; work items are
 // (group, chunk of rows, range of channel blocks).
@@ -77,6 +74,17 @@ Tiling PlanTiling(const QuantizedConv2dProblem& p, const QuantizedGemmTiles& til
 
 int64_t BlockStride(const Tiling& t) { return t.padded / 2 * 2 * kBlock; }  // int16 per packed block
 
+// Output pixel m of [N*P*Q] as image, row and column.
+struct OutputPixel {
+  int n, oh, ow;
+};
+OutputPixel PixelOf(const QuantizedConv2dProblem& p, int64_t m) {
+  const int64_t pq = int64_t{p.p()} * p.q();
+  const int n = static_cast<int>(m / pq);
+  const int rest = static_cast<int>(m - n * pq);
+  return {n, rest / p.q(), rest % p.q()};
+}
+
 // Depthwise layers (one input and one output channel per group, windows of up to kMaxDepthwiseTaps taps; the QDQ
 // plans' global average pools among them) run per output pixel across the channels instead: the GEMM would fill one
 // of each 16-channel block. Their packed filter holds the weights in pairs of taps, int16 [taps / 2][K][2] (an odd
@@ -95,7 +103,6 @@ size_t DepthwiseSlotFloats(const QuantizedConv2dProblem& p) { return static_cast
 void RunDepthwise(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& args, const QuantizedTileEpilogue& e,
                   const QuantizedGemmTiles& tiles, ScratchSlots& slots, ThreadPool& pool) {
   const int64_t rows = int64_t{p.n} * p.p() * p.q();
-  const int pq = p.p() * p.q();
   const int taps = DepthwiseTaps(p);
   const uint8_t* x = static_cast<const uint8_t*>(args.x);  // one byte per element (UINT8 or INT8)
   const int16_t* w = reinterpret_cast<const int16_t*>(args.w);
@@ -107,9 +114,7 @@ void RunDepthwise(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& ar
     const void* tap[kMaxDepthwiseTaps];
     tap[taps - 1] = zero_point_row;  // the zero-weight tap of an odd window, if any (overwritten otherwise)
     for (int64_t m = begin; m < end; ++m) {
-      const int n = static_cast<int>(m / pq);
-      const int rest = static_cast<int>(m - int64_t{n} * pq);
-      const int oh = rest / p.q(), ow = rest % p.q();
+      const auto [n, oh, ow] = PixelOf(p, m);
       for (int r = 0; r < p.r; ++r) {
         const int ih = oh * p.stride_h - p.pad_top + r * p.dilation_h;
         for (int s = 0; s < p.s; ++s) {
@@ -127,15 +132,11 @@ void RunDepthwise(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& ar
 // Widens rows [m0, m0 + rows) of group g's receptive fields into a ([rows][padded] int16), less the zero point.
 void WidenRows(const QuantizedConv2dProblem& p, const Tiling& t, const QuantizedGemmTiles& tiles, const void* x,
                int g, int64_t m0, int64_t rows, int16_t* a) {
-  const int pq = p.p() * p.q();
   const int cg = p.c_per_group();
   const bool is_unsigned = p.src_type == DataType::kUInt8;
   const uint8_t* bytes = static_cast<const uint8_t*>(x);
   for (int64_t i = 0; i < rows; ++i) {
-    const int64_t m = m0 + i;
-    const int n = static_cast<int>(m / pq);
-    const int rest = static_cast<int>(m - int64_t{n} * pq);
-    const int oh = rest / p.q(), ow = rest - (rest / p.q()) * p.q();
+    const auto [n, oh, ow] = PixelOf(p, m0 + i);
     int16_t* row = a + i * t.padded;
     const int iw0 = ow * p.stride_w - p.pad_left;
     // With one group and no dilation along W, a window row inside the image is S * C contiguous input bytes in
@@ -267,24 +268,22 @@ absl::Status QuantizedConv2dGemmNhwc::Run(const QuantizedConv2dProblem& p, const
     e.residual_zero_point = static_cast<float>(ep.residual_zero_point);
   }
   e.relu = ep.relu;
-  e.conv_type = TileType(p.conv_type());
   e.output_type = TileType(p.dst_type);
   e.dst_zero_point = static_cast<float>(ep.dst_zero_point);
-  e.conv_lo = Lowest(p.conv_type());
-  e.conv_hi = Highest(p.conv_type());
+  e.conv_lo = QuantizedLowest(p.conv_type());
+  e.conv_hi = QuantizedHighest(p.conv_type());
   if (p.fused_add != QuantizedFusedAdd::kNone) {
     const QuantizedAddProblem& q = p.add;
     const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
     e.fused_add = conv_is_a ? 1 : 2;
     e.add_operand = args.residual;
     e.add_operand_type = TileType(conv_is_a ? q.b_type : q.a_type);
-    // The quantized add's constants, as the reference and QuantizedAddLoop form them.
-    e.ra = q.a_scale / q.y_scale;
-    e.rb = q.b_scale / q.y_scale;
-    e.add_fixed = static_cast<float>(q.y_zero_point) -
-                  std::fmaf(e.ra, static_cast<float>(q.a_zero_point), e.rb * static_cast<float>(q.b_zero_point));
-    e.add_lo = Lowest(q.y_type);
-    e.add_hi = Highest(q.y_type);
+    const QuantizedAddFactors factors = QuantizedAddFactorsOf(q);
+    e.ra = factors.ra;
+    e.rb = factors.rb;
+    e.add_fixed = factors.fixed;
+    e.add_lo = QuantizedLowest(q.y_type);
+    e.add_hi = QuantizedHighest(q.y_type);
   }
 
   if (depthwise) {

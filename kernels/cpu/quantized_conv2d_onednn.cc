@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "kernels/common/align.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/cpu/quantized_arithmetic.h"
 #include "kernels/registry/registry.h"
 
 namespace convoy::cpu {
@@ -79,27 +80,13 @@ memory::desc UserWeightsDesc(const QuantizedConv2dProblem& p) {
 // The explicit round makes the zero point's FP32 add exact: without it oneDNN rounds v + dst_zp, which differs from
 // round(v) + dst_zp (QuantizedEpilogue, onnxruntime's QLinearConv) where v lies within an FP32 ulp of 256 of a tie,
 // a few outputs in 100000, and the difference travels through a deep network's later layers.
-float Lowest(DataType t) { return t == DataType::kUInt8 ? 0.f : -128.f; }
-float Highest(DataType t) { return t == DataType::kUInt8 ? 255.f : 127.f; }
-
-// The constants of onnxruntime's QLinearAdd (QuantizedAddElementwise): y = rint(fma(a, ra, fma(b, rb, fixed))).
-struct AddFactors {
-  float ra, rb, fixed;
-};
-AddFactors AddFactorsOf(const QuantizedAddProblem& q) {
-  const float ra = q.a_scale / q.y_scale, rb = q.b_scale / q.y_scale;
-  return {ra, rb,
-          static_cast<float>(q.y_zero_point) -
-              std::fmaf(ra, static_cast<float>(q.a_zero_point), rb * static_cast<float>(q.b_zero_point))};
-}
-
 // The add's own result for the conv's 8-bit value c and the residual r, saturated to y's type: onnxruntime's
 // QLinearAdd, rint(fma(a, ra, fma(b, rb, fixed))) with the conv as a or b.
-float AddOf(const QuantizedConv2dProblem& p, const AddFactors& f, float c, float r) {
+float AddOf(const QuantizedConv2dProblem& p, const QuantizedAddFactors& f, float c, float r) {
   const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
   const float a = conv_is_a ? c : r, b = conv_is_a ? r : c;
-  return std::clamp(std::nearbyint(std::fmaf(a, f.ra, std::fmaf(b, f.rb, f.fixed))), Lowest(p.add.y_type),
-                    Highest(p.add.y_type));
+  return std::clamp(std::nearbyint(std::fmaf(a, f.ra, std::fmaf(b, f.rb, f.fixed))), QuantizedLowest(p.add.y_type),
+                    QuantizedHighest(p.add.y_type));
 }
 
 // The fused add with the conv's zero point folded away (FoldConvZeroPoint): the conv's rounded value u = rint(v) is
@@ -110,16 +97,16 @@ float AddOf(const QuantizedConv2dProblem& p, const AddFactors& f, float c, float
 // sum's FP32 neighbours for which every pair of 8-bit operands gives the add's own saturated result; NaN when none
 // does, and then AppendFusedAdd builds the unfolded chain.
 float FoldConvZeroPoint(const QuantizedConv2dProblem& p) {
-  const AddFactors f = AddFactorsOf(p.add);
+  const QuantizedAddFactors f = QuantizedAddFactorsOf(p.add);
   const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
   const float r_conv = conv_is_a ? f.ra : f.rb, r_residual = conv_is_a ? f.rb : f.ra;
   const float zp = static_cast<float>(p.epilogue.dst_zero_point);
   const DataType residual_type = conv_is_a ? p.add.b_type : p.add.a_type;
-  const float y_lo = Lowest(p.add.y_type), y_hi = Highest(p.add.y_type);
+  const float y_lo = QuantizedLowest(p.add.y_type), y_hi = QuantizedHighest(p.add.y_type);
   auto exact = [&](float folded) {
-    for (float c = Lowest(p.conv_type()); c <= Highest(p.conv_type()); c += 1.f) {
+    for (float c = QuantizedLowest(p.conv_type()); c <= QuantizedHighest(p.conv_type()); c += 1.f) {
       const float conv_term = std::fmaf(c - zp, r_conv, folded);
-      for (float r = Lowest(residual_type); r <= Highest(residual_type); r += 1.f) {
+      for (float r = QuantizedLowest(residual_type); r <= QuantizedHighest(residual_type); r += 1.f) {
         const float fused = std::clamp(std::nearbyint(std::fmaf(r, r_residual, conv_term)), y_lo, y_hi);
         if (fused != AddOf(p, f, c, r)) return false;
       }
@@ -148,21 +135,21 @@ float FoldConvZeroPoint(const QuantizedConv2dProblem& p) {
 // FMAs come in the other order (ExactConvFirstOrder). Returns the index of the zero point's binary_add post-op, or -1
 // when there is none.
 int AppendFusedAdd(const QuantizedConv2dProblem& p, float folded, const memory::desc& scalar, dnnl::post_ops& ops) {
-  const AddFactors f = AddFactorsOf(p.add);
+  const QuantizedAddFactors f = QuantizedAddFactorsOf(p.add);
   const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
   const DataType residual_type = conv_is_a ? p.add.b_type : p.add.a_type;
   const float zp = static_cast<float>(p.epilogue.dst_zero_point);
   ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
   int zero_point_index = -1;
   if (!std::isnan(folded)) {
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, Lowest(p.conv_type()) - zp, Highest(p.conv_type()) - zp);
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, QuantizedLowest(p.conv_type()) - zp, QuantizedHighest(p.conv_type()) - zp);
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, conv_is_a ? f.ra : f.rb, folded);
   } else {
     if (p.epilogue.dst_zero_point != 0) {
       zero_point_index = ops.len();
       ops.append_binary(dnnl::algorithm::binary_add, scalar);
     }
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, Lowest(p.conv_type()), Highest(p.conv_type()));
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, QuantizedLowest(p.conv_type()), QuantizedHighest(p.conv_type()));
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, conv_is_a ? f.ra : f.rb, f.fixed);
   }
   ops.append_sum(conv_is_a ? f.rb : f.ra, 0, Int8TypeOf(residual_type));
@@ -179,11 +166,11 @@ int AppendFusedAdd(const QuantizedConv2dProblem& p, float folded, const memory::
 // result for all of them (13 of ResNet-50's 16 residual adds in a QDQ file from onnxruntime's quantizer), else how
 // many differ.
 absl::Status ExactConvFirstOrder(const QuantizedConv2dProblem& p) {
-  const AddFactors f = AddFactorsOf(p.add);
-  const float lo = Lowest(p.add.y_type), hi = Highest(p.add.y_type);
+  const QuantizedAddFactors f = QuantizedAddFactorsOf(p.add);
+  const float lo = QuantizedLowest(p.add.y_type), hi = QuantizedHighest(p.add.y_type);
   int differ = 0;
-  for (float c = Lowest(p.add.a_type); c <= Highest(p.add.a_type); c += 1.f) {
-    for (float r = Lowest(p.add.b_type); r <= Highest(p.add.b_type); r += 1.f) {
+  for (float c = QuantizedLowest(p.add.a_type); c <= QuantizedHighest(p.add.a_type); c += 1.f) {
+    for (float r = QuantizedLowest(p.add.b_type); r <= QuantizedHighest(p.add.b_type); r += 1.f) {
       const float fused = std::clamp(std::nearbyint(std::fmaf(r, f.rb, std::fmaf(c, f.ra, f.fixed))), lo, hi);
       differ += AddOf(p, f, c, r) != fused;
     }

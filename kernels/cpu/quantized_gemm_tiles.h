@@ -30,7 +30,7 @@ enum class QuantizedTileType : int8_t { kUInt8 = 0, kInt8 = 1, kFloat32 = 2 };
 //   v = float(acc + bias[c]) * scale[c]
 //   v = v + residual_scale * (residual - residual_zero_point)           (residual != null)
 //   v = v < 0 ? 0 : v                                                  (relu)
-//   y = clamp(rint(v) + dst_zero_point, conv_lo, conv_hi)              (conv_type 8-bit; else y = v, FP32)
+//   y = clamp(rint(v) + dst_zero_point, conv_lo, conv_hi)              (8-bit output; an FP32 output is v)
 //   y = clamp(rint(fma(a, ra, fma(b, rb, add_fixed))), add_lo, add_hi)  (fused_add: y is a or b, the other operand
 //                                                                        read from add_operand)
 struct QuantizedTileEpilogue {
@@ -39,8 +39,7 @@ struct QuantizedTileEpilogue {
   const void* residual = nullptr;  // output-shaped, output_type, or null
   float residual_scale = 1.0f, residual_zero_point = 0.0f;
   bool relu = false;
-  QuantizedTileType conv_type = QuantizedTileType::kUInt8;    // the convolution's own output type
-  QuantizedTileType output_type = QuantizedTileType::kUInt8;  // y's type (the add's when fused)
+  QuantizedTileType output_type = QuantizedTileType::kUInt8;  // y's type (the add's when fused; FP32 never is)
   float dst_zero_point = 0.0f, conv_lo = 0.0f, conv_hi = 255.0f;
   int fused_add = 0;  // 0 none, 1 the conv's value is the add's a, 2 its b
   const void* add_operand = nullptr;
