@@ -177,6 +177,36 @@ as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# ---- Disk room -------------------------------------------------------------------------------------------------------
+# Bazel 4 never trims its --disk_cache (.bazelrc: ~/.cache/convoy-bazel-disk), and every build configuration the tests
+# use (plain, no-CUDA, ASan, TSan) adds to it, so it is trimmed here: above CONVOY_BAZEL_DISK_CACHE_GB (default 12) the
+# least recently read entries go until it is at three quarters of that (tools/prune_disk_cache.sh).
+prune_bazel_disk_cache() {  # (the Docker image's build stage copies setup.sh alone and has no cache yet)
+  [ -d "$HOME/.cache/convoy-bazel-disk" ] || return 0
+  bash "$repo_root/tools/prune_disk_cache.sh" "$HOME/.cache/convoy-bazel-disk" \
+    $(( ${CONVOY_BAZEL_DISK_CACHE_GB:-12} * 1024 ))
+}
+
+# A build, its test outputs and the virtualenv need several GiB; a disk that fills up halfway shows up as an obscure
+# error far from its cause (pip's "No space left on device", a truncated object file), so the room is checked first.
+# Below 3 GiB free on the repository's or the cache's file system nothing starts; below 8 GiB a warning.
+check_disk_room() {
+  local path avail_kb
+  for path in "$repo_root" "$HOME/.cache"; do
+    mkdir -p "$path" 2>/dev/null || true
+    avail_kb=$(df -Pk "$path" | awk 'NR == 2 { print $4 }')
+    [ -n "$avail_kb" ] || continue
+    if [ "$avail_kb" -lt $((3 * 1048576)) ]; then
+      say "only $((avail_kb / 1024)) MiB free on the file system of $path; the build, its cache (~/.cache/bazel," \
+        "~/.cache/convoy-bazel-disk) and the virtualenv need at least 3 GiB, better 8. Free some space" \
+        "(old Bazel output bases under ~/.cache/bazel/_bazel_root, old clones) and run this again."
+      exit 1
+    elif [ "$avail_kb" -lt $((8 * 1048576)) ]; then
+      say "warning: only $((avail_kb / 1048576)) GiB free on the file system of $path (a build from nothing needs about 8)"
+    fi
+  done
+}
+
 install_debian_packages() {
   local missing=()
   for p in "${debian_packages[@]}"; do
@@ -219,6 +249,8 @@ install_python_tools() {
   printf '%s' "$wanted" >"$stamp"
 }
 
+prune_bazel_disk_cache
+check_disk_room
 if [ "${CONVOY_SKIP_APT:-0}" != 1 ]; then install_debian_packages; fi
 if [ "$build_only" = 1 ]; then  # build-only mode: no virtualenv
   say "done (build only: ${#debian_packages[@]} Debian packages). Next: bazel build //server:convoy_server"
