@@ -22,7 +22,13 @@ namespace convoy::cpu {
 using dnnl::memory;
 
 struct OnednnQuantizedConvDescriptor {
-  dnnl::convolution_forward::primitive_desc pd;
+  // One of the two: the convolution primitive, or (a 1x1 convolution as a GEMM) the matmul primitive.
+  dnnl::convolution_forward::primitive_desc conv_pd;
+  dnnl::matmul::primitive_desc matmul_pd;
+  bool as_matmul = false;
+  const dnnl::primitive_desc& pd() const {
+    return as_matmul ? static_cast<const dnnl::primitive_desc&>(matmul_pd) : conv_pd;
+  }
   memory::desc src, dst, user_weights, bias, scales;
   memory::desc scalar;             // one FP32 value: the conv's zero point before a fused add
   int conv_zero_point_post_op = -1;  // the binary_add post-op adding it, or -1
@@ -52,8 +58,8 @@ bool FoldsSourceZeroPoint(const QuantizedConv2dProblem& p) {
 
 // Where the per-channel compensation -zp * sum_w[k] (INT32) lies in the packed filter, and the adjusted bias in the
 // workspace: after oneDNN's packed weights and its scratchpad.
-size_t CompensationOffset(const OnednnQuantizedConvDescriptor& d) { return AlignUp(d.pd.weights_desc().get_size()); }
-size_t AdjustedBiasOffset(const OnednnQuantizedConvDescriptor& d) { return AlignUp(d.pd.scratchpad_desc().get_size()); }
+size_t CompensationOffset(const OnednnQuantizedConvDescriptor& d) { return AlignUp(d.pd().weights_desc().get_size()); }
+size_t AdjustedBiasOffset(const OnednnQuantizedConvDescriptor& d) { return AlignUp(d.pd().scratchpad_desc().get_size()); }
 
 memory::desc ImageDesc(DataType dtype, int64_t n, int64_t c, int64_t h, int64_t w, Layout layout) {
   return memory::desc({n, c, h, w}, Int8TypeOf(dtype), onednn::ActivationTag(StoredLayout(layout, c)));
@@ -213,10 +219,56 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, float fo
 
 // `prefix`: take the first implementation whose name starts with it (empty: oneDNN's first choice); one that is
 // oneDNN's first choice anyway is declined (the default algorithm runs it).
+// Whether the problem is a GEMM as it lies in memory: a 1x1, stride-1, unpadded, ungrouped NHWC convolution, whose
+// source is [n*h*w, c] and destination [n*h*w, k] row-major, and whose filter ([k, c]) is the GEMM's [c, k] transposed.
+bool IsPlainGemm(const QuantizedConv2dProblem& p) {
+  return p.layout == Layout::kNHWC && p.groups == 1 && p.r == 1 && p.s == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+         p.pad_top == 0 && p.pad_bottom == 0 && p.pad_left == 0 && p.pad_right == 0;
+}
+
+// The descriptors of `p` as oneDNN's matmul: src [m, c], weights [c, k] (the problem's [k, c] filter read
+// transposed), bias, scales and the scalar [1, k] / [1, 1], dst [m, k], m = n*h*w. Same attributes as the convolution.
+absl::Status DescribeMatmul(const QuantizedConv2dProblem& p, float folded, OnednnQuantizedConvDescriptor& d) {
+  const memory::dim m = int64_t{p.n} * p.h * p.w;
+  d.as_matmul = true;
+  d.src = memory::desc({m, p.c}, Int8TypeOf(p.src_type), memory::format_tag::ab);
+  d.dst = memory::desc({m, p.k}, Int8TypeOf(p.dst_type), memory::format_tag::ab);
+  d.user_weights = memory::desc({p.c, p.k}, memory::data_type::s8, memory::format_tag::ba);
+  d.scales = memory::desc({1, p.k}, memory::data_type::f32, memory::format_tag::ab);
+  d.scalar = memory::desc({1, 1}, memory::data_type::f32, memory::format_tag::ab);
+  if (p.epilogue.has_bias || FoldsSourceZeroPoint(p)) {
+    d.bias = memory::desc({1, p.k}, memory::data_type::s32, memory::format_tag::ab);
+  }
+  const memory::desc weights_any({p.c, p.k}, memory::data_type::s8, memory::format_tag::any);
+  dnnl::matmul::desc desc(d.src, weights_any, d.bias, d.dst);
+  d.matmul_pd = dnnl::matmul::primitive_desc(desc, MakeQuantizedAttr(p, folded, d), onednn::Engine(),
+                                             /*allow_empty=*/true);
+  if (!d.matmul_pd) {
+    return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no INT8 matmul for ",
+                                                 p.ToString()));
+  }
+  const std::string impl = d.matmul_pd.impl_info_str();
+  CONVOY_RETURN_IF_ERROR(onednn::CheckPrimitiveCreates<dnnl::matmul>(d.matmul_pd));
+  d.impl = impl;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescriptor(const QuantizedConv2dProblem& p,
                                                                                     const std::string& prefix,
-                                                                                    float folded) {
+                                                                                    bool as_matmul, float folded) {
   auto d = std::make_shared<OnednnQuantizedConvDescriptor>();
+  if (as_matmul) {
+    if (!IsPlainGemm(p)) {
+      return absl::UnimplementedError(
+          absl::StrCat("the matmul form takes 1x1, stride-1, unpadded, ungrouped NHWC convolutions, not ", p.ToString()));
+    }
+    try {
+      CONVOY_RETURN_IF_ERROR(DescribeMatmul(p, folded, *d));
+    } catch (const dnnl::error& error) {
+      return onednn::FromError(error, p.ToString());
+    }
+    return std::shared_ptr<const OnednnQuantizedConvDescriptor>(std::move(d));
+  }
   d->src = ImageDesc(p.src_type, p.n, p.c, p.h, p.w, p.layout);
   d->dst = ImageDesc(p.dst_type, p.n, p.k, p.p(), p.q(), p.layout);
   d->user_weights = UserWeightsDesc(p);
@@ -231,32 +283,32 @@ absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescrip
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, d->src, weights_any, d->bias, d->dst,
         {p.stride_h, p.stride_w}, {p.dilation_h - 1, p.dilation_w - 1}, {p.pad_top, p.pad_left},
         {p.pad_bottom, p.pad_right});
-    d->pd = dnnl::convolution_forward::primitive_desc(desc, MakeQuantizedAttr(p, folded, *d), onednn::Engine(),
+    d->conv_pd = dnnl::convolution_forward::primitive_desc(desc, MakeQuantizedAttr(p, folded, *d), onednn::Engine(),
                                                       /*allow_empty=*/true);
-    if (!d->pd) {
+    if (!d->conv_pd) {
       return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no INT8 convolution for ",
                                                    p.ToString()));
     }
-    if (!prefix.empty() && absl::StartsWith(d->pd.impl_info_str(), prefix)) {
+    if (!prefix.empty() && absl::StartsWith(d->conv_pd.impl_info_str(), prefix)) {
       return absl::UnimplementedError(absl::StrCat("oneDNN's first choice for ", p.ToString(), " is ",
-                                                   d->pd.impl_info_str(), " already"));
+                                                   d->conv_pd.impl_info_str(), " already"));
     }
     // As conv2d_onednn: walk past an implementation whose primitive cannot be created (and past those not named
     // `prefix`).
     std::vector<std::string> skipped;
     while (true) {
-      const std::string impl = d->pd.impl_info_str();
+      const std::string impl = d->conv_pd.impl_info_str();
       const absl::Status created = absl::StartsWith(impl, prefix)
-                                       ? onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->pd)
+                                       ? onednn::CheckPrimitiveCreates<dnnl::convolution_forward>(d->conv_pd)
                                        : absl::UnimplementedError(absl::StrCat("not ", prefix));
       if (created.ok()) break;
       skipped.push_back(absl::StrCat(impl, " (", created.message(), ")"));
-      if (!d->pd.next_impl()) {
+      if (!d->conv_pd.next_impl()) {
         return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no usable INT8 convolution for ",
                                                      p.ToString(), "; skipped ", absl::StrJoin(skipped, ", ")));
       }
     }
-    d->impl = d->pd.impl_info_str();
+    d->impl = d->conv_pd.impl_info_str();
   } catch (const dnnl::error& error) {
     return onednn::FromError(error, p.ToString());
   }
@@ -270,7 +322,7 @@ absl::string_view QuantizedConv2dOnednnNhwc::name() const { return "cpu.quantize
 absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> QuantizedConv2dOnednnNhwc::Describe(
     const QuantizedConv2dProblem& problem) const {
   return descriptors_.Get(problem, [this](const QuantizedConv2dProblem& p) {
-    return MakeDescriptor(p, implementation_prefix_,
+    return MakeDescriptor(p, implementation_prefix_, as_matmul_,
                           p.fused_add == QuantizedFusedAdd::kNone ? NAN : FusedAddFormCached(p).folded);
   });
 }
@@ -320,26 +372,26 @@ absl::StatusOr<std::string> QuantizedConv2dOnednnNhwc::Implementation(const Quan
 size_t QuantizedConv2dOnednnNhwc::WorkspaceBytes(const QuantizedConv2dProblem& problem) const {
   auto descriptor = Describe(problem);
   if (!descriptor.ok()) return 0;
-  if (!FoldsSourceZeroPoint(problem)) return (*descriptor)->pd.scratchpad_desc().get_size();
+  if (!FoldsSourceZeroPoint(problem)) return (*descriptor)->pd().scratchpad_desc().get_size();
   return AdjustedBiasOffset(**descriptor) + sizeof(int32_t) * problem.k;
 }
 
 size_t QuantizedConv2dOnednnNhwc::PackedFilterBytes(const QuantizedConv2dProblem& problem) const {
   auto descriptor = Describe(problem);
   if (!descriptor.ok()) return 0;
-  if (!FoldsSourceZeroPoint(problem)) return (*descriptor)->pd.weights_desc().get_size();
+  if (!FoldsSourceZeroPoint(problem)) return (*descriptor)->pd().weights_desc().get_size();
   return CompensationOffset(**descriptor) + sizeof(int32_t) * problem.k;
 }
 
 std::string QuantizedConv2dOnednnNhwc::PackedFilterLayout(const QuantizedConv2dProblem& problem) const {
   auto descriptor = Describe(problem);
-  return descriptor.ok() ? onednn::LayoutString((*descriptor)->pd.weights_desc()) : "";
+  return descriptor.ok() ? onednn::LayoutString((*descriptor)->pd().weights_desc()) : "";
 }
 
 absl::Status QuantizedConv2dOnednnNhwc::PackFilter(const QuantizedConv2dProblem& problem, const void* filter,
                                                         void* packed, const ExecutionContext& context) const {
   CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
-  CONVOY_RETURN_IF_ERROR(onednn::Reorder(d->user_weights, filter, d->pd.weights_desc(), packed, context));
+  CONVOY_RETURN_IF_ERROR(onednn::Reorder(d->user_weights, filter, d->pd().weights_desc(), packed, context));
   if (!FoldsSourceZeroPoint(problem)) return absl::OkStatus();
   // -zp * sum_w[k]: output channel k's weights are contiguous in the problem's filter (K-major, whatever the groups).
   const int64_t taps = int64_t{problem.c_per_group()} * problem.r * problem.s;
@@ -356,7 +408,8 @@ absl::Status QuantizedConv2dOnednnNhwc::PackFilter(const QuantizedConv2dProblem&
 absl::StatusOr<std::unique_ptr<AlgorithmState>> QuantizedConv2dOnednnNhwc::Prepare(
     const QuantizedConv2dProblem& problem, const ExecutionContext& context) const {
   CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
-  return onednn::MakePrimitiveState<dnnl::convolution_forward>(d->pd, d->impl, context);
+  if (d->as_matmul) return onednn::MakePrimitiveState<dnnl::matmul>(d->matmul_pd, d->impl, context);
+  return onednn::MakePrimitiveState<dnnl::convolution_forward>(d->conv_pd, d->impl, context);
 }
 
 absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& problem,
@@ -371,7 +424,7 @@ absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& proble
   try {
     std::unordered_map<int, memory> run_args = {
         {DNNL_ARG_SRC, onednn::Wrap(d->src, args.x)},
-        {DNNL_ARG_WEIGHTS, onednn::Wrap(d->pd.weights_desc(), args.w)},
+        {DNNL_ARG_WEIGHTS, onednn::Wrap(d->pd().weights_desc(), args.w)},
         {DNNL_ARG_DST, onednn::Wrap(d->dst, args.y)},
     };
     if (problem.epilogue.scales.empty()) {
@@ -395,7 +448,7 @@ absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& proble
       run_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(d->conv_zero_point_post_op) | DNNL_ARG_SRC_1,
                        onednn::Wrap(d->scalar, &conv_zero_point));
     }
-    return onednn::Execute(*state, run_args, workspace, d->pd.scratchpad_desc().get_size(), context);
+    return onednn::Execute(*state, run_args, workspace, d->pd().scratchpad_desc().get_size(), context);
   } catch (const dnnl::error& error) {
     return onednn::FromError(error, problem.ToString());
   }
@@ -403,5 +456,6 @@ absl::Status QuantizedConv2dOnednnNhwc::Run(const QuantizedConv2dProblem& proble
 
 CONVOY_REGISTER_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dOnednnNhwc);
 CONVOY_REGISTER_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dOnednnNhwcJit);
+CONVOY_REGISTER_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dOnednnMatmulNhwc);
 
 }  // namespace convoy::cpu

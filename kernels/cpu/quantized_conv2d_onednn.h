@@ -73,8 +73,8 @@ class QuantizedConv2dOnednnNhwc : public QuantizedConv2dAlgorithm, public Residu
 
  protected:
   // Takes the first implementation whose name starts with `implementation_prefix` instead of oneDNN's first choice.
-  explicit QuantizedConv2dOnednnNhwc(std::string implementation_prefix)
-      : implementation_prefix_(std::move(implementation_prefix)) {}
+  explicit QuantizedConv2dOnednnNhwc(std::string implementation_prefix, bool as_matmul = false)
+      : implementation_prefix_(std::move(implementation_prefix)), as_matmul_(as_matmul) {}
 
  private:
   absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> Describe(
@@ -93,6 +93,7 @@ class QuantizedConv2dOnednnNhwc : public QuantizedConv2dAlgorithm, public Residu
   FusedAddForm FusedAddFormCached(const QuantizedConv2dProblem& problem) const;
 
   const std::string implementation_prefix_;  // empty: oneDNN's first choice
+  const bool as_matmul_ = false;              // the matmul primitive (1x1 convolutions only)
   onednn::DescriptorCache<QuantizedConv2dProblem, OnednnQuantizedConvDescriptor> descriptors_;
   mutable convoy::Mutex forms_mu_;
   mutable std::unordered_map<std::pair<QuantizedAddProblem, QuantizedFusedAdd>, FusedAddForm,
@@ -110,6 +111,20 @@ class QuantizedConv2dOnednnNhwcJit final : public QuantizedConv2dOnednnNhwc {
  public:
   QuantizedConv2dOnednnNhwcJit() : QuantizedConv2dOnednnNhwc("jit_int8") {}
   absl::string_view name() const override { return "cpu.quantized_conv2d.onednn_nhwc_jit"; }
+  int HeuristicScore(const QuantizedConv2dProblem& problem) const override { return -1; }
+};
+
+// A 1x1, stride-1, unpadded, ungrouped convolution as oneDNN 2.6's matmul primitive
+// ("cpu.quantized_conv2d.onednn_matmul_nhwc"): the NHWC source is a [pixels, channels] matrix as it lies, the filter
+// its [channels, k] right-hand side, with the same attributes (output scales, bias, the post-op chains) and so the
+// same outputs. On AMX its brgemm kernels run the post-op chains the INT8 plans need (the destination zero point's
+// round, the fused add) in 0.8-0.9 of brgconv_1x1's time on ResNet-50's large 1x1 layers, and the plain ones in
+// 0.7-1.3 (docs/kernels.md, "INT8 1x1 convolutions as a matmul"). Scored below the first choice, so only tuning picks
+// it, per layer and batch size, where it times faster. Declines every other shape.
+class QuantizedConv2dOnednnMatmulNhwc final : public QuantizedConv2dOnednnNhwc {
+ public:
+  QuantizedConv2dOnednnMatmulNhwc() : QuantizedConv2dOnednnNhwc("", /*as_matmul=*/true) {}
+  absl::string_view name() const override { return "cpu.quantized_conv2d.onednn_matmul_nhwc"; }
   int HeuristicScore(const QuantizedConv2dProblem& problem) const override { return -1; }
 };
 

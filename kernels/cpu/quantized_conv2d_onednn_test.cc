@@ -119,6 +119,40 @@ TEST(QuantizedConv2dOnednnTest, JitVariantRunsEveryProblemItTakesAndMatchesTheIn
   EXPECT_GT(fused_ran, 0u);
 }
 
+// The matmul form (1x1, stride-1, unpadded, ungrouped problems as oneDNN's matmul) on the same list, as strict: the
+// same integer reference, the same fused adds. Every other shape is declined, naming what the form takes.
+TEST(QuantizedConv2dOnednnTest, MatmulFormRunsEvery1x1ProblemAndMatchesTheIntegerReference) {
+  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
+  const QuantizedConv2dOnednnMatmulNhwc algorithm;
+  OnednnInt8TestSetup setup = MakeOnednnInt8TestSetup();
+  ASSERT_NE(setup.device, nullptr);
+  size_t ran = 0, fused_ran = 0, residual_ran = 0;
+  for (const QuantizedConv2dProblem& p : setup.problems) {
+    const bool plain_gemm = p.r == 1 && p.s == 1 && p.stride_h == 1 && p.stride_w == 1 && p.groups == 1 &&
+                            p.pad_top == 0 && p.pad_bottom == 0 && p.pad_left == 0 && p.pad_right == 0;
+    const absl::Status can = algorithm.CanImplement(p);
+    if (!plain_gemm) {
+      EXPECT_TRUE(absl::IsUnimplemented(can)) << p.ToString() << ": " << can;
+      EXPECT_THAT(can.message(), ::testing::HasSubstr("the matmul form takes 1x1, stride-1")) << p.ToString();
+      continue;
+    }
+    ASSERT_THAT(can, IsOk()) << p.ToString();
+    ++ran;
+    fused_ran += p.fused_add != QuantizedFusedAdd::kNone;
+    residual_ran += p.epilogue.residual != ResidualMode::kNone;
+    for (QuantizedScaleSource scales : {QuantizedScaleSource::kArgs, QuantizedScaleSource::kProblem}) {
+      const uint32_t seed = std::random_device{}();
+      EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, *setup.device, seed, setup.tolerance, scales),
+                  IsOk())
+          << p.ToString() << (scales == QuantizedScaleSource::kProblem ? " scales fixed" : " scales in args")
+          << " seed " << seed;
+    }
+  }
+  EXPECT_GE(ran, 4u) << "of " << setup.problems.size();
+  EXPECT_GT(fused_ran, 0u);
+  EXPECT_GT(residual_ran, 0u);
+}
+
 // Tuning an INT8 convolution times both CPU algorithms (TuningBuffers<QuantizedConv2dOp>): on problems that the jit
 // variant takes, the cache entry records a time for each, the winner is the faster of the two, and the winner matches
 // the integer reference on fresh data.

@@ -184,15 +184,14 @@ std::vector<std::vector<float>> RunPlan(std::shared_ptr<const ExecutionPlan> pla
   return outputs;
 }
 
-// Tuning times both CPU INT8 convolution algorithms (oneDNN's first choice and the jit_int8 variant) for the folded
-// convolutions; a plan whose cache names the jit variant wherever it ran (as a tuning that found it faster leaves
-// it) runs it in those steps and gives outputs identical, bit for bit, to the heuristic plan's.
-TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdenticalOutputs) {
-  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();  // the jit variant is oneDNN's
+// Tuning times oneDNN's CPU INT8 convolution algorithms (its first choice and the variants: the jit_int8 kernels, the
+// matmul form of 1x1 layers) for the folded convolutions; a plan whose cache names the variant `kJit` wherever it
+// ran (as a tuning that found it faster leaves it) runs it in those steps and gives outputs identical, bit for bit,
+// to the heuristic plan's.
+void CheckTunedPlansTimeTheVariantAndItsStepsGiveIdenticalOutputs(const absl::string_view kJit) {
   const uint32_t seed = FreshSeed();
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  SCOPED_TRACE(::testing::Message() << "seed " << seed << ", variant " << kJit);
   CONVOY_ASSERT_OK_AND_ASSIGN(Graph graph, testing::QuantizedBlockGraph(seed));
-  constexpr absl::string_view kJit = "cpu.quantized_conv2d.onednn_nhwc_jit";
   AlgorithmCache heuristic_cache;
   PlannerOptions heuristic = CpuOptions(Layout::kNHWC, 2);
   heuristic.cache = &heuristic_cache;
@@ -227,8 +226,8 @@ TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdentic
     cache.Insert(key, *entry);
   }
   EXPECT_GT(int8_entries, 0);
-  ASSERT_GT(jit_timed, 0) << "the jit variant ran in no tuned INT8 convolution of\n" << tuned_plan->ToString(1);
-  // The same options again, now answered from the cache: the jit variant in every step where it was timed.
+  ASSERT_GT(jit_timed, 0) << kJit << " ran in no tuned INT8 convolution of\n" << tuned_plan->ToString(1);
+  // The same options again, now answered from the cache: the variant in every step where it was timed.
   CONVOY_ASSERT_OK_AND_ASSIGN(auto jit_plan, BuildExecutionPlan(graph, tuned));
   for (int batch = 1; batch <= 2; ++batch) {
     int jit_steps = 0;
@@ -248,6 +247,16 @@ TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdentic
       }
     }
   }
+}
+
+TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdenticalOutputs) {
+  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();  // the variants are oneDNN's
+  CheckTunedPlansTimeTheVariantAndItsStepsGiveIdenticalOutputs("cpu.quantized_conv2d.onednn_nhwc_jit");
+}
+
+TEST(QuantizedConvFoldingTest, TunedPlansTimeTheMatmulFormAndItsStepsGiveIdenticalOutputs) {
+  CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();
+  CheckTunedPlansTimeTheVariantAndItsStepsGiveIdenticalOutputs("cpu.quantized_conv2d.onednn_matmul_nhwc");
 }
 
 // int8_single_rounding_adds: the add fused into conv_b as the residual epilogue, rounded once. Its sum, checked
