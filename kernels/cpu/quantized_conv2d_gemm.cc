@@ -1,6 +1,11 @@
 #include "kernels/cpu/quantized_conv2d_gemm.h"
 
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <memory>
 
@@ -10,6 +15,7 @@
 #include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/per_isa_registration.h"
 #include "kernels/cpu/quantized_arithmetic.h"
+#include "kernels/cpu/quantized_amx_tiles.h"
 #include "kernels/cpu/quantized_gemm_tiles.h"
 #include "kernels/registry/registry.h"
 
@@ -165,6 +171,54 @@ void WidenRows(const QuantizedConv2dProblem& p, const Tiling& t, const Quantized
   }
 }
 
+// INVALID_ARGUMENT naming the algorithm when Run lacks a thread pool or an argument the problem needs.
+absl::Status CheckRunArguments(absl::string_view algorithm, const QuantizedConv2dProblem& p,
+                               const QuantizedConv2dArgs& args, const ExecutionContext& context) {
+  if (context.thread_pool == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(algorithm, ": needs a thread pool"));
+  }
+  const QuantizedEpilogue& ep = p.epilogue;
+  const bool has_residual = ep.residual != ResidualMode::kNone || p.fused_add != QuantizedFusedAdd::kNone;
+  if (args.x == nullptr || args.w == nullptr || args.y == nullptr || (ep.has_bias && args.bias == nullptr) ||
+      (ep.scales.empty() && args.scale == nullptr) || (has_residual && args.residual == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(algorithm, ": a required argument is null for ", p.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// The epilogue of the problem's outputs as the tile loops take it (everything but the sums).
+QuantizedTileEpilogue TileEpilogueOf(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& args) {
+  const QuantizedEpilogue& ep = p.epilogue;
+  QuantizedTileEpilogue e;
+  e.bias = ep.has_bias ? args.bias : nullptr;
+  e.scale = ep.scales.empty() ? args.scale : ep.scales.data();
+  if (ep.residual != ResidualMode::kNone) {
+    e.residual = args.residual;
+    e.residual_scale = ep.residual_scale;
+    e.residual_zero_point = static_cast<float>(ep.residual_zero_point);
+  }
+  e.relu = ep.relu;
+  e.output_type = TileType(p.dst_type);
+  e.dst_zero_point = static_cast<float>(ep.dst_zero_point);
+  e.conv_lo = QuantizedLowest(p.conv_type());
+  e.conv_hi = QuantizedHighest(p.conv_type());
+  if (p.fused_add != QuantizedFusedAdd::kNone) {
+    const QuantizedAddProblem& q = p.add;
+    const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
+    e.fused_add = conv_is_a ? 1 : 2;
+    e.add_operand = args.residual;
+    e.add_operand_type = TileType(conv_is_a ? q.b_type : q.a_type);
+    const QuantizedAddFactors factors = QuantizedAddFactorsOf(q);
+    e.ra = factors.ra;
+    e.rb = factors.rb;
+    e.add_fixed = factors.fixed;
+    e.add_lo = QuantizedLowest(q.y_type);
+    e.add_hi = QuantizedHighest(q.y_type);
+  }
+
+  return e;
+}
+
 }  // namespace
 
 QuantizedConv2dGemmNhwc::QuantizedConv2dGemmNhwc(CpuIsa isa)
@@ -245,13 +299,7 @@ absl::Status QuantizedConv2dGemmNhwc::PackFilter(const QuantizedConv2dProblem& p
 
 absl::Status QuantizedConv2dGemmNhwc::Run(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& args,
                                           Workspace workspace, const ExecutionContext& context) const {
-  if (context.thread_pool == nullptr) return absl::InvalidArgumentError(absl::StrCat(name_, ": needs a thread pool"));
-  const QuantizedEpilogue& ep = p.epilogue;
-  const bool has_residual = ep.residual != ResidualMode::kNone || p.fused_add != QuantizedFusedAdd::kNone;
-  if (args.x == nullptr || args.w == nullptr || args.y == nullptr || (ep.has_bias && args.bias == nullptr) ||
-      (ep.scales.empty() && args.scale == nullptr) || (has_residual && args.residual == nullptr)) {
-    return absl::InvalidArgumentError(absl::StrCat(name_, ": a required argument is null for ", p.ToString()));
-  }
+  CONVOY_RETURN_IF_ERROR(CheckRunArguments(name_, p, args, context));
   const QuantizedGemmTiles& tiles = TilesFor(isa_);
   const bool depthwise = IsDepthwise(p);
   const Tiling t = PlanTiling(p, tiles, context.thread_pool->num_threads());
@@ -259,32 +307,7 @@ absl::Status QuantizedConv2dGemmNhwc::Run(const QuantizedConv2dProblem& p, const
   CONVOY_RETURN_IF_ERROR(ScratchSlots::Check(workspace.bytes, slot_floats));
   ScratchSlots slots(workspace.data, workspace.bytes, slot_floats);
 
-  QuantizedTileEpilogue e;
-  e.bias = ep.has_bias ? args.bias : nullptr;
-  e.scale = ep.scales.empty() ? args.scale : ep.scales.data();
-  if (ep.residual != ResidualMode::kNone) {
-    e.residual = args.residual;
-    e.residual_scale = ep.residual_scale;
-    e.residual_zero_point = static_cast<float>(ep.residual_zero_point);
-  }
-  e.relu = ep.relu;
-  e.output_type = TileType(p.dst_type);
-  e.dst_zero_point = static_cast<float>(ep.dst_zero_point);
-  e.conv_lo = QuantizedLowest(p.conv_type());
-  e.conv_hi = QuantizedHighest(p.conv_type());
-  if (p.fused_add != QuantizedFusedAdd::kNone) {
-    const QuantizedAddProblem& q = p.add;
-    const bool conv_is_a = p.fused_add == QuantizedFusedAdd::kConvIsA;
-    e.fused_add = conv_is_a ? 1 : 2;
-    e.add_operand = args.residual;
-    e.add_operand_type = TileType(conv_is_a ? q.b_type : q.a_type);
-    const QuantizedAddFactors factors = QuantizedAddFactorsOf(q);
-    e.ra = factors.ra;
-    e.rb = factors.rb;
-    e.add_fixed = factors.fixed;
-    e.add_lo = QuantizedLowest(q.y_type);
-    e.add_hi = QuantizedHighest(q.y_type);
-  }
+  const QuantizedTileEpilogue e = TileEpilogueOf(p, args);
 
   if (depthwise) {
     RunDepthwise(p, args, e, tiles, slots, *context.thread_pool);
@@ -337,5 +360,151 @@ std::string QuantizedConv2dGemmNhwc::LaunchSummary(const QuantizedConv2dProblem&
 }
 
 CONVOY_REGISTER_PER_ISA_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dGemmNhwc);
+
+// ---- The AMX 1x1 convolution -------------------------------------------------------------------------------------
+
+namespace {
+
+// CPUID leaf 7: EDX bit 24 AMX-TILE, bit 25 AMX-INT8. Linux grants a process the AMX tile data (XFEATURE 18) on
+// request (arch_prctl ARCH_REQ_XCOMP_PERM, kernel 5.16 and later); without the grant the first tile instruction
+// faults. Asked once per process; CONVOY_MAX_CPU_ISA below avx512 turns it off (the epilogue is AVX-512).
+bool AmxInt8Usable() {
+  static const bool usable = [] {
+    if (!CpuSupports(CpuIsa::kAvx512)) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+}
+
+int64_t AmxSteps(const QuantizedConv2dProblem& p) { return p.c / 64; }  // 64-channel steps of the reduction
+int64_t AmxFilterBlocks(const QuantizedConv2dProblem& p) { return p.k / kBlock; }
+size_t AmxSumsOffset(const QuantizedConv2dProblem& p) {  // the per-channel weight sums after the tiles
+  return static_cast<size_t>(AmxFilterBlocks(p) * AmxSteps(p) * kAmxTileBytes);
+}
+
+}  // namespace
+
+absl::Status QuantizedConv2dAmx1x1Nhwc::CanImplement(const QuantizedConv2dProblem& p) const {
+  CONVOY_RETURN_IF_ERROR(p.Validate());
+  if (!AmxInt8Usable()) {
+    return absl::UnimplementedError(absl::StrCat(name(), ": this CPU (or its OS) runs no AMX INT8 instructions"));
+  }
+  if (p.layout != Layout::kNHWC || p.groups != 1 || p.r != 1 || p.s != 1 || p.stride_h != 1 || p.stride_w != 1 ||
+      p.pad_top != 0 || p.pad_bottom != 0 || p.pad_left != 0 || p.pad_right != 0) {
+    return absl::UnimplementedError(
+        absl::StrCat(name(), ": takes 1x1, stride-1, unpadded, ungrouped NHWC convolutions, not ", p.ToString()));
+  }
+  if (p.c % 64 != 0 || p.k % kBlock != 0) {
+    return absl::UnimplementedError(absl::StrCat(name(), ": needs input channels in multiples of 64 and output "
+                                                 "channels in multiples of 16, got c=", p.c, " k=", p.k));
+  }
+  if (p.c > QuantizedConv2dGemmNhwc::kMaxReduction) {
+    return absl::UnimplementedError(absl::StrCat(name(), ": c = ", p.c, " exceeds ",
+                                                 QuantizedConv2dGemmNhwc::kMaxReduction,
+                                                 " (the int32 sum could overflow)"));
+  }
+  return absl::OkStatus();
+}
+
+size_t QuantizedConv2dAmx1x1Nhwc::WorkspaceBytes(const QuantizedConv2dProblem& p) const {
+  return sizeof(int32_t) * p.k;  // the bias less the source zero point's compensation
+}
+
+size_t QuantizedConv2dAmx1x1Nhwc::PackedFilterBytes(const QuantizedConv2dProblem& p) const {
+  return AmxSumsOffset(p) + sizeof(int32_t) * p.k;
+}
+
+absl::Status QuantizedConv2dAmx1x1Nhwc::PackFilter(const QuantizedConv2dProblem& p, const void* filter,
+                                                  void* packed, const ExecutionContext&) const {
+  CONVOY_RETURN_IF_ERROR(CanImplement(p));
+  const int8_t* w = static_cast<const int8_t*>(filter);  // [K, C]
+  int8_t* out = static_cast<int8_t*>(packed);
+  const int64_t steps = AmxSteps(p);
+  for (int64_t b = 0; b < AmxFilterBlocks(p); ++b) {
+    for (int64_t t = 0; t < steps; ++t) {
+      int8_t* tile = out + (b * steps + t) * kAmxTileBytes;  // [16 groups of 4 channels][16 outputs][4]
+      for (int group = 0; group < 16; ++group) {
+        for (int j = 0; j < kBlock; ++j) {
+          for (int i = 0; i < 4; ++i) {
+            tile[group * 64 + 4 * j + i] = w[(b * kBlock + j) * p.c + t * 64 + 4 * group + i];
+          }
+        }
+      }
+    }
+  }
+  int32_t* sums = reinterpret_cast<int32_t*>(out + AmxSumsOffset(p));
+  for (int k = 0; k < p.k; ++k) {
+    int32_t sum = 0;
+    for (int c = 0; c < p.c; ++c) sum += w[int64_t{k} * p.c + c];
+    sums[k] = sum;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QuantizedConv2dAmx1x1Nhwc::Run(const QuantizedConv2dProblem& p, const QuantizedConv2dArgs& args,
+                                            Workspace workspace, const ExecutionContext& context) const {
+  CONVOY_RETURN_IF_ERROR(CheckRunArguments(name(), p, args, context));
+  if (!AmxInt8Usable()) return absl::FailedPreconditionError(absl::StrCat(name(), ": no AMX INT8 on this CPU"));
+  if (workspace.bytes < WorkspaceBytes(p)) {
+    return absl::InvalidArgumentError(absl::StrCat(name(), ": workspace of ", workspace.bytes, " bytes, needs ",
+                                                   WorkspaceBytes(p)));
+  }
+  // The tiles multiply the source as it lies: sum (x - zp) w = sum x w - zp sum w, the second term per output channel
+  // folded into the bias.
+  QuantizedTileEpilogue e = TileEpilogueOf(p, args);
+  const int32_t* sums = reinterpret_cast<const int32_t*>(static_cast<const int8_t*>(args.w) + AmxSumsOffset(p));
+  int32_t* bias = static_cast<int32_t*>(workspace.data);
+  const int64_t zp = p.epilogue.src_zero_point;
+  for (int k = 0; k < p.k; ++k) {
+    const int64_t folded = int64_t{p.epilogue.has_bias ? args.bias[k] : 0} - zp * sums[k];
+    if (folded < INT32_MIN || folded > INT32_MAX) {
+      return absl::OutOfRangeError(absl::StrCat(name(), ": output channel ", k, "'s bias less the source zero point's "
+                                                "compensation, ", folded, ", does not fit int32"));
+    }
+    bias[k] = static_cast<int32_t>(folded);
+  }
+  e.bias = bias;
+  const int64_t rows = int64_t{p.n} * p.h * p.w;
+  const int64_t row_blocks = (rows + kAmxBlockRows - 1) / kAmxBlockRows;
+  const int64_t column_blocks = (p.k + kAmxBlockChannels - 1) / kAmxBlockChannels;
+  const int threads = context.thread_pool->num_threads();
+  const int64_t splits =
+      row_blocks >= 2 * threads ? 1 : std::min(column_blocks, (2 * int64_t{threads} + row_blocks - 1) / row_blocks);
+  const int64_t columns_per_split = (column_blocks + splits - 1) / splits;
+  const bool is_signed = p.src_type == DataType::kInt8;
+  const int64_t steps = AmxSteps(p);
+  const int8_t* filter = static_cast<const int8_t*>(args.w);
+  const QuantizedGemmTiles& tiles = kQuantizedGemmTilesAvx512;
+  context.thread_pool->ParallelFor(row_blocks * splits, [&](int64_t begin, int64_t end) {
+    alignas(64) int32_t acc[kAmxBlockRows * kAmxBlockChannels];
+    int configured = 0;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t m0 = item / splits * kAmxBlockRows;
+      const int block_rows = static_cast<int>(std::min<int64_t>(kAmxBlockRows, rows - m0));
+      if (block_rows != configured) {
+        AmxConfigureTiles(block_rows);
+        configured = block_rows;
+      }
+      const int64_t split = item % splits;
+      const int64_t column_end = std::min(column_blocks, (split + 1) * columns_per_split);
+      for (int64_t column = split * columns_per_split; column < column_end; ++column) {
+        const int64_t n0 = column * kAmxBlockChannels;
+        const int blocks = p.k - n0 >= kAmxBlockChannels ? 2 : 1;
+        AmxAccumulate(static_cast<const uint8_t*>(args.x) + m0 * p.c, p.c, block_rows, is_signed,
+                      filter + n0 / kBlock * steps * kAmxTileBytes, steps, blocks, acc);
+        tiles.epilogue(e, acc, kAmxBlockChannels, block_rows, n0, int64_t{blocks} * kBlock, m0 * p.k + n0, p.k,
+                       args.y);
+      }
+    }
+    if (configured != 0) AmxReleaseTiles();
+  });
+  return absl::OkStatus();
+}
+
+CONVOY_REGISTER_ALGORITHM(QuantizedConv2dOp, QuantizedConv2dAmx1x1Nhwc);
 
 }  // namespace convoy::cpu

@@ -23,6 +23,7 @@
 
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/registry/algorithm.h"
+#include "kernels/registry/residual_in_output.h"
 
 namespace convoy::cpu {
 
@@ -48,6 +49,38 @@ class QuantizedConv2dGemmNhwc final : public QuantizedConv2dAlgorithm {
  private:
   CpuIsa isa_;
   std::string name_;
+};
+
+// The same exact INT8 convolution on the AMX tiles ("cpu.quantized_conv2d.amx_1x1_nhwc"), for 1x1, stride-1,
+// unpadded, ungrouped NHWC layers with input channels in multiples of 64 and output channels in multiples of 16 (a
+// ResNet's 1x1 layers and classifier): the source rows as they lie are the tiles' left operand (TDPBUSD / TDPBSSD,
+// exact int32 sums of u8 x s8 or s8 x s8 products), the source zero point a per-channel compensation folded into the
+// bias at Run, the filter packed at plan time into 1 KiB tiles (quantized_amx_tiles.h); blocks of 32 output pixels x
+// 32 channels in four accumulator tiles, each stored and finished by the AVX-512 epilogue of the kernels above, so the
+// outputs equal reference::QuantizedConv2d bit for bit with every epilogue and fused add. Only where the CPU runs AMX
+// INT8 and the OS grants the tile state (Sapphire Rapids and later Xeons). Scored below oneDNN's first choice (-1): only
+// tuning picks it, per layer and batch size, where it times faster.
+// It reads each residual (and fused add operand) element before it writes that output element, so a plan may give it
+// the residual's buffer as the output (ResidualInOutput).
+class QuantizedConv2dAmx1x1Nhwc final : public QuantizedConv2dAlgorithm, public ResidualInOutput {
+ public:
+  bool AccumulatesOntoOutput(const Conv2dProblem&) const override { return false; }
+  bool AccumulatesOntoOutput(const QuantizedConv2dProblem& problem) const override {
+    return problem.epilogue.residual != ResidualMode::kNone || problem.fused_add != QuantizedFusedAdd::kNone;
+  }
+  absl::string_view name() const override { return "cpu.quantized_conv2d.amx_1x1_nhwc"; }
+  Backend backend() const override { return Backend::kCpu; }
+  absl::Status CanImplement(const QuantizedConv2dProblem& problem) const override;
+  int HeuristicScore(const QuantizedConv2dProblem& problem) const override { return -1; }
+  size_t WorkspaceBytes(const QuantizedConv2dProblem& problem) const override;
+  size_t PackedFilterBytes(const QuantizedConv2dProblem& problem) const override;
+  std::string PackedFilterLayout(const QuantizedConv2dProblem& problem) const override {
+    return "K/16,C/64,16c4,16k,4c int8 + K int32 sums";
+  }
+  absl::Status PackFilter(const QuantizedConv2dProblem& problem, const void* filter, void* packed,
+                          const ExecutionContext& context) const override;
+  absl::Status Run(const QuantizedConv2dProblem& problem, const QuantizedConv2dArgs& args, Workspace workspace,
+                   const ExecutionContext& context) const override;
 };
 
 }  // namespace convoy::cpu

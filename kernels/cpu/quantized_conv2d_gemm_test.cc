@@ -159,5 +159,91 @@ TEST(QuantizedConv2dGemmTest, RegistersEachVersionTheCpuRunsBelowOneDnn) {
   EXPECT_THAT(registered, ::testing::UnorderedElementsAreArray(names));
 }
 
+// ---- cpu.quantized_conv2d.amx_1x1_nhwc ----------------------------------------------------------------------------
+
+// 1x1 shapes the AMX tiles cut every way: a row tail with two row tiles (49 = 32 + 17) and with one (9), 30 rows in
+// tiles of 16 and 14, a 16-channel tail after a 32-channel block (48), a 1024-channel reduction (16 tile steps),
+// the classifier's one row of 2048 channels into 1008 outputs (31 blocks of 32 and one of 16), channels split
+// across threads (256 outputs over 9 rows).
+std::vector<QuantizedConv2dProblem> AmxShapes() {
+  return {Shape(1, 64, 7, 7, 16, 1, 1, 0, 1),   Shape(2, 128, 5, 3, 48, 1, 1, 0, 1),
+          Shape(1, 256, 3, 3, 256, 1, 1, 0, 1), Shape(3, 1024, 4, 4, 64, 1, 1, 0, 1),
+          Shape(1, 2048, 1, 1, 1008, 1, 1, 0, 1)};
+}
+
+// Every AMX shape with every epilogue case, and with the shared list's three fused adds.
+std::vector<QuantizedConv2dProblem> AmxProblems() {
+  std::vector<QuantizedConv2dProblem> out;
+  for (const QuantizedConv2dProblem& shape : AmxShapes()) {
+    for (const ::convoy::testing::QuantizedEpilogueCase& e : ::convoy::testing::QuantizedConv2dTestEpilogues()) {
+      QuantizedConv2dProblem p = shape;
+      p.src_type = e.src_type, p.dst_type = e.dst_type, p.epilogue = e.epilogue;
+      out.push_back(p);
+    }
+    out.push_back(::convoy::testing::WithFusedAdd(shape, QuantizedFusedAdd::kConvIsB, 0.0067857676185667515f, 140,
+                                                  0.0071817971765995026f, 0.0046936883591115475f));
+    out.push_back(::convoy::testing::WithFusedAdd(shape, QuantizedFusedAdd::kConvIsA, 0.009907187893986702f, 127,
+                                                  0.0046936883591115475f, 0.00786774791777134f));
+    out.push_back(::convoy::testing::WithFusedAdd(shape, QuantizedFusedAdd::kConvIsB, 0.05f, -3, 0.04f, 0.07f,
+                                                  DataType::kInt8, DataType::kInt8));
+    out.back().epilogue.relu = true;
+  }
+  return out;
+}
+
+#define CONVOY_SKIP_UNLESS_AMX(algorithm)                                                        \
+  if (!(algorithm).CanImplement(AmxShapes()[0]).ok()) {                                          \
+    GTEST_SKIP() << "no AMX INT8 here: " << (algorithm).CanImplement(AmxShapes()[0]).message(); \
+  }
+
+TEST(QuantizedConv2dAmxTest, MatchesTheIntegerReferenceExactlyWithEveryEpilogueHoweverTheWorkIsCut) {
+  const QuantizedConv2dAmx1x1Nhwc algorithm;
+  CONVOY_SKIP_UNLESS_AMX(algorithm);
+  for (int threads : {1, 3}) {
+    std::unique_ptr<CpuDevice> device = MakeDevice(threads);
+    ASSERT_NE(device, nullptr);
+    for (const QuantizedConv2dProblem& p : AmxProblems()) {
+      for (QuantizedScaleSource scales : {QuantizedScaleSource::kArgs, QuantizedScaleSource::kProblem}) {
+        const uint32_t seed = std::random_device{}();
+        EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, *device, seed, {}, scales), IsOk())
+            << threads << " threads " << p.ToString()
+            << (scales == QuantizedScaleSource::kProblem ? " scales fixed" : " scales in args") << " seed " << seed;
+      }
+    }
+  }
+}
+
+TEST(QuantizedConv2dAmxTest, ExtremeOperandsAreExact) {
+  const QuantizedConv2dAmx1x1Nhwc algorithm;
+  CONVOY_SKIP_UNLESS_AMX(algorithm);
+  std::unique_ptr<CpuDevice> device = MakeDevice(2);
+  ASSERT_NE(device, nullptr);
+  for (const QuantizedConv2dProblem& p : AmxProblems()) {
+    if (p.epilogue.src_zero_point != 0) continue;
+    const uint32_t seed = std::random_device{}();
+    EXPECT_THAT(::convoy::testing::CheckQuantizedConv2d(algorithm, p, *device, seed, {}, QuantizedScaleSource::kArgs,
+                                                        ::convoy::testing::QuantizedOperands::kExtreme),
+                IsOk())
+        << p.ToString() << " seed " << seed;
+  }
+}
+
+// Shapes it cannot take are declined naming what it takes; the registry offers it below oneDNN's first choice.
+TEST(QuantizedConv2dAmxTest, DeclinesOtherShapesAndRegistersBelowOneDnn) {
+  const QuantizedConv2dAmx1x1Nhwc algorithm;
+  CONVOY_SKIP_UNLESS_AMX(algorithm);
+  const absl::Status strided = algorithm.CanImplement(Shape(1, 64, 8, 8, 16, 1, 2, 0, 1));
+  EXPECT_THAT(strided.message(), ::testing::HasSubstr("takes 1x1, stride-1, unpadded, ungrouped NHWC"));
+  const absl::Status narrow = algorithm.CanImplement(Shape(1, 96, 8, 8, 16, 1, 1, 0, 1));
+  EXPECT_THAT(narrow.message(), ::testing::HasSubstr("multiples of 64"));
+  EXPECT_THAT(narrow.message(), ::testing::HasSubstr("c=96 k=16"));
+  EXPECT_EQ(algorithm.HeuristicScore(AmxShapes()[0]), -1);
+  bool registered = false;
+  for (const auto* a : OpRegistry<QuantizedConv2dOp>::Global().All(Backend::kCpu)) {
+    registered |= a->name() == algorithm.name();
+  }
+  EXPECT_TRUE(registered);
+}
+
 }  // namespace
 }  // namespace convoy::cpu

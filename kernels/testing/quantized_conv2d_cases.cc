@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/cpu/reference/reference_ops.h"
+#include "kernels/registry/residual_in_output.h"
 
 namespace convoy::testing {
 namespace {
@@ -122,6 +123,11 @@ std::vector<QuantizedConv2dProblem> QuantizedConv2dFusedAddTestProblems(Layout l
   return out;
 }
 
+// Every element of y against the reference within `tolerance` (a fused add: none off).
+absl::Status CompareWithReference(const QuantizedConv2dProblem& p, const std::vector<uint8_t>& y,
+                                  const std::vector<uint8_t>& y_reference, int64_t y_count,
+                                  const QuantizedTolerance& tolerance);
+
 absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& problem,
                                   Device& device, uint32_t seed, const QuantizedTolerance& tolerance,
                                   QuantizedScaleSource scales, QuantizedOperands operands) {
@@ -192,7 +198,24 @@ absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, con
   CONVOY_RETURN_IF_ERROR(algorithm.Run(p, args, Workspace{workspace.data(), workspace_bytes, state.get()}, context));
   CONVOY_RETURN_IF_ERROR(device.Synchronize());
   CONVOY_RETURN_IF_ERROR(device.CopyToHost(y.data(), y_device.data(), y_bytes));
+  CONVOY_RETURN_IF_ERROR(CompareWithReference(p, y, y_reference, y_count, tolerance));
+  // An algorithm that adds the residual onto the output buffer runs again as plans run it, with the residual in y.
+  if (AccumulatesOntoOutput(algorithm, p) && residual.size() == y_bytes) {
+    CONVOY_RETURN_IF_ERROR(device.CopyToDevice(y_device.data(), residual.data(), y_bytes));
+    args.residual = y_device.data();
+    CONVOY_RETURN_IF_ERROR(
+        algorithm.Run(p, args, Workspace{workspace.data(), workspace_bytes, state.get()}, context));
+    CONVOY_RETURN_IF_ERROR(device.Synchronize());
+    CONVOY_RETURN_IF_ERROR(device.CopyToHost(y.data(), y_device.data(), y_bytes));
+    const absl::Status in_place = CompareWithReference(p, y, y_reference, y_count, tolerance);
+    if (!in_place.ok()) return absl::InternalError(absl::StrCat("with the residual in y: ", in_place.message()));
+  }
+  return absl::OkStatus();
+}
 
+absl::Status CompareWithReference(const QuantizedConv2dProblem& p, const std::vector<uint8_t>& y,
+                                  const std::vector<uint8_t>& y_reference, int64_t y_count,
+                                  const QuantizedTolerance& tolerance) {
   int64_t off_by_one = 0;
   for (int64_t i = 0; i < y_count; ++i) {
     const float a = LoadAsFloat(y.data(), p.dst_type, i), e = LoadAsFloat(y_reference.data(), p.dst_type, i);

@@ -70,7 +70,8 @@ enum class QuantizedOperands { kUniform, kExtreme };
 // that spread the outputs over the whole quantized range with some saturating), the filter packed when the algorithm
 // packs it, the output poisoned before the run with a value differing from the reference in every element (FP32: NaN;
 // integers: the bitwise complement), then compared element by element within `tolerance`; a fused add must reproduce
-// the separate steps bit for bit (no output off).
+// the separate steps bit for bit (no output off). An algorithm that adds the residual onto the output buffer
+// (ResidualInOutput) then runs once more as plans run it, the residual in y, and is compared again.
 absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& problem,
                                   Device& device, uint32_t seed, const QuantizedTolerance& tolerance,
                                   QuantizedScaleSource scales = QuantizedScaleSource::kArgs,
