@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -19,7 +18,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/exact_int8_test_support.h"
-#include "kernels/cpu/quantized_conv2d_gemm.h"
 #include "kernels/cpu/onednn_support.h"
 #include "kernels/common/status_matchers.h"
 #include "kernels/cpu/cpu_device.h"
@@ -254,15 +252,6 @@ void CheckTunedPlansTimeTheVariantAndItsStepsGiveIdenticalOutputs(const absl::st
 TEST(QuantizedConvFoldingTest, TunedPlansTimeTheJitVariantAndItsStepsGiveIdenticalOutputs) {
   CONVOY_SKIP_UNLESS_EXACT_CPU_INT8();  // the variants are oneDNN's
   CheckTunedPlansTimeTheVariantAndItsStepsGiveIdenticalOutputs("cpu.quantized_conv2d.onednn_nhwc_jit");
-}
-
-// The own AMX 1x1 convolution, where the CPU runs AMX INT8: the plan gives it the residual's buffer as the output.
-TEST(QuantizedConvFoldingTest, TunedPlansTimeTheAmxConvolutionAndItsStepsGiveIdenticalOutputs) {
-  const std::unique_ptr<const QuantizedConv2dAlgorithm> amx = std::make_unique<cpu::QuantizedConv2dAmx1x1Nhwc>();
-  QuantizedConv2dProblem probe;
-  probe.c = 64, probe.k = 16, probe.h = probe.w = 2, probe.r = probe.s = 1, probe.layout = Layout::kNHWC;
-  if (!amx->CanImplement(probe).ok()) GTEST_SKIP() << amx->CanImplement(probe).message();
-  CheckTunedPlansTimeTheVariantAndItsStepsGiveIdenticalOutputs(amx->name());
 }
 
 TEST(QuantizedConvFoldingTest, TunedPlansTimeTheMatmulFormAndItsStepsGiveIdenticalOutputs) {
