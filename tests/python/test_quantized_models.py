@@ -36,9 +36,9 @@ simulated path keeps the old, looser bounds: every logit within 8 steps, at leas
 equal where the lead is more than 16 steps. One more test serves the QDQ ResNet-18 over gRPC (INT8 steps) and checks
 the response with the INT8 bounds.
 
-With oneDNN's ISA lowered to AVX2 (ONEDNN_MAX_CPU_ISA, as on a CPU without VNNI, where oneDNN's INT8 convolutions
-saturate and decline) both models run every convolution and add INT8 on Convoy's own exact kernels, with the same
-bounds. The comparisons with onnxruntime need a VNNI CPU: without one, onnxruntime's own INT8 sums saturate.
+With both libraries' instruction sets lowered to AVX2 (ONEDNN_MAX_CPU_ISA, CONVOY_MAX_CPU_ISA; as on a CPU without
+VNNI, where oneDNN's INT8 convolutions saturate and decline) both models run every convolution and add INT8 on
+Convoy's own exact kernels, with the same bounds. The comparisons with onnxruntime need a VNNI CPU: without one, onnxruntime's own INT8 sums saturate.
 """
 import os
 import pathlib
@@ -202,11 +202,12 @@ def test_qdq_model_simulated_in_fp32_stays_close_to_onnxruntime(quantized, tmp_p
 @pytest.mark.parametrize("name", QDQ_MODELS)
 def test_qdq_model_on_a_cpu_without_vnni_runs_int8_on_the_own_kernels(quantized, tmp_path, name):
     """Where oneDNN's INT8 convolutions would not be exact (a CPU without VNNI, such as an AVX2-only EPYC; here
-    oneDNN's ISA lowered to AVX2 with ONEDNN_MAX_CPU_ISA), every quantized convolution and add still runs INT8, on
+    emulated with both libraries' instruction sets lowered to AVX2, ONEDNN_MAX_CPU_ISA and CONVOY_MAX_CPU_ISA, which
+    also leaves out the AMX kernel such a CPU lacks), every quantized convolution and add still runs INT8, on
     Convoy's own exact kernels (`convoy inspect` names them), and the logits keep the INT8 bounds against
     onnxruntime's (exact on this VNNI CPU)."""
     model = qdq_model(quantized, name)
-    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2", "CONVOY_MAX_CPU_ISA": "avx2"}
     check_all_int8_within_one_step_of_onnxruntime(model, tmp_path, name, "nhwc", "without VNNI", env=env)
     proc = subprocess.run([cli_path(), "inspect", f"--model={model}", "--max_batch_size=1"], capture_output=True,
                           text=True, timeout=300, env=env)
