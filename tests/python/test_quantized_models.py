@@ -38,7 +38,8 @@ the response with the INT8 bounds.
 
 With both libraries' instruction sets lowered to AVX2 (ONEDNN_MAX_CPU_ISA, CONVOY_MAX_CPU_ISA; as on a CPU without
 VNNI, where oneDNN's INT8 convolutions saturate and decline) both models run every convolution and add INT8 on
-Convoy's own exact kernels, with the same bounds. The comparisons with onnxruntime need a VNNI CPU: without one, onnxruntime's own INT8 sums saturate.
+Convoy's own exact kernels, with the same bounds. The comparisons with onnxruntime need a VNNI CPU: without one,
+onnxruntime's own INT8 sums saturate.
 """
 import os
 import pathlib
