@@ -393,8 +393,7 @@ absl::Status QuantizedConv2dAmx1x1Nhwc::CanImplement(const QuantizedConv2dProble
   if (!AmxInt8Usable()) {
     return absl::UnimplementedError(absl::StrCat(name(), ": this CPU (or its OS) runs no AMX INT8 instructions"));
   }
-  if (p.layout != Layout::kNHWC || p.groups != 1 || p.r != 1 || p.s != 1 || p.stride_h != 1 || p.stride_w != 1 ||
-      p.pad_top != 0 || p.pad_bottom != 0 || p.pad_left != 0 || p.pad_right != 0) {
+  if (!IsPlainGemm(p)) {
     return absl::UnimplementedError(
         absl::StrCat(name(), ": takes 1x1, stride-1, unpadded, ungrouped NHWC convolutions, not ", p.ToString()));
   }

@@ -25,9 +25,9 @@ struct OnednnQuantizedConvDescriptor {
   // One of the two: the convolution primitive, or (a 1x1 convolution as a GEMM) the matmul primitive.
   dnnl::convolution_forward::primitive_desc conv_pd;
   dnnl::matmul::primitive_desc matmul_pd;
-  bool as_matmul = false;
+  bool as_matmul() const { return static_cast<bool>(matmul_pd); }
   const dnnl::primitive_desc& pd() const {
-    return as_matmul ? static_cast<const dnnl::primitive_desc&>(matmul_pd) : conv_pd;
+    return as_matmul() ? static_cast<const dnnl::primitive_desc&>(matmul_pd) : conv_pd;
   }
   memory::desc src, dst, user_weights, bias, scales;
   memory::desc scalar;             // one FP32 value: the conv's zero point before a fused add
@@ -217,20 +217,10 @@ dnnl::primitive_attr MakeQuantizedAttr(const QuantizedConv2dProblem& p, float fo
   return attr;
 }
 
-// `prefix`: take the first implementation whose name starts with it (empty: oneDNN's first choice); one that is
-// oneDNN's first choice anyway is declined (the default algorithm runs it).
-// Whether the problem is a GEMM as it lies in memory: a 1x1, stride-1, unpadded, ungrouped NHWC convolution, whose
-// source is [n*h*w, c] and destination [n*h*w, k] row-major, and whose filter ([k, c]) is the GEMM's [c, k] transposed.
-bool IsPlainGemm(const QuantizedConv2dProblem& p) {
-  return p.layout == Layout::kNHWC && p.groups == 1 && p.r == 1 && p.s == 1 && p.stride_h == 1 && p.stride_w == 1 &&
-         p.pad_top == 0 && p.pad_bottom == 0 && p.pad_left == 0 && p.pad_right == 0;
-}
-
 // The descriptors of `p` as oneDNN's matmul: src [m, c], weights [c, k] (the problem's [k, c] filter read
 // transposed), bias, scales and the scalar [1, k] / [1, 1], dst [m, k], m = n*h*w. Same attributes as the convolution.
 absl::Status DescribeMatmul(const QuantizedConv2dProblem& p, float folded, OnednnQuantizedConvDescriptor& d) {
   const memory::dim m = int64_t{p.n} * p.h * p.w;
-  d.as_matmul = true;
   d.src = memory::desc({m, p.c}, Int8TypeOf(p.src_type), memory::format_tag::ab);
   d.dst = memory::desc({m, p.k}, Int8TypeOf(p.dst_type), memory::format_tag::ab);
   d.user_weights = memory::desc({p.c, p.k}, memory::data_type::s8, memory::format_tag::ba);
@@ -247,12 +237,13 @@ absl::Status DescribeMatmul(const QuantizedConv2dProblem& p, float folded, Onedn
     return absl::UnimplementedError(absl::StrCat("oneDNN ", onednn::Version(), " has no INT8 matmul for ",
                                                  p.ToString()));
   }
-  const std::string impl = d.matmul_pd.impl_info_str();
   CONVOY_RETURN_IF_ERROR(onednn::CheckPrimitiveCreates<dnnl::matmul>(d.matmul_pd));
-  d.impl = impl;
+  d.impl = d.matmul_pd.impl_info_str();
   return absl::OkStatus();
 }
 
+// `prefix`: take the first implementation whose name starts with it (empty: oneDNN's first choice); one that is
+// oneDNN's first choice anyway is declined (the default algorithm runs it). `as_matmul`: the matmul form instead.
 absl::StatusOr<std::shared_ptr<const OnednnQuantizedConvDescriptor>> MakeDescriptor(const QuantizedConv2dProblem& p,
                                                                                     const std::string& prefix,
                                                                                     bool as_matmul, float folded) {
@@ -408,7 +399,7 @@ absl::Status QuantizedConv2dOnednnNhwc::PackFilter(const QuantizedConv2dProblem&
 absl::StatusOr<std::unique_ptr<AlgorithmState>> QuantizedConv2dOnednnNhwc::Prepare(
     const QuantizedConv2dProblem& problem, const ExecutionContext& context) const {
   CONVOY_ASSIGN_OR_RETURN(auto d, Describe(problem));
-  if (d->as_matmul) return onednn::MakePrimitiveState<dnnl::matmul>(d->matmul_pd, d->impl, context);
+  if (d->as_matmul()) return onednn::MakePrimitiveState<dnnl::matmul>(d->matmul_pd, d->impl, context);
   return onednn::MakePrimitiveState<dnnl::convolution_forward>(d->conv_pd, d->impl, context);
 }
 
