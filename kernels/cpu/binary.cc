@@ -219,6 +219,83 @@ void RunFp32Rows(const BinaryProblem& p, const float* a, const float* b, float* 
   }
 }
 
+// ---- BF16: the same row kernels on FP32 pieces -------------------------------------------------------------------
+
+constexpr int64_t kBf16PieceElements = 4096;  // one piece of a and b converted to FP32 on the stack (2 x 16 KiB)
+
+// Pieces of the flat element order (whole pixels in NHWC, so b's row starts at a pixel) or 0 where a pixel does not
+// fit a piece.
+int64_t Bf16PieceElements(const BinaryProblem& p) {
+  if (p.layout != Layout::kNHWC || p.broadcast == BinaryBroadcast::kNone || p.broadcast == BinaryBroadcast::kScalar) {
+    return kBf16PieceElements;  // a multiple of NCHW8c's 8-channel pixels
+  }
+  return p.c <= kBf16PieceElements ? kBf16PieceElements / p.c * p.c : 0;
+}
+
+// Elements [first, first + n) of the flat output in FP32: a and y are that piece, b the piece of b (kNone) or all of
+// b in FP32 (the broadcast forms).
+void ComputePiece(const BinaryProblem& p, const BinaryRowKernels& kernels, int64_t first, int64_t n, float* a,
+                  const float* b, float* y) {
+  const int op = static_cast<int>(p.op);
+  if (p.broadcast == BinaryBroadcast::kNone) return kernels.same_shape[op](a, b, y, n);
+  if (p.broadcast == BinaryBroadcast::kScalar) return kernels.scalar[op](a, b[0], y, n);
+  const bool per_image = p.broadcast == BinaryBroadcast::kPerImageChannel;
+  const int64_t plane = int64_t{p.h} * p.w;
+  const int64_t end = first + n;
+  for (int64_t e = first; e < end;) {
+    int64_t stop = 0;
+    const int64_t at = e - first;
+    switch (p.layout) {
+      case Layout::kNCHW: {  // planes [n, c] of H*W, one b value each
+        const int64_t row = e / plane;
+        stop = std::min(end, (row + 1) * plane);
+        kernels.scalar[op](a + at, b[per_image ? row : row % p.c], y + at, stop - e);
+        break;
+      }
+      case Layout::kNHWC: {  // pixels of C channels, b's row of the image
+        const int64_t image = e / (plane * p.c);
+        stop = std::min(end, (image + 1) * plane * p.c);
+        kernels.repeated[op](a + at, per_image ? b + image * p.c : b, y + at, (stop - e) / p.c, p.c);
+        break;
+      }
+      case Layout::kNCHW8c: {  // planes [n, block] of 8-channel pixels, b's 8 values of the block
+        constexpr int64_t kBlock = kLayoutChannelBlock;
+        const int64_t blocks = p.c / kBlock;
+        const int64_t row = e / (plane * kBlock);
+        stop = std::min(end, (row + 1) * plane * kBlock);
+        kernels.repeated[op](a + at, b + (per_image ? row : row % blocks) * kBlock, y + at, (stop - e) / kBlock,
+                             kBlock);
+        break;
+      }
+    }
+    e = stop;
+  }
+}
+
+// BF16 through the FP32 row kernels: each piece converted to FP32 with the instruction set's converts, computed and
+// activated in FP32 and rounded back once, so the bits are the staged loop's (and the reference's). A broadcast b
+// ([N*C] at most) is converted once into the workspace.
+void RunBf16Rows(const BinaryProblem& p, const uint16_t* a, const uint16_t* b, uint16_t* y, float* b_float,
+                 const BinaryRowKernels& kernels, ThreadPool& pool) {
+  const int64_t piece = Bf16PieceElements(p);
+  const int64_t count = p.desc().num_elements();
+  const bool full_b = p.broadcast == BinaryBroadcast::kNone;
+  if (!full_b) kernels.bf16_to_float(b, b_float, p.b_elements());
+  pool.ParallelFor((count + piece - 1) / piece, [&](int64_t begin, int64_t end) {
+    float staged_a[kBf16PieceElements], staged_b[kBf16PieceElements];
+    for (int64_t index = begin; index < end; ++index) {
+      const int64_t first = index * piece, n = std::min(piece, count - first);
+      kernels.bf16_to_float(a + first, staged_a, n);
+      if (full_b) kernels.bf16_to_float(b + first, staged_b, n);
+      ComputePiece(p, kernels, first, n, staged_a, full_b ? staged_b : b_float, staged_a);
+      ApplyActivationInPlace(staged_a, n, p.activation);
+      kernels.float_to_bf16(staged_a, y + first, n);
+    }
+  });
+}
+
+bool RunsBf16Rows(const BinaryProblem& p) { return p.dtype == DataType::kBFloat16 && Bf16PieceElements(p) > 0; }
+
 }  // namespace
 
 absl::Status RunBinaryStaged(const BinaryProblem& p, const BinaryArgs& args, const ExecutionContext& context) {
@@ -238,11 +315,17 @@ CpuBinaryAlgorithm::CpuBinaryAlgorithm(CpuIsa isa)
 
 absl::Status CpuBinaryAlgorithm::CanImplement(const BinaryProblem& problem) const {
   CONVOY_RETURN_IF_ERROR(problem.Validate());
-  if (isa_ != CpuIsa::kBaseline && problem.dtype != DataType::kFloat32) {
-    return absl::UnimplementedError(absl::StrCat(name_, " runs FP32 only, got ", DataTypeName(problem.dtype),
-                                                 " (cpu.binary.elementwise runs it)"));
+  if (isa_ != CpuIsa::kBaseline && problem.dtype != DataType::kFloat32 && !RunsBf16Rows(problem)) {
+    return absl::UnimplementedError(absl::StrCat(
+        name_, " runs FP32, and BF16 with at most ", kBf16PieceElements, " channels per NHWC pixel; got ",
+        DataTypeName(problem.dtype), " with ", problem.c, " channels (cpu.binary.elementwise runs it)"));
   }
   return absl::OkStatus();
+}
+
+size_t CpuBinaryAlgorithm::WorkspaceBytes(const BinaryProblem& problem) const {
+  const bool converts_b = RunsBf16Rows(problem) && problem.broadcast != BinaryBroadcast::kNone;
+  return converts_b ? sizeof(float) * static_cast<size_t>(problem.b_elements()) : 0;
 }
 
 int CpuBinaryAlgorithm::HeuristicScore(const BinaryProblem&) const {
@@ -254,8 +337,18 @@ int CpuBinaryAlgorithm::HeuristicScore(const BinaryProblem&) const {
   return 0;
 }
 
-absl::Status CpuBinaryAlgorithm::Run(const BinaryProblem& p, const BinaryArgs& args, Workspace,
+absl::Status CpuBinaryAlgorithm::Run(const BinaryProblem& p, const BinaryArgs& args, Workspace workspace,
                                      const ExecutionContext& context) const {
+  if (RunsBf16Rows(p)) {
+    if (workspace.bytes < WorkspaceBytes(p)) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": workspace of ", workspace.bytes, " bytes, needs ",
+                                                     WorkspaceBytes(p)));
+    }
+    RunBf16Rows(p, static_cast<const uint16_t*>(args.a), static_cast<const uint16_t*>(args.b),
+                static_cast<uint16_t*>(args.y), static_cast<float*>(workspace.data), RowKernelsFor(isa_),
+                *context.thread_pool);
+    return absl::OkStatus();
+  }
   if (p.dtype != DataType::kFloat32) return RunBinaryStaged(p, args, context);
   RunFp32Rows(p, static_cast<const float*>(args.a), static_cast<const float*>(args.b), static_cast<float*>(args.y),
               RowKernelsFor(isa_), *context.thread_pool);

@@ -7,7 +7,9 @@
 // the tensor is cut into runs that share one form of b (flat for same-shape and scalar b in any layout; NCHW planes
 // with one b value each; NHWC pixels of C channels with b's row of the image; NCHW8c planes of 8-channel pixels with
 // b's 8 values of the block), the activation applied to each piece of at most 8192 outputs right after it is
-// written. FP16/BF16 are staged through FP32 in 512-element chunks (RunBinaryStaged).
+// written. BF16 runs the same row kernels on pieces of 4096 elements converted to FP32 by the instruction set's own
+// converts (rounded back to nearest even once, after the activation); FP16, and BF16 in the baseline version's
+// fallback, are staged through FP32 in 512-element chunks (RunBinaryStaged).
 #ifndef CONVOY_KERNELS_CPU_BINARY_H_
 #define CONVOY_KERNELS_CPU_BINARY_H_
 
@@ -24,8 +26,11 @@ class CpuBinaryAlgorithm final : public BinaryAlgorithm {
   explicit CpuBinaryAlgorithm(CpuIsa isa);
   absl::string_view name() const override { return name_; }
   Backend backend() const override { return Backend::kCpu; }
-  // Validate()'s error, or UNIMPLEMENTED for FP16/BF16 in the AVX2 and AVX-512 versions.
+  // Validate()'s error, or UNIMPLEMENTED in the AVX2 and AVX-512 versions for FP16, and for BF16 NHWC pixels of more
+  // than 4096 channels under a broadcast b.
   absl::Status CanImplement(const BinaryProblem& problem) const override;
+  // BF16 with a broadcast b: b in FP32 ([N*C] floats at most).
+  size_t WorkspaceBytes(const BinaryProblem& problem) const override;
   // The widest instruction set wins: baseline 0, AVX2 10, AVX-512 20.
   int HeuristicScore(const BinaryProblem& problem) const override;
   absl::Status Run(const BinaryProblem& problem, const BinaryArgs& args, Workspace workspace,
@@ -37,7 +42,7 @@ class CpuBinaryAlgorithm final : public BinaryAlgorithm {
 };
 
 // The portable loop of every dtype: each row staged through a float buffer in 512-element chunks, the activation
-// applied there. FP16/BF16 run it; FP32 ran it before the per-instruction-set row kernels, and
+// applied there. FP16 runs it (and BF16 where RunBf16Rows cannot); FP32 ran it before the per-instruction-set row kernels, and
 // kernels/benchmarks:binary_isa_bench times it beside them.
 absl::Status RunBinaryStaged(const BinaryProblem& problem, const BinaryArgs& args, const ExecutionContext& context);
 

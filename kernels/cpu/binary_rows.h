@@ -1,4 +1,4 @@
-// The FP32 row kernels of the CPU binary op (binary.cc), compiled once per instruction set: binary_rows_baseline.cc
+// The FP32 row kernels of the CPU binary op (and the BF16 conversions its BF16 path stages through) (binary.cc), compiled once per instruction set: binary_rows_baseline.cc
 // (x86-64-v2: SSE4.2), binary_rows_avx2.cc (-mavx2 -mfma) and binary_rows_avx512.cc (-mavx512f/bw/dq/vl), each
 // from the same body (binary_rows_body.inc) with its vector width. Pick a table with BinaryRowKernelsFor after
 // checking CpuSupports (cpu_isa.h): calling a table the CPU lacks the instructions for faults.
@@ -22,6 +22,10 @@ struct BinaryRowKernels {
   // `rows` rows of `length` contiguous elements, b one row repeated: y[r * length + i] = a[r * length + i] OP b[i]
   // (NHWC pixels of C channels with b per channel; NCHW8c pixels of 8 channels with b per channel of the block).
   void (*repeated[4])(const float* a, const float* b, float* y, int64_t rows, int64_t length);
+  // BF16 bits <-> FP32, n elements: widening is exact; narrowing rounds to nearest even and makes a NaN a quiet NaN
+  // of the same sign, as FloatToBFloat16Bits (kernels/common/dtype.h) does, bit for bit.
+  void (*bf16_to_float)(const uint16_t* src, float* dst, int64_t n);
+  void (*float_to_bf16)(const float* src, uint16_t* dst, int64_t n);
 };
 
 extern const BinaryRowKernels kBinaryRowKernelsBaseline;
