@@ -2,6 +2,9 @@
 // binary kernel also over the blocked NCHW8c lists) against the reference over the shared problem list,
 // plus the in-place forms activation and binary allow. (The conv2d and GEMM algorithms run the same harness from
 // kernels/cpu:conv2d_gemm_cross_backend_test.)
+#include <cstdint>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/cpu/reference/reference_ops.h"
@@ -86,7 +89,9 @@ void ExpectInPlaceMatchesReference(const typename Op::Problem& problem, int64_t 
     ASSERT_TRUE(in_place.ok());
     typename Op::Args args = Traits::MakeArgs(problem, in_place->pointers, {in_place->pointers[0]});
     set_output(args, in_place->pointers[0]);
-    ASSERT_TRUE(algorithm->Run(problem, args, Workspace{}, Device().context()).ok());
+    std::vector<uint8_t> workspace(algorithm->WorkspaceBytes(problem));
+    ASSERT_TRUE(algorithm->Run(problem, args, Workspace{workspace.data(), workspace.size()}, Device().context()).ok())
+        << algorithm->name() << " in place on " << problem.ToString();
     EXPECT_TRUE(CompareFloats(ToFloats(in_place->pointers[0], dtype, count),
                               ToFloats(expected->pointers[0], dtype, count), Traits::TolerancePerOutput(problem))
                     .ok())
