@@ -11,7 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/cpu/depthwise_nhwc_rows.h"
 #include "kernels/cpu/gemm_tile.h"
+#include "kernels/cpu/per_isa_registration.h"
 #include "kernels/registry/registry.h"
 
 namespace convoy {
@@ -376,102 +378,44 @@ void RunNchwPlane3x3(const DepthwiseCall& call, const ClampEpilogue& e, const Pa
   if (!e.fused) ApplyChannelEpilogue(ops, channel, a.y, out_size, call.y, plane * out_size);
 }
 
-// ---- NHWC FP32: channel vectors, each output pixel's taps accumulated in registers ----------------------------
+// ---- NHWC FP32: the row kernel compiled for the instruction set (depthwise_nhwc_rows.h) --------------------------
 
-constexpr int kMaxNhwcTaps = 64;  // bigger filters take RunNhwcRow
-
-struct PixelTaps {
-  const float* x[kMaxNhwcTaps];  // x[n, ih, iw, 0] of each tap inside the input
-  const float* w[kMaxNhwcTaps];  // packed w[r, s, 0]
-  int count = 0;
-};
-
-// y[0, C) = epilogue(sum over taps of w[t][c] * x[t][c]) for one output pixel.
-template <ResidualMode kRes, bool kClamp>
-void RunNhwcPixel(const PixelTaps& taps, int c_count, const EpilogueOperands& ops, const ClampEpilogue& e,
-                  const float* residual, float* y) {
-  const float* scale = e.fused && ops.epilogue.has_scale ? ops.scale : nullptr;
-  const float* bias = e.fused && ops.epilogue.has_bias ? ops.bias : nullptr;
-  int c = 0;
-#ifdef CONVOY_DEPTHWISE_SSE
-  const __m128 one = _mm_set1_ps(1.0f), zero = _mm_setzero_ps();
-  const __m128 lo = _mm_set1_ps(e.lo), hi = _mm_set1_ps(e.hi);
-  for (; c + 8 <= c_count; c += 8) {  // two independent accumulator chains
-    __m128 acc0 = zero, acc1 = zero;
-    for (int t = 0; t < taps.count; ++t) {
-      acc0 = _mm_add_ps(acc0, _mm_mul_ps(_mm_loadu_ps(taps.w[t] + c), _mm_loadu_ps(taps.x[t] + c)));
-      acc1 = _mm_add_ps(acc1, _mm_mul_ps(_mm_loadu_ps(taps.w[t] + c + 4), _mm_loadu_ps(taps.x[t] + c + 4)));
-    }
-    for (int half = 0; half < 2; ++half) {
-      const int c4 = c + 4 * half;
-      _mm_storeu_ps(y + c4, FinishVector<kRes, kClamp>(half == 0 ? acc0 : acc1,
-                                                       scale ? _mm_loadu_ps(scale + c4) : one,
-                                                       bias ? _mm_loadu_ps(bias + c4) : zero, lo, hi,
-                                                       kRes == ResidualMode::kNone ? nullptr : residual + c4));
-    }
+const DepthwiseNhwcRowKernels& DepthwiseNhwcRowsFor(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kAvx2: return kDepthwiseNhwcRowsAvx2;
+    case CpuIsa::kAvx512: return kDepthwiseNhwcRowsAvx512;
+    case CpuIsa::kBaseline: break;
   }
-  for (; c + 4 <= c_count; c += 4) {
-    __m128 acc = zero;
-    for (int t = 0; t < taps.count; ++t) {
-      acc = _mm_add_ps(acc, _mm_mul_ps(_mm_loadu_ps(taps.w[t] + c), _mm_loadu_ps(taps.x[t] + c)));
-    }
-    _mm_storeu_ps(y + c, FinishVector<kRes, kClamp>(acc, scale ? _mm_loadu_ps(scale + c) : one,
-                                                    bias ? _mm_loadu_ps(bias + c) : zero, lo, hi,
-                                                    kRes == ResidualMode::kNone ? nullptr : residual + c));
-  }
-#endif
-  for (; c < c_count; ++c) {
-    float acc = 0.0f;
-    for (int t = 0; t < taps.count; ++t) acc += taps.w[t][c] * taps.x[t][c];
-    y[c] = FinishScalar<kRes, kClamp>(acc, scale ? scale[c] : 1.0f, bias ? bias[c] : 0.0f, e.lo, e.hi,
-                                      kRes == ResidualMode::kNone ? nullptr : residual + c);
-  }
+  return kDepthwiseNhwcRowsBaseline;
 }
 
-using NhwcPixelKernel = void (*)(const PixelTaps&, int, const EpilogueOperands&, const ClampEpilogue&, const float*,
-                                 float*);
-
-NhwcPixelKernel PickNhwcPixel(const ClampEpilogue& e) {
-  switch (e.residual) {
-    case ResidualMode::kNone:
-      return e.clamp ? RunNhwcPixel<ResidualMode::kNone, true> : RunNhwcPixel<ResidualMode::kNone, false>;
-    case ResidualMode::kBeforeActivation:
-      return e.clamp ? RunNhwcPixel<ResidualMode::kBeforeActivation, true>
-                     : RunNhwcPixel<ResidualMode::kBeforeActivation, false>;
-    case ResidualMode::kAfterActivation:
-      return e.clamp ? RunNhwcPixel<ResidualMode::kAfterActivation, true>
-                     : RunNhwcPixel<ResidualMode::kAfterActivation, false>;
-  }
-  return nullptr;
-}
-
-// One output row (image n, row oh) of an FP32 NHWC problem with at most kMaxNhwcTaps taps. No scratch.
-void RunNhwcRowFp32(const DepthwiseCall& call, const ClampEpilogue& e, int64_t n_oh) {
+// One output row (image n, row oh) of an FP32 NHWC problem with at most kMaxDepthwiseNhwcTaps taps. No scratch.
+void RunNhwcRowFp32(const DepthwiseCall& call, const ClampEpilogue& e, const DepthwiseNhwcRowKernels& kernels,
+                    int64_t n_oh) {
   const Conv2dProblem& p = *call.p;
   const int64_t n = n_oh / call.out_h, oh = n_oh % call.out_h;
-  const NhwcPixelKernel kernel = PickNhwcPixel(e);
-  const float* x = static_cast<const float*>(call.x);
-  PixelTaps taps;
-  for (int64_t ow = 0; ow < call.out_w; ++ow) {
-    taps.count = 0;
-    for (int r = 0; r < p.r; ++r) {
-      const int64_t ih = oh * p.stride_h - p.pad_top + int64_t{r} * p.dilation_h;
-      if (ih < 0 || ih >= p.h) continue;
-      for (int s = 0; s < p.s; ++s) {
-        const int64_t iw = ow * p.stride_w - p.pad_left + int64_t{s} * p.dilation_w;
-        if (iw < 0 || iw >= p.w) continue;
-        taps.x[taps.count] = x + ((n * p.h + ih) * p.w + iw) * p.c;  // x[n, ih, iw, 0]
-        taps.w[taps.count] = call.w + (int64_t{r} * p.s + s) * p.c;  // w[r, s, 0]
-        ++taps.count;
-      }
+  const int64_t y_offset = n_oh * call.out_w * p.c;  // y[n, oh, 0, 0]
+  DepthwiseNhwcRow row;
+  row.x = static_cast<const float*>(call.x) + n * p.h * p.w * p.c;
+  row.w = call.w;
+  row.y = static_cast<float*>(call.y) + y_offset;
+  if (e.fused) {
+    row.scale = call.epilogue.epilogue.has_scale ? call.epilogue.scale : nullptr;
+    row.bias = call.epilogue.epilogue.has_bias ? call.epilogue.bias : nullptr;
+    if (e.residual != ResidualMode::kNone) {
+      row.residual = static_cast<const float*>(call.epilogue.residual) + y_offset;
+      row.residual_mode = e.residual == ResidualMode::kBeforeActivation ? 1 : 2;
     }
-    const int64_t y_offset = ((n * call.out_h + oh) * call.out_w + ow) * p.c;  // y[n, oh, ow, 0]
-    float* y = static_cast<float*>(call.y) + y_offset;
-    const float* residual = e.fused && e.residual != ResidualMode::kNone
-                                ? static_cast<const float*>(call.epilogue.residual) + y_offset
-                                : nullptr;
-    kernel(taps, p.c, call.epilogue, e, residual, y);
-    if (!e.fused) ApplyPixelEpilogue(call.epilogue, 0, y, p.c, call.y, y_offset);
+    row.clamp = e.clamp, row.lo = e.lo, row.hi = e.hi;
+  }
+  row.h = p.h, row.w_in = p.w, row.c = p.c, row.out_w = call.out_w, row.oh = oh;
+  row.r = p.r, row.s = p.s, row.stride_h = p.stride_h, row.stride_w = p.stride_w;
+  row.dilation_h = p.dilation_h, row.dilation_w = p.dilation_w, row.pad_top = p.pad_top, row.pad_left = p.pad_left;
+  kernels.fp32_row(row);
+  if (e.fused) return;
+  for (int64_t ow = 0; ow < call.out_w; ++ow) {
+    const int64_t offset = y_offset + ow * p.c;
+    ApplyPixelEpilogue(call.epilogue, 0, static_cast<float*>(call.y) + offset, p.c, call.y, offset);
   }
 }
 
@@ -484,9 +428,11 @@ size_t ScratchFloats(const Conv2dProblem& p) {
 }  // namespace
 
 template <Layout kLayout>
-absl::string_view Conv2dDepthwise<kLayout>::name() const {
-  return kLayout == Layout::kNCHW ? "cpu.conv2d.depthwise_nchw" : "cpu.conv2d.depthwise_nhwc";
-}
+Conv2dDepthwise<kLayout>::Conv2dDepthwise(CpuIsa isa)
+    : isa_(kLayout == Layout::kNCHW ? CpuIsa::kBaseline : isa),
+      name_(kLayout == Layout::kNCHW      ? std::string("cpu.conv2d.depthwise_nchw")
+            : isa_ == CpuIsa::kBaseline ? std::string("cpu.conv2d.depthwise_nhwc")
+                                        : absl::StrCat("cpu.conv2d.depthwise_nhwc_", CpuIsaName(isa_))) {}
 
 template <Layout kLayout>
 absl::Status Conv2dDepthwise<kLayout>::CanImplement(const Conv2dProblem& problem) const {
@@ -546,7 +492,8 @@ absl::Status Conv2dDepthwise<kLayout>::Run(const Conv2dProblem& problem, const C
   const ClampEpilogue clamp = ClassifyEpilogue(problem);
   const bool row_kernel = kLayout == Layout::kNCHW && IsRowKernelShape(problem);
   const bool nhwc_fp32 = kLayout == Layout::kNHWC && problem.dtype == DataType::kFloat32 &&
-                         problem.r * problem.s <= kMaxNhwcTaps;
+                         problem.r * problem.s <= kMaxDepthwiseNhwcTaps;
+  const DepthwiseNhwcRowKernels& nhwc_rows = DepthwiseNhwcRowsFor(isa_);
   // NCHW: one task per (image, channel) plane; NHWC: one per (image, output row), every channel vectorized.
   const int64_t tasks = kLayout == Layout::kNCHW ? int64_t{problem.n} * problem.c : int64_t{problem.n} * problem.p();
   const PaddedPlaneShape padded = row_kernel ? PaddedPlane(problem) : PaddedPlaneShape{0, 0};
@@ -559,7 +506,7 @@ absl::Status Conv2dDepthwise<kLayout>::Run(const Conv2dProblem& problem, const C
       } else if (kLayout == Layout::kNCHW) {
         RunNchwPlane(call, task, lease.data());
       } else if (nhwc_fp32) {
-        RunNhwcRowFp32(call, clamp, task);
+        RunNhwcRowFp32(call, clamp, nhwc_rows, task);
       } else {
         RunNhwcRow(call, task, lease.data());
       }
@@ -572,7 +519,7 @@ template class Conv2dDepthwise<Layout::kNCHW>;
 template class Conv2dDepthwise<Layout::kNHWC>;
 
 CONVOY_REGISTER_ALGORITHM(Conv2dOp, Conv2dDepthwiseNchw);
-CONVOY_REGISTER_ALGORITHM(Conv2dOp, Conv2dDepthwiseNhwc);
+CONVOY_REGISTER_PER_ISA_ALGORITHM(Conv2dOp, Conv2dDepthwiseNhwc);
 
 }  // namespace cpu
 }  // namespace convoy

@@ -6,10 +6,11 @@
 //        three input rows in flight and produces four output columns per step with SSE (4 x 9 multiply-adds, the
 //        stride-2 taps deinterleaved with shuffles). Other shapes: for each output row the taps are accumulated as
 //        whole-row multiply-adds over the valid output columns, a loop the compiler vectorizes.
-//   NHWC ("cpu.conv2d.depthwise_nhwc"): one output row per task; the filter is packed once to [R, S, C]. FP32 with at
-//        most 64 taps: each output pixel lists its taps inside the input (the padding skipped there), then
-//        accumulates 8 channels at a time in registers over those taps (C % 4 channels scalar). FP16/BF16: the same
-//        taps over a converted pixel, accumulated in a scratch row.
+//   NHWC ("cpu.conv2d.depthwise_nhwc", and "..._avx2" / "..._avx512" where the CPU runs them, cpu_isa.h): one output
+//        row per task; the filter is packed once to [R, S, C]. FP32 with at most 64 taps: the row kernel compiled for
+//        the instruction set (depthwise_nhwc_rows.h) keeps a 3x3 or 5x5 filter's taps in vector registers over the
+//        row's interior pixels, four pixels at a time, and lists each edge pixel's taps inside the input (the padding
+//        skipped there). FP16/BF16 (every version): the taps over a converted pixel, accumulated in a scratch row.
 //
 // The epilogue: when it is affine + a clamp (identity, relu, clip/relu6; bias, scale, residual before or after) and
 // the output is FP32, it is applied to the accumulators in registers before the single store. Otherwise (other
@@ -19,6 +20,9 @@
 #ifndef CONVOY_KERNELS_CPU_CONV2D_DEPTHWISE_H_
 #define CONVOY_KERNELS_CPU_CONV2D_DEPTHWISE_H_
 
+#include <string>
+
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/registry/algorithm.h"
 
 namespace convoy {
@@ -27,7 +31,9 @@ namespace cpu {
 template <Layout kLayout>
 class Conv2dDepthwise final : public Conv2dAlgorithm {
  public:
-  absl::string_view name() const override;
+  // NCHW has one version (kBaseline); NHWC one per instruction set.
+  explicit Conv2dDepthwise(CpuIsa isa = CpuIsa::kBaseline);
+  absl::string_view name() const override { return name_; }
   Backend backend() const override { return Backend::kCpu; }
   absl::Status CanImplement(const Conv2dProblem& problem) const override;
   size_t WorkspaceBytes(const Conv2dProblem& problem) const override;
@@ -36,8 +42,12 @@ class Conv2dDepthwise final : public Conv2dAlgorithm {
                           const ExecutionContext& context) const override;
   absl::Status Run(const Conv2dProblem& problem, const Conv2dArgs& args, Workspace workspace,
                    const ExecutionContext& context) const override;
-  // Highest: a GEMM formulation of depthwise has a reduction of only R*S.
-  int HeuristicScore(const Conv2dProblem& problem) const override { return 30; }
+  // Highest: a GEMM formulation of depthwise has a reduction of only R*S. The wider versions first.
+  int HeuristicScore(const Conv2dProblem& problem) const override { return 30 + static_cast<int>(isa_); }
+
+ private:
+  CpuIsa isa_;
+  std::string name_;
 };
 
 using Conv2dDepthwiseNchw = Conv2dDepthwise<Layout::kNCHW>;

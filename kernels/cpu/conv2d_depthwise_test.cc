@@ -1,7 +1,9 @@
 // Direct depthwise conv2d against the reference: 3x3 and 5x5, strides 1 and 2, dilation, asymmetric padding,
-// every epilogue, FP16/BF16, both layouts, the edges of the 3x3 row kernel and of the channel vectors; and the
-// problems it must decline.
+// every epilogue, FP16/BF16, both layouts (NHWC in every instruction-set version the CPU runs), the edges of the 3x3
+// row kernel and of the channel vectors; and the problems it must decline.
 #include "kernels/cpu/conv2d_depthwise.h"
+
+#include <string>
 
 #include "gtest/gtest.h"
 #include "kernels/common/status_matchers.h"
@@ -41,12 +43,23 @@ std::vector<Conv2dProblem> Shapes(Layout layout) {
   wide_left.pad_left = 2, wide_left.pad_right = 0, wide_left.pad_top = 1, wide_left.pad_bottom = 2;
   wide_left.stride_h = 2;  // stride 2 down the rows, 1 across
   shapes.push_back(wide_left);
+  // The NHWC row kernel's interior (3x3 and 5x5 taps in registers, four pixels a step plus a remainder) at every
+  // vector width: whole blocks of 16 channels, 16 + 8, and 16 + 8 + 4 + 1; strides 1 and 2; a 3x3 at stride 2 down
+  // the rows and 1 across.
+  shapes.push_back(Conv(2, 48, 9, 21, 48, 3, 3, 1, 1, 1, 48, layout));
+  shapes.push_back(Conv(1, 24, 8, 18, 24, 3, 3, 2, 1, 1, 24, layout));
+  shapes.push_back(Conv(1, 29, 11, 13, 29, 5, 5, 1, 2, 1, 29, layout));
+  shapes.push_back(Conv(1, 32, 12, 23, 32, 5, 5, 2, 2, 1, 32, layout));
+  Conv2dProblem rows_stride = Conv(1, 16, 10, 15, 16, 3, 3, 1, 0, 1, 16, layout);
+  rows_stride.stride_h = 2;
+  shapes.push_back(rows_stride);
   return shapes;
 }
 
 template <typename AlgorithmT>
-void CheckAllShapes(Layout layout) {
-  const AlgorithmT algorithm;
+void CheckAllShapes(Layout layout, CpuIsa isa = CpuIsa::kBaseline) {
+  const AlgorithmT algorithm(isa);
+  SCOPED_TRACE(std::string(algorithm.name()));
   uint32_t seed = 500;
   for (Conv2dProblem p : Shapes(layout)) {
     for (const Epilogue& e : EpiloguesToTest()) {
@@ -61,7 +74,10 @@ void CheckAllShapes(Layout layout) {
 }
 
 TEST(Conv2dDepthwiseTest, NchwMatchesReference) { CheckAllShapes<Conv2dDepthwiseNchw>(Layout::kNCHW); }
-TEST(Conv2dDepthwiseTest, NhwcMatchesReference) { CheckAllShapes<Conv2dDepthwiseNhwc>(Layout::kNHWC); }
+// Every version this CPU runs (baseline, AVX2, AVX-512).
+TEST(Conv2dDepthwiseTest, NhwcMatchesReference) {
+  for (CpuIsa isa : SupportedCpuIsas()) CheckAllShapes<Conv2dDepthwiseNhwc>(Layout::kNHWC, isa);
+}
 
 TEST(Conv2dDepthwiseTest, OneThreadMatchesReference) {
   Conv2dProblem p = Conv(2, 24, 14, 14, 24, 3, 3, 1, 1, 1, 24);
