@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/cpu/activation_loops.h"
 #include "kernels/cpu/depthwise_nhwc_rows.h"
 #include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/per_isa_registration.h"
@@ -389,6 +390,13 @@ const DepthwiseNhwcRowKernels& DepthwiseNhwcRowsFor(CpuIsa isa) {
   return kDepthwiseNhwcRowsBaseline;
 }
 
+// Activations the row kernel does not clamp to (sigmoid, SiLU, ...) with no residual after them: the kernel applies
+// the scale, bias and a residual before the activation in registers, then ApplyActivationInPlace runs over the
+// whole output row (out_w * C contiguous floats) while it is in cache.
+bool ActivationOverRow(const Conv2dProblem& p, const ClampEpilogue& e) {
+  return p.dtype == DataType::kFloat32 && !e.fused && p.epilogue.residual != ResidualMode::kAfterActivation;
+}
+
 // One output row (image n, row oh) of an FP32 NHWC problem with at most kMaxDepthwiseNhwcTaps taps. No scratch.
 void RunNhwcRowFp32(const DepthwiseCall& call, const ClampEpilogue& e, const DepthwiseNhwcRowKernels& kernels,
                     int64_t n_oh) {
@@ -399,12 +407,13 @@ void RunNhwcRowFp32(const DepthwiseCall& call, const ClampEpilogue& e, const Dep
   row.x = static_cast<const float*>(call.x) + n * p.h * p.w * p.c;
   row.w = call.w;
   row.y = static_cast<float*>(call.y) + y_offset;
-  if (e.fused) {
+  const bool activation_over_row = ActivationOverRow(p, e);
+  if (e.fused || activation_over_row) {
     row.scale = call.epilogue.epilogue.has_scale ? call.epilogue.scale : nullptr;
     row.bias = call.epilogue.epilogue.has_bias ? call.epilogue.bias : nullptr;
-    if (e.residual != ResidualMode::kNone) {
+    if (p.epilogue.residual != ResidualMode::kNone) {
       row.residual = static_cast<const float*>(call.epilogue.residual) + y_offset;
-      row.residual_mode = e.residual == ResidualMode::kBeforeActivation ? 1 : 2;
+      row.residual_mode = p.epilogue.residual == ResidualMode::kBeforeActivation ? 1 : 2;
     }
     row.clamp = e.clamp, row.lo = e.lo, row.hi = e.hi;
   }
@@ -413,6 +422,10 @@ void RunNhwcRowFp32(const DepthwiseCall& call, const ClampEpilogue& e, const Dep
   row.dilation_h = p.dilation_h, row.dilation_w = p.dilation_w, row.pad_top = p.pad_top, row.pad_left = p.pad_left;
   kernels.fp32_row(row);
   if (e.fused) return;
+  if (activation_over_row) {
+    ApplyActivationInPlace(row.y, call.out_w * p.c, p.epilogue.activation);
+    return;
+  }
   for (int64_t ow = 0; ow < call.out_w; ++ow) {
     const int64_t offset = y_offset + ow * p.c;
     ApplyPixelEpilogue(call.epilogue, 0, static_cast<float*>(call.y) + offset, p.c, call.y, offset);

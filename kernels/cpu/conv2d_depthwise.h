@@ -13,9 +13,10 @@
 //        skipped there). FP16/BF16 (every version): the taps over a converted pixel, accumulated in a scratch row.
 //
 // The epilogue: when it is affine + a clamp (identity, relu, clip/relu6; bias, scale, residual before or after) and
-// the output is FP32, it is applied to the accumulators in registers before the single store. Otherwise (other
-// activations, FP16/BF16) the raw sums are stored and ApplyChannelEpilogue / ApplyPixelEpilogue finish each row or
-// pixel while it is in L1. FP16/BF16 problems compute in FP32 (the packed filter is FP32; inputs are converted as
+// the output is FP32, it is applied to the accumulators in registers before the single store. NHWC FP32 with another
+// activation (sigmoid, SiLU, ...; no residual after it): the affine part in registers, then the activation over each
+// output row while it is in cache. Otherwise (FP16/BF16, NCHW) the raw sums are stored and ApplyChannelEpilogue /
+// ApplyPixelEpilogue finish each row or pixel while it is in L1. FP16/BF16 problems compute in FP32 (the packed filter is FP32; inputs are converted as
 // they are read). Without SSE2 the same paths run scalar.
 #ifndef CONVOY_KERNELS_CPU_CONV2D_DEPTHWISE_H_
 #define CONVOY_KERNELS_CPU_CONV2D_DEPTHWISE_H_
