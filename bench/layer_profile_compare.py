@@ -17,8 +17,9 @@ OpenVINO names a node after the first original layer it fused (a convolution kee
 "/WithoutBiases" appended, a residual add and the QuantizeLinear nodes fuse into the convolution before them, which
 `originalLayersNames` lists; its layout reorders are named after the node they serve).
 
-onnxruntime and Convoy keep the ONNX node names (onnxruntime's fused nodes keep their first node's name; its layout
-reorders are named after the node they serve), so each node is put in a group by its name: the network block it
+onnxruntime and Convoy keep the ONNX node names (onnxruntime's layout reorders are named after the node they serve; a
+Conv fused with its activation, reported under the activation's name or its output tensor's "_nchwc" twin, is renamed
+back to the Conv, onnx_node_aliases), so each node is put in a group by its name: the network block it
 belongs to (`--group_regex`, by default torchvision's `/features/features.N/features.N.M` blocks, else the first path
 component), and within a block its role: `se` for a squeeze-and-excitation part (global average pool, fc1, fc2, the
 gate multiply, Convoy's fused step), `conv` for everything else (convolutions with their fused activations,
@@ -103,7 +104,44 @@ def ort_node_times(model, batch, threads, runs, statistic="median"):
         per_node[name].append(e["dur"] / 1e3)
         op_of[name] = e.get("args", {}).get("op_name", "?")
     # The first 5 runs were warm-up: keep each node's last `runs` samples.
-    return ({n: pick(v[-runs:], statistic) for n, v in per_node.items()}, op_of, pick(wall, statistic))
+    times = {n: pick(v[-runs:], statistic) for n, v in per_node.items()}
+    times, op_of = canonical_node_times(times, op_of, onnx_node_aliases(model))
+    return times, op_of, pick(wall, statistic)
+
+
+# Activations onnxruntime fuses into the convolution before them (its fused node takes the activation's name).
+FUSED_ACTIVATIONS = {"Clip", "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "Tanh"}
+
+
+def onnx_node_aliases(model):
+    """{name onnxruntime may report: the ONNX node Convoy's step is named after}. onnxruntime names a Conv fused with
+    the activation after it by the activation's node, and with its NCHWc layout a node by its output tensor plus
+    "_nchwc" (`.../conv.0.2/Clip_output_0_nchwc`); both are mapped back to the Conv."""
+    import onnx
+    graph = onnx.load(model, load_external_data=False).graph
+    producer = {out: node for node in graph.node for out in node.output}
+    aliases = {}
+    for node in graph.node:
+        target = node.name
+        source = producer.get(node.input[0]) if node.input else None
+        if node.op_type in FUSED_ACTIVATIONS and source is not None and source.op_type == "Conv":
+            target = source.name
+        if target != node.name:
+            aliases[node.name] = target
+        for out in node.output:
+            aliases[out] = target
+            aliases[out + "_nchwc"] = target
+    return aliases
+
+
+def canonical_node_times(times, ops, aliases):
+    """times and ops with each node renamed by `aliases` (times of nodes that land on one name added up)."""
+    merged, merged_ops = collections.defaultdict(float), {}
+    for name, ms in times.items():
+        canonical = aliases.get(name, name)
+        merged[canonical] += ms
+        merged_ops[canonical] = ops.get(name, "?")
+    return dict(merged), merged_ops
 
 
 def ov_node_name(name):

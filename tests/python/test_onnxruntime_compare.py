@@ -61,3 +61,40 @@ def test_layout_entries_carry_cli_options(compare):
     assert compare.layout_flags("default+int8_residual_add=single_rounding") == [
         "--int8_residual_add=single_rounding"]
     assert compare.layout_flags("nchw8c+int8=false+threads=1") == ["--layout=nchw8c", "--int8=false", "--threads=1"]
+
+
+def test_layer_profile_names_fused_nodes_after_the_conv(tmp_path):
+    # onnxruntime reports a Conv fused with its Clip / Relu under the activation's node name, or with its NCHWc layout
+    # under the activation's output tensor plus "_nchwc"; bench/layer_profile_compare.py renames both back to the Conv
+    # Convoy's step is named after, and adds up the times that land on one name.
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    import layer_profile_compare as lpc
+    rng = random.Random()
+    names = [f"/features.{i}/{rng.randrange(1000)}" for i in range(4)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], name=names[0] + "/Conv"),
+        helper.make_node("Clip", ["c0", "lo", "hi"], ["a0"], name=names[1] + "/Clip"),
+        helper.make_node("Conv", ["a0", "w1"], ["c1"], name=names[2] + "/Conv"),
+        helper.make_node("Relu", ["c1"], ["y"], name=names[3] + "/Relu"),
+        helper.make_node("Relu", ["x"], ["z"], name="/standalone/Relu"),  # no Conv before it: keeps its name
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+        [helper.make_tensor("w0", TensorProto.FLOAT, [4, 4, 1, 1], [0.0] * 16),
+         helper.make_tensor("w1", TensorProto.FLOAT, [4, 4, 1, 1], [0.0] * 16),
+         helper.make_tensor("lo", TensorProto.FLOAT, [], [0.0]), helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    aliases = lpc.onnx_node_aliases(str(path))
+    t = [rng.uniform(0.1, 2.0) for _ in range(5)]
+    times = {names[1] + "/Clip": t[0], "a0_nchwc": t[1], names[3] + "/Relu": t[2], "/standalone/Relu": t[3],
+             "/ReorderOutput": t[4]}
+    ops = {name: "Conv" for name in times}
+    merged, merged_ops = lpc.canonical_node_times(times, ops, aliases)
+    assert merged == pytest.approx({names[0] + "/Conv": t[0] + t[1], names[2] + "/Conv": t[2],
+                                    "/standalone/Relu": t[3], "/ReorderOutput": t[4]})
+    assert set(merged_ops) == set(merged)
