@@ -132,9 +132,10 @@ struct ClampEpilogue {
   float lo = 0.0f, hi = 0.0f;
 };
 
-ClampEpilogue ClassifyEpilogue(const Conv2dProblem& p) {
+// bf16_ok: the caller also finishes BF16 outputs in registers (the NHWC row kernel).
+ClampEpilogue ClassifyEpilogue(const Conv2dProblem& p, bool bf16_ok = false) {
   ClampEpilogue out;
-  if (p.dtype != DataType::kFloat32) return out;
+  if (p.dtype != DataType::kFloat32 && !(bf16_ok && p.dtype == DataType::kBFloat16)) return out;
   const Activation& a = p.epilogue.activation;
   switch (a.kind) {
     case ActivationKind::kIdentity: break;
@@ -379,7 +380,7 @@ void RunNchwPlane3x3(const DepthwiseCall& call, const ClampEpilogue& e, const Pa
   if (!e.fused) ApplyChannelEpilogue(ops, channel, a.y, out_size, call.y, plane * out_size);
 }
 
-// ---- NHWC FP32: the row kernel compiled for the instruction set (depthwise_nhwc_rows.h) --------------------------
+// ---- NHWC FP32 and BF16: the row kernel compiled for the instruction set (depthwise_nhwc_rows.h) ---------------
 
 const DepthwiseNhwcRowKernels& DepthwiseNhwcRowsFor(CpuIsa isa) {
   switch (isa) {
@@ -390,29 +391,37 @@ const DepthwiseNhwcRowKernels& DepthwiseNhwcRowsFor(CpuIsa isa) {
   return kDepthwiseNhwcRowsBaseline;
 }
 
-// Activations the row kernel does not clamp to (sigmoid, SiLU, ...) with no residual after them: the kernel applies
-// the scale, bias and a residual before the activation in registers, then ApplyActivationInPlace runs over the
-// whole output row (out_w * C contiguous floats) while it is in cache.
+// Activations the row kernel does not clamp to (sigmoid, SiLU, ...) on an FP32 output with no residual after them:
+// the kernel applies the scale, bias and a residual before the activation in registers, then ApplyActivationInPlace
+// runs over the whole output row (out_w * C contiguous floats) while it is in cache.
 bool ActivationOverRow(const Conv2dProblem& p, const ClampEpilogue& e) {
   return p.dtype == DataType::kFloat32 && !e.fused && p.epilogue.residual != ResidualMode::kAfterActivation;
 }
 
-// One output row (image n, row oh) of an FP32 NHWC problem with at most kMaxDepthwiseNhwcTaps taps. No scratch.
-void RunNhwcRowFp32(const DepthwiseCall& call, const ClampEpilogue& e, const DepthwiseNhwcRowKernels& kernels,
-                    int64_t n_oh) {
+// Whether the row kernel runs `p`: at most kMaxDepthwiseNhwcTaps taps, FP32, or BF16 with an epilogue it finishes
+// in registers (e from ClassifyEpilogue(p, /*bf16_ok=*/true)).
+bool RowKernelRuns(const Conv2dProblem& p, const ClampEpilogue& e) {
+  if (p.r * p.s > kMaxDepthwiseNhwcTaps) return false;
+  return p.dtype == DataType::kFloat32 || (p.dtype == DataType::kBFloat16 && e.fused);
+}
+
+// One output row (image n, row oh) of an NHWC problem the row kernel runs. No scratch.
+void RunNhwcRowKernel(const DepthwiseCall& call, const ClampEpilogue& e, const DepthwiseNhwcRowKernels& kernels,
+                      int64_t n_oh) {
   const Conv2dProblem& p = *call.p;
   const int64_t n = n_oh / call.out_h, oh = n_oh % call.out_h;
   const int64_t y_offset = n_oh * call.out_w * p.c;  // y[n, oh, 0, 0]
+  const size_t element = DataTypeSize(p.dtype);
   DepthwiseNhwcRow row;
-  row.x = static_cast<const float*>(call.x) + n * p.h * p.w * p.c;
+  row.x = static_cast<const char*>(call.x) + n * p.h * p.w * p.c * element;
   row.w = call.w;
-  row.y = static_cast<float*>(call.y) + y_offset;
+  row.y = static_cast<char*>(call.y) + y_offset * element;
   const bool activation_over_row = ActivationOverRow(p, e);
   if (e.fused || activation_over_row) {
     row.scale = call.epilogue.epilogue.has_scale ? call.epilogue.scale : nullptr;
     row.bias = call.epilogue.epilogue.has_bias ? call.epilogue.bias : nullptr;
     if (p.epilogue.residual != ResidualMode::kNone) {
-      row.residual = static_cast<const float*>(call.epilogue.residual) + y_offset;
+      row.residual = static_cast<const char*>(call.epilogue.residual) + y_offset * element;
       row.residual_mode = p.epilogue.residual == ResidualMode::kBeforeActivation ? 1 : 2;
     }
     row.clamp = e.clamp, row.lo = e.lo, row.hi = e.hi;
@@ -420,10 +429,14 @@ void RunNhwcRowFp32(const DepthwiseCall& call, const ClampEpilogue& e, const Dep
   row.h = p.h, row.w_in = p.w, row.c = p.c, row.out_w = call.out_w, row.oh = oh;
   row.r = p.r, row.s = p.s, row.stride_h = p.stride_h, row.stride_w = p.stride_w;
   row.dilation_h = p.dilation_h, row.dilation_w = p.dilation_w, row.pad_top = p.pad_top, row.pad_left = p.pad_left;
+  if (p.dtype == DataType::kBFloat16) {
+    kernels.bf16_row(row);  // RowKernelRuns: the epilogue is finished in registers
+    return;
+  }
   kernels.fp32_row(row);
   if (e.fused) return;
   if (activation_over_row) {
-    ApplyActivationInPlace(row.y, call.out_w * p.c, p.epilogue.activation);
+    ApplyActivationInPlace(static_cast<float*>(row.y), call.out_w * p.c, p.epilogue.activation);
     return;
   }
   for (int64_t ow = 0; ow < call.out_w; ++ow) {
@@ -502,10 +515,9 @@ absl::Status Conv2dDepthwise<kLayout>::Run(const Conv2dProblem& problem, const C
                      EpilogueOperands{problem.epilogue, args.scale, args.bias, args.residual, problem.dtype},
                      problem.p(), problem.q(), {}, {}};
   for (int s = 0; s < problem.s; ++s) ValidColumns(problem, s, &call.column_lo[s], &call.column_hi[s]);
-  const ClampEpilogue clamp = ClassifyEpilogue(problem);
+  const ClampEpilogue clamp = ClassifyEpilogue(problem, /*bf16_ok=*/kLayout == Layout::kNHWC);
   const bool row_kernel = kLayout == Layout::kNCHW && IsRowKernelShape(problem);
-  const bool nhwc_fp32 = kLayout == Layout::kNHWC && problem.dtype == DataType::kFloat32 &&
-                         problem.r * problem.s <= kMaxDepthwiseNhwcTaps;
+  const bool nhwc_row_kernel = kLayout == Layout::kNHWC && RowKernelRuns(problem, clamp);
   const DepthwiseNhwcRowKernels& nhwc_rows = DepthwiseNhwcRowsFor(isa_);
   // NCHW: one task per (image, channel) plane; NHWC: one per (image, output row), every channel vectorized.
   const int64_t tasks = kLayout == Layout::kNCHW ? int64_t{problem.n} * problem.c : int64_t{problem.n} * problem.p();
@@ -518,8 +530,8 @@ absl::Status Conv2dDepthwise<kLayout>::Run(const Conv2dProblem& problem, const C
         RunNchwPlane3x3(call, clamp, padded, task, lease.data());
       } else if (kLayout == Layout::kNCHW) {
         RunNchwPlane(call, task, lease.data());
-      } else if (nhwc_fp32) {
-        RunNhwcRowFp32(call, clamp, nhwc_rows, task);
+      } else if (nhwc_row_kernel) {
+        RunNhwcRowKernel(call, clamp, nhwc_rows, task);
       } else {
         RunNhwcRow(call, task, lease.data());
       }
