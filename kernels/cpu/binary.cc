@@ -142,12 +142,7 @@ constexpr int64_t kPieceElements = 8192;    // outputs computed, then activated,
 constexpr int64_t kMinTaskElements = 8192;  // a thread pool task is at least this many outputs
 
 const BinaryRowKernels& RowKernelsFor(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kAvx2: return kBinaryRowKernelsAvx2;
-    case CpuIsa::kAvx512: return kBinaryRowKernelsAvx512;
-    case CpuIsa::kBaseline: break;
-  }
-  return kBinaryRowKernelsBaseline;
+  return ForCpuIsa(isa, kBinaryRowKernelsBaseline, kBinaryRowKernelsAvx2, kBinaryRowKernelsAvx512);
 }
 
 // `rows` rows of `row_length` outputs over the pool; compute(first, last) writes rows [first, last) of y, in pieces

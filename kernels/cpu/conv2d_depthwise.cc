@@ -383,12 +383,7 @@ void RunNchwPlane3x3(const DepthwiseCall& call, const ClampEpilogue& e, const Pa
 // ---- NHWC FP32 and BF16: the row kernel compiled for the instruction set (depthwise_nhwc_rows.h) ---------------
 
 const DepthwiseNhwcRowKernels& DepthwiseNhwcRowsFor(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kAvx2: return kDepthwiseNhwcRowsAvx2;
-    case CpuIsa::kAvx512: return kDepthwiseNhwcRowsAvx512;
-    case CpuIsa::kBaseline: break;
-  }
-  return kDepthwiseNhwcRowsBaseline;
+  return ForCpuIsa(isa, kDepthwiseNhwcRowsBaseline, kDepthwiseNhwcRowsAvx2, kDepthwiseNhwcRowsAvx512);
 }
 
 // Activations the row kernel does not clamp to (sigmoid, SiLU, ...) on an FP32 output with no residual after them:

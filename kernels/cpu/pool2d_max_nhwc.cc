@@ -15,12 +15,7 @@ namespace convoy::cpu {
 namespace {
 
 const MaxRowKernels& MaxRowKernelsFor(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kAvx2: return kMaxRowKernelsAvx2;
-    case CpuIsa::kAvx512: return kMaxRowKernelsAvx512;
-    case CpuIsa::kBaseline: break;
-  }
-  return kMaxRowKernelsBaseline;
+  return ForCpuIsa(isa, kMaxRowKernelsBaseline, kMaxRowKernelsAvx2, kMaxRowKernelsAvx512);
 }
 
 // Every output pixel of `p` (T: float or the BF16 bits): the window's input pixels inside the image, then their

@@ -26,12 +26,7 @@ constexpr int kBlock = kQuantizedGemmBlockChannels;
 constexpr int64_t kChunkBytes = 192 * 1024;  // the widened receptive fields of one chunk of rows
 
 const QuantizedGemmTiles& TilesFor(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kAvx512: return kQuantizedGemmTilesAvx512;
-    case CpuIsa::kAvx2: return kQuantizedGemmTilesAvx2;
-    case CpuIsa::kBaseline: break;
-  }
-  return kQuantizedGemmTilesBaseline;
+  return ForCpuIsa(isa, kQuantizedGemmTilesBaseline, kQuantizedGemmTilesAvx2, kQuantizedGemmTilesAvx512);
 }
 
 QuantizedTileType TileType(DataType t) {

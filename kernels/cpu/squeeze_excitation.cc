@@ -20,21 +20,12 @@ constexpr int64_t kMinTaskElements = 8192;  // a pool task reads at least this m
 constexpr int64_t kBlock = kLayoutChannelBlock;
 
 const BinaryRowKernels& BinaryRowsFor(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kAvx512: return kBinaryRowKernelsAvx512;
-    case CpuIsa::kAvx2: return kBinaryRowKernelsAvx2;
-    case CpuIsa::kBaseline: break;
-  }
-  return kBinaryRowKernelsBaseline;
+  return ForCpuIsa(isa, kBinaryRowKernelsBaseline, kBinaryRowKernelsAvx2, kBinaryRowKernelsAvx512);
 }
 
 const SqueezeExcitationRowKernels& ReductionsFor(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kAvx512: return kSqueezeExcitationRowKernelsAvx512;
-    case CpuIsa::kAvx2: return kSqueezeExcitationRowKernelsAvx2;
-    case CpuIsa::kBaseline: break;
-  }
-  return kSqueezeExcitationRowKernelsBaseline;
+  return ForCpuIsa(isa, kSqueezeExcitationRowKernelsBaseline, kSqueezeExcitationRowKernelsAvx2,
+                   kSqueezeExcitationRowKernelsAvx512);
 }
 
 // Pass 1 for one piece: adds elements [first, last) of image x (its layout's own order, in units of pixels for NHWC,
