@@ -11,6 +11,7 @@
 #include "kernels/cpu/binary_rows.h"
 #include "kernels/cpu/convert_element.h"
 #include "kernels/cpu/per_isa_registration.h"
+#include "kernels/registry/check_workspace.h"
 #include "kernels/registry/registry.h"
 
 namespace convoy::cpu {
@@ -335,10 +336,7 @@ int CpuBinaryAlgorithm::HeuristicScore(const BinaryProblem&) const {
 absl::Status CpuBinaryAlgorithm::Run(const BinaryProblem& p, const BinaryArgs& args, Workspace workspace,
                                      const ExecutionContext& context) const {
   if (RunsBf16Rows(p)) {
-    if (workspace.bytes < WorkspaceBytes(p)) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": workspace of ", workspace.bytes, " bytes, needs ",
-                                                     WorkspaceBytes(p)));
-    }
+    CONVOY_RETURN_IF_ERROR(CheckWorkspaceBytes(name_, workspace, WorkspaceBytes(p)));
     RunBf16Rows(p, static_cast<const uint16_t*>(args.a), static_cast<const uint16_t*>(args.b),
                 static_cast<uint16_t*>(args.y), static_cast<float*>(workspace.data), RowKernelsFor(isa_),
                 *context.thread_pool);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/cpu/gemm_tile.h"
+#include "kernels/registry/check_workspace.h"
 #include "kernels/registry/registry.h"
 
 namespace convoy {
@@ -217,10 +218,7 @@ template <int kTile>
 absl::Status Conv2dWinograd<kTile>::Run(const Conv2dProblem& p, const Conv2dArgs& args, Workspace workspace,
                                         const ExecutionContext& context) const {
   if (context.thread_pool == nullptr) return absl::InvalidArgumentError("CPU conv2d needs a thread pool");
-  if (workspace.bytes < WorkspaceBytes(p)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": workspace of ", workspace.bytes, " bytes, needs ", WorkspaceBytes(p)));
-  }
+  CONVOY_RETURN_IF_ERROR(CheckWorkspaceBytes(name(), workspace, WorkspaceBytes(p)));
   WinogradCall call;
   call.p = &p;
   call.tiles_h = (p.p() + kTile - 1) / kTile;

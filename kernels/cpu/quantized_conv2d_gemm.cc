@@ -17,6 +17,7 @@
 #include "kernels/cpu/quantized_arithmetic.h"
 #include "kernels/cpu/quantized_amx_tiles.h"
 #include "kernels/cpu/quantized_gemm_tiles.h"
+#include "kernels/registry/check_workspace.h"
 #include "kernels/registry/registry.h"
 
 namespace convoy::cpu {
@@ -443,10 +444,7 @@ absl::Status QuantizedConv2dAmx1x1Nhwc::Run(const QuantizedConv2dProblem& p, con
                                             Workspace workspace, const ExecutionContext& context) const {
   CONVOY_RETURN_IF_ERROR(CheckRunArguments(name(), p, args, context));
   if (!AmxInt8Usable()) return absl::FailedPreconditionError(absl::StrCat(name(), ": no AMX INT8 on this CPU"));
-  if (workspace.bytes < WorkspaceBytes(p)) {
-    return absl::InvalidArgumentError(absl::StrCat(name(), ": workspace of ", workspace.bytes, " bytes, needs ",
-                                                   WorkspaceBytes(p)));
-  }
+  CONVOY_RETURN_IF_ERROR(CheckWorkspaceBytes(name(), workspace, WorkspaceBytes(p)));
   // The tiles multiply the source as it lies: sum (x - zp) w = sum x w - zp sum w, the second term per output channel
   // folded into the bias.
   QuantizedTileEpilogue e = TileEpilogueOf(p, args);
