@@ -43,6 +43,38 @@ absl::StatusOr<DeviceAllocation> Upload(Device& device, const void* data, size_t
   return allocation;
 }
 
+// Every element of y against the reference within `tolerance` (a fused add: none off).
+absl::Status CompareWithReference(const QuantizedConv2dProblem& p, const std::vector<uint8_t>& y,
+                                  const std::vector<uint8_t>& y_reference, int64_t y_count,
+                                  const QuantizedTolerance& tolerance) {
+  int64_t off_by_one = 0;
+  for (int64_t i = 0; i < y_count; ++i) {
+    const float a = LoadAsFloat(y.data(), p.dst_type, i), e = LoadAsFloat(y_reference.data(), p.dst_type, i);
+    if (p.dst_type == DataType::kFloat32) {
+      const bool close = tolerance.fp32_relative == 0.0f
+                             ? a == e
+                             : std::fabs(a - e) <= tolerance.fp32_relative * std::max(1.0f, std::fabs(e));
+      if (!close) return absl::InternalError(absl::StrCat("element ", i, ": ", a, " vs reference ", e));
+      continue;
+    }
+    if (a == e) continue;
+    if (std::fabs(a - e) > 1.0f) return absl::InternalError(absl::StrCat("element ", i, ": ", a, " vs reference ", e));
+    ++off_by_one;
+  }
+  const int64_t allowed = p.fused_add != QuantizedFusedAdd::kNone
+                              ? 0
+                              : std::max<int64_t>(tolerance.min_off_by_one_allowed,
+                                                  static_cast<int64_t>(tolerance.max_off_by_one_fraction * y_count));
+  if (off_by_one > allowed) {
+    return absl::InternalError(absl::StrCat(off_by_one, " of ", y_count, " outputs one step off (allowed ", allowed, ")"));
+  }
+  if (off_by_one > 0) {
+    std::printf("%s: %lld of %lld one step off\n", p.ToString().c_str(), static_cast<long long>(off_by_one),
+                static_cast<long long>(y_count));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<QuantizedConv2dProblem> QuantizedConv2dTestShapes(Layout layout) {
@@ -122,11 +154,6 @@ std::vector<QuantizedConv2dProblem> QuantizedConv2dFusedAddTestProblems(Layout l
   }
   return out;
 }
-
-// Every element of y against the reference within `tolerance` (a fused add: none off).
-absl::Status CompareWithReference(const QuantizedConv2dProblem& p, const std::vector<uint8_t>& y,
-                                  const std::vector<uint8_t>& y_reference, int64_t y_count,
-                                  const QuantizedTolerance& tolerance);
 
 absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, const QuantizedConv2dProblem& problem,
                                   Device& device, uint32_t seed, const QuantizedTolerance& tolerance,
@@ -209,37 +236,6 @@ absl::Status CheckQuantizedConv2d(const QuantizedConv2dAlgorithm& algorithm, con
     CONVOY_RETURN_IF_ERROR(device.CopyToHost(y.data(), y_device.data(), y_bytes));
     const absl::Status in_place = CompareWithReference(p, y, y_reference, y_count, tolerance);
     if (!in_place.ok()) return absl::InternalError(absl::StrCat("with the residual in y: ", in_place.message()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CompareWithReference(const QuantizedConv2dProblem& p, const std::vector<uint8_t>& y,
-                                  const std::vector<uint8_t>& y_reference, int64_t y_count,
-                                  const QuantizedTolerance& tolerance) {
-  int64_t off_by_one = 0;
-  for (int64_t i = 0; i < y_count; ++i) {
-    const float a = LoadAsFloat(y.data(), p.dst_type, i), e = LoadAsFloat(y_reference.data(), p.dst_type, i);
-    if (p.dst_type == DataType::kFloat32) {
-      const bool close = tolerance.fp32_relative == 0.0f
-                             ? a == e
-                             : std::fabs(a - e) <= tolerance.fp32_relative * std::max(1.0f, std::fabs(e));
-      if (!close) return absl::InternalError(absl::StrCat("element ", i, ": ", a, " vs reference ", e));
-      continue;
-    }
-    if (a == e) continue;
-    if (std::fabs(a - e) > 1.0f) return absl::InternalError(absl::StrCat("element ", i, ": ", a, " vs reference ", e));
-    ++off_by_one;
-  }
-  const int64_t allowed = p.fused_add != QuantizedFusedAdd::kNone
-                              ? 0
-                              : std::max<int64_t>(tolerance.min_off_by_one_allowed,
-                                                  static_cast<int64_t>(tolerance.max_off_by_one_fraction * y_count));
-  if (off_by_one > allowed) {
-    return absl::InternalError(absl::StrCat(off_by_one, " of ", y_count, " outputs one step off (allowed ", allowed, ")"));
-  }
-  if (off_by_one > 0) {
-    std::printf("%s: %lld of %lld one step off\n", p.ToString().c_str(), static_cast<long long>(off_by_one),
-                static_cast<long long>(y_count));
   }
   return absl::OkStatus();
 }
