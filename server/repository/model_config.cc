@@ -263,7 +263,7 @@ absl::StatusOr<std::vector<InstanceGroupConfig>> ParseInstanceGroups(const YamlM
 absl::StatusOr<OptimizationConfig> ParseOptimization(const YamlMap& m) {
   CONVOY_RETURN_IF_ERROR(
       m.CheckFields({"precision", "cuda_graphs", "algorithm_selection", "tune_batch_sizes", "verify_algorithms",
-                     "calibration_table", "int8_residual_add"}));
+                     "calibration_table", "int8_residual_add", "image_by_image"}));
   OptimizationConfig o;
   CONVOY_ASSIGN_OR_RETURN(o.precision, EnumField(m, "precision",
                                                  EnumNames<Precision>{{"fp32", Precision::kFp32},
@@ -292,6 +292,7 @@ absl::StatusOr<OptimizationConfig> ParseOptimization(const YamlMap& m) {
                                     EnumNames<Int8ResidualAdd>{{"exact", Int8ResidualAdd::kExact},
                                                                {"single_rounding", Int8ResidualAdd::kSingleRounding}},
                                     Int8ResidualAdd::kExact));
+  CONVOY_ASSIGN_OR_RETURN(o.image_by_image, m.Bool("image_by_image", true));
   return o;
 }
 

@@ -103,6 +103,9 @@ struct OptimizationConfig {
   // QDQ and int8 plans: how a residual add fused into an INT8 convolution rounds (PlannerOptions::
   // int8_single_rounding_adds).
   Int8ResidualAdd int8_residual_add = Int8ResidualAdd::kExact;
+  // CPU plans: let batches of 2 or more run their first layers one image at a time where the tuned step times say it
+  // pays (server/runtime/image_by_image.h).
+  bool image_by_image = true;
 };
 
 struct WarmupConfig {

@@ -122,6 +122,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "optimization.calibration_table: is read by precision: int8 only"},
         BadCase{"unknown residual add rounding", "precision: fp16", "precision: fp16, int8_residual_add: fast",
                 "optimization.int8_residual_add: expected one of exact, single_rounding, got 'fast'"},
+        BadCase{"image by image not a bool", "precision: fp16", "precision: fp16, image_by_image: sometimes",
+                "optimization.image_by_image: expected true or false"},
         BadCase{"negative dim", "dims: [1000]", "dims: [-1]", "entry 0 must be >= 1, got -1"},
         BadCase{"preprocessing on float input", "datatype: UINT8", "datatype: FP32", "needs datatype UINT8"},
         BadCase{"encoded images on a float input", "    datatype: UINT8\n    dims: [224, 224, 3]\n    layout: NHWC\n    preprocessing: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}\n",
@@ -174,6 +176,10 @@ TEST(ModelConfigTest, PrecisionInt8AndItsCalibrationTable) {
       ModelConfig single,
       ParseModelConfigText(text + "optimization: {precision: int8, int8_residual_add: single_rounding}\n", "c"));
   EXPECT_EQ(single.optimization.int8_residual_add, Int8ResidualAdd::kSingleRounding);
+  EXPECT_TRUE(single.optimization.image_by_image);
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelConfig whole,
+                              ParseModelConfigText(text + "optimization: {image_by_image: false}\n", "c"));
+  EXPECT_FALSE(whole.optimization.image_by_image);
 }
 
 TEST(ModelConfigTest, ParsesTheAdaptivePolicy) {

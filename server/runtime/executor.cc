@@ -2,6 +2,7 @@
 // (see executor.h).
 #include "server/runtime/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -38,7 +39,20 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const Options& option
   std::unique_ptr<Executor> executor(new Executor(options));
   CONVOY_ASSIGN_OR_RETURN(executor->queue_, plan.device().CreateQueue());
   executor->context_ = executor->queue_->context();
-  CONVOY_ASSIGN_OR_RETURN(executor->arena_, plan.device().Allocate(plan.arena_bytes()));
+  size_t arena_bytes = plan.arena_bytes();
+  executor->image_by_image_.resize(plan.max_batch_size() + 1);
+  for (size_t b = 0; b < options.image_by_image_steps.size(); ++b) {
+    const int steps = options.image_by_image_steps[b];
+    if (steps == 0) continue;
+    if (plan.device().backend() != Backend::kCpu) {
+      return absl::InvalidArgumentError("image-by-image steps are for CPU plans only");
+    }
+    CONVOY_ASSIGN_OR_RETURN(ImageByImageLayout layout,
+                            MakeImageByImageLayout(plan, static_cast<int>(b), steps));
+    arena_bytes = std::max(arena_bytes, layout.arena_bytes);
+    executor->image_by_image_[b] = std::make_unique<ImageByImageLayout>(std::move(layout));
+  }
+  CONVOY_ASSIGN_OR_RETURN(executor->arena_, plan.device().Allocate(arena_bytes));
   CONVOY_ASSIGN_OR_RETURN(executor->workspace_, plan.device().Allocate(plan.workspace_bytes()));
   if (plan.device().backend() != Backend::kCpu) {
     const int max_batch = plan.max_batch_size();
@@ -55,9 +69,20 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const Options& option
     }
   }
   executor->pointers_.resize(plan.tensors().size(), nullptr);
+  executor->image_pointers_.resize(plan.tensors().size(), nullptr);
   executor->recorded_.resize(plan.max_batch_size() + 1);
   executor->recording_failed_.resize(plan.max_batch_size() + 1, false);
   return executor;
+}
+
+const ImageByImageLayout* Executor::image_by_image(int batch_size) const {
+  return batch_size >= 0 && batch_size < static_cast<int>(image_by_image_.size()) ? image_by_image_[batch_size].get()
+                                                                                  : nullptr;
+}
+
+int Executor::image_by_image_steps(int batch_size) const {
+  const ImageByImageLayout* layout = image_by_image(batch_size);
+  return layout == nullptr ? 0 : layout->steps;
 }
 
 bool Executor::replays(int batch_size) const {
@@ -101,7 +126,8 @@ absl::Status Executor::Validate(int batch_size, absl::Span<const TensorView> inp
 
 absl::Status Executor::BindTensors(int batch_size, absl::Span<const TensorView> inputs,
                                    absl::Span<const TensorView> outputs) {
-  const MemoryPlan& memory = plan_->memory_plan(batch_size);
+  const ImageByImageLayout* layout = image_by_image(batch_size);
+  const MemoryPlan& memory = layout != nullptr ? layout->batch_memory : plan_->memory_plan(batch_size);
   const auto& tensors = plan_->tensors();
   char* arena = arena_.as<char>();
   bound_to_caller_memory_ = false;
@@ -135,6 +161,10 @@ absl::Status Executor::BindTensors(int batch_size, absl::Span<const TensorView> 
 }
 
 absl::Status Executor::RunSteps(int batch_size) {
+  if (const ImageByImageLayout* layout = image_by_image(batch_size); layout != nullptr) {
+    CONVOY_RETURN_IF_ERROR(RunPrefixImageByImage(*layout));
+    return RunEachStep(batch_size, layout->steps);
+  }
   // A recording holds this run's pointers: only arena-bound runs (every tensor at its fixed offset) can replay.
   if (!record_per_batch_size_ || observer_ || bound_to_caller_memory_ || !queue_->CanRecord()) {
     return RunEachStep(batch_size);
@@ -157,22 +187,52 @@ absl::Status Executor::RunSteps(int batch_size) {
   return absl::OkStatus();
 }
 
-absl::Status Executor::RunEachStep(int batch_size) {
+absl::Status Executor::RunStep(int batch_size, int index, TensorPointers pointers, double* milliseconds) {
+  const PlanStep& step = *plan_->steps()[index];
   const Workspace workspace{workspace_.data(), plan_->workspace_bytes()};
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status = step.Run(batch_size, pointers, workspace, context_);
+  if (status.ok() && observer_) {
+    status = queue_->Synchronize();
+    const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+    *milliseconds += elapsed.count();
+  }
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("step ", index, " '", step.name(), "' (", OpKindName(step.op()),
+                                                    ") at batch size ", batch_size, ": ", status.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::RunEachStep(int batch_size, int first_step) {
   const auto& steps = plan_->steps();
-  for (size_t s = 0; s < steps.size(); ++s) {
-    const PlanStep& step = *steps[s];
-    const auto start = std::chrono::steady_clock::now();
-    absl::Status status = step.Run(batch_size, pointers_, workspace, context_);
-    if (status.ok() && observer_) {
-      status = queue_->Synchronize();
-      const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
-      if (status.ok()) observer_(static_cast<int>(s), step, elapsed.count());
+  for (size_t s = first_step; s < steps.size(); ++s) {
+    double milliseconds = 0;
+    CONVOY_RETURN_IF_ERROR(RunStep(batch_size, static_cast<int>(s), pointers_, &milliseconds));
+    if (observer_) observer_(static_cast<int>(s), *steps[s], milliseconds);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::RunPrefixImageByImage(const ImageByImageLayout& layout) {
+  char* arena = arena_.as<char>();
+  std::vector<double> milliseconds(layout.steps, 0.0);
+  for (int image = 0; image < layout.batch_size; ++image) {
+    for (size_t i = 0; i < image_pointers_.size(); ++i) {
+      if (layout.storage[i] == ImageByImageLayout::Storage::kScratch) {
+        image_pointers_[i] = arena + layout.scratch_offset[i];
+      } else {
+        image_pointers_[i] =
+            pointers_[i] == nullptr ? nullptr : static_cast<char*>(pointers_[i]) + image * layout.image_bytes[i];
+      }
     }
-    if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat("step ", s, " '", step.name(), "' (", OpKindName(step.op()),
-                                                      ") at batch size ", batch_size, ": ", status.message()));
+    for (int s = 0; s < layout.steps; ++s) {
+      CONVOY_RETURN_IF_ERROR(RunStep(1, s, image_pointers_, &milliseconds[s]));
     }
+  }
+  // The observer sees each prefix step once, with its time summed over the images.
+  if (observer_) {
+    for (int s = 0; s < layout.steps; ++s) observer_(s, *plan_->steps()[s], milliseconds[s]);
   }
   return absl::OkStatus();
 }

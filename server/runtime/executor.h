@@ -33,6 +33,7 @@
 #include "absl/types/span.h"
 #include "kernels/common/tensor.h"
 #include "kernels/registry/device.h"
+#include "server/runtime/image_by_image.h"
 #include "server/runtime/plan.h"
 
 namespace convoy::runtime {
@@ -49,6 +50,9 @@ class Executor {
     // elsewhere and while a step observer is set. A batch size whose recording fails runs its steps one by one
     // from then on (recording_error() says why): serving never fails because a graph could not be made.
     bool record_per_batch_size = false;
+    // CPU plans: image_by_image_steps[b] > 0 runs the first that many steps of a batch of b images one image at a
+    // time (image_by_image.h); absent or 0: the batch as a whole. Create fails where a step count is out of range.
+    std::vector<int> image_by_image_steps;
   };
   static absl::StatusOr<std::unique_ptr<Executor>> Create(const Options& options);
 
@@ -66,6 +70,9 @@ class Executor {
 
   void set_step_observer(StepObserver observer) { observer_ = std::move(observer); }
 
+  // How many leading steps a batch of `batch_size` runs one image at a time (0: none).
+  int image_by_image_steps(int batch_size) const;
+
   // Whether Runs of this batch size replay a recording (they do from the first Run on, when recording is on and
   // the device can record).
   bool replays(int batch_size) const;
@@ -77,11 +84,17 @@ class Executor {
  private:
   explicit Executor(const Options& options)
       : plan_(options.plan), record_per_batch_size_(options.record_per_batch_size) {}
+  // The image-by-image layout of this batch size, or null.
+  const ImageByImageLayout* image_by_image(int batch_size) const;
   absl::Status Validate(int batch_size, absl::Span<const TensorView> inputs,
                         absl::Span<const TensorView> outputs) const;
   absl::Status BindTensors(int batch_size, absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
   absl::Status RunSteps(int batch_size);
-  absl::Status RunEachStep(int batch_size);
+  // Runs steps [first_step, end) at `batch_size` on pointers_.
+  absl::Status RunEachStep(int batch_size, int first_step = 0);
+  // Runs the layout's prefix once per image on the plan's batch-1 problems.
+  absl::Status RunPrefixImageByImage(const ImageByImageLayout& layout);
+  absl::Status RunStep(int batch_size, int index, TensorPointers pointers, double* milliseconds);
   absl::Status CopyOutputs(int batch_size, absl::Span<const TensorView> outputs);
   absl::Status RunOnQueue(int batch_size, absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
 
@@ -99,6 +112,8 @@ class Executor {
   std::vector<DeviceAllocation> input_staging_;
   std::vector<DeviceAllocation> output_staging_;
   std::vector<void*> pointers_;  // per plan tensor, for the current run
+  std::vector<void*> image_pointers_;  // per plan tensor, for one image of an image-by-image prefix
+  std::vector<std::unique_ptr<ImageByImageLayout>> image_by_image_;  // per batch size; null: the batch as a whole
   StepObserver observer_;
 };
 

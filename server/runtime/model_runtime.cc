@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
 #include "server/repository/calibration_table.h"
 #include "server/repository/model_loader.h"
+#include "server/runtime/image_by_image.h"
 #include "server/runtime/planner.h"
 
 namespace convoy::runtime {
@@ -315,9 +318,126 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
                                " cannot record work; steps run one by one"));
     }
   }
+  CONVOY_RETURN_IF_ERROR(ChooseImageByImage(options));
   report_.weight_bytes = plan_->weight_bytes();
   report_.arena_bytes = plan_->arena_bytes();
   report_.workspace_bytes = plan_->workspace_bytes();
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Whether `batch_size`'s algorithms were timed (at load or from the algorithm cache) rather than picked by heuristic.
+bool TunedAt(const ExecutionPlan& plan, int batch_size) {
+  for (const auto& step : plan.steps()) {
+    if (step->TunedMilliseconds(batch_size) > 0) return true;
+  }
+  return false;
+}
+
+// Times each step of a plan at one batch size in whole runs, keeping each step's fastest time (ms), on inputs of 0.5
+// (as the config's warm-up uses).
+class StepProfiler {
+ public:
+  static absl::StatusOr<std::unique_ptr<StepProfiler>> Create(std::shared_ptr<const ExecutionPlan> plan,
+                                                              int batch_size) {
+    std::unique_ptr<StepProfiler> profiler(new StepProfiler(batch_size));
+    Executor::Options options;
+    options.plan = plan;
+    CONVOY_ASSIGN_OR_RETURN(profiler->executor_, Executor::Create(options));
+    for (size_t i = 0; i < plan->inputs().size(); ++i) {
+      CONVOY_ASSIGN_OR_RETURN(HostTensor h, HostTensor::Create(profiler->executor_->ExpectedInputDesc(i, batch_size)));
+      for (int64_t e = 0; e < h.desc().num_elements(); ++e) StoreFromFloat(h.data(), h.desc().dtype(), e, 0.5f);
+      profiler->inputs_.push_back(h.view());
+      profiler->buffers_.push_back(std::move(h));
+    }
+    for (size_t i = 0; i < plan->outputs().size(); ++i) {
+      CONVOY_ASSIGN_OR_RETURN(HostTensor h, HostTensor::Create(profiler->executor_->ExpectedOutputDesc(i, batch_size)));
+      profiler->outputs_.push_back(h.view());
+      profiler->buffers_.push_back(std::move(h));
+    }
+    // The warm-up run touches the arena's pages and the kernels' first-call state; it is not counted.
+    CONVOY_RETURN_IF_ERROR(profiler->executor_->Run(batch_size, profiler->inputs_, profiler->outputs_));
+    profiler->fastest_.assign(plan->steps().size(), std::numeric_limits<double>::infinity());
+    profiler->executor_->set_step_observer([p = profiler.get()](int index, const PlanStep&, double milliseconds) {
+      p->fastest_[index] = std::min(p->fastest_[index], milliseconds);
+    });
+    return profiler;
+  }
+
+  // One more timed run; returns its wall time in seconds.
+  absl::StatusOr<double> Run() {
+    const auto start = std::chrono::steady_clock::now();
+    CONVOY_RETURN_IF_ERROR(executor_->Run(batch_size_, inputs_, outputs_));
+    return SecondsSince(start);
+  }
+  const std::vector<double>& fastest() const { return fastest_; }
+
+ private:
+  explicit StepProfiler(int batch_size) : batch_size_(batch_size) {}
+  const int batch_size_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<HostTensor> buffers_;
+  std::vector<TensorView> inputs_, outputs_;
+  std::vector<double> fastest_;
+};
+
+}  // namespace
+
+absl::Status ModelRuntime::ChooseImageByImage(const ModelRuntimeOptions& options) {
+  const int longest = LongestImageByImagePrefix(*plan_);
+  const bool enabled = config_ ? config_->optimization.image_by_image : true;
+  const int forced = options.image_by_image_steps.value_or(enabled ? -1 : 0);
+  if (longest == 0 || forced == 0) return absl::OkStatus();
+  image_by_image_steps_.assign(plan_->max_batch_size() + 1, 0);
+  if (forced > 0) {
+    for (int b = 2; b <= plan_->max_batch_size(); ++b) image_by_image_steps_[b] = std::min(forced, longest);
+    if (options.log) {
+      options.log(absl::StrFormat("%s: every batch size from 2 runs its first %d of %d steps image by image (asked "
+                                  "for %d; the longest prefix that keeps images apart is %d)",
+                                  name_, std::min(forced, longest), plan_->steps().size(), forced, longest));
+    }
+    return absl::OkStatus();
+  }
+  // Measured only where the plan was tuned: profiling costs a few runs per batch size, which heuristic loads skip.
+  std::vector<int> batch_sizes;
+  for (int b = 2; b <= plan_->max_batch_size(); ++b) {
+    if (TunedAt(*plan_, b)) batch_sizes.push_back(b);
+  }
+  if (batch_sizes.empty()) return absl::OkStatus();
+  // Runs at batch 1 and at the batch size alternate (the host's drift hits both alike), at least kMinRuns pairs and
+  // until kMinSeconds have passed, at most kMaxRuns; each step's fastest time counts.
+  constexpr int kMinRuns = 5, kMaxRuns = 25;
+  constexpr double kMinSeconds = 0.3;
+  const auto start = std::chrono::steady_clock::now();
+  CONVOY_ASSIGN_OR_RETURN(auto at_one, StepProfiler::Create(plan_, 1));
+  std::vector<std::string> outcomes;
+  int pairs = 0;
+  for (int b : batch_sizes) {
+    CONVOY_ASSIGN_OR_RETURN(auto at_batch, StepProfiler::Create(plan_, b));
+    const auto batch_start = std::chrono::steady_clock::now();
+    int runs = 0;
+    while (runs < kMinRuns || (runs < kMaxRuns && SecondsSince(batch_start) < kMinSeconds)) {
+      CONVOY_RETURN_IF_ERROR(at_one->Run().status());
+      CONVOY_RETURN_IF_ERROR(at_batch->Run().status());
+      ++runs;
+    }
+    pairs += runs;
+    const ImageByImageChoice choice = ChooseImageByImageSteps(*plan_, b, at_one->fastest(), at_batch->fastest());
+    image_by_image_steps_[b] = choice.steps;
+    outcomes.push_back(choice.steps == 0
+                           ? absl::StrFormat("batch %d as a whole (%.2f ms; no prefix gains 5%%)", b,
+                                             choice.all_steps_milliseconds)
+                           : absl::StrFormat("batch %d: the first %d steps (%.2f ms at batch %d, %.2f ms as %d "
+                                             "images, of %.2f ms)",
+                                             b, choice.steps, choice.batch_milliseconds, b,
+                                             choice.image_by_image_milliseconds, b, choice.all_steps_milliseconds));
+  }
+  if (options.log) {
+    options.log(absl::StrFormat("%s: image by image, from each step's fastest time in %d runs at batch 1 alternating "
+                                "with runs at each tuned batch size (%.2f s): %s",
+                                name_, pairs, SecondsSince(start), absl::StrJoin(outcomes, "; ")));
+  }
   return absl::OkStatus();
 }
 
@@ -399,10 +519,11 @@ absl::StatusOr<std::unique_ptr<ModelRuntime>> ModelRuntime::Create(const ModelRu
   return model;
 }
 
-absl::StatusOr<std::unique_ptr<ModelInstance>> ModelRuntime::CreateInstance() const {
+absl::StatusOr<std::unique_ptr<ModelInstance>> ModelRuntime::CreateInstance(bool image_by_image) const {
   Executor::Options executor_options;
   executor_options.plan = plan_;
   executor_options.record_per_batch_size = records_graphs_;
+  if (image_by_image) executor_options.image_by_image_steps = image_by_image_steps_;
   CONVOY_ASSIGN_OR_RETURN(auto executor, Executor::Create(executor_options));
   std::unique_ptr<ModelInstance> instance(new ModelInstance(this, std::move(executor)));
   instance->plan_inputs_.resize(plan_->inputs().size());

@@ -78,6 +78,10 @@ struct ModelRuntimeOptions {
   // Run each squeeze-and-excitation branch as one step where the device can (PlannerOptions::fuse_squeeze_excitation;
   // default true). False plans its nodes one by one (for comparisons).
   std::optional<bool> fuse_squeeze_excitation;
+  // CPU plans: how many leading steps a batch of 2 or more runs one image at a time (image_by_image.h). Absent: chosen
+  // per batch size from the tuned step times where the config's `image_by_image` is on (the default); 0: never; N:
+  // the first N steps (at most the longest prefix that keeps images apart) at every batch size from 2.
+  std::optional<int> image_by_image_steps;
   // Precision int8 on an FP32 model: the calibration table to read instead of the config's `calibration_table`
   // (default `calibration.yaml` beside the model file).
   std::optional<std::string> calibration_table;
@@ -121,10 +125,18 @@ class ModelRuntime {
   // other precisions).
   const std::vector<LayerOutcome>& int8_layers() const { return int8_layers_; }
 
+  // How many leading steps a batch of `batch_size` runs one image at a time (0: the batch as a whole).
+  int image_by_image_steps(int batch_size) const {
+    return batch_size >= 0 && batch_size < static_cast<int>(image_by_image_steps_.size())
+               ? image_by_image_steps_[batch_size]
+               : 0;
+  }
+
   // Whether instances record a CUDA graph per batch size (asked for, and the device can record).
   bool records_graphs() const { return records_graphs_; }
-  // A new instance with its own arena, workspace and device queue (its own CUDA stream).
-  absl::StatusOr<std::unique_ptr<ModelInstance>> CreateInstance() const;
+  // A new instance with its own arena, workspace and device queue (its own CUDA stream). Without `image_by_image`
+  // it runs every batch as a whole (for comparisons).
+  absl::StatusOr<std::unique_ptr<ModelInstance>> CreateInstance(bool image_by_image = true) const;
   // Runs the config's warm-up (batch sizes x iterations, constant inputs) on `instance`: with CUDA graphs this
   // records the instance's graphs for those batch sizes before it serves. No-op without a warmup section.
   absl::Status WarmUp(ModelInstance& instance) const;
@@ -139,6 +151,7 @@ class ModelRuntime {
   absl::Status ImportGraph(const ModelRuntimeOptions& options);
   absl::Status QuantizeGraph(const ModelRuntimeOptions& options);
   absl::Status Plan(const ModelRuntimeOptions& options);
+  absl::Status ChooseImageByImage(const ModelRuntimeOptions& options);
   absl::Status Warmup(const ModelRuntimeOptions& options);
   std::vector<int64_t> ConcreteDims(const TensorMetadata& t, int batch_size) const;
 
@@ -154,6 +167,7 @@ class ModelRuntime {
   Graph graph_;
   std::vector<LayerOutcome> int8_layers_;
   std::shared_ptr<const ExecutionPlan> plan_;
+  std::vector<int> image_by_image_steps_;  // per batch size; empty: none
   LoadReport report_;
 };
 

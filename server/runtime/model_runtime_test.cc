@@ -66,6 +66,69 @@ TEST(ModelRuntimeTest, MatchesReferenceInterpreterAndLogsEachPhase) {
   EXPECT_THAT(::convoy::testing::CompareFloats(y, expected.at("probabilities").data, {1e-4, 1e-6}), IsOk());
 }
 
+// Runs `model` at batch 3 on fresh random images into NaN-poisoned outputs and compares with the reference interpreter.
+void ExpectMatchesReferenceAtBatch3(const ModelRuntime& model) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, model.CreateInstance());
+  const int batch = 3;
+  Tensor x = Tensor::Zeros({batch, 3, 32, 32});
+  ::convoy::testing::FillUniform(x.data.data(), DataType::kFloat32, x.data.size(), std::random_device{}());
+  std::vector<float> y(batch * 10);
+  ::convoy::testing::PoisonWithNaN(y.data(), DataType::kFloat32, y.size());
+  ASSERT_THAT(instance->Run(batch, {TensorView{TensorDesc(DataType::kFloat32, {batch, 3, 32, 32}), x.data.data()}},
+                            {TensorView{TensorDesc(DataType::kFloat32, {batch, 10}), y.data()}}),
+              IsOk());
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(model.graph(), {{"images", x}}));
+  EXPECT_THAT(::convoy::testing::CompareFloats(y, expected.at("probabilities").data, {1e-4, 1e-6}), IsOk());
+}
+
+// image_by_image_steps forces a prefix at every batch size from 2 (capped at the longest), 0 or the config's false
+// turns it off, and auto measures only where the plan was tuned, logging what it chose.
+TEST(ModelRuntimeTest, ImageByImageForcedOffOrMeasuredWhereTuned) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(ModelRuntimeOptions options, SimpleCnnOptions());
+  std::vector<std::string> log;
+  options.log = [&log](const std::string& line) { log.push_back(line); };
+  AlgorithmCache untuned;  // not the process-wide cache, which other tests may have tuned
+  options.cache = &untuned;
+  options.image_by_image_steps = 2;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto forced, ModelRuntime::Create(options));
+  EXPECT_EQ(forced->image_by_image_steps(1), 0);
+  EXPECT_EQ(forced->image_by_image_steps(3), 2);
+  EXPECT_EQ(forced->image_by_image_steps(32), 2);
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: every batch size from 2 runs its first 2 of")));
+  ExpectMatchesReferenceAtBatch3(*forced);
+
+  options.image_by_image_steps = 1000;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto longest, ModelRuntime::Create(options));
+  EXPECT_GT(longest->image_by_image_steps(3), 2);
+  EXPECT_LT(longest->image_by_image_steps(3), static_cast<int>(longest->plan().steps().size()));
+  ExpectMatchesReferenceAtBatch3(*longest);
+
+  options.image_by_image_steps.reset();
+  options.config->optimization.image_by_image = false;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto off, ModelRuntime::Create(options));
+  EXPECT_EQ(off->image_by_image_steps(3), 0);
+
+  // Heuristic choices carry no times: nothing is measured.
+  log.clear();
+  options.config->optimization.image_by_image = true;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto heuristic, ModelRuntime::Create(options));
+  for (int b = 1; b <= 32; ++b) EXPECT_EQ(heuristic->image_by_image_steps(b), 0) << b;
+  EXPECT_THAT(log, ::testing::Not(::testing::Contains(HasSubstr("image by image"))));
+
+  // Tuned at 1 and 4: batch 4 is measured (whichever way it goes on this machine), the other sizes are not.
+  log.clear();
+  options.selection = AlgorithmSelection::kTune;
+  options.tune_batch_sizes = {1, 4};
+  AlgorithmCache cache;
+  options.cache = &cache;
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto tuned, ModelRuntime::Create(options));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: image by image, from each step's fastest time")));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("batch 4")));
+  EXPECT_EQ(tuned->image_by_image_steps(3), 0);
+  EXPECT_LE(tuned->image_by_image_steps(4), static_cast<int>(tuned->plan().steps().size()));
+  ExpectMatchesReferenceAtBatch3(*tuned);
+}
+
 // precision auto is bf16 exactly where oneDNN reports BF16 compute (AMX / AVX512-BF16), fp32 elsewhere, and the load
 // log says which; the plan is made in the resolved precision.
 TEST(ModelRuntimeTest, PrecisionAutoResolvesByTheCpusBf16Compute) {

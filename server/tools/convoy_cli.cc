@@ -18,6 +18,7 @@
 // interpreter instead of planning it on a device: the path the Python tests compare with onnxruntime op by op.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -55,6 +56,7 @@
 namespace convoy::tools {
 namespace {
 
+using runtime::ModelInstance;
 using runtime::ModelRuntime;
 using runtime::ModelRuntimeOptions;
 
@@ -85,6 +87,8 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|int8|auto  --la
              QDQ graph does, or once at the end, faster and within one quantization step; default: the config's)
          --fuse_squeeze_excitation=true|false (each squeeze-and-excitation branch as one step where the device has
              an algorithm for it, the CPU in FP32; default true)
+         --image_by_image=auto|off|N (CPU, batches of 2 or more: run the first layers one image at a time; auto:
+             where the tuned step times say it pays (the default, or the config's off); N: the first N steps)
          --calibration_table=FILE (--precision=int8 on an FP32 model; default: the config's, or calibration.yaml
            beside the model file)
 --output_dir=DIR writes output i to DIR/i.npy, in the model's output order (DIR is created if missing).
@@ -213,6 +217,14 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
   if (exact_adds.has_value()) options.int8_single_rounding_adds = !*exact_adds;
   CONVOY_ASSIGN_OR_RETURN(options.fuse_squeeze_excitation,
                           ParseChoice(flags, "fuse_squeeze_excitation", "true", "false"));
+  if (flags.Has("image_by_image")) {
+    const std::string value = flags.Get("image_by_image");
+    if (value == "off") {
+      options.image_by_image_steps = 0;
+    } else if (value != "auto" && value != "compare") {
+      CONVOY_ASSIGN_OR_RETURN(options.image_by_image_steps, ParsePositive("image_by_image", value));
+    }
+  }
   if (flags.Has("max_batch_size")) {
     CONVOY_ASSIGN_OR_RETURN(options.default_max_batch_size, ParsePositive("max_batch_size", flags.Get("max_batch_size")));
   }
@@ -288,6 +300,60 @@ void ConvertFloatArray(NpyArray& array, DataType target) {
   array.dtype = target;
 }
 
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n == 0 ? 0 : n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// --image_by_image=compare: `instance` runs the batch's first layers image by image as the model chose; a second
+// instance runs it as a whole. The two alternate run by run (the host's drift hits both alike); prints both medians,
+// the median of the per-pair ratios and the largest difference between their outputs.
+absl::Status CompareImageByImage(const ModelRuntime& model, ModelInstance& instance, int batch, int repeat,
+                                 absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs) {
+  const int steps = model.image_by_image_steps(batch);
+  if (steps == 0) {
+    std::cout << "batch " << batch << " runs as a whole (no image-by-image prefix chosen): nothing to compare\n";
+    return absl::OkStatus();
+  }
+  CONVOY_ASSIGN_OR_RETURN(auto whole, model.CreateInstance(/*image_by_image=*/false));
+  std::vector<std::vector<uint8_t>> reference;
+  std::vector<TensorView> reference_views;
+  for (const TensorView& out : outputs) {
+    reference.emplace_back(out.desc.size_bytes());
+    reference_views.push_back({out.desc, reference.back().data()});
+  }
+  CONVOY_RETURN_IF_ERROR(whole->Run(batch, inputs, reference_views));
+  double largest_difference = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!IsFloatingPoint(outputs[i].desc.dtype())) continue;
+    for (int64_t e = 0; e < outputs[i].desc.num_elements(); ++e) {
+      largest_difference = std::max<double>(
+          largest_difference, std::abs(LoadAsFloat(outputs[i].data, outputs[i].desc.dtype(), e) -
+                                       LoadAsFloat(reference_views[i].data, outputs[i].desc.dtype(), e)));
+    }
+  }
+  std::vector<double> split_ms, whole_ms, ratios;
+  for (int r = 0; r < repeat; ++r) {
+    for (int which = 0; which < 2; ++which) {
+      const bool split_first = r % 2 == 0;
+      const bool split = (which == 0) == split_first;
+      const auto start = std::chrono::steady_clock::now();
+      CONVOY_RETURN_IF_ERROR(split ? instance.Run(batch, inputs, outputs) : whole->Run(batch, inputs, reference_views));
+      (split ? split_ms : whole_ms)
+          .push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    ratios.push_back(split_ms.back() / whole_ms.back());
+  }
+  const int faster = static_cast<int>(std::count_if(ratios.begin(), ratios.end(), [](double x) { return x < 1; }));
+  std::cout << absl::StrFormat("batch %d, %d alternating runs each: the first %d steps image by image %.3f ms, the "
+                               "batch as a whole %.3f ms (medians); ratio %.3f (median of the pairs; image by image "
+                               "faster in %d of %d); largest output difference %.3g\n",
+                               batch, repeat, steps, Median(split_ms), Median(whole_ms), Median(ratios), faster,
+                               repeat, largest_difference);
+  return absl::OkStatus();
+}
+
 absl::Status RunCommand(const Flags& flags) {
   CONVOY_ASSIGN_OR_RETURN(ModelRuntimeOptions options, CommonOptions(flags));
   CONVOY_ASSIGN_OR_RETURN(auto model, ModelRuntime::Create(options));
@@ -315,7 +381,10 @@ absl::Status RunCommand(const Flags& flags) {
   }
   CONVOY_ASSIGN_OR_RETURN(auto instance, model->CreateInstance());
   CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));
-  if (flags.Has("repeat")) {
+  if (flags.Get("image_by_image") == "compare") {
+    CONVOY_ASSIGN_OR_RETURN(int repeat, ParsePositive("repeat", flags.Get("repeat", "0")));
+    CONVOY_RETURN_IF_ERROR(CompareImageByImage(*model, *instance, batch, repeat, inputs, outputs));
+  } else if (flags.Has("repeat")) {
     // The run above was the warm-up; time `repeat` more and report the median (and the fastest) wall time.
     CONVOY_ASSIGN_OR_RETURN(int repeat, ParsePositive("repeat", flags.Get("repeat")));
     std::vector<double> ms;
@@ -634,7 +703,7 @@ absl::Status Main(int argc, char** argv) {
   const std::vector<std::string> common = {"model",  "device",     "precision", "layout", "max_batch_size",
                                            "cache",  "threads",    "quiet",     "cuda_graphs", "int8",
                                            "calibration_table", "fuse_squeeze_excitation", "int8_residual_add",
-                                           "verify_algorithms"};
+                                           "verify_algorithms", "image_by_image"};
   auto with = [&common](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;
