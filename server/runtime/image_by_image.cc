@@ -63,32 +63,33 @@ int LongestImageByImagePrefix(const ExecutionPlan& plan) {
 
 ImageByImageChoice ChooseImageByImageSteps(const ExecutionPlan& plan, int batch_size, absl::Span<const double> at_one,
                                            absl::Span<const double> at_batch, double min_gain) {
-  ImageByImageChoice best;
+  ImageByImageChoice choice;
   const size_t num_steps = plan.steps().size();
   if (batch_size < 2 || batch_size > plan.max_batch_size() || at_one.size() != num_steps ||
       at_batch.size() != num_steps) {
-    return best;
+    return choice;
   }
+  for (double t : at_batch) choice.all_steps_milliseconds += t;
   const int longest = LongestImageByImagePrefix(plan);
-  double batch = 0, image_by_image = 0, best_gain = 0;
-  for (size_t s = 0; s < num_steps; ++s) {
-    best.all_steps_milliseconds += at_batch[s];
-    if (static_cast<int>(s) >= longest) continue;
-    batch += at_batch[s];
-    image_by_image += batch_size * at_one[s];
-    if (batch - image_by_image > best_gain) {
-      best_gain = batch - image_by_image;
-      best.steps = static_cast<int>(s) + 1;
-      best.batch_milliseconds = batch;
-      best.image_by_image_milliseconds = image_by_image;
+  // gain[k]: what running the first k steps image by image saves.
+  std::vector<double> batch(longest + 1, 0.0), image_by_image(longest + 1, 0.0);
+  double best_gain = 0;
+  for (int s = 0; s < longest; ++s) {
+    batch[s + 1] = batch[s] + at_batch[s];
+    image_by_image[s + 1] = image_by_image[s] + batch_size * at_one[s];
+    best_gain = std::max(best_gain, batch[s + 1] - image_by_image[s + 1]);
+  }
+  if (best_gain <= 0 || best_gain < min_gain * choice.all_steps_milliseconds) return choice;
+  // The shortest prefix within 10 % of the best: the steps after it gain little and add the risk of a misjudged step.
+  for (int k = 1; k <= longest; ++k) {
+    if (batch[k] - image_by_image[k] >= 0.9 * best_gain) {
+      choice.steps = k;
+      choice.batch_milliseconds = batch[k];
+      choice.image_by_image_milliseconds = image_by_image[k];
+      break;
     }
   }
-  if (best.steps == 0 || best_gain < min_gain * best.all_steps_milliseconds) {
-    const double all = best.all_steps_milliseconds;
-    best = ImageByImageChoice();
-    best.all_steps_milliseconds = all;
-  }
-  return best;
+  return choice;
 }
 
 absl::StatusOr<ImageByImageLayout> MakeImageByImageLayout(const ExecutionPlan& plan, int batch_size, int steps) {

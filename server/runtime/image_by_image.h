@@ -31,11 +31,12 @@ namespace convoy::runtime {
 // plans without a batch dimension or on devices other than the CPU.
 int LongestImageByImagePrefix(const ExecutionPlan& plan);
 
-// The prefix that measured step times predict fastest at `batch_size`: the k that maximizes the sum over steps s < k
-// of at_batch[s] - batch_size * at_one[s], where at_one and at_batch are each step's time (ms) in whole runs of the
-// plan at batch 1 and at batch_size (Executor's step observer; in a whole run each step finds its weights and inputs
-// where the steps before left them, which is what running the prefix image by image changes). `steps` is 0 (the batch
-// as a whole) when no prefix gains at least `min_gain` of the run at batch_size.
+// The prefix that measured step times predict fastest at `batch_size`. With gain(k) = the sum over steps s < k of
+// at_batch[s] - batch_size * at_one[s], where at_one and at_batch are each step's time (ms) in whole runs of the plan
+// at batch 1 and at batch_size (Executor's step observer; in a whole run each step finds its weights and inputs where
+// the steps before left them, which is what running the prefix image by image changes): the shortest prefix whose
+// gain is within 10 % of the largest. `steps` is 0 (the batch as a whole) when the largest gain is under `min_gain`
+// of the run at batch_size.
 struct ImageByImageChoice {
   int steps = 0;
   double batch_milliseconds = 0;           // the prefix at the full batch

@@ -214,6 +214,11 @@ TEST(ImageByImageTest, ChoosesThePrefixTheStepTimesFavour) {
   EXPECT_EQ(choice.steps, 2);
   EXPECT_DOUBLE_EQ(choice.batch_milliseconds, 20.0);
   EXPECT_DOUBLE_EQ(choice.image_by_image_milliseconds, 8.0);
+  // The shortest prefix within 10 % of the best gain: step 0 alone saves 11.5, steps 0-1 save 12.
+  std::vector<double> front(n, 4.0);
+  front[0] = 15.5;
+  front[1] = 4.5;
+  EXPECT_EQ(ChooseImageByImageSteps(*plan, 4, at_one, front).steps, 1);
   // A gain under the threshold keeps the batch whole.
   std::vector<double> flat(n, 4.0);
   flat[0] = 4.1;

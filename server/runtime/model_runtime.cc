@@ -335,15 +335,20 @@ bool TunedAt(const ExecutionPlan& plan, int batch_size) {
   return false;
 }
 
-// Times each step of a plan at one batch size in whole runs, keeping each step's fastest time (ms), on inputs of 0.5
-// (as the config's warm-up uses).
+// Runs a plan at one batch size on inputs of 0.5 (as the config's warm-up uses), timing each run and, with
+// `observe_steps`, keeping each step's fastest time (ms). `image_by_image_steps` as Executor::Options has it.
 class StepProfiler {
  public:
   static absl::StatusOr<std::unique_ptr<StepProfiler>> Create(std::shared_ptr<const ExecutionPlan> plan,
-                                                              int batch_size) {
+                                                              int batch_size, bool observe_steps = true,
+                                                              int image_by_image_steps = 0) {
     std::unique_ptr<StepProfiler> profiler(new StepProfiler(batch_size));
     Executor::Options options;
     options.plan = plan;
+    if (image_by_image_steps > 0) {
+      options.image_by_image_steps.assign(batch_size + 1, 0);
+      options.image_by_image_steps[batch_size] = image_by_image_steps;
+    }
     CONVOY_ASSIGN_OR_RETURN(profiler->executor_, Executor::Create(options));
     for (size_t i = 0; i < plan->inputs().size(); ++i) {
       CONVOY_ASSIGN_OR_RETURN(HostTensor h, HostTensor::Create(profiler->executor_->ExpectedInputDesc(i, batch_size)));
@@ -359,6 +364,7 @@ class StepProfiler {
     // The warm-up run touches the arena's pages and the kernels' first-call state; it is not counted.
     CONVOY_RETURN_IF_ERROR(profiler->executor_->Run(batch_size, profiler->inputs_, profiler->outputs_));
     profiler->fastest_.assign(plan->steps().size(), std::numeric_limits<double>::infinity());
+    if (!observe_steps) return profiler;
     profiler->executor_->set_step_observer([p = profiler.get()](int index, const PlanStep&, double milliseconds) {
       p->fastest_[index] = std::min(p->fastest_[index], milliseconds);
     });
@@ -406,37 +412,51 @@ absl::Status ModelRuntime::ChooseImageByImage(const ModelRuntimeOptions& options
   }
   if (batch_sizes.empty()) return absl::OkStatus();
   // Runs at batch 1 and at the batch size alternate (the host's drift hits both alike), at least kMinRuns pairs and
-  // until kMinSeconds have passed, at most kMaxRuns; each step's fastest time counts.
+  // until kMinSeconds have passed, at most kMaxRuns; each step's fastest time counts. The prefix they favour is then
+  // confirmed by whole runs of the batch with and without it, alternating the same way: kept where the median of the
+  // pairs' ratios is at most kKeepRatio.
   constexpr int kMinRuns = 5, kMaxRuns = 25;
-  constexpr double kMinSeconds = 0.3;
+  constexpr double kMinSeconds = 0.3, kKeepRatio = 0.95;
   const auto start = std::chrono::steady_clock::now();
   CONVOY_ASSIGN_OR_RETURN(auto at_one, StepProfiler::Create(plan_, 1));
   std::vector<std::string> outcomes;
-  int pairs = 0;
+  auto alternate = [&](StepProfiler& a, StepProfiler& b, std::vector<double>* ratios) -> absl::Status {
+    const auto begin = std::chrono::steady_clock::now();
+    for (int runs = 0; runs < kMinRuns || (runs < kMaxRuns && SecondsSince(begin) < kMinSeconds); ++runs) {
+      CONVOY_ASSIGN_OR_RETURN(const double first, a.Run());
+      CONVOY_ASSIGN_OR_RETURN(const double second, b.Run());
+      if (ratios != nullptr) ratios->push_back(first / second);
+    }
+    return absl::OkStatus();
+  };
   for (int b : batch_sizes) {
     CONVOY_ASSIGN_OR_RETURN(auto at_batch, StepProfiler::Create(plan_, b));
-    const auto batch_start = std::chrono::steady_clock::now();
-    int runs = 0;
-    while (runs < kMinRuns || (runs < kMaxRuns && SecondsSince(batch_start) < kMinSeconds)) {
-      CONVOY_RETURN_IF_ERROR(at_one->Run().status());
-      CONVOY_RETURN_IF_ERROR(at_batch->Run().status());
-      ++runs;
-    }
-    pairs += runs;
+    CONVOY_RETURN_IF_ERROR(alternate(*at_one, *at_batch, nullptr));
     const ImageByImageChoice choice = ChooseImageByImageSteps(*plan_, b, at_one->fastest(), at_batch->fastest());
-    image_by_image_steps_[b] = choice.steps;
-    outcomes.push_back(choice.steps == 0
-                           ? absl::StrFormat("batch %d as a whole (%.2f ms; no prefix gains 5%%)", b,
-                                             choice.all_steps_milliseconds)
-                           : absl::StrFormat("batch %d: the first %d steps (%.2f ms at batch %d, %.2f ms as %d "
-                                             "images, of %.2f ms)",
-                                             b, choice.steps, choice.batch_milliseconds, b,
-                                             choice.image_by_image_milliseconds, b, choice.all_steps_milliseconds));
+    if (choice.steps == 0) {
+      outcomes.push_back(absl::StrFormat("batch %d as a whole (no prefix gains 5%% of %.2f ms by the step times)", b,
+                                         choice.all_steps_milliseconds));
+      continue;
+    }
+    at_batch.reset();
+    CONVOY_ASSIGN_OR_RETURN(auto split, StepProfiler::Create(plan_, b, /*observe_steps=*/false, choice.steps));
+    CONVOY_ASSIGN_OR_RETURN(auto whole, StepProfiler::Create(plan_, b, /*observe_steps=*/false));
+    std::vector<double> ratios;
+    CONVOY_RETURN_IF_ERROR(alternate(*split, *whole, &ratios));
+    std::sort(ratios.begin(), ratios.end());
+    const double ratio = ratios.size() % 2 == 1 ? ratios[ratios.size() / 2]
+                                                : (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]) / 2;
+    const bool keep = ratio <= kKeepRatio;
+    image_by_image_steps_[b] = keep ? choice.steps : 0;
+    outcomes.push_back(absl::StrFormat("batch %d: %s the first %d steps (by the step times %.2f ms at batch %d, %.2f "
+                                       "ms as %d images, of %.2f ms; whole runs %.3f of the batch's time)",
+                                       b, keep ? "image by image," : "as a whole, not", choice.steps,
+                                       choice.batch_milliseconds, b, choice.image_by_image_milliseconds, b,
+                                       choice.all_steps_milliseconds, ratio));
   }
   if (options.log) {
-    options.log(absl::StrFormat("%s: image by image, from each step's fastest time in %d runs at batch 1 alternating "
-                                "with runs at each tuned batch size (%.2f s): %s",
-                                name_, pairs, SecondsSince(start), absl::StrJoin(outcomes, "; ")));
+    options.log(absl::StrFormat("%s: image by image, measured at each tuned batch size (%.2f s): %s", name_,
+                                SecondsSince(start), absl::StrJoin(outcomes, "; ")));
   }
   return absl::OkStatus();
 }

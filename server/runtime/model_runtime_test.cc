@@ -122,7 +122,7 @@ TEST(ModelRuntimeTest, ImageByImageForcedOffOrMeasuredWhereTuned) {
   AlgorithmCache cache;
   options.cache = &cache;
   CONVOY_ASSERT_OK_AND_ASSIGN(auto tuned, ModelRuntime::Create(options));
-  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: image by image, from each step's fastest time")));
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: image by image, measured at each tuned batch size")));
   EXPECT_THAT(log, ::testing::Contains(HasSubstr("batch 4")));
   EXPECT_EQ(tuned->image_by_image_steps(3), 0);
   EXPECT_LE(tuned->image_by_image_steps(4), static_cast<int>(tuned->plan().steps().size()));

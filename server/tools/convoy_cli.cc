@@ -37,6 +37,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/registry/registry.h"
@@ -88,7 +89,8 @@ options: --device=cpu|cuda|auto  --precision=fp32|fp16|bf16|tf32|int8|auto  --la
          --fuse_squeeze_excitation=true|false (each squeeze-and-excitation branch as one step where the device has
              an algorithm for it, the CPU in FP32; default true)
          --image_by_image=auto|off|N (CPU, batches of 2 or more: run the first layers one image at a time; auto:
-             where the tuned step times say it pays (the default, or the config's off); N: the first N steps)
+             where the step times measured at load say it pays, for tuned batch sizes (the default, or the config's
+             off); N: the first N steps; convoy run only: compare or compare:N times the batch both ways, alternating)
          --calibration_table=FILE (--precision=int8 on an FP32 model; default: the config's, or calibration.yaml
            beside the model file)
 --output_dir=DIR writes output i to DIR/i.npy, in the model's output order (DIR is created if missing).
@@ -218,10 +220,12 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
   CONVOY_ASSIGN_OR_RETURN(options.fuse_squeeze_excitation,
                           ParseChoice(flags, "fuse_squeeze_excitation", "true", "false"));
   if (flags.Has("image_by_image")) {
-    const std::string value = flags.Get("image_by_image");
+    // auto, off, N, or (convoy run) compare / compare:N.
+    std::string value = flags.Get("image_by_image");
+    if (absl::StartsWith(value, "compare")) value = std::string(absl::StripPrefix(absl::StripPrefix(value, "compare"), ":"));
     if (value == "off") {
       options.image_by_image_steps = 0;
-    } else if (value != "auto" && value != "compare") {
+    } else if (value != "auto" && !value.empty()) {
       CONVOY_ASSIGN_OR_RETURN(options.image_by_image_steps, ParsePositive("image_by_image", value));
     }
   }
@@ -381,7 +385,7 @@ absl::Status RunCommand(const Flags& flags) {
   }
   CONVOY_ASSIGN_OR_RETURN(auto instance, model->CreateInstance());
   CONVOY_RETURN_IF_ERROR(instance->Run(batch, inputs, outputs));
-  if (flags.Get("image_by_image") == "compare") {
+  if (absl::StartsWith(flags.Get("image_by_image"), "compare")) {
     CONVOY_ASSIGN_OR_RETURN(int repeat, ParsePositive("repeat", flags.Get("repeat", "0")));
     CONVOY_RETURN_IF_ERROR(CompareImageByImage(*model, *instance, batch, repeat, inputs, outputs));
   } else if (flags.Has("repeat")) {
