@@ -83,7 +83,9 @@ absl::StatusOr<std::vector<float>> RunPoisoned(Executor& executor, int batch, co
     buffers.emplace_back(desc.size_bytes());
     ::convoy::testing::PoisonWithNaN(buffers.back().data(), desc.dtype(), desc.num_elements());
   }
-  for (size_t i = 0; i < buffers.size(); ++i) views.push_back({executor.ExpectedOutputDesc(i, batch), buffers[i].data()});
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    views.push_back({executor.ExpectedOutputDesc(i, batch), buffers[i].data()});
+  }
   CONVOY_RETURN_IF_ERROR(executor.Run(batch, inputs.views, views));
   std::vector<float> all;
   for (const TensorView& v : views) {

@@ -321,6 +321,12 @@ absl::Status ModelRuntime::Plan(const ModelRuntimeOptions& options) {
   CONVOY_RETURN_IF_ERROR(ChooseImageByImage(options));
   report_.weight_bytes = plan_->weight_bytes();
   report_.arena_bytes = plan_->arena_bytes();
+  for (size_t b = 0; b < image_by_image_steps_.size(); ++b) {  // a prefix adds its scratch region
+    if (image_by_image_steps_[b] == 0) continue;
+    CONVOY_ASSIGN_OR_RETURN(const ImageByImageLayout layout,
+                            MakeImageByImageLayout(*plan_, static_cast<int>(b), image_by_image_steps_[b]));
+    report_.arena_bytes = std::max(report_.arena_bytes, layout.arena_bytes);
+  }
   report_.workspace_bytes = plan_->workspace_bytes();
   return absl::OkStatus();
 }
@@ -521,8 +527,8 @@ absl::StatusOr<std::unique_ptr<ModelRuntime>> ModelRuntime::Create(const ModelRu
                       "per instance",
                       model->name_, plan.steps().size(), plan.device().Identity(), PrecisionName(plan.precision()),
                       LayoutName(plan.layout()), model->records_graphs_ ? ", a CUDA graph per batch size" : "",
-                      model->report_.plan_seconds, FormatBytes(plan.weight_bytes()), FormatBytes(plan.arena_bytes()),
-                      FormatBytes(plan.workspace_bytes())));
+                      model->report_.plan_seconds, FormatBytes(plan.weight_bytes()),
+                      FormatBytes(model->report_.arena_bytes), FormatBytes(plan.workspace_bytes())));
   if (const std::string quantization = plan.QuantizationSummary(); !quantization.empty()) {
     log(absl::StrCat(model->name_, ": ", quantization, " (`convoy inspect` lists each)"));
   }

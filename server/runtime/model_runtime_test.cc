@@ -34,6 +34,21 @@ absl::StatusOr<ModelRuntimeOptions> SimpleCnnOptions() {
   return options;
 }
 
+// Runs `model` at batch 3 on fresh random images into NaN-poisoned outputs and compares with the reference interpreter.
+void ExpectMatchesReferenceAtBatch3(const ModelRuntime& model) {
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, model.CreateInstance());
+  const int batch = 3;
+  Tensor x = Tensor::Zeros({batch, 3, 32, 32});
+  ::convoy::testing::FillUniform(x.data.data(), DataType::kFloat32, x.data.size(), std::random_device{}());
+  std::vector<float> y(batch * 10);
+  ::convoy::testing::PoisonWithNaN(y.data(), DataType::kFloat32, y.size());
+  ASSERT_THAT(instance->Run(batch, {TensorView{TensorDesc(DataType::kFloat32, {batch, 3, 32, 32}), x.data.data()}},
+                            {TensorView{TensorDesc(DataType::kFloat32, {batch, 10}), y.data()}}),
+              IsOk());
+  CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(model.graph(), {{"images", x}}));
+  EXPECT_THAT(::convoy::testing::CompareFloats(y, expected.at("probabilities").data, {1e-4, 1e-6}), IsOk());
+}
+
 TEST(ModelRuntimeTest, MatchesReferenceInterpreterAndLogsEachPhase) {
   CONVOY_ASSERT_OK_AND_ASSIGN(ModelRuntimeOptions options, SimpleCnnOptions());
   std::vector<std::string> log;
@@ -53,32 +68,7 @@ TEST(ModelRuntimeTest, MatchesReferenceInterpreterAndLogsEachPhase) {
   EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: memory at batch 32: arena")));
   EXPECT_THAT(log, ::testing::Contains(HasSubstr("simple_cnn: warmed up in")));
 
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, model->CreateInstance());
-  const int batch = 3;
-  Tensor x = Tensor::Zeros({batch, 3, 32, 32});
-  ::convoy::testing::FillUniform(x.data.data(), DataType::kFloat32, x.data.size(), std::random_device{}());
-  std::vector<float> y(batch * 10);
-  ::convoy::testing::PoisonWithNaN(y.data(), DataType::kFloat32, y.size());
-  ASSERT_THAT(instance->Run(batch, {TensorView{TensorDesc(DataType::kFloat32, {batch, 3, 32, 32}), x.data.data()}},
-                            {TensorView{TensorDesc(DataType::kFloat32, {batch, 10}), y.data()}}),
-              IsOk());
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(model->graph(), {{"images", x}}));
-  EXPECT_THAT(::convoy::testing::CompareFloats(y, expected.at("probabilities").data, {1e-4, 1e-6}), IsOk());
-}
-
-// Runs `model` at batch 3 on fresh random images into NaN-poisoned outputs and compares with the reference interpreter.
-void ExpectMatchesReferenceAtBatch3(const ModelRuntime& model) {
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto instance, model.CreateInstance());
-  const int batch = 3;
-  Tensor x = Tensor::Zeros({batch, 3, 32, 32});
-  ::convoy::testing::FillUniform(x.data.data(), DataType::kFloat32, x.data.size(), std::random_device{}());
-  std::vector<float> y(batch * 10);
-  ::convoy::testing::PoisonWithNaN(y.data(), DataType::kFloat32, y.size());
-  ASSERT_THAT(instance->Run(batch, {TensorView{TensorDesc(DataType::kFloat32, {batch, 3, 32, 32}), x.data.data()}},
-                            {TensorView{TensorDesc(DataType::kFloat32, {batch, 10}), y.data()}}),
-              IsOk());
-  CONVOY_ASSERT_OK_AND_ASSIGN(auto expected, RunReference(model.graph(), {{"images", x}}));
-  EXPECT_THAT(::convoy::testing::CompareFloats(y, expected.at("probabilities").data, {1e-4, 1e-6}), IsOk());
+  ExpectMatchesReferenceAtBatch3(*model);
 }
 
 // image_by_image_steps forces a prefix at every batch size from 2 (capped at the longest), 0 or the config's false

@@ -222,7 +222,9 @@ absl::StatusOr<ModelRuntimeOptions> CommonOptions(const Flags& flags) {
   if (flags.Has("image_by_image")) {
     // auto, off, N, or (convoy run) compare / compare:N.
     std::string value = flags.Get("image_by_image");
-    if (absl::StartsWith(value, "compare")) value = std::string(absl::StripPrefix(absl::StripPrefix(value, "compare"), ":"));
+    if (absl::StartsWith(value, "compare")) {
+      value = std::string(absl::StripPrefix(absl::StripPrefix(value, "compare"), ":"));
+    }
     if (value == "off") {
       options.image_by_image_steps = 0;
     } else if (value != "auto" && !value.empty()) {
