@@ -181,7 +181,8 @@ def time_convoy_model(convoy, model_path, cache, batch, reps, directory, precisi
 def convoy_implementations(convoy, model_path, cache, batch, precision="fp32", layout="default"):
     """What each step of Convoy's plan at `batch` ran, counted: {"algorithm [oneDNN implementation]": steps}, from
     `convoy inspect` with the same cache, threads and flags as the timed runs (its plan listing names each step's
-    algorithm and, for oneDNN's, the implementation the primitive got: brgconv_1x1:avx512_core, jit_dw:avx2, ...)."""
+    algorithm and, for oneDNN's, the implementation the primitive got: brgconv_1x1:avx512_core, jit_dw:avx2, ...),
+    and how many leading steps the batch runs image by image (that inspect's own choice, measured at its load)."""
     out = subprocess.run([convoy, "inspect", f"--model={model_path}", f"--threads={THREADS}", f"--cache={cache}",
                           f"--max_batch_size={batch}", f"--profile_batch={batch}", "--quiet",
                           f"--precision={precision}", *layout_flags(layout)], capture_output=True, text=True)
@@ -194,6 +195,8 @@ def convoy_implementations(convoy, model_path, cache, batch, precision="fp32", l
             if algorithm is not None:
                 counts[algorithm] += 1
             algorithm = line.split()[1].rstrip(",")  # "algorithm NAME, workspace ..."
+        elif line.startswith("image by image at batch ") and ": the first " in line:
+            counts["image by image (steps run one image at a time)"] = int(line.split(": the first ")[1].split()[0])
         elif line.startswith("launch oneDNN ") and algorithm is not None:
             counts[f"{algorithm} [{line[len('launch oneDNN '):]}]"] += 1
             algorithm = None

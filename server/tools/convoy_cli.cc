@@ -538,6 +538,13 @@ absl::Status InspectCommand(const Flags& flags) {
     }
   }
   std::cout << "\n== " << model->plan().ToString(batch);
+  if (batch > 1) {
+    const int prefix = model->image_by_image_steps(batch);
+    std::cout << "image by image at batch " << batch << ": "
+              << (prefix > 0 ? absl::StrCat("the first ", prefix, " of ", model->plan().steps().size(), " steps")
+                             : std::string("none"))
+              << "\n";
+  }
   CONVOY_ASSIGN_OR_RETURN(std::vector<double> times, ProfileSteps(*model, batch, runs, statistic == "min"));
   std::cout << "\n== measured step times at batch " << batch << " (ms";
   if (runs > 1) std::cout << ", " << (statistic == "min" ? "fastest" : "median") << " of " << runs << " runs";
