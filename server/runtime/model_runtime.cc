@@ -449,9 +449,7 @@ absl::Status ModelRuntime::ChooseImageByImage(const ModelRuntimeOptions& options
     CONVOY_ASSIGN_OR_RETURN(auto whole, StepProfiler::Create(plan_, b, /*observe_steps=*/false));
     std::vector<double> ratios;
     CONVOY_RETURN_IF_ERROR(alternate(*split, *whole, &ratios));
-    std::sort(ratios.begin(), ratios.end());
-    const double ratio = ratios.size() % 2 == 1 ? ratios[ratios.size() / 2]
-                                                : (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]) / 2;
+    const double ratio = autotuner_internal::Median(ratios);
     const bool keep = ratio <= kKeepRatio;
     image_by_image_steps_[b] = keep ? choice.steps : 0;
     outcomes.push_back(absl::StrFormat("batch %d: %s the first %d steps (by the step times %.2f ms at batch %d, %.2f "

@@ -40,6 +40,7 @@
 #include "absl/strings/strip.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/registry/autotuner.h"
 #include "kernels/registry/registry.h"
 #include "server/imaging/image_decoder.h"
 #include "server/imaging/image_resize.h"
@@ -306,12 +307,6 @@ void ConvertFloatArray(NpyArray& array, DataType target) {
   array.dtype = target;
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n == 0 ? 0 : n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 // --image_by_image=compare: `instance` runs the batch's first layers image by image as the model chose; a second
 // instance runs it as a whole. The two alternate run by run (the host's drift hits both alike); prints both medians,
 // the median of the per-pair ratios and the largest difference between their outputs.
@@ -355,8 +350,9 @@ absl::Status CompareImageByImage(const ModelRuntime& model, ModelInstance& insta
   std::cout << absl::StrFormat("batch %d, %d alternating runs each: the first %d steps image by image %.3f ms, the "
                                "batch as a whole %.3f ms (medians); ratio %.3f (median of the pairs; image by image "
                                "faster in %d of %d); largest output difference %.3g\n",
-                               batch, repeat, steps, Median(split_ms), Median(whole_ms), Median(ratios), faster,
-                               repeat, largest_difference);
+                               batch, repeat, steps, autotuner_internal::Median(split_ms),
+                               autotuner_internal::Median(whole_ms), autotuner_internal::Median(ratios), faster, repeat,
+                               largest_difference);
   return absl::OkStatus();
 }
 
