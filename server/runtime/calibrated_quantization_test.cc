@@ -31,9 +31,10 @@ uint32_t FreshSeed() { return std::random_device{}(); }
 
 // The INT8 steps and the FP32 simulation of the same quantization land on the same step except at rounding ties,
 // where they pick neighbours, and a step that differs in an early layer travels on through the next ones. Measured
-// over 8 runs x 2 layouts of the four-layer block: at most 2 output steps apart, 1196-1199 of 1200 outputs identical.
-// Asserted: 3 steps, 98 % identical.
-constexpr float kStepsFromSimulation = 3;
+// over 8 runs x 2 layouts of the four-layer block: 1196-1199 of 1200 outputs identical. The largest difference, over
+// 8495 seeded runs of either layout (Zen 4, 2026-12-06): 0 steps in 797, 1 in 7116, 2 in 557, 3 in 24, 4 in 1 (3 was
+// the bound before and failed about once in 2000-4000 runs). Asserted: 5 steps, 98 % identical.
+constexpr float kStepsFromSimulation = 5;
 
 // INT8 against FP32 on these random blocks, as a fraction of the largest FP32 output: the MEAN error. Measured over
 // 700 fresh seeds: 0.0013-0.0027 (median 0.0016-0.0017). The largest single error has a long tail with random
